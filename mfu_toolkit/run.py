@@ -1,0 +1,616 @@
+"""The Run: one schema for every log source.
+
+Every loader returns a :class:`Run`; every analysis takes one. A Run has three parts
+(see the design notes in the README):
+
+- ``steps``  one row per training step per rank (``rank = -1`` when the log is job-level only);
+- ``events`` job-level intervals (init, eval, checkpoints, failures, restarts, ...);
+- ``meta``   what the numbers mean: accelerator and peak (with its source), model FLOPs and how
+  they were obtained, the source file, the original time unit, the timing precision and the
+  :class:`LoadReport` of what was read and what was skipped.
+
+Auxiliary tables that a format carries beside steps (GPU utilisation samples, per-kernel time,
+per-operation traces) live in ``tables``, keyed by name.
+
+Times are seconds since the job's first event. Nothing is dropped silently: loaders count every
+record they skip in the LoadReport.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import io
+import json
+import math
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "STEP_COLUMNS",
+    "STEP_OPTIONAL_COLUMNS",
+    "EVENT_COLUMNS",
+    "EVENT_KINDS",
+    "TIMING_KINDS",
+    "SchemaError",
+    "LoadError",
+    "LoadWarning",
+    "LoadReport",
+    "RunMeta",
+    "Run",
+    "empty_steps",
+    "empty_events",
+    "make_steps",
+    "make_events",
+    "validate",
+    "save_run",
+    "read_run",
+]
+
+# Column -> dtype. Required step columns first, then the optional ones a format may fill.
+STEP_COLUMNS: dict[str, str] = {
+    "attempt": "int64",
+    "step": "int64",
+    "rank": "int64",
+    "start_s": "float64",
+    "end_s": "float64",
+}
+STEP_OPTIONAL_COLUMNS: dict[str, str] = {
+    "samples": "float64",
+    "tokens": "float64",
+    "data_wait_s": "float64",
+    "compute_s": "float64",
+    "comm_s": "float64",
+}
+EVENT_COLUMNS: dict[str, str] = {
+    "kind": "str",
+    "start_s": "float64",
+    "end_s": "float64",
+    "attempt": "int64",
+    "rank": "int64",
+    "detail": "str",
+}
+EVENT_KINDS: tuple[str, ...] = (
+    "init",
+    "data_load",
+    "eval",
+    "checkpoint_save",
+    "checkpoint_load",
+    "failure",
+    "restart",
+    "queue",
+    "other",
+)
+TIMING_KINDS: tuple[str, ...] = ("exact", "duration_only", "interval_mean")
+
+_MAX_LINES_KEPT = 5  # first line numbers remembered per skip reason
+
+
+class SchemaError(ValueError):
+    """A Run's tables break the schema; the message names the column and the first bad rows."""
+
+
+class LoadError(ValueError):
+    """A log could not be read. The message names the file, the line and the field."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.field = field
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if line is not None:
+            where.append(f"line {line}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class LoadWarning(UserWarning):
+    """Issued once per load when records were skipped; the LoadReport has the details."""
+
+
+@dataclass
+class LoadReport:
+    """What a loader read, kept and skipped (by reason, with the first line numbers)."""
+
+    source: str = ""
+    format: str = ""
+    lines_read: int = 0
+    rows_kept: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    first_lines: dict[str, list[int]] = field(default_factory=dict)
+    examples: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def skip(self, reason: str, line: int | None = None, example: str | None = None) -> None:
+        """Count one skipped record under ``reason`` (a short phrase), remembering its line."""
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        lines = self.first_lines.setdefault(reason, [])
+        if line is not None and len(lines) < _MAX_LINES_KEPT:
+            lines.append(int(line))
+        if example is not None and reason not in self.examples:
+            self.examples[reason] = example[:200]
+
+    def note(self, text: str) -> None:
+        """Record a fact about the load that is not a skip (e.g. duplicates collapsed)."""
+        if text not in self.notes:
+            self.notes.append(text)
+
+    @property
+    def total_skipped(self) -> int:
+        return sum(self.skipped.values())
+
+    def summary(self) -> str:
+        """One paragraph: read, kept, and each skip reason with its first line numbers."""
+        head = f"{self.source or '<memory>'} ({self.format or '?'}): read {self.lines_read} lines/records, kept {self.rows_kept} rows"
+        if not self.skipped:
+            return head + ", skipped none."
+        parts = []
+        for reason, n in sorted(self.skipped.items(), key=lambda kv: -kv[1]):
+            lines = self.first_lines.get(reason) or []
+            at = f" (first at line {', '.join(map(str, lines))})" if lines else ""
+            parts.append(f"{n} × {reason}{at}")
+        return head + f", skipped {self.total_skipped}: " + "; ".join(parts) + "."
+
+    def warn_if_skipped(self, stacklevel: int = 3) -> None:
+        """Warn once with the summary when anything was skipped."""
+        if self.skipped:
+            warnings.warn(self.summary(), LoadWarning, stacklevel=stacklevel)
+
+    def merge(self, other: LoadReport) -> None:
+        """Add another report's counts (e.g. one per rank file) into this one."""
+        self.lines_read += other.lines_read
+        self.rows_kept += other.rows_kept
+        for reason, n in other.skipped.items():
+            self.skipped[reason] = self.skipped.get(reason, 0) + n
+            mine = self.first_lines.setdefault(reason, [])
+            for ln in other.first_lines.get(reason, []):
+                if len(mine) < _MAX_LINES_KEPT:
+                    mine.append(ln)
+            if reason in other.examples and reason not in self.examples:
+                self.examples[reason] = other.examples[reason]
+        for n in other.notes:
+            self.note(n)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Skip reasons as a tidy table: reason, count, first_lines, example."""
+        rows = [
+            {
+                "reason": r,
+                "count": n,
+                "first_lines": ", ".join(map(str, self.first_lines.get(r, []))),
+                "example": self.examples.get(r, ""),
+            }
+            for r, n in sorted(self.skipped.items(), key=lambda kv: -kv[1])
+        ]
+        return pd.DataFrame(rows, columns=["reason", "count", "first_lines", "example"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LoadReport:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    """What the numbers in a Run mean. Unknown values stay ``None``; nothing is guessed."""
+
+    name: str = ""
+    accelerator: str | None = None
+    dtype: str | None = None
+    n_accelerators: int | None = None
+    peak_flops_per_accelerator: float | None = None  # FLOP/s, dense unless peak_sparse
+    peak_sparse: bool = False
+    peak_source: str | None = None
+    model_flops_per_sample: float | None = None  # training FLOPs (fwd + bwd), no recomputation
+    model_flops_per_token: float | None = None
+    model_flops_per_step: float | None = None
+    hardware_flops_per_step: float | None = None  # with recomputation, for HFU
+    model_flops_source: str | None = None
+    global_batch: float | None = None  # samples per step
+    seq_len: int | None = None
+    source_path: str | None = None
+    source_format: str | None = None
+    time_unit: str | None = None  # the log's original unit, e.g. "ms", "us", "epoch_ms"
+    timing: str = "exact"  # one of TIMING_KINDS
+    extra: dict[str, Any] = field(default_factory=dict)  # format-specific facts, JSON-able
+    report: LoadReport = field(default_factory=LoadReport)
+
+    def __post_init__(self) -> None:
+        if self.timing not in TIMING_KINDS:
+            raise SchemaError(
+                f"RunMeta.timing must be one of {', '.join(TIMING_KINDS)}; got {self.timing!r}"
+            )
+        if self.n_accelerators is not None and (
+            not isinstance(self.n_accelerators, (int, np.integer)) or self.n_accelerators <= 0
+        ):
+            raise SchemaError(
+                f"RunMeta.n_accelerators must be a positive integer or None; got {self.n_accelerators!r}"
+            )
+        for name in (
+            "peak_flops_per_accelerator",
+            "model_flops_per_sample",
+            "model_flops_per_token",
+            "model_flops_per_step",
+            "hardware_flops_per_step",
+            "global_batch",
+        ):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, (int, float, np.number)) and math.isfinite(v) and v > 0):
+                raise SchemaError(f"RunMeta.{name} must be a finite number > 0 or None; got {v!r}")
+
+    def replace(self, **changes: Any) -> RunMeta:
+        return dataclasses.replace(self, **changes)
+
+    def with_accelerator(
+        self, name: str, dtype: str = "bf16", *, n: int | None = None, sparse: bool = False, per: str = "package"
+    ) -> RunMeta:
+        """Resolve the peak from the registry (never a fallback) and record its source."""
+        from . import hardware
+
+        peak = hardware.get_peak(name, dtype, sparse=sparse, per=per)
+        return self.replace(
+            accelerator=peak.accelerator,
+            dtype=dtype,
+            n_accelerators=self.n_accelerators if n is None else n,
+            peak_flops_per_accelerator=peak.flops,
+            peak_sparse=sparse,
+            peak_source=peak.source,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["report"] = self.report.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RunMeta:
+        known = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        if "report" in kw and not isinstance(kw["report"], LoadReport):
+            kw["report"] = LoadReport.from_dict(kw["report"])
+        return cls(**kw)
+
+
+def _coerce(df: pd.DataFrame, spec: Mapping[str, str], table: str) -> pd.DataFrame:
+    """Return a copy with schema columns in order and dtypes enforced (extra columns kept)."""
+    out = {}
+    for col, dtype in spec.items():
+        s = df[col]
+        if dtype == "str":
+            if s.isna().any():
+                bad = list(np.flatnonzero(s.isna().to_numpy())[:5])
+                raise SchemaError(f"{table}.{col} has missing values at rows {bad}")
+            out[col] = s.astype(str)
+        elif dtype == "int64":
+            num = pd.to_numeric(s, errors="coerce")
+            bad_mask = num.isna() | (num != np.floor(num.fillna(0)))
+            if bad_mask.any():
+                rows = list(np.flatnonzero(bad_mask.to_numpy())[:5])
+                raise SchemaError(
+                    f"{table}.{col} must hold integers; rows {rows} hold {list(s.iloc[rows])}"
+                )
+            out[col] = num.astype("int64")
+        else:
+            num = pd.to_numeric(s, errors="coerce")
+            bad_mask = num.isna() & s.notna()
+            if bad_mask.any():
+                rows = list(np.flatnonzero(bad_mask.to_numpy())[:5])
+                raise SchemaError(
+                    f"{table}.{col} must be numeric; rows {rows} hold {list(s.iloc[rows])}"
+                )
+            out[col] = num.astype("float64")
+    res = pd.DataFrame(out, index=df.index)
+    for col in df.columns:
+        if col not in res.columns:
+            res[col] = df[col]
+    return res.reset_index(drop=True)
+
+
+def empty_steps() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in STEP_COLUMNS.items()})
+
+
+def empty_events() -> pd.DataFrame:
+    return pd.DataFrame(
+        {c: pd.Series(dtype=(str if t == "str" else t)) for c, t in EVENT_COLUMNS.items()}
+    )
+
+
+def make_steps(data: pd.DataFrame | Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """Build a steps table from columns; missing ``attempt``/``rank`` default to 0/-1."""
+    if data is None:
+        return empty_steps()
+    df = pd.DataFrame(data).copy()
+    if "attempt" not in df:
+        df["attempt"] = 0
+    if "rank" not in df:
+        df["rank"] = -1
+    missing = [c for c in STEP_COLUMNS if c not in df]
+    if missing:
+        raise SchemaError(
+            f"steps is missing required column(s) {missing}; required: {list(STEP_COLUMNS)}"
+        )
+    df = _coerce(df, {**STEP_COLUMNS, **{c: t for c, t in STEP_OPTIONAL_COLUMNS.items() if c in df}}, "steps")
+    return df
+
+
+def make_events(data: pd.DataFrame | Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None) -> pd.DataFrame:
+    """Build an events table; missing ``attempt``/``rank``/``detail`` default to 0/-1/''."""
+    if data is None:
+        return empty_events()
+    df = pd.DataFrame(list(data) if not isinstance(data, (pd.DataFrame, Mapping)) else data).copy()
+    if df.empty and not len(df.columns):
+        return empty_events()
+    for col, default in (("attempt", 0), ("rank", -1), ("detail", "")):
+        if col not in df:
+            df[col] = default
+    missing = [c for c in EVENT_COLUMNS if c not in df]
+    if missing:
+        raise SchemaError(
+            f"events is missing required column(s) {missing}; required: {list(EVENT_COLUMNS)}"
+        )
+    df["detail"] = df["detail"].fillna("")
+    return _coerce(df, EVENT_COLUMNS, "events")
+
+
+def _first_rows(mask: pd.Series | np.ndarray, n: int = 5) -> list[int]:
+    return [int(i) for i in np.flatnonzero(np.asarray(mask))[:n]]
+
+
+def validate(steps: pd.DataFrame, events: pd.DataFrame) -> None:
+    """Check the schema and its invariants; raise :class:`SchemaError` naming column and rows.
+
+    Invariants: required columns present with their dtypes, finite times, ``end_s >= start_s``,
+    non-negative optional durations, ``attempt >= 0``, ``rank >= -1``, known event kinds,
+    attempts numbered without gaps from 0, and no (attempt, step, rank) row twice.
+    """
+    for table, df, spec in (("steps", steps, STEP_COLUMNS), ("events", events, EVENT_COLUMNS)):
+        missing = [c for c in spec if c not in df.columns]
+        if missing:
+            raise SchemaError(f"{table} is missing column(s) {missing}; required: {list(spec)}")
+        for col, dtype in spec.items():
+            s = df[col]
+            if dtype == "int64" and not pd.api.types.is_integer_dtype(s):
+                raise SchemaError(f"{table}.{col} must have dtype int64; got {s.dtype}")
+            if dtype == "float64" and not pd.api.types.is_float_dtype(s):
+                raise SchemaError(f"{table}.{col} must have dtype float64; got {s.dtype}")
+            if dtype == "str" and not (pd.api.types.is_string_dtype(s) or s.dtype == object):
+                raise SchemaError(f"{table}.{col} must hold strings; got {s.dtype}")
+        for col in ("start_s", "end_s"):
+            bad = ~np.isfinite(df[col].to_numpy(dtype=float))
+            if bad.any():
+                raise SchemaError(f"{table}.{col} must be finite; rows {_first_rows(bad)} are not")
+        back = df["end_s"].to_numpy() < df["start_s"].to_numpy()
+        if back.any():
+            rows = _first_rows(back)
+            raise SchemaError(
+                f"{table}: end_s must be >= start_s; rows {rows} have start_s="
+                f"{df['start_s'].iloc[rows].tolist()} end_s={df['end_s'].iloc[rows].tolist()}"
+            )
+        neg = df["attempt"].to_numpy() < 0
+        if neg.any():
+            raise SchemaError(f"{table}.attempt must be >= 0; rows {_first_rows(neg)} are negative")
+        lowrank = df["rank"].to_numpy() < -1
+        if lowrank.any():
+            raise SchemaError(f"{table}.rank must be >= -1 (-1 = job-level); rows {_first_rows(lowrank)}")
+    for col in STEP_OPTIONAL_COLUMNS:
+        if col in steps.columns:
+            v = steps[col].to_numpy(dtype=float)
+            bad = v < 0
+            if bad.any():
+                raise SchemaError(f"steps.{col} must be >= 0 where given; rows {_first_rows(bad)} are negative")
+    unknown = ~events["kind"].isin(EVENT_KINDS).to_numpy()
+    if unknown.any():
+        rows = _first_rows(unknown)
+        raise SchemaError(
+            f"events.kind must be one of {', '.join(EVENT_KINDS)}; rows {rows} hold "
+            f"{events['kind'].iloc[rows].tolist()}"
+        )
+    attempts = sorted(set(steps["attempt"].unique()) | set(events["attempt"].unique()))
+    if attempts and attempts != list(range(attempts[-1] + 1)) and attempts[0] == 0:
+        gaps = sorted(set(range(attempts[-1] + 1)) - set(attempts))
+        # An attempt may have died before logging anything; gaps are legal only if they
+        # show up as events. Steps alone never skip an attempt number.
+        raise SchemaError(f"attempt numbers must run 0, 1, 2, ... without gaps; missing {gaps}")
+    if attempts and attempts[0] != 0:
+        raise SchemaError(f"attempt numbers must start at 0; the first is {attempts[0]}")
+    dup = steps.duplicated(["attempt", "step", "rank"], keep="first").to_numpy()
+    if dup.any():
+        rows = _first_rows(dup)
+        raise SchemaError(
+            f"steps: (attempt, step, rank) must be unique; rows {rows} repeat "
+            f"{steps.loc[steps.index[rows], ['attempt', 'step', 'rank']].to_dict('records')}"
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """A training run in the common schema: ``steps``, ``events``, ``meta`` (+ aux ``tables``)."""
+
+    steps: pd.DataFrame = field(default_factory=empty_steps)
+    events: pd.DataFrame = field(default_factory=empty_events)
+    meta: RunMeta = field(default_factory=RunMeta)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        steps: pd.DataFrame | Mapping[str, Any] | None = None,
+        events: pd.DataFrame | Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
+        meta: RunMeta | None = None,
+        tables: Mapping[str, pd.DataFrame] | None = None,
+        *,
+        sort: bool = True,
+    ) -> Run:
+        """Coerce, sort and validate tables into a Run (the constructor loaders should use)."""
+        s = make_steps(steps)
+        e = make_events(events)
+        if sort:
+            s = s.sort_values(["attempt", "start_s", "step", "rank"], kind="stable").reset_index(drop=True)
+            e = e.sort_values(["start_s", "end_s"], kind="stable").reset_index(drop=True)
+        validate(s, e)
+        return cls(s, e, meta or RunMeta(), dict(tables or {}))
+
+    def validate(self) -> Run:
+        validate(self.steps, self.events)
+        return self
+
+    def replace(self, **changes: Any) -> Run:
+        return dataclasses.replace(self, **changes)
+
+    def with_meta(self, **changes: Any) -> Run:
+        return self.replace(meta=self.meta.replace(**changes))
+
+    # --- facts every analysis needs -------------------------------------------------------
+    @property
+    def n_attempts(self) -> int:
+        a = pd.concat([self.steps["attempt"], self.events["attempt"]])
+        return int(a.max()) + 1 if len(a) else 0
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted(int(r) for r in self.steps["rank"].unique())
+
+    @property
+    def t0(self) -> float:
+        """The job's first event time (seconds)."""
+        starts = [df["start_s"].min() for df in (self.steps, self.events) if len(df)]
+        return float(min(starts)) if starts else 0.0
+
+    @property
+    def t1(self) -> float:
+        ends = [df["end_s"].max() for df in (self.steps, self.events) if len(df)]
+        return float(max(ends)) if ends else 0.0
+
+    @property
+    def wall_seconds(self) -> float:
+        """Wall time W from the first event to the last (steps and events together)."""
+        return self.t1 - self.t0
+
+    # --- equality and persistence ---------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Run):
+            return NotImplemented
+        if self.meta != other.meta or set(self.tables) != set(other.tables):
+            return False
+        pairs = [(self.steps, other.steps), (self.events, other.events)]
+        pairs += [(self.tables[k], other.tables[k]) for k in self.tables]
+        return all(_frames_equal(a, b) for a, b in pairs)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def to_parquet(self, path: str | Path) -> Path:
+        return save_run(self, path)
+
+    @classmethod
+    def from_parquet(cls, path: str | Path) -> Run:
+        return read_run(path)
+
+    def __repr__(self) -> str:
+        m = self.meta
+        return (
+            f"Run(name={m.name!r}, steps={len(self.steps)} rows, ranks={self.steps['rank'].nunique()}, "
+            f"attempts={self.n_attempts}, events={len(self.events)}, wall={self.wall_seconds:.3f}s, "
+            f"timing={m.timing!r}, format={m.source_format!r})"
+        )
+
+
+def _frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    if list(a.columns) != list(b.columns) or len(a) != len(b):
+        return False
+    if [str(t) for t in a.dtypes] != [str(t) for t in b.dtypes]:
+        return False
+    return bool(a.reset_index(drop=True).equals(b.reset_index(drop=True)))
+
+
+# --- Parquet persistence ------------------------------------------------------------------
+# The steps table is the Parquet file's body (it is the big one); events, auxiliary tables,
+# meta and the load report travel in the file's key-value metadata (Arrow IPC, base64 / JSON).
+
+_META_KEY = b"mfu_toolkit.meta"
+_EVENTS_KEY = b"mfu_toolkit.events"
+_TABLES_KEY = b"mfu_toolkit.tables"
+_FORMAT_KEY = b"mfu_toolkit.format"
+_FORMAT_VERSION = b"1"
+
+
+def _table_to_b64(df: pd.DataFrame) -> str:
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return base64.b64encode(sink.getvalue()).decode("ascii")
+
+
+def _b64_to_table(text: str) -> pd.DataFrame:
+    import pyarrow as pa
+
+    with pa.ipc.open_stream(base64.b64decode(text)) as r:
+        return r.read_all().to_pandas()
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    raise TypeError(f"meta value {o!r} of type {type(o).__name__} is not JSON-serialisable")
+
+
+def save_run(run: Run, path: str | Path) -> Path:
+    """Write a Run to one Parquet file, losslessly (``read_run`` gives an equal Run)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    table = pa.Table.from_pandas(run.steps, preserve_index=False)
+    md = dict(table.schema.metadata or {})
+    md[_FORMAT_KEY] = _FORMAT_VERSION
+    md[_META_KEY] = json.dumps(run.meta.to_dict(), default=_json_default).encode()
+    md[_EVENTS_KEY] = _table_to_b64(run.events).encode()
+    md[_TABLES_KEY] = json.dumps({k: _table_to_b64(v) for k, v in run.tables.items()}).encode()
+    pq.write_table(table.replace_schema_metadata(md), path)
+    return path
+
+
+def read_run(path: str | Path) -> Run:
+    """Read a Run written by :func:`save_run`; a plain Parquet file is an error that says so."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    table = pq.read_table(path)
+    md = table.schema.metadata or {}
+    if _META_KEY not in md:
+        raise LoadError(
+            "not a Run file (no mfu_toolkit metadata); load a plain table with "
+            "mfu_toolkit.io.load_table(path, columns=...)",
+            path=path,
+        )
+    meta = RunMeta.from_dict(json.loads(md[_META_KEY]))
+    events = _b64_to_table(md[_EVENTS_KEY].decode())
+    tables = {k: _b64_to_table(v) for k, v in json.loads(md.get(_TABLES_KEY, b"{}")).items()}
+    steps = table.to_pandas()
+    run = Run(steps, events, meta, tables)
+    return run.validate()
