@@ -129,7 +129,7 @@ def mfu(
     ``model_flops_per_step`` counts forward + backward of the whole global batch, without
     recomputation (PaLM Appendix B). ``peak_flops_per_accelerator`` is in FLOP/s (dense).
     """
-    achieved = achieved_flops_per_second(model_flops_per_step, step_seconds)
+    achieved = _check("model_flops_per_step", model_flops_per_step) / _check("step_seconds", step_seconds)
     peak = cluster_peak_flops(n_accelerators, peak_flops_per_accelerator)
     return _ratio("MFU", achieved, peak, allow_above_100=allow_above_100)
 
@@ -143,7 +143,7 @@ def hfu(
     allow_above_100: bool = False,
 ) -> Number:
     """Hardware FLOPs Utilization: like MFU but counting recomputed FLOPs too (HFU >= MFU)."""
-    achieved = achieved_flops_per_second(hardware_flops_per_step, step_seconds)
+    achieved = _check("hardware_flops_per_step", hardware_flops_per_step) / _check("step_seconds", step_seconds)
     peak = cluster_peak_flops(n_accelerators, peak_flops_per_accelerator)
     return _ratio("HFU", achieved, peak, allow_above_100=allow_above_100)
 

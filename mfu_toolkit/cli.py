@@ -1,0 +1,354 @@
+"""The ``mfu`` command.
+
+``mfu calc`` and ``mfu accelerators`` use only ``formulas`` and ``hardware`` (no pandas), so they
+start as fast as a bare script. Commands that need pandas (``analyze``, ``simulate``) and the
+FLOPs estimators (``flops``) are imported only when asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import formulas
+
+# Subcommands that live in other rooms: name -> (module, function that adds the parser(s)).
+_EXTENSIONS: dict[str, tuple[str, str]] = {
+    "flops": ("mfu_toolkit.flops.cli", "add_parser"),
+    "analyze": ("mfu_toolkit.analysis.cli", "add_parsers"),
+    "simulate": ("mfu_toolkit.analysis.cli", "add_parsers"),
+}
+
+EXIT_OK, EXIT_INCONSISTENT, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (``mfu calc: error: ...``), exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _positive(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not number > 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"value must be a finite number greater than zero, got {value!r}")
+    return number
+
+
+def _count(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"value must be greater than zero, got {value!r}")
+    return number
+
+
+def _nonneg_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"value cannot be negative, got {value!r}")
+    return number
+
+
+# --- mfu calc --------------------------------------------------------------------------------
+
+
+def _add_calc(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "calc",
+        help="compute MFU (and HFU) from FLOPs, step time, GPU count and peak",
+        description=(
+            "MFU = model FLOPs per step / step time / (GPUs x peak per GPU). Give the peak with "
+            "--peak-tflops-per-gpu, or name the accelerator (--accelerator, --dtype) to take it, "
+            "with its source, from the registry. Give the FLOPs per step, or a model (--preset / "
+            "--config) and a throughput."
+        ),
+    )
+    g = p.add_argument_group("work per step")
+    g.add_argument("--model-flops-per-step", type=_positive, help="model FLOPs of one global step (fwd+bwd, no recomputation)")
+    g.add_argument("--hardware-flops-per-step", type=_positive, help="FLOPs including recomputation; adds HFU")
+    g.add_argument("--step-seconds", type=_positive, help="mean wall time of one step, seconds")
+    g.add_argument("--samples-per-step", type=_nonneg_int, default=0, help="global batch in samples (prints samples/s)")
+    g.add_argument("--tokens-per-step", type=_nonneg_int, default=0, help="global batch in tokens (prints tokens/s)")
+    m = p.add_argument_group("or a model and a throughput")
+    m.add_argument("--preset", help="a model preset (see `mfu flops --list`)")
+    m.add_argument("--config", help="a model config TOML file")
+    m.add_argument("--tokens-per-second", type=_positive, help="job-wide tokens per second")
+    m.add_argument("--samples-per-second", type=_positive, help="job-wide samples per second")
+    m.add_argument("--seq-len", type=_count, help="sequence length (transformers)")
+    m.add_argument("--batch", type=_count, help="global batch in samples, with --step-seconds")
+    m.add_argument("--recompute", choices=("none", "selective", "full"), default=None,
+                   help="activation recomputation used by the run (adds HFU)")
+    h = p.add_argument_group("hardware")
+    h.add_argument("--gpus", type=_count, required=True, help="number of accelerators N")
+    h.add_argument("--peak-tflops-per-gpu", type=_positive, help="peak TFLOP/s of one accelerator")
+    h.add_argument("--accelerator", help="take the peak from the registry (e.g. H100, 'NVIDIA A100-SXM4-80GB')")
+    h.add_argument("--dtype", default=None, help="dtype of the peak with --accelerator (default bf16)")
+    h.add_argument("--sparse", action="store_true", help="use the 2:4 sparse peak (rarely right for training)")
+    h.add_argument("--per", choices=("package", "device"), default="package",
+                   help="peak per package (datasheet) or per device as the framework counts them")
+    p.add_argument("--json", action="store_true", help="print a machine-readable result with every denominator")
+    p.set_defaults(func=_run_calc)
+
+
+def _resolve_peak(args: argparse.Namespace) -> tuple[float, dict[str, Any]]:
+    """Peak FLOP/s per accelerator and a description of where it came from."""
+    if args.accelerator and args.peak_tflops_per_gpu:
+        raise UsageError("give either --accelerator or --peak-tflops-per-gpu, not both")
+    if args.peak_tflops_per_gpu:
+        if args.dtype or args.sparse:
+            raise UsageError("--dtype and --sparse apply to --accelerator; with --peak-tflops-per-gpu the peak is yours")
+        return args.peak_tflops_per_gpu * formulas.TERA, {"peak_source": "given on the command line"}
+    if not args.accelerator:
+        raise UsageError("the peak is missing: give --peak-tflops-per-gpu or --accelerator NAME [--dtype D]")
+    from . import hardware
+
+    dtype = args.dtype or "bf16"
+    try:
+        peak = hardware.get_peak(args.accelerator, dtype, sparse=args.sparse, per=args.per)
+    except hardware.RegistryError as exc:
+        raise UsageError(str(exc).splitlines()[0] if "\n" not in str(exc) else " ".join(str(exc).split())) from None
+    return peak.flops, {
+        "accelerator": peak.accelerator,
+        "dtype": dtype,
+        "sparse": peak.sparse,
+        "per": peak.per,
+        "peak_source": peak.source,
+        "peak_description": peak.describe(),
+    }
+
+
+def _model_work(args: argparse.Namespace) -> dict[str, Any]:
+    """FLOPs per step and step time, from direct flags or a model + throughput."""
+    if args.preset or args.config:
+        if args.model_flops_per_step:
+            raise UsageError("give either --model-flops-per-step or --preset/--config, not both")
+        return _work_from_model(args)
+    if args.tokens_per_second or args.samples_per_second:
+        raise UsageError("--tokens-per-second/--samples-per-second need a model: add --preset NAME or --config FILE")
+    missing = [f for f, v in (("--model-flops-per-step", args.model_flops_per_step), ("--step-seconds", args.step_seconds)) if not v]
+    if missing:
+        raise UsageError(f"missing {' and '.join(missing)} (or give --preset NAME with a throughput)")
+    return {
+        "model_flops_per_step": args.model_flops_per_step,
+        "hardware_flops_per_step": args.hardware_flops_per_step,
+        "step_seconds": args.step_seconds,
+        "samples_per_step": args.samples_per_step or None,
+        "tokens_per_step": args.tokens_per_step or None,
+    }
+
+
+def _work_from_model(args: argparse.Namespace) -> dict[str, Any]:
+    """Turn a model's per-token/per-sample FLOPs and a throughput into per-step numbers.
+
+    With a throughput and no step time, one second of the job stands for a step: MFU is a rate,
+    so ``FLOPs per second / peak`` is the same whatever the step.
+    """
+    try:
+        from .flops import flops_per_unit
+    except ImportError as exc:  # pragma: no cover - the flops room ships with the package
+        raise UsageError(f"model FLOPs are unavailable: {exc}") from None
+    try:
+        mf = flops_per_unit(args.preset, args.config, seq_len=args.seq_len, recompute=args.recompute or "none")
+    except (ValueError, KeyError, OSError) as exc:
+        raise UsageError(" ".join(str(exc).split())) from None
+    given = [n for n, v in (("--tokens-per-second", args.tokens_per_second),
+                            ("--samples-per-second", args.samples_per_second),
+                            ("--step-seconds", args.step_seconds)) if v]
+    if len(given) != 1:
+        raise UsageError("with a model give exactly one of --tokens-per-second, --samples-per-second, "
+                         f"or --step-seconds with --batch; got {', '.join(given) or 'none'}")
+    per_sample = mf.training_per_sample
+    hw_per_sample = mf.hardware_per_sample if args.recompute else None
+    tokens_per_sample = getattr(mf, "tokens_per_sample", None)
+    if args.tokens_per_second:
+        if not tokens_per_sample:
+            raise UsageError(f"{mf.name} is not a token model; use --samples-per-second")
+        samples_per_s = args.tokens_per_second / tokens_per_sample
+        step_seconds, samples = 1.0, samples_per_s
+    elif args.samples_per_second:
+        step_seconds, samples = 1.0, args.samples_per_second
+    else:
+        if not args.batch:
+            raise UsageError("--step-seconds with a model needs --batch (samples per global step)")
+        step_seconds, samples = args.step_seconds, float(args.batch)
+    return {
+        "model_flops_per_step": per_sample * samples,
+        "hardware_flops_per_step": None if hw_per_sample is None else hw_per_sample * samples,
+        "step_seconds": step_seconds,
+        "samples_per_step": samples,
+        "tokens_per_step": samples * tokens_per_sample if tokens_per_sample else None,
+        "model": mf.name,
+        "model_flops_per_sample": per_sample,
+        "model_conventions": getattr(mf, "conventions", None),
+    }
+
+
+def _run_calc(args: argparse.Namespace) -> int:
+    peak, peak_info = _resolve_peak(args)
+    work = _model_work(args)
+    try:
+        res = formulas.compute_mfu(
+            model_flops_per_step=work["model_flops_per_step"],
+            step_seconds=work["step_seconds"],
+            n_accelerators=args.gpus,
+            peak_flops_per_accelerator=peak,
+            hardware_flops_per_step=work["hardware_flops_per_step"],
+            samples_per_step=work["samples_per_step"],
+            tokens_per_step=work["tokens_per_step"],
+            accelerator=peak_info.get("accelerator"),
+            dtype=peak_info.get("dtype"),
+            sparse=peak_info.get("sparse", False),
+            peak_source=peak_info.get("peak_source"),
+        )
+    except formulas.MFUAbove100Error as exc:
+        return _report_inconsistent(args, work, peak, peak_info, exc)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    extra = {k: v for k, v in work.items() if k.startswith("model") and k not in ("model_flops_per_step",)}
+    if args.json:
+        out = {**res.to_dict(), **peak_info, **extra, "ok": True}
+        print(json.dumps(out, indent=2, sort_keys=True))
+        return EXIT_OK
+    if "model" in work:
+        print(f"Model: {work['model']} ({work['model_flops_per_sample']:.4g} training FLOPs per sample)")
+    for line in res.lines():
+        print(line)
+    if "peak_description" in peak_info:
+        print(f"Peak: {peak_info['peak_description']}")
+    return EXIT_OK
+
+
+def _report_inconsistent(args: argparse.Namespace, work: dict[str, Any], peak: float,
+                         peak_info: dict[str, Any], exc: formulas.MFUAbove100Error) -> int:
+    """Print what was computed, then why it cannot be right; exit 1."""
+    achieved = work["model_flops_per_step"] / work["step_seconds"]
+    cluster = args.gpus * peak
+    if args.json:
+        print(json.dumps({
+            "ok": False, "error": "mfu_above_100", "kind": exc.kind, "value": exc.value,
+            "model_flops_per_step": work["model_flops_per_step"], "step_seconds": work["step_seconds"],
+            "n_accelerators": args.gpus, "peak_flops_per_accelerator": peak,
+            "achieved_flops_per_second": achieved, "cluster_peak_flops": cluster,
+            "likely_causes": list(formulas.LIKELY_CAUSES), **peak_info,
+        }, indent=2, sort_keys=True))
+    else:
+        print(f"Model throughput: {achieved / formulas.TERA:,.2f} TFLOP/s")
+        print(f"Cluster peak: {cluster / formulas.TERA:,.2f} TFLOP/s")
+        print(f"{exc.kind}: {exc.value:.2%}  <- impossible: above 100%")
+    print(f"mfu calc: error: {exc}", file=sys.stderr)
+    return EXIT_INCONSISTENT
+
+
+# --- mfu accelerators ------------------------------------------------------------------------
+
+
+def _add_accelerators(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("accelerators", help="list the peak-FLOPs registry with sources",
+                       description="Dense peaks per dtype from vendor datasheets; sparse shown apart.")
+    p.add_argument("--dtype", help="only this dtype (e.g. bf16)")
+    p.add_argument("--vendor", help="only this vendor (e.g. NVIDIA, AMD, Google, Intel, AWS)")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.set_defaults(func=_run_accelerators)
+
+
+def _run_accelerators(args: argparse.Namespace) -> int:
+    from . import hardware
+
+    try:
+        rows = hardware.peak_table(vendor=args.vendor, dtype=args.dtype)
+    except hardware.RegistryError as exc:
+        raise UsageError(" ".join(str(exc).split())) from None
+    if not rows:
+        raise UsageError(f"no accelerator matches vendor={args.vendor!r} dtype={args.dtype!r}")
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    header = ("accelerator", "vendor", "dtype", "dense TFLOP/s", "sparse", "dev/pkg", "source")
+    table = [header]
+    for r in rows:
+        sparse = r.get("sparse_tflops")
+        table.append((
+            str(r["name"]), str(r["vendor"]), str(r["dtype"]), f"{r['dense_tflops']:,.1f}",
+            "" if sparse in (None, "") else f"{sparse:,.1f}", str(r["devices_per_package"]), str(r["source"]),
+        ))
+    widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
+    for row in table:
+        cells = [row[i].rjust(widths[i]) if i in (3, 4, 5) else row[i].ljust(widths[i]) for i in range(len(widths))]
+        print("  ".join(cells) + "  " + row[-1])
+    print(f"\n{len(rows)} rows. Dense peaks unless marked sparse; int8 in TOPS. "
+          "Per package as the datasheet prints it (dev/pkg = framework devices per package).")
+    return EXIT_OK
+
+
+# --- entry point -----------------------------------------------------------------------------
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``mfu`` parser; ``only`` limits lazy imports to the one subcommand being run."""
+    parser = _Parser(prog="mfu", description="Measure and explain Model FLOPs Utilization (MFU).")
+    parser.add_argument("--version", action="version", version=f"mfu_toolkit {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    _add_calc(sub)
+    _add_accelerators(sub)
+    added: set[str] = set()
+    for name, (module, func) in _EXTENSIONS.items():
+        if (only is not None and only != name) or (module, func) in added:
+            continue
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name and module.startswith(exc.name):
+                continue  # that room is not installed in this build
+            raise
+        getattr(mod, func)(sub)
+        added.add((module, func))  # type: ignore[arg-type]
+    return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    for a in argv:
+        if not a.startswith("-"):
+            return a
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cmd = _command_of(argv)
+    known = cmd in ("calc", "accelerators") or cmd in _EXTENSIONS
+    parser = build_parser(only=cmd if known else None)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"mfu {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
