@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
+import os
 import sys
-from collections.abc import Sequence
-from typing import Any
 
 from . import formulas
+
+TYPE_CHECKING = False  # typing and json stay unimported on the fast path
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 # Subcommands that live in other rooms: name -> (module, function that adds the parser(s)).
 _EXTENSIONS: dict[str, tuple[str, str]] = {
@@ -30,8 +33,24 @@ class UsageError(Exception):
     """A user error: printed as one line, exit status 2."""
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter without its ``shutil`` import (3 ms of start-up on every call)."""
+
+    def __init__(self, prog: str, **kwargs: Any) -> None:
+        if kwargs.get("width") is None:
+            try:
+                kwargs["width"] = min(os.get_terminal_size().columns, 120) - 2
+            except OSError:
+                kwargs["width"] = 98
+        super().__init__(prog, **kwargs)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (``mfu calc: error: ...``), exit 2."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
@@ -224,6 +243,8 @@ def _run_calc(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     extra = {k: v for k, v in work.items() if k.startswith("model") and k not in ("model_flops_per_step",)}
     if args.json:
+        import json
+
         out = {**res.to_dict(), **peak_info, **extra, "ok": True}
         print(json.dumps(out, indent=2, sort_keys=True))
         return EXIT_OK
@@ -242,6 +263,8 @@ def _report_inconsistent(args: argparse.Namespace, work: dict[str, Any], peak: f
     achieved = work["model_flops_per_step"] / work["step_seconds"]
     cluster = args.gpus * peak
     if args.json:
+        import json
+
         print(json.dumps({
             "ok": False, "error": "mfu_above_100", "kind": exc.kind, "value": exc.value,
             "model_flops_per_step": work["model_flops_per_step"], "step_seconds": work["step_seconds"],
@@ -279,6 +302,8 @@ def _run_accelerators(args: argparse.Namespace) -> int:
     if not rows:
         raise UsageError(f"no accelerator matches vendor={args.vendor!r} dtype={args.dtype!r}")
     if args.json:
+        import json
+
         print(json.dumps(rows, indent=2))
         return EXIT_OK
     header = ("accelerator", "vendor", "dtype", "dense TFLOP/s", "sparse", "dev/pkg", "source")

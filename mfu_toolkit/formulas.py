@@ -12,10 +12,15 @@ the computed numbers and the usual causes.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+import math
 
-import numpy as np
+TYPE_CHECKING = False  # typing is not imported at run time: `mfu calc` must start fast
+if TYPE_CHECKING:
+    from typing import Any
+
+    import numpy as np
+
+    Number = float | int | np.ndarray
 
 __all__ = [
     "MFUAbove100Error",
@@ -31,7 +36,6 @@ __all__ = [
     "tokens_per_second",
 ]
 
-Number = float | int | np.ndarray
 
 TERA = 1e12
 
@@ -60,10 +64,27 @@ class MFUAbove100Error(ValueError):
         )
 
 
-def _check(name: str, value: Any, *, positive: bool = True, allow_zero: bool = False) -> np.ndarray | float:
-    """Validate a scalar or array: finite, and > 0 (or >= 0). The error names the parameter."""
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check(name: str, value: Any, *, positive: bool = True, allow_zero: bool = False) -> Any:
+    """Validate a scalar or array: finite, and > 0 (or >= 0). The error names the parameter.
+
+    Plain numbers never touch numpy, so the command line starts without importing it.
+    """
     if isinstance(value, bool):
         raise TypeError(f"{name} must be a number or an array of numbers; got {value!r}")
+    rule = ">= 0" if allow_zero else "> 0"
+    if _is_scalar(value):
+        v = float(value)
+        if not math.isfinite(v):
+            raise ValueError(f"{name} must be finite; got {value!r}")
+        if positive and (v < 0 if allow_zero else v <= 0):
+            raise ValueError(f"{name} must be {rule}; got {value!r}")
+        return v
+    import numpy as np
+
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -73,15 +94,15 @@ def _check(name: str, value: Any, *, positive: bool = True, allow_zero: bool = F
     if positive:
         bad = arr < 0 if allow_zero else arr <= 0
         if np.any(bad):
-            rule = ">= 0" if allow_zero else "> 0"
             shown = value if arr.ndim == 0 else arr[bad][:3].tolist()
             raise ValueError(f"{name} must be {rule}; got {shown!r}")
     return float(arr) if arr.ndim == 0 else arr
 
 
-def _check_count(name: str, value: Any) -> np.ndarray | float:
+def _check_count(name: str, value: Any) -> Any:
     out = _check(name, value)
-    if np.any(np.asarray(out) != np.floor(np.asarray(out))):
+    whole = out == math.floor(out) if isinstance(out, float) else (out == out.round()).all()
+    if not whole:
         raise ValueError(f"{name} must be a whole number of accelerators; got {value!r}")
     return out
 
@@ -106,13 +127,20 @@ def tokens_per_second(tokens_per_step: Number, step_seconds: Number) -> Number:
     return _check("tokens_per_step", tokens_per_step) / _check("step_seconds", step_seconds)
 
 
-def _ratio(kind: str, achieved: Number, peak: Number, *, allow_above_100: bool) -> Number:
-    value = np.asarray(achieved, dtype=float) / np.asarray(peak, dtype=float)
+def _ratio(kind: str, achieved: Any, peak: Any, *, allow_above_100: bool) -> Any:
+    if isinstance(achieved, float) and isinstance(peak, float):
+        value = achieved / peak
+        if value > 1.0 and not allow_above_100:
+            raise MFUAbove100Error(kind=kind, achieved_flops=achieved, peak_flops=peak, value=value)
+        return value
+    import numpy as np
+
+    a, p = np.broadcast_arrays(np.asarray(achieved, dtype=float), np.asarray(peak, dtype=float))
+    value = a / p
     if not allow_above_100 and np.any(value > 1.0):
-        i = int(np.argmax(value)) if value.ndim else 0
-        a = np.broadcast_to(np.asarray(achieved, dtype=float), value.shape).flat[i] if value.ndim else float(achieved)
-        p = np.broadcast_to(np.asarray(peak, dtype=float), value.shape).flat[i] if value.ndim else float(peak)
-        raise MFUAbove100Error(kind=kind, achieved_flops=float(a), peak_flops=float(p), value=float(value.flat[i]))
+        i = int(np.argmax(value))
+        raise MFUAbove100Error(kind=kind, achieved_flops=float(a.flat[i]), peak_flops=float(p.flat[i]),
+                               value=float(value.flat[i]))
     return float(value) if value.ndim == 0 else value
 
 
@@ -173,10 +201,21 @@ def scaling_efficiency(
     return (t / bt) / (n / bn)
 
 
-@dataclass(frozen=True)
-class MFUResult:
-    """One MFU with every denominator, so the number can be checked and compared."""
+_RESULT_FIELDS = (
+    "mfu", "model_flops_per_step", "step_seconds", "n_accelerators", "peak_flops_per_accelerator",
+    "achieved_flops_per_second", "cluster_peak_flops", "hfu", "hardware_flops_per_step",
+    "samples_per_step", "samples_per_second", "tokens_per_step", "tokens_per_second",
+    "accelerator", "dtype", "sparse", "peak_source",
+)
 
+
+class MFUResult:
+    """One MFU with every denominator, so the number can be checked and compared.
+
+    Immutable. (A plain class rather than a dataclass: ``mfu calc`` must start in a few ms.)
+    """
+
+    __slots__ = _RESULT_FIELDS
     mfu: float
     model_flops_per_step: float
     step_seconds: float
@@ -184,16 +223,39 @@ class MFUResult:
     peak_flops_per_accelerator: float
     achieved_flops_per_second: float
     cluster_peak_flops: float
-    hfu: float | None = None
-    hardware_flops_per_step: float | None = None
-    samples_per_step: float | None = None
-    samples_per_second: float | None = None
-    tokens_per_step: float | None = None
-    tokens_per_second: float | None = None
-    accelerator: str | None = None
-    dtype: str | None = None
-    sparse: bool = False
-    peak_source: str | None = None
+    hfu: float | None
+    hardware_flops_per_step: float | None
+    samples_per_step: float | None
+    samples_per_second: float | None
+    tokens_per_step: float | None
+    tokens_per_second: float | None
+    accelerator: str | None
+    dtype: str | None
+    sparse: bool
+    peak_source: str | None
+
+    def __init__(self, **values: Any) -> None:
+        unknown = set(values) - set(_RESULT_FIELDS)
+        if unknown:
+            raise TypeError(f"MFUResult got unknown field(s) {sorted(unknown)}")
+        for name in _RESULT_FIELDS:
+            default = False if name == "sparse" else None
+            object.__setattr__(self, name, values.get(name, default))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("MFUResult is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MFUResult):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in _RESULT_FIELDS)
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, f) for f in _RESULT_FIELDS))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f}={getattr(self, f)!r}" for f in _RESULT_FIELDS if getattr(self, f) is not None)
+        return f"MFUResult({shown})"
 
     @property
     def model_tflops_per_second(self) -> float:
@@ -219,7 +281,7 @@ class MFUResult:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {f: getattr(self, f) for f in _RESULT_FIELDS}
         d["model_tflops_per_second"] = self.model_tflops_per_second
         d["cluster_peak_tflops"] = self.cluster_peak_tflops
         return d
@@ -245,7 +307,7 @@ def compute_mfu(
     """
     for name, v in (("model_flops_per_step", model_flops_per_step), ("step_seconds", step_seconds),
                     ("peak_flops_per_accelerator", peak_flops_per_accelerator)):
-        if np.ndim(v) != 0:
+        if not _is_scalar(v):
             raise TypeError(f"compute_mfu takes scalars; {name} is an array (use mfu() for arrays)")
     n = _check_count("n_accelerators", n_accelerators)
     common = dict(step_seconds=step_seconds, n_accelerators=n, peak_flops_per_accelerator=peak_flops_per_accelerator)

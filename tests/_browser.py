@@ -1,0 +1,199 @@
+"""Drive JupyterLab (and Voila) in headless Debian Chromium with Playwright.
+
+Chromium comes from the Debian package ``chromium`` (``/usr/bin/chromium``), never from
+``playwright install``. Without it the browser tests skip with the reason, unless
+``MFU_REQUIRE_BROWSER=1`` (CI), where a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("MFU_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+# Console noise that is not the notebook's doing (checked by hand; each entry says why).
+BENIGN_CONSOLE = (
+    "favicon",  # the server has no favicon at some paths
+    "Failed to load resource: the server responded with a status of 404",  # optional lab assets
+)
+
+
+def require_browser() -> None:
+    """Skip (or, under MFU_REQUIRE_BROWSER=1, fail) when Chromium or Playwright is missing."""
+    problems = []
+    if not Path(CHROMIUM).exists():
+        problems.append(f"Chromium not found at {CHROMIUM} (install the Debian package 'chromium')")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        problems.append("the 'playwright' Python package is not installed")
+    if problems:
+        reason = "browser tests need: " + "; ".join(problems)
+        if os.environ.get("MFU_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason + " (MFU_REQUIRE_BROWSER=1)", pytrace=False)
+        pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def copy_project_tree(dest: Path) -> Path:
+    """Copy notebooks/ and data/ so a browser run never writes into the repository."""
+    for name in ("notebooks", "data"):
+        src = ROOT / name
+        if src.exists():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    return dest
+
+
+class Server:
+    """A JupyterLab or Voila server in its own process group on loopback."""
+
+    def __init__(self, cmd: list[str], url: str, probe: str, log: Path, cwd: Path):
+        self.url = url
+        self.log = log
+        self._fh = log.open("w")
+        self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=self._fh, stderr=subprocess.STDOUT,
+                                     start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited early:\n{log.read_text()[-3000:]}")
+            try:
+                urllib.request.urlopen(probe, timeout=2)
+                return
+            except urllib.error.HTTPError:
+                return  # it answered
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"server did not answer within 90 s:\n{log.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=15)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        self._fh.close()
+
+
+def start_lab(tmp: Path) -> Server:
+    root = copy_project_tree(tmp / "root")
+    settings = tmp / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    port, token = free_port(), secrets.token_hex(16)
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+           "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+           f"--LabApp.workspaces_dir={tmp / 'ws'}", f"--LabApp.user_settings_dir={tmp / 'settings'}",
+           "--LabApp.news_url=None", "--LabApp.extension_manager=readonly",
+           "--LabApp.expose_app_in_browser=True"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    base = f"http://127.0.0.1:{port}"
+    server = Server(cmd, base, f"{base}/api/status?token={token}", tmp / "lab.log", root)
+    server.token = token  # type: ignore[attr-defined]
+    return server
+
+
+def start_voila(tmp: Path, notebook: str) -> Server:
+    root = copy_project_tree(tmp / "root")
+    port = free_port()
+    cmd = [sys.executable, "-m", "voila", f"notebooks/{notebook}", "--no-browser", f"--port={port}",
+           "--Voila.ip=127.0.0.1", "--Voila.port_retries=0"]
+    base = f"http://127.0.0.1:{port}"
+    return Server(cmd, base, f"{base}/__probe_not_a_page__", tmp / "voila.log", root)
+
+
+def launch(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+
+
+_WAIT_KERNEL = """async () => {
+  const app = window.jupyterapp;
+  const w = app.shell.currentWidget;
+  if (!w || !w.context || !w.sessionContext) return false;
+  await w.context.ready;
+  await w.sessionContext.ready;
+  const k = w.sessionContext.session && w.sessionContext.session.kernel;
+  return !!k && k.connectionStatus === 'connected' && k.status === 'idle';
+}"""
+
+_DONE = """() => {
+  const w = window.jupyterapp.shell.currentWidget;
+  const k = w.sessionContext.session && w.sessionContext.session.kernel;
+  const cells = w.content.widgets.filter(c => c.model.type === 'code');
+  const pending = cells.filter(c => c.model.executionCount === null && c.model.sharedModel.getSource().trim() !== '');
+  const running = Array.from(document.querySelectorAll('.jp-InputPrompt')).some(p => p.textContent.includes('*'));
+  return {idle: !!k && k.status === 'idle', pending: pending.length, running, total: cells.length};
+}"""
+
+_ERRORS = """() => {
+  const w = window.jupyterapp.shell.currentWidget;
+  const errs = [];
+  w.content.widgets.forEach((c, i) => {
+    if (c.model.type !== 'code') return;
+    c.model.outputs.toJSON().forEach(o => { if (o.output_type === 'error') errs.push(`cell ${i}: ${o.ename}: ${o.evalue}`); });
+  });
+  return errs;
+}"""
+
+
+def open_and_run_all(page, server: Server, notebook: str, timeout_s: float = 180) -> None:
+    """Open ``notebooks/<notebook>`` in JupyterLab, wait for the kernel, run all, wait for the end."""
+    page.goto(f"{server.url}/lab/tree/notebooks/{notebook}?token={server.token}")  # type: ignore[attr-defined]
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget", timeout=60_000)
+    deadline = time.time() + 90
+    while not page.evaluate(_WAIT_KERNEL):
+        if time.time() > deadline:
+            raise AssertionError(f"{notebook}: kernel not idle/connected after 90 s")
+        time.sleep(0.5)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    deadline = time.time() + timeout_s
+    time.sleep(1.0)
+    while True:
+        state = page.evaluate(_DONE)
+        if state["idle"] and not state["pending"] and not state["running"]:
+            break
+        if time.time() > deadline:
+            raise AssertionError(f"{notebook}: run-all did not finish in {timeout_s} s: {state}")
+        time.sleep(0.5)
+    errors = page.evaluate(_ERRORS)
+    assert not errors, f"{notebook}: cells raised: {errors}"
+
+
+def collect_console_errors(page) -> list[str]:
+    errors: list[str] = []
+
+    def on_console(msg):
+        if msg.type == "error" and not any(b in msg.text for b in BENIGN_CONSOLE):
+            errors.append(msg.text)
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+    return errors
