@@ -1,0 +1,671 @@
+"""Peak-FLOPs registry: vendor datasheet peaks per accelerator and dtype, each with its source.
+
+MFU divides achieved model FLOP/s by a peak, so a wrong peak silently makes every MFU wrong.
+This registry therefore follows a few rules (the numbers live in ``accelerators.csv``):
+
+1. Every value carries its basis (form factor, power, clock), a source URL and the date it was
+   read. A row without a source URL or date is refused at load time, naming file, line and field.
+2. Peaks are dense. Vendors print 2:4 sparse figures with an asterisk (from Hopper on, the TF32,
+   BF16, FP16 and FP8 headline numbers are the sparse ones); the dense column holds half of that,
+   the sparse column the printed figure. Sparse peaks are returned only for ``sparse=True``.
+3. int8 is in TOPS, every other dtype in TFLOP/s (see the ``unit`` column and ``Peak.unit``).
+4. Values are per *package* as the vendor prints them. ``devices_per_package`` says how many
+   framework devices one package shows (MI250X: 2 GCDs; TPU7x: 2 TensorCores; Trainium2 at
+   LNC=2: 4), and ``per="device"`` divides by it. GB200/GB300 rows are per GPU: "GB200" means
+   one Blackwell GPU in a GB200 NVL system, not the two-GPU superchip.
+5. Lookup is case-insensitive and alias-aware, including ``torch.cuda.get_device_name()`` and
+   JAX ``device_kind`` strings. The string is normalised (lowercase, vendor words dropped,
+   separators collapsed), matched exactly against names and aliases, and otherwise resolved to
+   the longest name or alias whose tokens appear as a run in it: GB200 beats B200, GH200 beats
+   H200, H200 beats H20, L40S beats L4, A100 beats A10G beats A10, and "H100 NVL"/"H100 PCIe"
+   beat "H100". A bare "H100" (or "H200", "A100", "V100") means the SXM part.
+6. Nothing falls back to a default: an unknown name raises ``UnknownAcceleratorError`` with
+   close matches, a missing dtype raises ``DtypeNotAvailableError`` listing what exists.
+
+Teams add their own hardware with :func:`register_accelerator`, :func:`load_csv`, or the
+environment variable ``MFU_ACCELERATORS_CSV`` (``os.pathsep``-separated CSV paths, read when the
+registry is first built). Only the standard library is imported, so ``mfu calc`` starts fast.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import difflib
+import math
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "DTYPES",
+    "ENV_VAR",
+    "Accelerator",
+    "DtypeNotAvailableError",
+    "Peak",
+    "Registry",
+    "RegistryError",
+    "UnknownAcceleratorError",
+    "accelerators",
+    "get_peak",
+    "load_csv",
+    "normalise_name",
+    "peak_table",
+    "register_accelerator",
+    "resolve",
+]
+
+DTYPES: tuple[str, ...] = ("fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+PER_CHOICES: tuple[str, ...] = ("package", "device")
+ENV_VAR = "MFU_ACCELERATORS_CSV"
+BUILTIN_CSV = Path(__file__).resolve().with_name("accelerators.csv")
+
+CSV_COLUMNS: tuple[str, ...] = (
+    "name", "vendor", "dtype", "dense", "sparse", "unit", "devices_per_package",
+    "aliases", "basis", "source", "read_on", "note",
+)
+_REQUIRED_COLUMNS = ("name", "vendor", "dtype", "dense", "basis", "source", "read_on")
+
+# Spellings callers use for dtypes (torch/numpy names, MX/NV formats) -> registry dtype.
+_DTYPE_ALIASES: dict[str, str] = {
+    "float64": "fp64", "double": "fp64", "f64": "fp64",
+    "float32": "fp32", "float": "fp32", "f32": "fp32", "single": "fp32",
+    "tfloat32": "tf32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "f16": "fp16",
+    "float8": "fp8", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8",
+    "mxfp8": "fp8", "float4": "fp4", "nvfp4": "fp4", "mxfp4": "fp4", "fp4_e2m1": "fp4",
+}
+
+# Words that do not identify an accelerator: vendor and brand names, marks, generic nouns.
+_NOISE_WORDS = frozenset({
+    "nvidia", "amd", "intel", "habana", "labs", "google", "cloud", "aws", "amazon", "tesla",
+    "geforce", "instinct", "radeon", "r", "tm", "gpu", "tensor", "core", "accelerator",
+})
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_URL = re.compile(r"https?://[^\s/]+\.[^\s]+")
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+class RegistryError(ValueError):
+    """Any problem with the peak registry: bad data, unknown name, unavailable dtype."""
+
+
+class UnknownAcceleratorError(RegistryError):
+    """The name matches no accelerator; ``suggestions`` holds close canonical names."""
+
+    def __init__(self, message: str, *, name: str, suggestions: Iterable[str] = ()) -> None:
+        super().__init__(message)
+        self.name = name
+        self.suggestions = tuple(suggestions)
+
+
+class DtypeNotAvailableError(RegistryError):
+    """The accelerator exists but has no published peak for this dtype (or no sparse peak)."""
+
+    def __init__(self, message: str, *, accelerator: str, dtype: str, available: Iterable[str]) -> None:
+        super().__init__(message)
+        self.accelerator = accelerator
+        self.dtype = dtype
+        self.available = tuple(available)
+
+
+# --- records ---------------------------------------------------------------------------------
+
+
+def unit_of(dtype: str) -> str:
+    """Unit of a peak: TOPS for int8, TFLOP/s otherwise."""
+    return "TOPS" if dtype == "int8" else "TFLOP/s"
+
+
+@dataclass(frozen=True)
+class Peak:
+    """One resolved peak, with everything needed to cite it."""
+
+    accelerator: str
+    dtype: str
+    tflops: float
+    sparse: bool
+    per: str
+    devices_per_package: int
+    basis: str
+    source: str
+    read_on: str
+    note: str
+
+    @property
+    def flops(self) -> float:
+        """Peak in FLOP/s (OP/s for int8): ``tflops * 1e12``."""
+        return self.tflops * 1e12
+
+    @property
+    def unit(self) -> str:
+        """TOPS for int8, TFLOP/s otherwise."""
+        return unit_of(self.dtype)
+
+    def describe(self) -> str:
+        """One line naming the value, what it is per, its basis and its source."""
+        kind = "sparse" if self.sparse else "dense"
+        per = f"per {self.per}"
+        if self.devices_per_package > 1:
+            per += (f" (1/{self.devices_per_package} of a package)" if self.per == "device"
+                    else f" ({self.devices_per_package} devices)")
+        return (f"{self.accelerator} {self.dtype} {kind}: {self.tflops:,.6g} {self.unit} {per} "
+                f"({self.basis}; source: {self.source}, read {self.read_on})")
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """An accelerator's peaks per dtype (dense and sparse), with basis, source and date per dtype."""
+
+    name: str
+    vendor: str
+    aliases: tuple[str, ...]
+    devices_per_package: int
+    note: str
+    dense: dict[str, float] = field(default_factory=dict, hash=False)
+    sparse: dict[str, float] = field(default_factory=dict, hash=False)
+    basis: dict[str, str] = field(default_factory=dict, hash=False)
+    source: dict[str, str] = field(default_factory=dict, hash=False)
+    read_on: dict[str, str] = field(default_factory=dict, hash=False)
+    notes: dict[str, str] = field(default_factory=dict, hash=False)
+
+    def dtypes(self) -> list[str]:
+        """Dtypes with a published dense peak, in ``DTYPES`` order."""
+        return [d for d in DTYPES if d in self.dense]
+
+    def sparse_dtypes(self) -> list[str]:
+        """Dtypes with a published sparse peak, in ``DTYPES`` order."""
+        return [d for d in DTYPES if d in self.sparse]
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One validated CSV row (or one dtype of a register_accelerator call)."""
+
+    origin: str
+    name: str
+    vendor: str
+    dtype: str | None
+    dense: float | None
+    sparse: float | None
+    devices_per_package: int
+    aliases: tuple[str, ...]
+    basis: str
+    source: str
+    read_on: str
+    note: str
+
+
+# --- normalisation and validation ------------------------------------------------------------
+
+
+def normalise_name(name: str) -> str:
+    """Lowercase, drop vendor/brand words, collapse separators: ``'NVIDIA A100-SXM4-80GB'`` -> ``'a100 sxm4 80gb'``."""
+    words = re.sub(r"[^a-z0-9]+", " ", name.lower()).split()
+    return " ".join(w for w in words if w not in _NOISE_WORDS)
+
+
+def _check_dtype(dtype: object, param: str = "dtype") -> str:
+    """Canonical dtype, or an error naming the parameter, the allowed values and the value received."""
+    if isinstance(dtype, str):
+        key = dtype.strip().lower().removeprefix("torch.").removeprefix("jnp.").removeprefix("np.")
+        key = _DTYPE_ALIASES.get(key, key)
+        if key in DTYPES:
+            return key
+    raise RegistryError(f"{param} must be one of {', '.join(DTYPES)} (or a common spelling such as "
+                        f"'bfloat16'); got {dtype!r}")
+
+
+def _check_per(per: object) -> str:
+    if per not in PER_CHOICES:
+        raise RegistryError(f"per must be one of {', '.join(repr(p) for p in PER_CHOICES)}; got {per!r}")
+    return str(per)
+
+
+def _parse_number(text: str, fail: Callable[[str], RegistryError]) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise fail(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise fail(f"{text!r} must be a positive finite number")
+    return value
+
+
+def _parse_row(raw: Mapping[str, str], origin: str) -> _Row:
+    """Validate one row of text fields; every error names ``origin`` (file:line) and the field."""
+
+    def fail(column: str, message: str) -> RegistryError:
+        return RegistryError(f"{origin}: field {column!r}: {message}")
+
+    def get(column: str) -> str:
+        return (raw.get(column) or "").strip()
+
+    name = get("name")
+    if not name:
+        raise fail("name", "missing")
+    if not normalise_name(name):
+        raise fail("name", f"{name!r} has no identifying text once vendor words are removed")
+    vendor = get("vendor")
+    if not vendor:
+        raise fail("vendor", "missing")
+    dtype = get("dtype").lower() or None
+    if dtype is not None and dtype not in DTYPES:
+        raise fail("dtype", f"{dtype!r} is not one of {', '.join(DTYPES)}")
+    dense_text, sparse_text = get("dense"), get("sparse")
+    dense = sparse = None
+    if dtype is None:
+        if dense_text or sparse_text:
+            raise fail("dtype", "missing: a row with a peak needs a dtype")
+    else:
+        if not dense_text:
+            raise fail("dense", f"missing: every {dtype} row needs its dense peak")
+        dense = _parse_number(dense_text, lambda m: fail("dense", m))
+        if sparse_text:
+            sparse = _parse_number(sparse_text, lambda m: fail("sparse", m))
+            if sparse <= dense:
+                raise fail("sparse", f"{sparse:g} is not above the dense {dense:g}: the dense column takes "
+                                     "the dense peak, the sparse column the vendor's sparse (asterisk) figure")
+    unit = get("unit")
+    if unit and (dtype is None or unit != unit_of(dtype)):
+        expected = "empty (no dtype)" if dtype is None else repr(unit_of(dtype))
+        raise fail("unit", f"{unit!r} does not fit dtype {dtype!r}: expected {expected}")
+    dpp_text = get("devices_per_package") or "1"
+    try:
+        dpp = int(dpp_text)
+    except ValueError:
+        raise fail("devices_per_package", f"{dpp_text!r} is not a whole number") from None
+    if dpp < 1:
+        raise fail("devices_per_package", f"{dpp} must be at least 1")
+    aliases = tuple(a.strip() for a in get("aliases").split("|") if a.strip())
+    for alias in aliases:
+        if not normalise_name(alias):
+            raise fail("aliases", f"{alias!r} has no identifying text once vendor words are removed")
+    basis = get("basis")
+    if not basis:
+        raise fail("basis", "missing: say what the figure assumes (form factor, power, clock)")
+    source = get("source")
+    if not source:
+        raise fail("source", "missing: every peak needs a source URL (vendor datasheet or official spec page)")
+    if not _URL.fullmatch(source):
+        raise fail("source", f"{source!r} is not an http(s) URL")
+    read_on = get("read_on")
+    if not read_on:
+        raise fail("read_on", "missing: give the ISO date (YYYY-MM-DD) the source was read")
+    try:
+        if not _ISO_DATE.fullmatch(read_on):
+            raise ValueError
+        _dt.date.fromisoformat(read_on)
+    except ValueError:
+        raise fail("read_on", f"{read_on!r} is not an ISO date (YYYY-MM-DD)") from None
+    return _Row(origin=origin, name=name, vendor=vendor, dtype=dtype, dense=dense, sparse=sparse,
+                devices_per_package=dpp, aliases=aliases, basis=basis, source=source, read_on=read_on,
+                note=get("note"))
+
+
+def _read_csv(path: Path) -> list[_Row]:
+    """Rows of an accelerator CSV; blank lines and lines starting with '#' are skipped."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise RegistryError(f"{path}: cannot read accelerator CSV ({exc.strerror or exc})") from None
+    # Blank out comment lines instead of dropping them, so line numbers stay those of the file.
+    lines = ["\n" if line.lstrip().startswith("#") else line for line in text.splitlines(keepends=True)]
+    reader = csv.reader(lines)
+    header: list[str] | None = None
+    rows: list[_Row] = []
+    for fields in reader:
+        line = reader.line_num
+        if not any(f.strip() for f in fields):
+            continue
+        if header is None:
+            header = [f.strip().lower() for f in fields]
+            missing = [c for c in _REQUIRED_COLUMNS if c not in header]
+            unknown = [c for c in header if c not in CSV_COLUMNS]
+            if missing or unknown or len(set(header)) != len(header):
+                raise RegistryError(
+                    f"{path}:{line}: bad header: missing {missing or 'nothing'}, unknown {unknown or 'nothing'}"
+                    f"{', duplicated columns' if len(set(header)) != len(header) else ''}; "
+                    f"columns are {', '.join(CSV_COLUMNS)}")
+            continue
+        if len(fields) != len(header):
+            raise RegistryError(f"{path}:{line}: {len(fields)} fields where the header has {len(header)}")
+        rows.append(_parse_row(dict(zip(header, fields, strict=True)), f"{path}:{line}"))
+    if header is None:
+        raise RegistryError(f"{path}: no header row; columns are {', '.join(CSV_COLUMNS)}")
+    return rows
+
+
+def _common_note(notes: list[str]) -> str:
+    """The note every row shares: identical notes, else their common leading sentences."""
+    notes = [n for n in notes if n]
+    if not notes:
+        return ""
+    prefix = os.path.commonprefix(notes)
+    while prefix:
+        if all(n == prefix for n in notes) or (
+                prefix.endswith(".") and all(n == prefix or n[len(prefix)] == " " for n in notes)):
+            return prefix
+        cut = prefix[:-1].rfind(". ")
+        prefix = prefix[: cut + 1] if cut >= 0 else ""
+    return ""
+
+
+def _build(rows: list[_Row]) -> list[Accelerator]:
+    """Group validated rows into accelerators, checking that rows of one accelerator agree."""
+    groups: dict[str, list[_Row]] = {}
+    for row in rows:
+        groups.setdefault(normalise_name(row.name), []).append(row)
+    built = []
+    for group in groups.values():
+        first = group[0]
+        dense: dict[str, float] = {}
+        sparse: dict[str, float] = {}
+        basis: dict[str, str] = {}
+        source: dict[str, str] = {}
+        read_on: dict[str, str] = {}
+        notes: dict[str, str] = {}
+        declared: list[str] = []
+        seen: dict[str, str] = {}
+        for row in group:
+            for attr in ("vendor", "devices_per_package"):
+                if getattr(row, attr) != getattr(first, attr):
+                    raise RegistryError(f"{row.origin}: field {attr!r}: {getattr(row, attr)!r} disagrees with "
+                                        f"{getattr(first, attr)!r} for {first.name!r} at {first.origin}")
+            if row.dtype is None:
+                declared.append(f"Checked {row.source} on {row.read_on} ({row.basis}).")
+                continue
+            if row.dtype in seen:
+                raise RegistryError(f"{row.origin}: field 'dtype': {first.name!r} {row.dtype} already given "
+                                    f"at {seen[row.dtype]}")
+            seen[row.dtype] = row.origin
+            assert row.dense is not None
+            dense[row.dtype] = row.dense
+            if row.sparse is not None:
+                sparse[row.dtype] = row.sparse
+            basis[row.dtype], source[row.dtype], read_on[row.dtype] = row.basis, row.source, row.read_on
+            if row.note:
+                notes[row.dtype] = row.note
+        note = " ".join(x for x in [_common_note([r.note for r in group])] + declared if x)
+        aliases = tuple(dict.fromkeys(a for r in group for a in r.aliases))
+        built.append(Accelerator(name=first.name, vendor=first.vendor, aliases=aliases,
+                                 devices_per_package=first.devices_per_package, note=note,
+                                 dense={d: dense[d] for d in DTYPES if d in dense},
+                                 sparse={d: sparse[d] for d in DTYPES if d in sparse},
+                                 basis=basis, source=source, read_on=read_on, notes=notes))
+    return built
+
+
+def _contains_run(tokens: list[str], run: list[str]) -> bool:
+    n = len(run)
+    return any(tokens[i:i + n] == run for i in range(len(tokens) - n + 1))
+
+
+# --- the registry ----------------------------------------------------------------------------
+
+
+class Registry:
+    """A set of accelerators with alias lookup; the module functions use one shared instance.
+
+    ``Registry()`` loads the shipped CSV and the CSVs named in ``MFU_ACCELERATORS_CSV``;
+    ``Registry(builtin=False, env=False)`` starts empty (useful in tests).
+    """
+
+    def __init__(self, *, builtin: bool = True, env: bool = True) -> None:
+        self._accelerators: dict[str, Accelerator] = {}  # canonical name -> accelerator
+        self._keys: dict[str, str] = {}  # normalised name or alias -> canonical name
+        if builtin:
+            self.load_csv(BUILTIN_CSV)
+        if env:
+            for part in os.environ.get(ENV_VAR, "").split(os.pathsep):
+                if part.strip():
+                    path = Path(part.strip()).expanduser()
+                    if not path.is_file():
+                        raise RegistryError(f"{ENV_VAR} names {str(path)!r}, which is not a file")
+                    self.load_csv(path)
+
+    # loading -------------------------------------------------------------------------------
+
+    def load_csv(self, path: str | os.PathLike[str], *, replace: bool = False) -> list[str]:
+        """Add the accelerators of a CSV in the shipped format; returns their canonical names.
+
+        A name that already exists raises ``RegistryError`` unless ``replace=True``.
+        """
+        path = Path(path)
+        return [acc.name for acc in self._add(_build(_read_csv(path)), replace=replace, origin=str(path))]
+
+    def register(self, name: str, *, vendor: str, peaks: Mapping[str, float],
+                 sparse_peaks: Mapping[str, float] | None = None, aliases: Iterable[str] = (),
+                 devices_per_package: int = 1, basis: str, source: str, read_on: str | _dt.date,
+                 note: str = "", replace: bool = False) -> Accelerator:
+        """Add one accelerator, validated exactly like a CSV row; see :func:`register_accelerator`."""
+        origin = f"register_accelerator({name!r})"
+        if not isinstance(peaks, Mapping) or not peaks:
+            raise RegistryError(f"{origin}: field 'peaks': give a non-empty dict of dense peaks, "
+                                f"e.g. {{'bf16': 989.4}}; got {peaks!r}")
+        sparse_peaks = dict(sparse_peaks or {})
+        if isinstance(aliases, str):
+            aliases = (aliases,)
+        alias_list = [str(a) for a in aliases]
+        for a in alias_list:
+            if "|" in a:
+                raise RegistryError(f"{origin}: field 'aliases': {a!r} contains '|'")
+        dense_by_dtype: dict[str, object] = {}
+        for key, value in peaks.items():
+            dense_by_dtype[_check_dtype(key, f"{origin}: peaks key")] = value
+        sparse_by_dtype: dict[str, object] = {}
+        for key, value in sparse_peaks.items():
+            dtype = _check_dtype(key, f"{origin}: sparse_peaks key")
+            if dtype not in dense_by_dtype:
+                raise RegistryError(f"{origin}: field 'sparse_peaks': {dtype} has a sparse peak but no dense "
+                                    "peak in 'peaks'")
+            sparse_by_dtype[dtype] = value
+        for label, values in (("peaks", dense_by_dtype), ("sparse_peaks", sparse_by_dtype)):
+            for dtype, value in values.items():
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise RegistryError(f"{origin}: field {label!r}: {dtype} peak must be a number; got {value!r}")
+        if isinstance(read_on, _dt.date):
+            read_on = read_on.isoformat()
+        if isinstance(devices_per_package, bool) or not isinstance(devices_per_package, int):
+            raise RegistryError(f"{origin}: field 'devices_per_package': must be an int; "
+                                f"got {devices_per_package!r}")
+        rows = []
+        for dtype, value in dense_by_dtype.items():
+            sparse_value = sparse_by_dtype.get(dtype)
+            raw = {
+                "name": str(name), "vendor": str(vendor), "dtype": dtype, "dense": repr(float(value)),
+                "sparse": "" if sparse_value is None else repr(float(sparse_value)),
+                "devices_per_package": str(devices_per_package), "aliases": "|".join(alias_list),
+                "basis": str(basis or ""), "source": str(source or ""), "read_on": str(read_on or ""),
+                "note": str(note or ""),
+            }
+            rows.append(_parse_row(raw, origin))
+        return self._add(_build(rows), replace=replace, origin=origin)[0]
+
+    def _add(self, new: list[Accelerator], *, replace: bool, origin: str) -> list[Accelerator]:
+        """Add accelerators atomically: check every name and alias first, then commit."""
+        replaced: set[str] = set()
+        for acc in new:
+            existing = self._keys.get(normalise_name(acc.name))
+            if existing is not None:
+                if not replace:
+                    raise RegistryError(f"{origin}: accelerator {acc.name!r} already exists (as {existing!r}); "
+                                        "pass replace=True to replace it")
+                replaced.add(existing)
+        keys = {k: v for k, v in self._keys.items() if v not in replaced}
+        for acc in new:
+            for label in (acc.name, *acc.aliases):
+                key = normalise_name(label)
+                owner = keys.get(key)
+                if owner is not None and owner != acc.name:
+                    raise RegistryError(f"{origin}: {label!r} of {acc.name!r} already names {owner!r}")
+                keys[key] = acc.name
+        for name in replaced:
+            del self._accelerators[name]
+        for acc in new:
+            self._accelerators[acc.name] = acc
+        self._keys = keys
+        return new
+
+    # lookup --------------------------------------------------------------------------------
+
+    def resolve(self, name: str) -> Accelerator:
+        """The accelerator a name, alias or device string refers to (most specific match wins)."""
+        if not isinstance(name, str):
+            raise UnknownAcceleratorError(f"accelerator name must be a string; got {name!r}", name=repr(name))
+        key = normalise_name(name)
+        if key in self._keys:
+            return self._accelerators[self._keys[key]]
+        tokens = key.split()
+        best_len, best = 0, set()
+        for candidate, canonical in self._keys.items():
+            if _contains_run(tokens, candidate.split()):
+                if len(candidate) > best_len:
+                    best_len, best = len(candidate), {canonical}
+                elif len(candidate) == best_len:
+                    best.add(canonical)
+        if len(best) == 1:
+            return self._accelerators[best.pop()]
+        if len(best) > 1:
+            names = sorted(best)
+            raise UnknownAcceleratorError(
+                f"accelerator {name!r} is ambiguous: it matches {', '.join(map(repr, names))} equally; "
+                "give the full name", name=name, suggestions=names)
+        suggestions = self._close_matches(key)
+        hint = (f"close matches: {', '.join(map(repr, suggestions))}" if suggestions
+                else f"known vendors: {', '.join(sorted({a.vendor for a in self._accelerators.values()}))}")
+        raise UnknownAcceleratorError(
+            f"unknown accelerator {name!r} ({hint}). No peak is assumed: add it with "
+            f"register_accelerator(...) or a CSV listed in {ENV_VAR}", name=name, suggestions=suggestions)
+
+    def _close_matches(self, key: str, n: int = 5) -> list[str]:
+        found: list[str] = []
+        for match in difflib.get_close_matches(key, list(self._keys), n=4 * n, cutoff=0.5):
+            canonical = self._keys[match]
+            if canonical not in found:
+                found.append(canonical)
+        return found[:n]
+
+    def get_peak(self, name: str, dtype: str = "bf16", *, sparse: bool = False, per: str = "package") -> Peak:
+        """Peak of one accelerator and dtype; dense unless ``sparse=True``; per package or per device."""
+        dtype = _check_dtype(dtype)
+        per = _check_per(per)
+        if not isinstance(sparse, bool):
+            raise RegistryError(f"sparse must be True or False; got {sparse!r}")
+        acc = self.resolve(name)
+        if dtype not in acc.dense:
+            available = acc.dtypes()
+            listing = ", ".join(available) if available else "none"
+            raise DtypeNotAvailableError(
+                f"{acc.name} has no published {dtype} peak in the registry; dtypes available: {listing}."
+                + (f" {acc.note}" if not available and acc.note else ""),
+                accelerator=acc.name, dtype=dtype, available=available)
+        if sparse and dtype not in acc.sparse:
+            available = acc.sparse_dtypes()
+            raise DtypeNotAvailableError(
+                f"{acc.name} has no published sparse {dtype} peak (only dense); dtypes with a sparse peak: "
+                f"{', '.join(available) if available else 'none'}",
+                accelerator=acc.name, dtype=dtype, available=available)
+        value = acc.sparse[dtype] if sparse else acc.dense[dtype]
+        dpp = acc.devices_per_package
+        return Peak(accelerator=acc.name, dtype=dtype, tflops=value / dpp if per == "device" else value,
+                    sparse=sparse, per=per, devices_per_package=dpp, basis=acc.basis[dtype],
+                    source=acc.source[dtype], read_on=acc.read_on[dtype], note=acc.notes.get(dtype, ""))
+
+    def accelerators(self, *, vendor: str | None = None, dtype: str | None = None) -> list[Accelerator]:
+        """Accelerators in load order, optionally only one vendor's (case-insensitive) or those with ``dtype``."""
+        wanted = None if dtype is None else _check_dtype(dtype)
+        return [a for a in self._accelerators.values()
+                if (vendor is None or a.vendor.lower() == vendor.strip().lower())
+                and (wanted is None or wanted in a.dense)]
+
+    def peak_table(self, *, vendor: str | None = None, dtype: str | None = None) -> list[dict[str, object]]:
+        """One dict per (accelerator, dtype) with a peak, for printing or a DataFrame."""
+        wanted = None if dtype is None else _check_dtype(dtype)
+        rows: list[dict[str, object]] = []
+        for acc in self.accelerators(vendor=vendor, dtype=wanted):
+            for d in [wanted] if wanted else acc.dtypes():
+                rows.append({
+                    "name": acc.name, "vendor": acc.vendor, "dtype": d, "dense_tflops": acc.dense[d],
+                    "sparse_tflops": acc.sparse.get(d), "unit": unit_of(d),
+                    "devices_per_package": acc.devices_per_package, "basis": acc.basis[d],
+                    "source": acc.source[d], "read_on": acc.read_on[d], "note": acc.notes.get(d, ""),
+                })
+        return rows
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        try:
+            self.resolve(name)
+        except UnknownAcceleratorError:
+            return False
+        return True
+
+    def __len__(self) -> int:
+        return len(self._accelerators)
+
+
+# --- module-level API (one shared registry, built on first use) ------------------------------
+
+_REGISTRY: Registry | None = None
+
+
+def _registry() -> Registry:
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = Registry()
+    return _REGISTRY
+
+
+def _reset_registry() -> None:
+    """Forget the shared registry; the next call rebuilds it (re-reading ``MFU_ACCELERATORS_CSV``)."""
+    global _REGISTRY
+    _REGISTRY = None
+
+
+def resolve(name: str) -> Accelerator:
+    """The accelerator a name, alias or ``torch``/JAX device string refers to (most specific wins)."""
+    return _registry().resolve(name)
+
+
+def get_peak(name: str, dtype: str = "bf16", *, sparse: bool = False, per: str = "package") -> Peak:
+    """Dense peak of ``name`` for ``dtype`` (sparse only with ``sparse=True``), per package or device.
+
+    Raises ``UnknownAcceleratorError`` or ``DtypeNotAvailableError``; never returns a fallback.
+    """
+    return _registry().get_peak(name, dtype, sparse=sparse, per=per)
+
+
+def accelerators(*, vendor: str | None = None, dtype: str | None = None) -> list[Accelerator]:
+    """Known accelerators, optionally filtered by vendor or by having a peak for ``dtype``."""
+    return _registry().accelerators(vendor=vendor, dtype=dtype)
+
+
+def peak_table(*, vendor: str | None = None, dtype: str | None = None) -> list[dict[str, object]]:
+    """Rows (name, vendor, dtype, dense_tflops, sparse_tflops, unit, devices_per_package, basis, source,
+    read_on, note) for printing; accelerators without a published peak are left out."""
+    return _registry().peak_table(vendor=vendor, dtype=dtype)
+
+
+def register_accelerator(name: str, *, vendor: str, peaks: Mapping[str, float],
+                         sparse_peaks: Mapping[str, float] | None = None, aliases: Iterable[str] = (),
+                         devices_per_package: int = 1, basis: str, source: str, read_on: str | _dt.date,
+                         note: str = "", replace: bool = False) -> Accelerator:
+    """Add an accelerator to the shared registry, validated like a CSV row.
+
+    ``peaks`` maps dtype to the dense peak in TFLOP/s (TOPS for int8) per package; ``sparse_peaks``
+    the vendor's sparse figures. ``source`` (URL) and ``read_on`` (ISO date) are required. An
+    existing name raises ``RegistryError`` unless ``replace=True``.
+    """
+    return _registry().register(name, vendor=vendor, peaks=peaks, sparse_peaks=sparse_peaks, aliases=aliases,
+                                devices_per_package=devices_per_package, basis=basis, source=source,
+                                read_on=read_on, note=note, replace=replace)
+
+
+def load_csv(path: str | os.PathLike[str], *, replace: bool = False) -> list[str]:
+    """Add the accelerators of a CSV in the shipped format to the shared registry; returns their names."""
+    return _registry().load_csv(path, replace=replace)
