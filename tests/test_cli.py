@@ -1,0 +1,129 @@
+"""The `mfu` command: the classic calculator's flags and output, the registry, clean errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mfu_toolkit.cli import main
+
+SEED = ["calc", "--model-flops-per-step", "2.4e15", "--step-seconds", "1.2", "--gpus", "128",
+        "--peak-tflops-per-gpu", "80", "--samples-per-step", "8192"]
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse exits on usage errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_seed_flags_print_the_seed_lines(capsys):
+    # Hand computation in tests/test_formulas.py: 2,000 / 10,240 TFLOP/s = 19.53 %.
+    code, out, err = run(capsys, *SEED)
+    assert code == 0 and err == ""
+    assert out.splitlines() == [
+        "Model throughput: 2,000.00 TFLOP/s",
+        "Cluster peak: 10,240.00 TFLOP/s",
+        "MFU: 19.53%",
+        "Sample throughput: 6,826.67 samples/s",
+    ]
+
+
+def test_seed_example_as_printed_is_refused(capsys):
+    argv = [a if a != "2.4e15" else "2.4e18" for a in SEED]
+    code, out, err = run(capsys, *argv)
+    assert code == 1
+    assert "Model throughput: 2,000,000.00 TFLOP/s" in out
+    assert "19531.25%" in out and "above 100%" in out
+    assert "1000x" in err and "sparse" in err and "recomputation" in err
+
+
+def test_json_has_every_denominator(capsys):
+    code, out, _ = run(capsys, *SEED, "--json")
+    d = json.loads(out)
+    assert code == 0
+    for key in ("mfu", "model_flops_per_step", "step_seconds", "n_accelerators",
+                "peak_flops_per_accelerator", "cluster_peak_flops", "achieved_flops_per_second"):
+        assert key in d
+    assert d["mfu"] == pytest.approx(0.1953125)
+    assert d["peak_flops_per_accelerator"] == 80e12
+
+
+def test_seed_example_json_is_machine_readable_failure(capsys):
+    argv = [a if a != "2.4e15" else "2.4e18" for a in SEED]
+    code, out, _ = run(capsys, *argv, "--json")
+    d = json.loads(out)
+    assert code == 1 and d["ok"] is False and d["value"] == pytest.approx(195.3125)
+
+
+def test_accelerator_from_registry_prints_its_source(capsys):
+    # H100 SXM bf16 dense = 989.4 TFLOP/s (NVIDIA H100 datasheet: 1,979 with sparsity).
+    code, out, _ = run(capsys, "calc", "--model-flops-per-step", "2.4e15", "--step-seconds", "1.2",
+                       "--gpus", "128", "--accelerator", "NVIDIA H100 80GB HBM3", "--dtype", "bf16")
+    assert code == 0
+    assert "Cluster peak: 126,643.20 TFLOP/s" in out  # 128 x 989.4
+    assert "MFU: 1.58%" in out  # 2,000 / 126,643.2
+    assert "https://" in out and "dense" in out
+
+
+def test_sparse_is_explicit_and_said(capsys):
+    code, out, _ = run(capsys, "calc", "--model-flops-per-step", "2.4e15", "--step-seconds", "1.2",
+                       "--gpus", "128", "--accelerator", "H100", "--sparse", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["sparse"] is True
+    assert d["peak_flops_per_accelerator"] == pytest.approx(1978.9e12, rel=2e-3)
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["calc", "--model-flops-per-step", "-5", "--step-seconds", "1", "--gpus", "8", "--peak-tflops-per-gpu", "1"], "--model-flops-per-step"),
+        (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "0", "--peak-tflops-per-gpu", "1"], "--gpus"),
+        (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "8"], "peak is missing"),
+        (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "8", "--accelerator", "H1OO"], "H100"),
+        (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "8", "--accelerator", "V100", "--dtype", "bf16"], "fp16"),
+        (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "8", "--accelerator", "H100", "--peak-tflops-per-gpu", "1"], "not both"),
+        (["calc", "--model-flops-per-step", "abc", "--step-seconds", "1", "--gpus", "8", "--peak-tflops-per-gpu", "1"], "expected a number"),
+    ],
+)
+def test_user_errors_are_one_line_exit_2(capsys, argv, fragment):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert fragment in err
+    assert "Traceback" not in err + out
+
+
+def test_accelerators_lists_registry_with_sources(capsys):
+    code, out, _ = run(capsys, "accelerators", "--dtype", "bf16", "--vendor", "AMD")
+    assert code == 0
+    assert "MI300X" in out and "MI355X" in out and "H100" not in out
+    assert out.count("https://") >= 4
+
+
+def test_accelerators_unknown_dtype_is_a_usage_error(capsys):
+    code, _, err = run(capsys, "accelerators", "--dtype", "fp7")
+    assert code == 2 and "fp7" in err
+
+
+def test_calc_imports_no_heavy_modules():
+    # `mfu calc` must start as fast as a bare script: no pandas, seaborn, ipywidgets, numpy.
+    code = (
+        "import sys\nfrom mfu_toolkit.cli import main\n"
+        "main(['calc','--model-flops-per-step','2.4e15','--step-seconds','1.2','--gpus','128','--accelerator','H100'])\n"
+        "print(sorted(m for m in ('pandas','seaborn','ipywidgets','matplotlib','numpy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_module_entry_point_matches_console_script():
+    out = subprocess.run([sys.executable, "-m", "mfu_toolkit", *SEED], capture_output=True, text=True)
+    assert out.returncode == 0
+    assert "MFU: 19.53%" in out.stdout
