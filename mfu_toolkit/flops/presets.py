@@ -1,0 +1,349 @@
+"""Published model configurations, each with the source its numbers come from.
+
+Look-ups are case-insensitive and ignore ``-``, ``_`` and spaces (``Llama3_8B`` finds
+``llama3-8b``); an unknown name raises ``UnknownPresetError`` listing close matches.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .recsys import DLRMConfig, HSTUConfig, MLPConfig
+from .transformer import FlopsConfigError, TransformerConfig
+
+__all__ = ["Preset", "UnknownPresetError", "PRESETS", "get_preset", "list_presets"]
+
+ModelConfig = TransformerConfig | DLRMConfig | HSTUConfig | MLPConfig
+
+
+class UnknownPresetError(FlopsConfigError, LookupError):
+    """No preset of that name; the message lists close matches and the available names."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named, sourced configuration.
+
+    ``published`` holds numbers the source states (e.g. ``{"params": 8.03e9}``) so tests and
+    notebooks can compare the estimate against them.
+    """
+
+    name: str
+    config: ModelConfig
+    source: str
+    description: str = ""
+    aliases: tuple[str, ...] = ()
+    published: dict[str, float] = field(default_factory=dict, compare=False)
+
+    @property
+    def kind(self) -> str:
+        if isinstance(self.config, TransformerConfig):
+            return "transformer"
+        if isinstance(self.config, DLRMConfig):
+            return "dlrm"
+        if isinstance(self.config, HSTUConfig):
+            return "hstu"
+        return "mlp"
+
+
+# --------------------------------------------------------------------------------------------
+# transformers
+
+_GPT3 = "Brown et al. 2020, 'Language Models are Few-Shot Learners', arXiv:2005.14165, Table 2.1"
+_PALM = (
+    "Chowdhery et al. 2022, 'PaLM: Scaling Language Modeling with Pathways', arXiv:2204.02311, "
+    "Table 1 and Sec 2 (SwiGLU with d_ff = 4 d_model, multi-query attention, head dim 256, "
+    "shared input/output embeddings, 256k vocabulary, no biases, sequence length 2048)"
+)
+_LLAMA3 = (
+    "Llama Team 2024, 'The Llama 3 Herd of Models', arXiv:2407.21783, Table 3; vocabulary "
+    "128256 and untied embeddings from https://huggingface.co/meta-llama/{repo}/blob/main/"
+    "config.json; seq_len 8192 is the main pre-training length (Sec 3.4.1)"
+)
+
+
+def _palm(name: str, layers: int, d: int, heads: int, params: float, table22: float) -> Preset:
+    return Preset(
+        name=name,
+        config=TransformerConfig(
+            n_layers=layers,
+            d_model=d,
+            n_heads=heads,
+            n_kv_heads=1,
+            head_dim=256,
+            d_ff=4 * d,
+            ffn_type="swiglu",
+            vocab_size=256_000,
+            tied_embeddings=True,
+            seq_len=2048,
+            name=name,
+        ),
+        source=_PALM,
+        description=f"PaLM {name.split('-')[1].upper()} dense decoder",
+        published={"params": params, "training_flops_per_token": table22},
+    )
+
+
+def _llama3(
+    name: str, repo: str, layers: int, d: int, heads: int, d_ff: int, params: float
+) -> Preset:
+    return Preset(
+        name=name,
+        config=TransformerConfig(
+            n_layers=layers,
+            d_model=d,
+            n_heads=heads,
+            n_kv_heads=8,
+            d_ff=d_ff,
+            ffn_type="swiglu",
+            vocab_size=128_256,
+            tied_embeddings=False,
+            seq_len=8192,
+            name=name,
+        ),
+        source=_LLAMA3.format(repo=repo),
+        description="Llama 3 dense decoder with grouped-query attention (8 KV heads)",
+        published={"params": params},
+    )
+
+
+_TRANSFORMERS = [
+    Preset(
+        name="gpt3-175b",
+        config=TransformerConfig(
+            n_layers=96,
+            d_model=12288,
+            n_heads=96,
+            head_dim=128,
+            d_ff=4 * 12288,
+            ffn_type="gelu",
+            vocab_size=50257,  # GPT-2 byte-level BPE (Radford et al. 2019)
+            tied_embeddings=True,
+            seq_len=2048,
+            max_seq_len=2048,
+            pos_embedding="learned",
+            bias=True,
+            name="gpt3-175b",
+        ),
+        source=_GPT3,
+        description="GPT-3 175B dense decoder (learned positions, biases, tied embeddings)",
+        aliases=("gpt-3", "gpt3"),
+        published={"params": 175.0e9},
+    ),
+    # PaLM Table 22 gives the per-token training FLOPs (6N + 12LHQT) of each size.
+    _palm("palm-8b", 32, 4096, 16, 8.63e9, 0.0550e12),
+    _palm("palm-62b", 64, 8192, 32, 62.50e9, 0.388e12),
+    _palm("palm-540b", 118, 18432, 48, 540.35e9, 3.28e12),
+    _llama3("llama3-8b", "Meta-Llama-3-8B", 32, 4096, 32, 14336, 8.03e9),
+    _llama3("llama3-70b", "Meta-Llama-3-70B", 80, 8192, 64, 28672, 70.6e9),
+    _llama3("llama3-405b", "Llama-3.1-405B", 126, 16384, 128, 53248, 405.9e9),
+    Preset(
+        name="llama3.1-8b",
+        config=TransformerConfig(
+            n_layers=32,
+            d_model=4096,
+            n_heads=32,
+            n_kv_heads=8,
+            d_ff=14336,
+            ffn_type="swiglu",
+            vocab_size=128_256,
+            tied_embeddings=False,
+            seq_len=8192,
+            name="llama3.1-8b",
+        ),
+        source=_LLAMA3.format(repo="Llama-3.1-8B")
+        + "; context later extended to 131072 (pass seq_len=131072 for that stage)",
+        description="Llama 3.1 8B: the Llama 3 8B architecture with a 128K context",
+        published={"params": 8.03e9},
+    ),
+    Preset(
+        name="mixtral-8x7b",
+        config=TransformerConfig(
+            n_layers=32,
+            d_model=4096,
+            n_heads=32,
+            n_kv_heads=8,
+            head_dim=128,
+            d_ff=14336,
+            ffn_type="swiglu",
+            vocab_size=32000,
+            tied_embeddings=False,
+            seq_len=32768,
+            n_experts=8,
+            top_k=2,
+            d_ff_expert=14336,
+            name="mixtral-8x7b",
+        ),
+        source=(
+            "Jiang et al. 2024, 'Mixtral of Experts', arXiv:2401.04088, Table 1 (dim 4096, "
+            "32 layers, head_dim 128, hidden_dim 14336, 32 heads, 8 KV heads, context 32768, "
+            "vocab 32000, 8 experts, top-2); 46.7B total / 12.9B active from "
+            "https://mistral.ai/news/mixtral-of-experts/"
+        ),
+        description="Sparse mixture of experts: 8 SwiGLU experts per layer, 2 per token",
+        aliases=("mixtral",),
+        published={"params": 46.7e9, "active_params": 12.9e9},
+    ),
+]
+
+# --------------------------------------------------------------------------------------------
+# recommendation models
+
+_MLPERF_DCNV2 = (
+    "MLPerf Training reference recommendation_v2/torchrec_dlrm "
+    "(https://github.com/mlcommons/training/tree/master/recommendation_v2/torchrec_dlrm, "
+    "README.MD): --embedding_dim 128 --dense_arch_layer_sizes 512,256,128 "
+    "--over_arch_layer_sizes 1024,1024,512,256,1 --interaction_type=dcn --dcn_num_layers=3 "
+    "--dcn_low_rank_dim=512, --num_embeddings_per_feature and --multi_hot_sizes as below; "
+    "13 dense + 26 sparse Criteo 1TB features"
+)
+
+_HSTU = (
+    "Zhai et al. 2024, 'Actions Speak Louder than Words: Trillion-Parameter Sequential "
+    "Transducers for Generative Recommendations', arXiv:2402.17152 (HSTU-large); config "
+    "https://github.com/facebookresearch/generative-recommenders/blob/main/configs/{path}"
+)
+
+
+def _hstu(
+    name: str,
+    path: str,
+    *,
+    layers: int,
+    d: int,
+    heads: int,
+    dqk: int,
+    seq: int,
+    neg: int,
+    aliases: tuple[str, ...] = (),
+) -> Preset:
+    return Preset(
+        name=name,
+        config=HSTUConfig(
+            n_layers=layers,
+            d_model=d,
+            n_heads=heads,
+            dqk=dqk,
+            dv=dqk,
+            seq_len=seq,
+            causal=True,
+            n_negatives=neg,
+            name=name,
+        ),
+        source=_HSTU.format(path=path)
+        + f" (num_blocks {layers}, num_heads {heads}, dqk = dv = {dqk}, item_embedding_dim "
+        f"{d}, max_sequence_length {seq}, num_negatives {neg}); seq_len is the maximum, pass "
+        "the real lengths for exact attention FLOPs",
+        description="HSTU-large sequential recommender (causal pointwise attention)",
+        aliases=aliases,
+    )
+
+
+# --num_embeddings_per_feature and --multi_hot_sizes of the MLPerf reference (README.MD).
+# fmt: off
+_MLPERF_ROWS = (
+    40000000, 39060, 17295, 7424, 20265, 3, 7122, 1543, 63, 40000000, 3067956, 405282, 10, 2209,
+    11938, 155, 4, 976, 14, 40000000, 40000000, 40000000, 590152, 12973, 108, 36,
+)
+_MLPERF_MULTI_HOT = (
+    3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1,
+)
+# fmt: on
+
+_RECSYS = [
+    Preset(
+        name="dlrm-dcnv2",
+        config=DLRMConfig(
+            n_dense=13,
+            bottom_mlp=(512, 256, 128),
+            n_sparse=26,
+            embedding_dim=128,
+            top_mlp=(1024, 1024, 512, 256, 1),
+            interaction="dcnv2",
+            cross_layers=3,
+            cross_rank=512,
+            embedding_rows=_MLPERF_ROWS,
+            pooling_factors=_MLPERF_MULTI_HOT,
+            embedding_bytes=4,
+            name="dlrm-dcnv2",
+        ),
+        source=_MLPERF_DCNV2,
+        description="MLPerf Training DLRM-DCNv2 on Criteo 1TB multi-hot",
+        aliases=("mlperf-dlrm-dcnv2", "dlrmv2", "dlrm-v2"),
+        published={"forward_flops_per_sample": 32_060_928},
+    ),
+    _hstu(
+        "hstu-ml-20m-large",
+        "ml-20m/hstu-sampled-softmax-n128-large-final.gin",
+        layers=16,
+        d=256,
+        heads=8,
+        dqk=32,
+        seq=200,
+        neg=128,
+        aliases=("hstu", "hstu-large"),  # the largest public configuration
+    ),
+    _hstu(
+        "hstu-ml-1m-large",
+        "ml-1m/hstu-sampled-softmax-n128-large-final.gin",
+        layers=8,
+        d=50,
+        heads=2,
+        dqk=25,
+        seq=200,
+        neg=128,
+    ),
+    _hstu(
+        "hstu-amzn-books-large",
+        "amzn-books/hstu-sampled-softmax-n512-large-final.gin",
+        layers=16,
+        d=64,
+        heads=8,
+        dqk=8,
+        seq=50,
+        neg=512,
+    ),
+]
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (*_TRANSFORMERS, *_RECSYS)}
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s_\-]+", "", name.strip().lower())
+
+
+_INDEX: dict[str, str] = {}
+for _p in PRESETS.values():
+    for _alias in (_p.name, *_p.aliases):
+        _INDEX[_key(_alias)] = _p.name
+
+
+def list_presets(kind: str | None = None) -> list[str]:
+    """Preset names (optionally only one ``kind``: transformer, dlrm, hstu, mlp)."""
+    return [n for n, p in PRESETS.items() if kind is None or p.kind == kind]
+
+
+def get_preset(name: str) -> Preset:
+    """Find a preset by name or alias, case-insensitively; unknown names suggest close ones."""
+    if not isinstance(name, str) or not name.strip():
+        raise UnknownPresetError(
+            f"preset must be a non-empty name; got {name!r}. Available: {', '.join(PRESETS)}"
+        )
+    hit = _INDEX.get(_key(name))
+    if hit is not None:
+        return PRESETS[hit]
+    close = difflib.get_close_matches(_key(name), list(_INDEX), n=3, cutoff=0.5)
+    names = list(dict.fromkeys(_INDEX[c] for c in close))
+    hint = f" Did you mean {' or '.join(repr(n) for n in names)}?" if names else ""
+    raise UnknownPresetError(f"unknown preset {name!r}.{hint} Available: {', '.join(PRESETS)}")
+
+
+def preset_records() -> list[dict[str, Any]]:
+    """One dict per preset (name, kind, description, source) for tables and widgets."""
+    return [
+        {"name": p.name, "kind": p.kind, "description": p.description, "source": p.source}
+        for p in PRESETS.values()
+    ]

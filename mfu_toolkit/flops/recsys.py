@@ -1,0 +1,537 @@
+"""Recommendation-model FLOPs: MLP towers, DLRM (dot or DCNv2 interaction) and HSTU.
+
+Same conventions as ``transformer.py`` (2 FLOPs per multiply-add, matmuls and attention
+products only, training = 3 x forward, recomputation only in hardware FLOPs). Embedding lookups
+and their pooling count zero FLOPs, but these models are bound by embedding traffic, so every
+result also reports the embedding bytes read per sample.
+
+Convention that reproduces the MLPerf DLRM-DCNv2 reference, 32,060,928 forward FLOPs per sample
+(``shared/DESIGN.md``): count the weight matmuls only, i.e. 2 x (13*512 + 512*256 + 256*128)
+for the bottom MLP, 3 x 2 x (3456*512 + 512*3456) for the low-rank cross layers (the U and V
+matmuls; the ``x0 * (...) + x`` products and additions are elementwise) and
+2 x (3456*1024 + 1024*1024 + 1024*512 + 512*256 + 256*1) for the top MLP; biases, activations
+and the sigmoid count zero. 2 x 16,030,464 multiply-adds = 32,060,928.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .transformer import (
+    Component,
+    Conventions,
+    ModelFlops,
+    ParamCounts,
+    Recompute,
+    _check_bool,
+    _check_choice,
+    _check_int,
+    _check_number,
+    _check_recompute,
+    _fail,
+    _finish,
+)
+
+__all__ = [
+    "INTERACTIONS",
+    "MLPConfig",
+    "DLRMConfig",
+    "HSTUConfig",
+    "linear",
+    "custom_block",
+    "mlp_flops",
+    "dlrm_flops",
+    "hstu_flops",
+    "hstu_sequence_flops",
+]
+
+INTERACTIONS = ("dot", "dcnv2", "concat")
+
+
+def _int_tuple(name: str, value: Any, *, allow_empty: bool = False, minimum: int = 1) -> tuple:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise _fail(name, "a sequence of positive integers", value)
+    out = tuple(value)
+    if not out and not allow_empty:
+        raise _fail(name, "a non-empty sequence of positive integers", value)
+    for i, v in enumerate(out):
+        _check_int(f"{name}[{i}]", v, minimum=minimum)
+    return out
+
+
+def _check_blocks(value: Any) -> tuple[Component, ...]:
+    blocks = tuple(value)
+    for i, b in enumerate(blocks):
+        if not isinstance(b, Component):
+            raise _fail(f"extra_blocks[{i}]", "a Component (see linear() / custom_block())", b)
+    return blocks
+
+
+def _check_name(value: Any) -> None:
+    if not isinstance(value, str) or not value:
+        raise _fail("name", "a non-empty string", value)
+
+
+# --------------------------------------------------------------------------------------------
+# building blocks
+
+
+def linear(
+    name: str, in_features: int, out_features: int, *, times: int = 1, bias: bool = False
+) -> Component:
+    """A custom block of ``times`` dense layers ``in_features -> out_features`` (2*in*out each)."""
+    _check_int("in_features", in_features)
+    _check_int("out_features", out_features)
+    _check_int("times", times)
+    params = (in_features * out_features + (out_features if bias else 0)) * times
+    return Component(name, 2.0 * in_features * out_features * times, params=params)
+
+
+def custom_block(
+    name: str, forward_flops: float, *, params: int = 0, attention: bool = False, note: str = ""
+) -> Component:
+    """A custom block given by its forward FLOPs per sample (e.g. measured or hand-derived).
+
+    ``attention=True`` marks FLOPs that selective recomputation re-runs.
+    """
+    return Component(name, float(forward_flops), params=params, attention=attention, note=note)
+
+
+def _mlp_matmuls(in_features: int, sizes: Sequence[int]) -> tuple[float, int]:
+    """Forward FLOPs and weight count of a dense tower: sum of 2*in*out over its layers."""
+    flops, weights, prev = 0.0, 0, in_features
+    for out in sizes:
+        flops += 2.0 * prev * out
+        weights += prev * out
+        prev = out
+    return flops, weights
+
+
+def _mlp_shape(in_features: int, sizes: Sequence[int]) -> str:
+    return "->".join(str(x) for x in (in_features, *sizes))
+
+
+def _conventions(
+    backward_factor: float,
+    recompute: str,
+    *,
+    causal: bool = False,
+    attention: bool = False,
+    notes: tuple[str, ...] = (),
+) -> Conventions:
+    return Conventions(
+        backward_factor=_check_number("backward_factor", backward_factor),
+        include_attention=attention,
+        causal=causal,
+        recompute=_check_recompute(recompute),
+        notes=notes,
+        has_attention=attention,
+    )
+
+
+_FIRST_LAYER_NOTE = (
+    "the 3x training convention includes the input gradient of the first dense layer, which "
+    "frameworks skip because dense features need no gradient"
+)
+
+
+# --------------------------------------------------------------------------------------------
+# MLP
+
+
+@dataclass(frozen=True)
+class MLPConfig:
+    """A dense tower ``in_features -> layer_sizes[0] -> ... -> layer_sizes[-1]``."""
+
+    in_features: int
+    layer_sizes: tuple[int, ...]
+    bias: bool = True
+    extra_blocks: tuple[Component, ...] = ()
+    name: str = "custom-mlp"
+
+    def __post_init__(self) -> None:
+        _check_int("in_features", self.in_features)
+        object.__setattr__(self, "layer_sizes", _int_tuple("layer_sizes", self.layer_sizes))
+        _check_bool("bias", self.bias)
+        object.__setattr__(self, "extra_blocks", _check_blocks(self.extra_blocks))
+        _check_name(self.name)
+
+
+def mlp_flops(
+    config: MLPConfig,
+    *,
+    batch: int = 1,
+    recompute: Recompute = "none",
+    backward_factor: float = 2.0,
+    source: str = "",
+) -> ModelFlops:
+    """Forward/training FLOPs per sample of an MLP tower (one row per layer)."""
+    _check_int("batch", batch)
+    rows, prev, params = [], config.in_features, 0
+    for i, out in enumerate(config.layer_sizes):
+        p = prev * out + (out if config.bias else 0)
+        rows.append(Component(f"layer{i}", 2.0 * prev * out, params=p, note=f"{prev}->{out}"))
+        params += p
+        prev = out
+    rows.extend(config.extra_blocks)
+    params += sum(b.params for b in config.extra_blocks)
+    return _finish(
+        name=config.name,
+        kind="mlp",
+        unit="sample",
+        tokens_per_sample=None,
+        batch=batch,
+        breakdown=tuple(rows),
+        params=ParamCounts(total=params, active=params, embedding=0),
+        conventions=_conventions(backward_factor, recompute, notes=(_FIRST_LAYER_NOTE,)),
+        source=source,
+        config=config,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# DLRM (Naumov et al. 2019, arXiv:1906.00091) with dot or DCNv2 interaction
+# (Wang et al. 2021, "DCN V2", arXiv:2008.13535)
+
+
+@dataclass(frozen=True)
+class DLRMConfig:
+    """DLRM: bottom MLP on dense features, one embedding per sparse feature, an interaction, top MLP.
+
+    ``bottom_mlp`` / ``top_mlp`` are the output sizes of each layer; the top MLP's input width
+    follows from the interaction:
+
+    * ``"dot"``: pairwise dot products of the ``n_sparse + 1`` vectors (bottom output and
+      embeddings, which must have the same width). The Gram matrix is one batched matmul,
+      counted in full, ``2 * (n_sparse + 1)**2 * embedding_dim``, because that is what runs;
+      the top MLP sees the bottom output plus the strictly-lower triangle (plus the diagonal
+      with ``dot_self_interaction``).
+    * ``"dcnv2"``: ``cross_layers`` DCNv2 cross layers on ``x0 = concat(bottom output,
+      embeddings)``. Full rank (``cross_rank=None``) counts ``2 * D * D`` per layer; low rank
+      counts the U and V matmuls, ``2 * 2 * D * r`` per layer. The ``x0 * (.) + x``
+      products are elementwise (zero).
+    * ``"concat"``: the concatenation, no FLOPs.
+
+    ``embedding_rows`` (per table) only feeds parameter counts; ``pooling_factors`` (lookups
+    per table per sample, 1 by default) and ``embedding_bytes`` give embedding bytes read.
+    ``bottom_mlp=()`` feeds the dense features into the interaction directly (not for dot).
+    """
+
+    n_dense: int
+    bottom_mlp: tuple[int, ...]
+    n_sparse: int
+    embedding_dim: int
+    top_mlp: tuple[int, ...]
+    interaction: str = "dot"
+    cross_layers: int = 3
+    cross_rank: int | None = None
+    dot_self_interaction: bool = False
+    embedding_rows: tuple[int, ...] | None = None
+    pooling_factors: tuple[int, ...] | None = None
+    embedding_bytes: int = 4
+    bias: bool = True
+    extra_blocks: tuple[Component, ...] = ()
+    name: str = "custom-dlrm"
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        _check_int("n_dense", self.n_dense, minimum=0)
+        set_(self, "bottom_mlp", _int_tuple("bottom_mlp", self.bottom_mlp, allow_empty=True))
+        _check_int("n_sparse", self.n_sparse)
+        _check_int("embedding_dim", self.embedding_dim)
+        set_(self, "top_mlp", _int_tuple("top_mlp", self.top_mlp))
+        _check_choice("interaction", self.interaction, INTERACTIONS)
+        _check_int("cross_layers", self.cross_layers, minimum=0)
+        if self.cross_rank is not None:
+            _check_int("cross_rank", self.cross_rank)
+        _check_bool("dot_self_interaction", self.dot_self_interaction)
+        if self.interaction == "dot":
+            if not self.bottom_mlp or self.bottom_mlp[-1] != self.embedding_dim:
+                raise _fail(
+                    "bottom_mlp",
+                    f"a tower ending in embedding_dim={self.embedding_dim} (dot interaction "
+                    "needs equal widths)",
+                    self.bottom_mlp,
+                )
+        if self.bottom_mlp and self.n_dense == 0:
+            raise _fail("n_dense", "an integer >= 1 when bottom_mlp is given", self.n_dense)
+        for key in ("embedding_rows", "pooling_factors"):
+            value = getattr(self, key)
+            if value is not None:
+                value = _int_tuple(key, value, minimum=0 if key == "pooling_factors" else 1)
+                if len(value) != self.n_sparse:
+                    raise _fail(key, f"a sequence of n_sparse={self.n_sparse} integers", value)
+                set_(self, key, value)
+        _check_int("embedding_bytes", self.embedding_bytes)
+        _check_bool("bias", self.bias)
+        set_(self, "extra_blocks", _check_blocks(self.extra_blocks))
+        _check_name(self.name)
+
+    @property
+    def dense_width(self) -> int:
+        """Width of the dense branch entering the interaction."""
+        return self.bottom_mlp[-1] if self.bottom_mlp else self.n_dense
+
+    @property
+    def interaction_width(self) -> int:
+        """Width ``D`` of ``x0 = concat(dense branch, embeddings)`` (dcnv2 / concat)."""
+        return self.dense_width + self.n_sparse * self.embedding_dim
+
+    @property
+    def top_in(self) -> int:
+        """Input width of the top MLP."""
+        if self.interaction == "dot":
+            n = self.n_sparse + 1
+            pairs = n * (n + 1) // 2 if self.dot_self_interaction else n * (n - 1) // 2
+            return self.embedding_dim + pairs
+        return self.interaction_width
+
+    @property
+    def lookups_per_sample(self) -> int:
+        return sum(self.pooling_factors) if self.pooling_factors else self.n_sparse
+
+
+def _dlrm_rows(c: DLRMConfig) -> tuple[list[Component], int]:
+    rows: list[Component] = []
+    dense_params = 0
+    d = c.embedding_dim
+    table_params = sum(c.embedding_rows) * d if c.embedding_rows else 0
+    rows.append(
+        Component(
+            "embedding_lookup",
+            0.0,
+            params=table_params,
+            note=f"{c.lookups_per_sample} lookups of dim {d}: zero FLOPs",
+        )
+    )
+    if c.bottom_mlp:
+        f, w = _mlp_matmuls(c.n_dense, c.bottom_mlp)
+        p = w + (sum(c.bottom_mlp) if c.bias else 0)
+        rows.append(Component("bottom_mlp", f, params=p, note=_mlp_shape(c.n_dense, c.bottom_mlp)))
+        dense_params += p
+    if c.interaction == "dot":
+        n = c.n_sparse + 1
+        rows.append(
+            Component("interaction_dot", 2.0 * n * n * d, note=f"Gram matrix of {n} vectors of {d}")
+        )
+    elif c.interaction == "dcnv2":
+        D, L = c.interaction_width, c.cross_layers
+        if c.cross_rank is None:
+            f, p, note = 2.0 * D * D * L, (D * D + D) * L, f"{L} full-rank layers on {D}"
+        else:
+            r = c.cross_rank
+            f = 2.0 * 2 * D * r * L
+            p = (2 * D * r + D) * L
+            note = f"{L} low-rank layers (rank {r}) on {D}"
+        rows.append(Component("interaction_dcnv2", f, params=p, note=note))
+        dense_params += p
+    else:
+        rows.append(Component("interaction_concat", 0.0, note=f"concat to {c.interaction_width}"))
+    f, w = _mlp_matmuls(c.top_in, c.top_mlp)
+    p = w + (sum(c.top_mlp) if c.bias else 0)
+    rows.append(Component("top_mlp", f, params=p, note=_mlp_shape(c.top_in, c.top_mlp)))
+    dense_params += p
+    rows.extend(c.extra_blocks)
+    dense_params += sum(b.params for b in c.extra_blocks)
+    return rows, dense_params
+
+
+def dlrm_flops(
+    config: DLRMConfig,
+    *,
+    batch: int = 1,
+    recompute: Recompute = "none",
+    backward_factor: float = 2.0,
+    source: str = "",
+) -> ModelFlops:
+    """Forward/training FLOPs per sample of a DLRM (dot, DCNv2 or concat interaction).
+
+    Also reports embedding bytes read per sample (lookups x dim x bytes). ``params.active`` is
+    the dense parameters plus the embedding rows one sample reads.
+    """
+    _check_int("batch", batch)
+    rows, dense_params = _dlrm_rows(config)
+    table_params = rows[0].params
+    lookups = config.lookups_per_sample
+    params = ParamCounts(
+        total=dense_params + table_params,
+        active=dense_params + lookups * config.embedding_dim,
+        embedding=table_params,
+    )
+    notes = [_FIRST_LAYER_NOTE]
+    if config.interaction == "dot":
+        notes.append("dot interaction: the full Gram matrix is counted (that is what the bmm runs)")
+    return _finish(
+        name=config.name,
+        kind="dlrm",
+        unit="sample",
+        tokens_per_sample=None,
+        batch=batch,
+        breakdown=tuple(rows),
+        params=params,
+        conventions=_conventions(backward_factor, recompute, notes=tuple(notes)),
+        embedding_bytes_per_sample=float(lookups * config.embedding_dim * config.embedding_bytes),
+        source=source,
+        config=config,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# HSTU (Zhai et al. 2024, "Actions Speak Louder than Words", arXiv:2402.17152, Sec 3)
+
+
+@dataclass(frozen=True)
+class HSTUConfig:
+    """Hierarchical Sequential Transduction Units over a user's action sequence.
+
+    Per layer and position: one projection ``d -> H*(2*dv + 2*dqk)`` giving U, V, Q, K; pointwise
+    attention (no softmax) over the sequence; ``norm(A V) * U`` (elementwise); output projection
+    ``H*dv -> d``. ``seq_len`` is the *real* (unpadded) sequence length. ``n_negatives`` adds the
+    sampled-softmax similarity ``2 * d * (1 + n_negatives)`` per position (0 leaves it out).
+    ``n_items`` sizes the item embedding table (parameter counts only).
+    """
+
+    n_layers: int
+    d_model: int
+    n_heads: int
+    dqk: int
+    dv: int
+    seq_len: int
+    causal: bool = True
+    n_negatives: int = 0
+    n_items: int | None = None
+    embedding_bytes: int = 4
+    extra_blocks: tuple[Component, ...] = ()
+    name: str = "custom-hstu"
+
+    def __post_init__(self) -> None:
+        for key in ("n_layers", "d_model", "n_heads", "dqk", "dv", "seq_len", "embedding_bytes"):
+            _check_int(key, getattr(self, key))
+        _check_bool("causal", self.causal)
+        _check_int("n_negatives", self.n_negatives, minimum=0)
+        if self.n_items is not None:
+            _check_int("n_items", self.n_items)
+        object.__setattr__(self, "extra_blocks", _check_blocks(self.extra_blocks))
+        _check_name(self.name)
+
+    def layer_params(self) -> int:
+        d, h = self.d_model, self.n_heads
+        return d * h * (2 * self.dv + 2 * self.dqk) + h * self.dv * d + d
+
+
+def hstu_sequence_flops(
+    config: HSTUConfig, length: int, *, causal: bool | None = None
+) -> tuple[Component, ...]:
+    """Forward FLOPs of one sequence of ``length`` real positions, by component.
+
+    Attention pairs are ``n * (n + 1) / 2`` when causal (the unmasked triangle), else ``n**2``;
+    each pair costs ``2 * H * dqk`` (scores) and ``2 * H * dv`` (values).
+    """
+    c = config
+    n = _check_int("length", length)
+    causal = c.causal if causal is None else _check_bool("causal", causal)
+    d, h, L = c.d_model, c.n_heads, c.n_layers
+    pairs = n * (n + 1) / 2 if causal else float(n * n)
+    rows = [
+        Component(
+            "item_embedding",
+            0.0,
+            params=(c.n_items or 0) * d,
+            note=f"{n} lookups of dim {d}: zero FLOPs",
+        ),
+        Component(
+            "uvqk_proj",
+            2.0 * n * d * h * (2 * c.dv + 2 * c.dqk) * L,
+            params=d * h * (2 * c.dv + 2 * c.dqk) * L,
+        ),
+        Component("attn_scores", 2.0 * pairs * h * c.dqk * L, attention=True, note="Q @ K^T"),
+        Component("attn_values", 2.0 * pairs * h * c.dv * L, attention=True, note="A @ V"),
+        Component("out_proj", 2.0 * n * h * c.dv * d * L, params=(h * c.dv * d + d) * L),
+    ]
+    if c.n_negatives:
+        rows.append(
+            Component(
+                "loss_similarity",
+                2.0 * n * d * (1 + c.n_negatives),
+                note=f"dot with 1 positive + {c.n_negatives} sampled negatives per position",
+            )
+        )
+    rows.extend(c.extra_blocks)
+    return tuple(rows)
+
+
+def hstu_flops(
+    config: HSTUConfig,
+    *,
+    seq_len: int | None = None,
+    lengths: Sequence[int] | None = None,
+    batch: int | None = None,
+    causal: bool | None = None,
+    recompute: Recompute = "none",
+    backward_factor: float = 2.0,
+    source: str = "",
+) -> ModelFlops:
+    """HSTU FLOPs per sample (sequence), per token and per step.
+
+    With ``lengths`` (the real lengths of the sequences in a batch) the per-sample values are
+    means over those sequences and ``batch`` defaults to ``len(lengths)``; attention grows with
+    the square of each length, so a mean length would undercount. ``extra_blocks`` are per
+    sample. The ``breakdown`` is per sample (``unit="sample"``).
+    """
+    if seq_len is not None:
+        config = replace(config, seq_len=_check_int("seq_len", seq_len))
+    causal = config.causal if causal is None else _check_bool("causal", causal)
+    if lengths is None:
+        lens = (config.seq_len,)
+    else:
+        lens = _int_tuple("lengths", lengths)
+    if batch is None:
+        batch = len(lens) if lengths is not None else 1
+    _check_int("batch", batch)
+
+    sums: dict[str, Component] = {}
+    for n in lens:
+        for comp in hstu_sequence_flops(config, n, causal=causal):
+            prev = sums.get(comp.name)
+            if prev is None:
+                sums[comp.name] = comp
+            else:
+                sums[comp.name] = replace(
+                    prev, forward_flops=prev.forward_flops + comp.forward_flops
+                )
+    k = len(lens)
+    rows = tuple(replace(c, forward_flops=c.forward_flops / k) for c in sums.values())
+    if lengths is not None:
+        rows = tuple(
+            replace(r, note=f"mean over {k} sequences") if r.name == "item_embedding" else r
+            for r in rows
+        )
+    mean_len = sum(lens) / k
+    layer_params = config.layer_params() * config.n_layers
+    table = (config.n_items or 0) * config.d_model
+    extra_params = sum(b.params for b in config.extra_blocks)
+    params = ParamCounts(
+        total=layer_params + table + extra_params,
+        active=layer_params + extra_params + int(round(mean_len)) * config.d_model,
+        embedding=table,
+    )
+    notes = ["HSTU attention is pointwise (SiLU), no softmax; both products are counted"]
+    if lengths is not None:
+        notes.append(f"per-sample values are means over {k} real sequence lengths")
+    return _finish(
+        name=config.name,
+        kind="hstu",
+        unit="sample",
+        tokens_per_sample=mean_len,
+        batch=batch,
+        breakdown=rows,
+        params=params,
+        conventions=_conventions(
+            backward_factor, recompute, causal=causal, attention=True, notes=tuple(notes)
+        ),
+        embedding_bytes_per_sample=float(mean_len * config.d_model * config.embedding_bytes),
+        source=source,
+        config=config,
+    )
