@@ -26,3 +26,39 @@ from .formulas import (  # noqa: F401  (re-exported; pure Python + numpy)
     hfu,
     mfu,
 )
+
+# Lazily re-exported names: attribute -> module that defines it. Importing ``mfu_toolkit``
+# stays cheap; the pandas-based rooms load on first use.
+_LAZY = {
+    "hardware": "mfu_toolkit.hardware",
+    "get_peak": "mfu_toolkit.hardware",
+    "model_flops": "mfu_toolkit.flops",
+    "list_presets": "mfu_toolkit.flops",
+    "Run": "mfu_toolkit.run",
+    "RunMeta": "mfu_toolkit.run",
+    "LoadReport": "mfu_toolkit.run",
+    "LoadError": "mfu_toolkit.run",
+    "load_run": "mfu_toolkit.io",
+    "load_table": "mfu_toolkit.io",
+    "SimConfig": "mfu_toolkit.simulate",
+    "breakdown": "mfu_toolkit.analysis",
+    "mfu_summary": "mfu_toolkit.analysis",
+    "scorecard": "mfu_toolkit.analysis",
+    "compare": "mfu_toolkit.analysis",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mfu_toolkit' has no attribute {name!r}")
+    import importlib
+
+    mod = importlib.import_module(module)
+    value = mod if module.rsplit(".", 1)[-1] == name else getattr(mod, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
