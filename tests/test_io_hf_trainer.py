@@ -1,0 +1,248 @@
+"""HF Trainer loader: trainer_state.json, results files, stdout dict lines, bad records, real logs."""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+import tempfile
+import warnings
+from pathlib import Path
+
+import pytest
+from _realdata_b import realdata_dir
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mfu_toolkit.io import hf_trainer
+from mfu_toolkit.io._common import read_head
+from mfu_toolkit.run import LoadError, LoadWarning
+
+
+def state(log_history: list[dict], **top) -> str:
+    doc = {"global_step": 100, "logging_steps": 50, "train_batch_size": 4, **top, "log_history": log_history}
+    return json.dumps(doc, indent=2)
+
+
+HISTORY = [
+    {"epoch": 0.5, "loss": 2.0, "learning_rate": 1e-4, "grad_norm": 1.5, "step": 50},
+    {"epoch": 1.0, "eval_loss": 1.9, "eval_runtime": 30.0, "step": 50},
+    {"epoch": 1.0, "loss": 1.5, "learning_rate": 5e-5, "step": 100},
+    {"epoch": 1.0, "eval_loss": 1.7, "eval_runtime": 20.0, "step": 100},
+    {"epoch": 1.0, "step": 100, "train_runtime": 250.0, "total_flos": 1e15, "train_steps_per_second": 0.4},
+]
+
+
+def load_quiet(p, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadWarning)
+        return hf_trainer.load(p, **kw)
+
+
+# --- the safe dict-line reader ------------------------------------------------------------------
+def test_dict_lines_are_read_as_literals_only():
+    d = hf_trainer.parse_dict_line("{'loss': nan, 'grad_norm': tensor(0.52, device='cuda:0'), 'lr': -1e-05, 'x': inf}")
+    assert math.isnan(d["loss"]) and d["grad_norm"] == 0.52 and d["lr"] == -1e-05 and d["x"] == math.inf
+    for evil in (
+        "{'loss': __import__('os').system('touch /tmp/pwned_by_log')}",
+        "{'loss': [x for x in range(3)]}",
+        "{'loss': (lambda: 1)()}",
+        "{**{'a': 1}}",
+        "{'loss': open('/etc/passwd').read()}",
+    ):
+        with pytest.raises(ValueError):
+            hf_trainer.parse_dict_line(evil)
+    assert not Path("/tmp/pwned_by_log").exists()
+    with pytest.raises(ValueError):
+        hf_trainer.parse_dict_line("{'a': " * 10_000 + "1" + "}" * 10_000)  # deep nesting
+
+
+# --- trainer_state.json -------------------------------------------------------------------------
+def test_state_steps_share_train_time_and_evals_are_placed(tmp_path):
+    p = tmp_path / "trainer_state.json"
+    p.write_text(state(HISTORY))
+    run = hf_trainer.load(p)
+    s, e = run.steps, run.events
+    assert run.meta.timing == "duration_only"
+    assert s["step"].tolist() == list(range(1, 101))
+    tau = (250.0 - 30.0 - 20.0) / 100  # train_runtime minus evaluations, over global_step
+    assert (s["end_s"] - s["start_s"]).to_numpy() == pytest.approx([tau] * 100)
+    assert e["kind"].tolist() == ["eval", "eval"]
+    assert e["start_s"].iloc[0] == pytest.approx(50 * tau)  # after step 50
+    assert e["end_s"].iloc[0] == pytest.approx(50 * tau + 30.0)
+    assert s.loc[s["step"] == 51, "start_s"].iloc[0] == pytest.approx(50 * tau + 30.0)
+    assert run.wall_seconds == pytest.approx(250.0)  # W = train_runtime exactly
+    assert s["logged"].sum() == 2 and s.loc[s["step"] == 50, "loss"].iloc[0] == 2.0
+    assert run.meta.extra["total_flos"] == 1e15 and run.meta.model_flops_per_step is None
+    assert len(run.tables["log_history"]) == 5
+
+
+def test_results_beside_the_state_and_checkpoint_folders(tmp_path):
+    ck = tmp_path / "checkpoint-50"
+    ck.mkdir()
+    (ck / "trainer_state.json").write_text(state(HISTORY[:2], global_step=50))
+    ck2 = tmp_path / "checkpoint-100"
+    ck2.mkdir()
+    (ck2 / "trainer_state.json").write_text(state(HISTORY))
+    (ck2 / "all_results.json").write_text(json.dumps({"train_runtime": 250.0, "epoch": 1.0}))
+    assert hf_trainer.sniff(tmp_path, b"") >= 0.8
+    run = hf_trainer.load(tmp_path)
+    assert len(run.steps) == 100  # the latest checkpoint's state
+    assert run.meta.extra["results"]["all_results.json"]["train_runtime"] == 250.0
+    only = hf_trainer.load(ck2 / "all_results.json")
+    assert only.steps.empty and only.meta.extra["results"]["all_results.json"]["epoch"] == 1.0
+
+
+def test_state_without_train_runtime_has_no_invented_times(tmp_path):
+    p = tmp_path / "trainer_state.json"
+    p.write_text(state(HISTORY[:4]))
+    run = hf_trainer.load(p)
+    assert run.steps.empty
+    assert len(run.tables["log_history"]) == 4
+    assert any("no train_runtime" in n for n in run.meta.report.notes)
+
+
+def test_truncated_state_is_salvaged_or_raised(tmp_path):
+    text = state(HISTORY)
+    cut = text[: text.index('"eval_runtime": 20.0')]  # the writer died inside the 4th entry
+    p = tmp_path / "trainer_state.json"
+    p.write_text(cut)
+    run = load_quiet(p)
+    assert len(run.tables["log_history"]) == 3
+    assert run.steps.empty  # no train_runtime survived
+    (reason,) = run.meta.report.skipped
+    assert "truncated" in reason
+    line = cut[: cut.rindex("{")].count("\n") + 1  # the broken entry's first line
+    assert run.meta.report.first_lines[reason] == [line]
+    with pytest.raises(LoadError) as exc:
+        hf_trainer.load(p, strict=True)
+    assert exc.value.line is not None and exc.value.field == "log_history"
+
+
+def test_negative_or_nan_runtimes_are_bad_records(tmp_path):
+    hist = [dict(h) for h in HISTORY]
+    hist[1]["eval_runtime"] = -3.0
+    p = tmp_path / "trainer_state.json"
+    p.write_text(state(hist).replace('"eval_runtime": 20.0', '"eval_runtime": NaN'))
+    run = load_quiet(p)
+    assert run.meta.report.skipped == {"negative duration": 1, "runtime is not a finite number": 1}
+    assert run.events.empty and run.wall_seconds == pytest.approx(250.0)
+    with pytest.raises(LoadError, match="negative duration") as exc:
+        hf_trainer.load(p, strict=True)
+    assert exc.value.field == "eval_runtime" and exc.value.line is not None
+
+
+# --- stdout dict lines --------------------------------------------------------------------------
+def stdout_text(n: int = 6, every: int = 5) -> str:
+    lines = ["Some launcher banner", "  0%|          | 0/30 [00:00<?, ?it/s]"]
+    for i in range(1, n + 1):
+        lines.append(f" 10%|█         | {i * every}/30 [00:10<00:50]{{'loss': {2.0 - i / 10:.2f}, 'learning_rate': 1e-05, 'epoch': {i / n:.2f}}}")
+        if i == 3:
+            lines.append("{'eval_loss': 1.2, 'eval_runtime': 12.5, 'eval_samples_per_second': 8.0, 'epoch': 0.5}")
+    lines.append(f"{{'train_runtime': 72.5, 'train_samples_per_second': 3.3, 'train_steps_per_second': {n * every / 72.5:.3f}, 'train_loss': 1.6, 'epoch': 1.0}}")
+    return "\n".join(lines) + "\n"
+
+
+def test_stdout_interval_inferred_and_eval_placed(tmp_path):
+    p = tmp_path / "out.txt"
+    p.write_text(stdout_text())
+    assert hf_trainer.sniff(p, read_head(p)) >= 0.9
+    run = hf_trainer.load(p)
+    s = run.steps
+    assert run.meta.extra["logging_steps_inferred"] == [5]
+    assert len(s) == 30 and s.loc[s["logged"], "step"].tolist() == [5, 10, 15, 20, 25, 30]
+    tau = (72.5 - 12.5) / 30
+    assert (s["end_s"] - s["start_s"]).to_numpy() == pytest.approx([tau] * 30)
+    (ev,) = run.events.itertuples()
+    assert ev.start_s == pytest.approx(15 * tau) and ev.end_s - ev.start_s == pytest.approx(12.5)
+    assert run.wall_seconds == pytest.approx(72.5)
+
+
+def test_stdout_half_written_line_and_garbage(tmp_path):
+    p = tmp_path / "out.txt"
+    text = stdout_text() + "{'loss': 0.5, 'learning_ra"
+    p.write_text(text)
+    run = load_quiet(p)
+    assert run.meta.report.skipped == {"malformed dict line": 1}
+    assert run.meta.report.first_lines["malformed dict line"] == [text.count("\n") + 1]
+    with pytest.raises(LoadError) as exc:
+        hf_trainer.load(p, strict=True)
+    assert exc.value.line == text.count("\n") + 1
+    g = tmp_path / "garbage.bin"
+    g.write_bytes(b"\x00\xff{'" * 500)
+    with pytest.raises(LoadError):
+        load_quiet(g)
+    e = tmp_path / "empty.txt"
+    e.write_text("")
+    with pytest.raises(LoadError):
+        hf_trainer.load(e)
+    empty_dir = tmp_path / "nothing_here"
+    empty_dir.mkdir()
+    with pytest.raises(LoadError, match="no trainer_state.json"):
+        hf_trainer.load(empty_dir)
+
+
+def test_two_trainings_in_one_stdout_are_two_attempts(tmp_path):
+    p = tmp_path / "out.txt"
+    p.write_text(stdout_text(3, 1) + stdout_text(2, 1))
+    run = load_quiet(p)
+    assert run.n_attempts == 2
+    assert run.steps.groupby("attempt")["step"].max().tolist() == [3, 2]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.one_of(st.binary(max_size=400), st.text(alphabet="{}'\":,0123456789.e- abnlos_[]()", max_size=300).map(str.encode)))
+def test_random_bytes_raise_only_load_error(data):
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "x.txt"
+        p.write_bytes(data)
+        try:
+            load_quiet(p)
+        except LoadError:
+            pass
+
+
+# --- real logs ----------------------------------------------------------------------------------
+@pytest.mark.realdata
+def test_real_trainer_state_matches_the_raw_json():
+    from mfu_toolkit.io import load_run
+
+    p = realdata_dir("hf_trainer", "Jaong_Checkpoint-of-CPT_trainer_state.json")
+    raw = json.loads(p.read_text())
+    run = load_run(p)
+    assert run.meta.source_format == "hf_trainer"
+    assert len(run.steps) == raw["global_step"] == run.steps["step"].max()
+    final = next(e for e in raw["log_history"] if "train_runtime" in e)
+    assert run.wall_seconds == pytest.approx(final["train_runtime"])
+    evals = [e for e in raw["log_history"] if any(k.endswith("_runtime") and k != "train_runtime" for k in e)]
+    assert len(run.events) == len(evals)
+    ev_total = sum(v for e in evals for k, v in e.items() if k.endswith("_runtime"))
+    assert (run.events["end_s"] - run.events["start_s"]).sum() == pytest.approx(ev_total)
+    assert (run.steps["end_s"] - run.steps["start_s"]).sum() == pytest.approx(final["train_runtime"] - ev_total)
+    logged = [e["step"] for e in raw["log_history"] if "loss" in e]
+    assert run.steps.loc[run.steps["logged"], "step"].tolist() == logged
+    results = json.loads(realdata_dir("hf_trainer", "Jaong_Checkpoint-of-CPT_all_results.json").read_text())
+    assert run.meta.extra["results"]["Jaong_Checkpoint-of-CPT_all_results.json"] == results
+    only = load_run(realdata_dir("hf_trainer", "Jaong_Checkpoint-of-CPT_all_results.json"))
+    assert only.steps.empty and only.meta.source_format == "hf_trainer"
+
+
+@pytest.mark.realdata
+def test_real_stdout_dict_lines_match_the_raw_text():
+    from mfu_toolkit.io import load_run
+
+    p = realdata_dir("hf_trainer", "alpaca7b_fsdp8xA100_run-v7i3k2p0_trainer_stdout_dicts.txt")
+    lines = p.read_text().splitlines()
+    losses = [ast.literal_eval(x)["loss"] for x in lines if x.startswith("{'loss'")]
+    final = ast.literal_eval(next(x for x in lines if "train_runtime" in x))
+    run = load_run(p)
+    assert run.meta.source_format == "hf_trainer"
+    assert run.meta.report.total_skipped == 0
+    # Logged every step: train_runtime × steps/s ≈ the number of loss lines.
+    assert abs(final["train_runtime"] * final["train_steps_per_second"] - len(losses)) < 2
+    assert len(run.steps) == len(losses)
+    assert run.steps["loss"].tolist() == losses
+    assert run.wall_seconds == pytest.approx(final["train_runtime"])
+    assert run.meta.extra["final"][0]["train_loss"] == final["train_loss"]
+    assert re.search(r"evenly", " ".join(run.meta.report.notes))
