@@ -30,14 +30,17 @@ registry is first built). Only the standard library is imported, so ``mfu calc``
 from __future__ import annotations
 
 import csv
-import datetime as _dt
-import difflib
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+
+# Only what building the registry and one lookup need is imported here: `mfu calc --accelerator`
+# must start fast. typing, datetime, difflib, pathlib and dataclasses load only where used.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import datetime as _dt
+    from collections.abc import Callable, Iterable, Mapping
+    from pathlib import Path
 
 __all__ = [
     "DTYPES",
@@ -60,7 +63,8 @@ __all__ = [
 DTYPES: tuple[str, ...] = ("fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 PER_CHOICES: tuple[str, ...] = ("package", "device")
 ENV_VAR = "MFU_ACCELERATORS_CSV"
-BUILTIN_CSV = Path(__file__).resolve().with_name("accelerators.csv")
+# The shipped CSV as a string; the public ``BUILTIN_CSV`` (a ``pathlib.Path``) is made on first access.
+_BUILTIN_CSV = os.path.join(os.path.dirname(os.path.realpath(__file__)), "accelerators.csv")
 
 CSV_COLUMNS: tuple[str, ...] = (
     "name", "vendor", "dtype", "dense", "sparse", "unit", "devices_per_package",
@@ -82,8 +86,20 @@ _NOISE_WORDS = frozenset({
     "nvidia", "amd", "intel", "habana", "labs", "google", "cloud", "aws", "amazon", "tesla",
     "geforce", "instinct", "radeon", "r", "tm", "gpu", "tensor", "core", "accelerator",
 })
-_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_ISO_DATE = r"\d{4}-\d{2}-\d{2}"  # compiled only for dates the fast check in _is_iso_date cannot decide
+_DAYS_IN_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _URL = re.compile(r"https?://[^\s/]+\.[^\s]+")
+
+
+def __getattr__(name: str) -> object:
+    """``BUILTIN_CSV``, the shipped CSV as a ``pathlib.Path``, built when first asked for."""
+    if name == "BUILTIN_CSV":
+        from pathlib import Path
+
+        value = globals()["BUILTIN_CSV"] = Path(_BUILTIN_CSV)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- errors ----------------------------------------------------------------------------------
@@ -120,9 +136,55 @@ def unit_of(dtype: str) -> str:
     return "TOPS" if dtype == "int8" else "TFLOP/s"
 
 
-@dataclass(frozen=True)
-class Peak:
+class _Record:
+    """Base of the frozen records below: what ``@dataclass(frozen=True)`` gives, without importing
+    ``dataclasses`` (and through it inspect, ast and dis) on the start-up path of ``mfu calc``.
+
+    Subclasses list their fields in ``__slots__`` (the order of ``__init__``, ``repr`` and equality)
+    and those that enter the hash in ``_hash_fields``. Instances compare equal when of the same class
+    with equal fields; assigning or deleting an attribute raises ``dataclasses.FrozenInstanceError``.
+    """
+
+    __slots__ = ()
+    _hash_fields: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, f) for f in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()  # type: ignore[attr-defined]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, f) for f in self._hash_fields))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__slots__)
+        return f"{self.__class__.__qualname__}({fields})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Slots plus a refusing __setattr__: pickle and copy rebuild through __init__.
+        return (self.__class__, self._values())
+
+
+class Peak(_Record):
     """One resolved peak, with everything needed to cite it."""
+
+    __slots__ = ("accelerator", "dtype", "tflops", "sparse", "per", "devices_per_package", "basis", "source",
+                 "read_on", "note")
+    __match_args__ = __slots__
+    _hash_fields = __slots__
 
     accelerator: str
     dtype: str
@@ -134,6 +196,20 @@ class Peak:
     source: str
     read_on: str
     note: str
+
+    def __init__(self, accelerator: str, dtype: str, tflops: float, sparse: bool, per: str,
+                 devices_per_package: int, basis: str, source: str, read_on: str, note: str) -> None:
+        init = object.__setattr__
+        init(self, "accelerator", accelerator)
+        init(self, "dtype", dtype)
+        init(self, "tflops", tflops)
+        init(self, "sparse", sparse)
+        init(self, "per", per)
+        init(self, "devices_per_package", devices_per_package)
+        init(self, "basis", basis)
+        init(self, "source", source)
+        init(self, "read_on", read_on)
+        init(self, "note", note)
 
     @property
     def flops(self) -> float:
@@ -156,21 +232,45 @@ class Peak:
                 f"({self.basis}; source: {self.source}, read {self.read_on})")
 
 
-@dataclass(frozen=True)
-class Accelerator:
-    """An accelerator's peaks per dtype (dense and sparse), with basis, source and date per dtype."""
+class Accelerator(_Record):
+    """An accelerator's peaks per dtype (dense and sparse), with basis, source and date per dtype.
+
+    The per-dtype dicts default to new empty dicts and do not enter the hash.
+    """
+
+    __slots__ = ("name", "vendor", "aliases", "devices_per_package", "note", "dense", "sparse", "basis",
+                 "source", "read_on", "notes")
+    __match_args__ = __slots__
+    _hash_fields = ("name", "vendor", "aliases", "devices_per_package", "note")
 
     name: str
     vendor: str
     aliases: tuple[str, ...]
     devices_per_package: int
     note: str
-    dense: dict[str, float] = field(default_factory=dict, hash=False)
-    sparse: dict[str, float] = field(default_factory=dict, hash=False)
-    basis: dict[str, str] = field(default_factory=dict, hash=False)
-    source: dict[str, str] = field(default_factory=dict, hash=False)
-    read_on: dict[str, str] = field(default_factory=dict, hash=False)
-    notes: dict[str, str] = field(default_factory=dict, hash=False)
+    dense: dict[str, float]
+    sparse: dict[str, float]
+    basis: dict[str, str]
+    source: dict[str, str]
+    read_on: dict[str, str]
+    notes: dict[str, str]
+
+    def __init__(self, name: str, vendor: str, aliases: tuple[str, ...], devices_per_package: int, note: str,
+                 dense: dict[str, float] | None = None, sparse: dict[str, float] | None = None,
+                 basis: dict[str, str] | None = None, source: dict[str, str] | None = None,
+                 read_on: dict[str, str] | None = None, notes: dict[str, str] | None = None) -> None:
+        init = object.__setattr__
+        init(self, "name", name)
+        init(self, "vendor", vendor)
+        init(self, "aliases", aliases)
+        init(self, "devices_per_package", devices_per_package)
+        init(self, "note", note)
+        init(self, "dense", {} if dense is None else dense)
+        init(self, "sparse", {} if sparse is None else sparse)
+        init(self, "basis", {} if basis is None else basis)
+        init(self, "source", {} if source is None else source)
+        init(self, "read_on", {} if read_on is None else read_on)
+        init(self, "notes", {} if notes is None else notes)
 
     def dtypes(self) -> list[str]:
         """Dtypes with a published dense peak, in ``DTYPES`` order."""
@@ -181,22 +281,18 @@ class Accelerator:
         return [d for d in DTYPES if d in self.sparse]
 
 
-@dataclass(frozen=True)
 class _Row:
     """One validated CSV row (or one dtype of a register_accelerator call)."""
 
-    origin: str
-    name: str
-    vendor: str
-    dtype: str | None
-    dense: float | None
-    sparse: float | None
-    devices_per_package: int
-    aliases: tuple[str, ...]
-    basis: str
-    source: str
-    read_on: str
-    note: str
+    __slots__ = ("origin", "name", "vendor", "dtype", "dense", "sparse", "devices_per_package", "aliases",
+                 "basis", "source", "read_on", "note")
+
+    def __init__(self, origin: str, name: str, vendor: str, dtype: str | None, dense: float | None,
+                 sparse: float | None, devices_per_package: int, aliases: tuple[str, ...], basis: str,
+                 source: str, read_on: str, note: str) -> None:
+        self.origin, self.name, self.vendor, self.dtype = origin, name, vendor, dtype
+        self.dense, self.sparse, self.devices_per_package, self.aliases = dense, sparse, devices_per_package, aliases
+        self.basis, self.source, self.read_on, self.note = basis, source, read_on, note
 
 
 # --- normalisation and validation ------------------------------------------------------------
@@ -204,8 +300,41 @@ class _Row:
 
 def normalise_name(name: str) -> str:
     """Lowercase, drop vendor/brand words, collapse separators: ``'NVIDIA A100-SXM4-80GB'`` -> ``'a100 sxm4 80gb'``."""
-    words = re.sub(r"[^a-z0-9]+", " ", name.lower()).split()
+    words = _NON_ALNUM.sub(" ", name.lower()).split()
     return " ".join(w for w in words if w not in _NOISE_WORDS)
+
+
+_NORMALISED: dict[str, str] = {}  # loaded names and aliases -> normalise_name(); they repeat on every row
+
+
+def _normalised(label: str) -> str:
+    """``normalise_name`` for names and aliases of loaded data, remembered."""
+    key = _NORMALISED.get(label)
+    if key is None:
+        key = _NORMALISED[label] = normalise_name(label)
+    return key
+
+
+def _is_iso_date(text: str) -> bool:
+    """Whether ``text`` is an ISO date ``YYYY-MM-DD`` naming a real day, as ``datetime.date.fromisoformat``
+    decides; plain ASCII dates are checked here, anything else by ``datetime`` (imported only then)."""
+    if len(text) == 10 and text.isascii() and text[4] == "-" and text[7] == "-":
+        year, month, day = text[:4], text[5:7], text[8:]
+        if year.isdigit() and month.isdigit() and day.isdigit():
+            y, m, d = int(year), int(month), int(day)
+            if y < 1 or not 1 <= m <= 12:
+                return False
+            leap = m == 2 and y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+            return 1 <= d <= _DAYS_IN_MONTH[m - 1] + leap
+    if not re.fullmatch(_ISO_DATE, text):
+        return False
+    import datetime
+
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _check_dtype(dtype: object, param: str = "dtype") -> str:
@@ -225,14 +354,29 @@ def _check_per(per: object) -> str:
     return str(per)
 
 
-def _parse_number(text: str, fail: Callable[[str], RegistryError]) -> float:
+def _parse_number(text: str, column: str, fail: Callable[[str, str], RegistryError]) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise fail(f"{text!r} is not a number") from None
+        raise fail(column, f"{text!r} is not a number") from None
     if not math.isfinite(value) or value <= 0:
-        raise fail(f"{text!r} must be a positive finite number")
+        raise fail(column, f"{text!r} must be a positive finite number")
     return value
+
+
+_ALIASES: dict[str, tuple[str, ...]] = {}  # aliases fields already validated -> their aliases
+
+
+def _parse_aliases(text: str, fail: Callable[[str, str], RegistryError]) -> tuple[str, ...]:
+    """The ``|``-separated aliases of a row, each with identifying text (rows of one accelerator repeat them)."""
+    aliases = _ALIASES.get(text)
+    if aliases is None:
+        aliases = tuple(a.strip() for a in text.split("|") if a.strip())
+        for alias in aliases:
+            if not _normalised(alias):
+                raise fail("aliases", f"{alias!r} has no identifying text once vendor words are removed")
+        _ALIASES[text] = aliases
+    return aliases
 
 
 def _parse_row(raw: Mapping[str, str], origin: str) -> _Row:
@@ -247,7 +391,7 @@ def _parse_row(raw: Mapping[str, str], origin: str) -> _Row:
     name = get("name")
     if not name:
         raise fail("name", "missing")
-    if not normalise_name(name):
+    if not _normalised(name):
         raise fail("name", f"{name!r} has no identifying text once vendor words are removed")
     vendor = get("vendor")
     if not vendor:
@@ -263,9 +407,9 @@ def _parse_row(raw: Mapping[str, str], origin: str) -> _Row:
     else:
         if not dense_text:
             raise fail("dense", f"missing: every {dtype} row needs its dense peak")
-        dense = _parse_number(dense_text, lambda m: fail("dense", m))
+        dense = _parse_number(dense_text, "dense", fail)
         if sparse_text:
-            sparse = _parse_number(sparse_text, lambda m: fail("sparse", m))
+            sparse = _parse_number(sparse_text, "sparse", fail)
             if sparse <= dense:
                 raise fail("sparse", f"{sparse:g} is not above the dense {dense:g}: the dense column takes "
                                      "the dense peak, the sparse column the vendor's sparse (asterisk) figure")
@@ -280,10 +424,7 @@ def _parse_row(raw: Mapping[str, str], origin: str) -> _Row:
         raise fail("devices_per_package", f"{dpp_text!r} is not a whole number") from None
     if dpp < 1:
         raise fail("devices_per_package", f"{dpp} must be at least 1")
-    aliases = tuple(a.strip() for a in get("aliases").split("|") if a.strip())
-    for alias in aliases:
-        if not normalise_name(alias):
-            raise fail("aliases", f"{alias!r} has no identifying text once vendor words are removed")
+    aliases = _parse_aliases(get("aliases"), fail)
     basis = get("basis")
     if not basis:
         raise fail("basis", "missing: say what the figure assumes (form factor, power, clock)")
@@ -295,21 +436,31 @@ def _parse_row(raw: Mapping[str, str], origin: str) -> _Row:
     read_on = get("read_on")
     if not read_on:
         raise fail("read_on", "missing: give the ISO date (YYYY-MM-DD) the source was read")
+    if not _is_iso_date(read_on):
+        raise fail("read_on", f"{read_on!r} is not an ISO date (YYYY-MM-DD)")
+    return _Row(origin, name, vendor, dtype, dense, sparse, dpp, aliases, basis, source, read_on, get("note"))
+
+
+def _read_text(path: str | Path) -> str:
+    """The file as ``Path.read_text(encoding="utf-8-sig")`` reads it (BOM dropped, universal newlines),
+    without loading the utf-8-sig codec unless the file is not valid UTF-8 (then it raises as before)."""
+    with open(path, "rb") as f:
+        data = f.read()
     try:
-        if not _ISO_DATE.fullmatch(read_on):
-            raise ValueError
-        _dt.date.fromisoformat(read_on)
-    except ValueError:
-        raise fail("read_on", f"{read_on!r} is not an ISO date (YYYY-MM-DD)") from None
-    return _Row(origin=origin, name=name, vendor=vendor, dtype=dtype, dense=dense, sparse=sparse,
-                devices_per_package=dpp, aliases=aliases, basis=basis, source=source, read_on=read_on,
-                note=get("note"))
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8-sig")  # raises the error read_text would have raised
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
 
 
-def _read_csv(path: Path) -> list[_Row]:
+def _read_csv(path: str | Path) -> list[_Row]:
     """Rows of an accelerator CSV; blank lines and lines starting with '#' are skipped."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = _read_text(path)
     except OSError as exc:
         raise RegistryError(f"{path}: cannot read accelerator CSV ({exc.strerror or exc})") from None
     # Blank out comment lines instead of dropping them, so line numbers stay those of the file.
@@ -358,7 +509,7 @@ def _build(rows: list[_Row]) -> list[Accelerator]:
     """Group validated rows into accelerators, checking that rows of one accelerator agree."""
     groups: dict[str, list[_Row]] = {}
     for row in rows:
-        groups.setdefault(normalise_name(row.name), []).append(row)
+        groups.setdefault(_normalised(row.name), []).append(row)
     built = []
     for group in groups.values():
         first = group[0]
@@ -418,10 +569,13 @@ class Registry:
         self._accelerators: dict[str, Accelerator] = {}  # canonical name -> accelerator
         self._keys: dict[str, str] = {}  # normalised name or alias -> canonical name
         if builtin:
-            self.load_csv(BUILTIN_CSV)
+            # BUILTIN_CSV is in globals() once read (or replaced); until then, the string saves pathlib.
+            self.load_csv(globals().get("BUILTIN_CSV", _BUILTIN_CSV))
         if env:
             for part in os.environ.get(ENV_VAR, "").split(os.pathsep):
                 if part.strip():
+                    from pathlib import Path
+
                     path = Path(part.strip()).expanduser()
                     if not path.is_file():
                         raise RegistryError(f"{ENV_VAR} names {str(path)!r}, which is not a file")
@@ -434,7 +588,10 @@ class Registry:
 
         A name that already exists raises ``RegistryError`` unless ``replace=True``.
         """
-        path = Path(path)
+        if path is not _BUILTIN_CSV:  # the shipped file's path is already absolute and normalised
+            from pathlib import Path
+
+            path = Path(path)
         return [acc.name for acc in self._add(_build(_read_csv(path)), replace=replace, origin=str(path))]
 
     def register(self, name: str, *, vendor: str, peaks: Mapping[str, float],
@@ -442,6 +599,8 @@ class Registry:
                  devices_per_package: int = 1, basis: str, source: str, read_on: str | _dt.date,
                  note: str = "", replace: bool = False) -> Accelerator:
         """Add one accelerator, validated exactly like a CSV row; see :func:`register_accelerator`."""
+        from collections.abc import Mapping
+
         origin = f"register_accelerator({name!r})"
         if not isinstance(peaks, Mapping) or not peaks:
             raise RegistryError(f"{origin}: field 'peaks': give a non-empty dict of dense peaks, "
@@ -467,8 +626,11 @@ class Registry:
             for dtype, value in values.items():
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     raise RegistryError(f"{origin}: field {label!r}: {dtype} peak must be a number; got {value!r}")
-        if isinstance(read_on, _dt.date):
-            read_on = read_on.isoformat()
+        if not isinstance(read_on, str):
+            import datetime
+
+            if isinstance(read_on, datetime.date):
+                read_on = read_on.isoformat()
         if isinstance(devices_per_package, bool) or not isinstance(devices_per_package, int):
             raise RegistryError(f"{origin}: field 'devices_per_package': must be an int; "
                                 f"got {devices_per_package!r}")
@@ -489,7 +651,7 @@ class Registry:
         """Add accelerators atomically: check every name and alias first, then commit."""
         replaced: set[str] = set()
         for acc in new:
-            existing = self._keys.get(normalise_name(acc.name))
+            existing = self._keys.get(_normalised(acc.name))
             if existing is not None:
                 if not replace:
                     raise RegistryError(f"{origin}: accelerator {acc.name!r} already exists (as {existing!r}); "
@@ -498,7 +660,7 @@ class Registry:
         keys = {k: v for k, v in self._keys.items() if v not in replaced}
         for acc in new:
             for label in (acc.name, *acc.aliases):
-                key = normalise_name(label)
+                key = _normalised(label)
                 owner = keys.get(key)
                 if owner is not None and owner != acc.name:
                     raise RegistryError(f"{origin}: {label!r} of {acc.name!r} already names {owner!r}")
@@ -543,6 +705,8 @@ class Registry:
 
     def _close_matches(self, key: str, n: int = 5) -> list[str]:
         found: list[str] = []
+        import difflib
+
         for match in difflib.get_close_matches(key, list(self._keys), n=4 * n, cutoff=0.5):
             canonical = self._keys[match]
             if canonical not in found:
