@@ -216,7 +216,7 @@ def _work_from_model(args: argparse.Namespace) -> dict[str, Any]:
         "tokens_per_step": samples * tokens_per_sample if tokens_per_sample else None,
         "model": mf.name,
         "model_flops_per_sample": per_sample,
-        "model_conventions": getattr(mf, "conventions", None),
+        "model_conventions": mf.conventions.to_dict(),
     }
 
 

@@ -127,3 +127,53 @@ def test_module_entry_point_matches_console_script():
     out = subprocess.run([sys.executable, "-m", "mfu_toolkit", *SEED], capture_output=True, text=True)
     assert out.returncode == 0
     assert "MFU: 19.53%" in out.stdout
+
+
+def test_calc_with_a_preset_reproduces_palm_540b(capsys):
+    # PaLM Appendix B: 238.3K tokens/s on 6144 TPU v4 (275 TFLOP/s) -> 46.2 % with attention.
+    code, out, _ = run(capsys, "calc", "--preset", "palm-540b", "--tokens-per-second", "238300",
+                       "--gpus", "6144", "--accelerator", "TPU v4", "--dtype", "bf16")
+    assert code == 0
+    assert "MFU: 46.2" in out
+    assert "Token throughput: 238,300.00 tokens/s" in out
+
+
+def test_calc_with_a_preset_and_recompute_reports_hfu_json(capsys):
+    code, out, _ = run(capsys, "calc", "--preset", "palm-540b", "--tokens-per-second", "238300",
+                       "--gpus", "6144", "--accelerator", "TPU v4", "--recompute", "full", "--json")
+    d = json.loads(out)
+    assert code == 0
+    assert d["hfu"] > d["mfu"] == pytest.approx(0.462, abs=5e-4)
+    # Full recomputation = one extra forward: hardware / model FLOPs = 4/3 exactly.
+    assert d["hfu"] / d["mfu"] == pytest.approx(4 / 3)
+    assert d["model_conventions"]["recompute"] == "full"
+
+
+def test_calc_preset_with_step_time_needs_a_batch(capsys):
+    code, _, err = run(capsys, "calc", "--preset", "llama3-8b", "--step-seconds", "2", "--gpus", "8",
+                       "--accelerator", "H100")
+    assert code == 2 and "--batch" in err
+
+
+def test_calc_preset_with_step_time_and_batch(capsys):
+    # Llama 3 8B at seq 8192: 474.4 TFLOP per sample (see `mfu flops`); 16 samples per 10 s
+    # step on 64 H100s: 474.4e12 * 16 / 10 / (64 * 989.4e12) = 1.20 %.
+    code, out, _ = run(capsys, "calc", "--preset", "llama3-8b", "--seq-len", "8192", "--step-seconds", "10",
+                       "--batch", "16", "--gpus", "64", "--accelerator", "H100", "--json")
+    d = json.loads(out)
+    assert code == 0
+    expected = d["model_flops_per_sample"] * 16 / 10 / (64 * 989.4e12)
+    assert d["mfu"] == pytest.approx(expected)
+    assert d["mfu"] == pytest.approx(0.0120, abs=5e-4)
+
+
+def test_unknown_preset_is_a_usage_error(capsys):
+    code, _, err = run(capsys, "calc", "--preset", "llama-9000", "--tokens-per-second", "1", "--gpus", "8",
+                       "--accelerator", "H100")
+    assert code == 2 and "llama" in err and "Traceback" not in err
+
+
+def test_flops_subcommand_is_wired(capsys):
+    code, out, _ = run(capsys, "flops", "--preset", "dlrm-dcnv2")
+    assert code == 0
+    assert "32,060,928" in out or "32.06 M" in out or "32060928" in out
