@@ -1,0 +1,274 @@
+"""Kineto trace loader: step spans, GPU busy/compute/comm arithmetic, damaged traces, real traces."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _realdata_b import realdata_dir
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mfu_toolkit.io import kineto
+from mfu_toolkit.io._common import read_head
+from mfu_toolkit.run import LoadError, LoadWarning
+
+BASE = 1_682_725_898_000_000.0  # epoch µs, like real traces
+
+
+def ev(cat: str, name: str, ts: float, dur: float, **kw) -> dict:
+    e = {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": kw.pop("tid", 7), "ts": BASE + ts, "dur": dur}
+    e["args"] = {"stream": e["tid"], **kw}
+    return e
+
+
+def events(shift: float = 0.0) -> list[dict]:
+    s = shift
+    return [
+        {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "python"}},
+        ev("user_annotation", "ProfilerStep#1", 1000 + s, 1000, tid=1),
+        ev("user_annotation", "ProfilerStep#2", 2000 + s, 1000, tid=1),
+        ev("gpu_user_annotation", "ProfilerStep#1", 1000 + s, 2500),  # GPU copy: ignored
+        ev("cpu_op", "aten::mm", 1010 + s, 50, tid=1),
+        ev("kernel", "sm80_xmma_gemm", 1100 + s, 200, tid=7),
+        ev("kernel", "elementwise_kernel", 1200 + s, 200, tid=8),  # overlaps the gemm by 100
+        ev("kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)", 1350 + s, 250, tid=20),
+        ev("gpu_memcpy", "Memcpy HtoD", 1700 + s, 50, tid=9),
+        ev("kernel", "straddling_kernel", 1900 + s, 200, tid=7),  # 100 in step 1, 100 in step 2
+        ev("kernel", "gemm2", 2200 + s, 100, tid=7),
+        ev("kernel", "ncclDevKernel_SendRecv", 2500 + s, 100, tid=20),
+        ev("kernel", "late_kernel", 5000 + s, 100, tid=7),  # outside every step
+    ]
+
+
+def write_trace(path: Path, rank: int | None, ws: int = 2, shift: float = 0.0, gz: bool = False) -> Path:
+    doc: dict = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}]}
+    if rank is not None:
+        doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": ws}
+    doc["traceEvents"] = events(shift)
+    text = json.dumps(doc, indent=1)
+    if gz:
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+    return path
+
+
+def load_quiet(p, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadWarning)
+        return kineto.load(p, **kw)
+
+
+def test_step_spans_busy_compute_comm_by_hand(tmp_path):
+    p = write_trace(tmp_path / "rank0.json", 0)
+    assert kineto.sniff(p, read_head(p)) >= 0.9
+    run = kineto.load(p)
+    s = run.steps.set_index("step")
+    assert run.meta.timing == "exact" and run.meta.time_unit == "us"
+    assert s.index.tolist() == [1, 2] and (s["rank"] == 0).all()
+    assert s["start_s"].tolist() == pytest.approx([0.0, 0.001]) and s["end_s"].tolist() == pytest.approx([0.001, 0.002])
+    # Step 1: compute = [1100,1400) ∪ [1900,2000) = 400 µs; comm = 250; busy = [1100,1600) + 50 + 100.
+    assert s.loc[1, "compute_s"] == pytest.approx(400e-6)
+    assert s.loc[1, "comm_s"] == pytest.approx(250e-6)
+    assert s.loc[1, "gpu_busy_s"] == pytest.approx(650e-6)
+    assert s.loc[1, "gpu_idle_s"] == pytest.approx(350e-6)
+    # Step 2: compute = [2000,2100) ∪ [2200,2300); comm = 100 µs.
+    assert s.loc[2, ["compute_s", "comm_s", "gpu_busy_s"]].tolist() == pytest.approx([200e-6, 100e-6, 300e-6])
+    k = run.tables["kernels"].set_index(["step", "category"])
+    assert k.loc[(1, "compute"), "count"] == 3 and k.loc[(1, "compute"), "sum_s"] == pytest.approx(500e-6)
+    assert k.loc[(1, "compute"), "union_s"] == pytest.approx(400e-6)
+    assert k.loc[(2, "compute"), "count"] == 1 and k.loc[(2, "compute"), "sum_s"] == pytest.approx(200e-6)
+    assert k.loc[(1, "memory"), "sum_s"] == pytest.approx(50e-6)
+    assert run.meta.n_accelerators == 2 and run.meta.extra["device_names"] == ["NVIDIA A100-SXM4-80GB"]
+    assert any("outside every ProfilerStep" in n for n in run.meta.report.notes)
+
+
+def test_folder_of_rank_files_is_one_run(tmp_path):
+    write_trace(tmp_path / "a.json", 0)
+    write_trace(tmp_path / "b.json.gz", 1, shift=10, gz=True)
+    (tmp_path / "notes.json").write_text('{"not": "a trace"}')
+    assert kineto.sniff(tmp_path, b"") >= 0.8
+    run = kineto.load(tmp_path)
+    assert run.ranks == [0, 1] and len(run.steps) == 4
+    r1 = run.steps[run.steps["rank"] == 1].sort_values("step")
+    assert r1["start_s"].iloc[0] == pytest.approx(10e-6)  # one clock across ranks
+    assert set(run.tables["kernels"]["rank"]) == {0, 1}
+
+
+def test_rank_from_file_name_and_bare_event_array(tmp_path):
+    p = tmp_path / "trace_rank-3.json"
+    p.write_text(json.dumps(events()))
+    run = kineto.load(p)
+    assert run.ranks == [3] and run.meta.n_accelerators is None
+    q = tmp_path / "plain.json"
+    q.write_text(json.dumps({"traceEvents": events()}))
+    assert kineto.load(q).ranks == [-1]
+
+
+def test_truncated_trace_is_read_up_to_the_cut(tmp_path):
+    full = write_trace(tmp_path / "t.json", 0).read_text()
+    cut = full[: full.index("gemm2")]  # the writer died inside the gemm2 event
+    p = tmp_path / "cut.json"
+    p.write_text(cut)
+    run = load_quiet(p)
+    assert run.steps["step"].tolist() == [1, 2]
+    (reason,) = run.meta.report.skipped
+    assert "truncated" in reason
+    assert run.meta.report.first_lines[reason] == [cut[: cut.rindex("{")].count("\n") + 1]
+    # Kernels before the cut are counted: step 1 as in the full trace.
+    assert run.steps.set_index("step").loc[1, "compute_s"] == pytest.approx(400e-6)
+    with pytest.raises(LoadError) as exc:
+        kineto.load(p, strict=True)
+    assert exc.value.line is not None and "cut.json" in str(exc.value)
+
+
+def test_nan_and_negative_durations_are_bad_records(tmp_path):
+    evs = events()
+    evs.append(ev("kernel", "bad_nan_kernel", 1500, float("nan")))
+    evs.append(ev("kernel", "bad_negative_kernel", 1500, -5.0))
+    text = json.dumps({"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": evs}, indent=1)
+    p = tmp_path / "t.json"
+    p.write_text(text)
+
+    def line_of(marker: str) -> int:
+        i = text.index(marker)
+        return text.count("\n", 0, text.rindex("{", 0, i)) + 1
+
+    with pytest.warns(LoadWarning):
+        run = kineto.load(p)
+    rep = run.meta.report
+    assert rep.skipped == {"missing or non-finite dur": 1, "negative duration": 1}
+    assert rep.first_lines["missing or non-finite dur"] == [line_of("bad_nan_kernel")]
+    assert rep.first_lines["negative duration"] == [line_of("bad_negative_kernel")]
+    assert run.steps.set_index("step").loc[1, "compute_s"] == pytest.approx(400e-6)  # unaffected
+    with pytest.raises(LoadError) as exc:
+        kineto.load(p, strict=True)
+    assert exc.value.line == line_of("bad_nan_kernel") and exc.value.field == f"traceEvents[{len(evs) - 2}].dur"
+
+
+def test_unusable_inputs_raise_load_error(tmp_path):
+    g = tmp_path / "garbage.json"
+    g.write_bytes(b"\x89PNG\r\n" + bytes(range(256)))
+    with pytest.raises(LoadError):
+        kineto.load(g)
+    e = tmp_path / "empty.json"
+    e.write_text("")
+    with pytest.raises(LoadError, match="empty"):
+        kineto.load(e)
+    n = tmp_path / "nosteps.json"
+    n.write_text(json.dumps({"traceEvents": [ev("kernel", "k", 0, 5)]}))
+    with pytest.raises(LoadError, match="no ProfilerStep"):
+        load_quiet(n)
+    d = tmp_path / "nothing"
+    d.mkdir()
+    (d / "readme.txt").write_text("hi")
+    assert kineto.sniff(d, b"") == 0.0
+    with pytest.raises(LoadError, match="no Kineto trace files"):
+        kineto.load(d)
+    two = tmp_path / "two"
+    two.mkdir()
+    write_trace(two / "a.json", 0)
+    write_trace(two / "b.json", 0)
+    with pytest.raises(LoadError, match="claim rank"):
+        kineto.load(two)
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    write_trace(mixed / "a.json", 0, ws=2)
+    write_trace(mixed / "b.json", 1, ws=8)
+    with pytest.raises(LoadError, match="world_size"):
+        kineto.load(mixed)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.one_of(st.binary(max_size=300), st.text(alphabet='{}[]":,0123456789.-eXphtsdur ', max_size=300).map(str.encode)))
+def test_random_bytes_raise_only_load_error(data):
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "t.json"
+        p.write_bytes(b'{"traceEvents": [' + data)
+        try:
+            load_quiet(p)
+        except LoadError:
+            pass
+
+
+# --- real traces ----------------------------------------------------------------------------------
+def _raw(p: Path) -> dict:
+    return json.loads(gzip.decompress(p.read_bytes()))
+
+
+def _clipped_nccl_us(doc: dict, spans: list[tuple[float, float]]) -> float:
+    total = 0.0
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "X" and e.get("cat") == "kernel" and "nccl" in e["name"].lower():
+            a, b = e["ts"], e["ts"] + e["dur"]
+            total += sum(max(0.0, min(b, e1) - max(a, s1)) for s1, e1 in spans)
+    return total
+
+
+@pytest.mark.realdata
+def test_real_traces_match_the_raw_json():
+    from mfu_toolkit.io import load_run
+
+    files = sorted(realdata_dir("kineto").glob("*.json.gz"))
+    assert len(files) == 4
+    for p in files:
+        doc = _raw(p)
+        steps = sorted(
+            (e["ts"], e["ts"] + e["dur"], int(e["name"].split("#")[1]))
+            for e in doc["traceEvents"]
+            if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("cat") != "gpu_user_annotation"
+        )
+        run = load_run(p)
+        assert run.meta.source_format == "kineto" and run.meta.report.total_skipped == 0
+        assert len(run.steps) == len(steps)
+        assert sorted(run.steps["step"]) == sorted(n for _, _, n in steps)
+        info = doc.get("distributedInfo")
+        assert run.ranks == [info["rank"] if info else -1]
+        assert run.meta.n_accelerators == (info["world_size"] if info else None)
+        t0 = min(s for s, _, _ in steps)
+        got = run.steps.sort_values("start_s")
+        assert got["start_s"].tolist() == pytest.approx([(s - t0) / 1e6 for s, _, _ in steps], abs=1e-9)
+        assert got["end_s"].tolist() == pytest.approx([(e - t0) / 1e6 for _, e, _ in steps], abs=1e-9)
+        # Communication time: NCCL kernel µs inside the step spans ÷ 1e6 (one stream: no overlap).
+        nccl = _clipped_nccl_us(doc, [(s, e) for s, e, _ in steps]) / 1e6
+        assert run.steps["comm_s"].sum() == pytest.approx(nccl, rel=1e-7, abs=1e-8)
+        k = run.tables["kernels"]
+        assert k.loc[k["category"] == "comm", "sum_s"].sum() == pytest.approx(nccl, rel=1e-7, abs=1e-8)
+        span = run.steps["end_s"] - run.steps["start_s"]
+        assert (run.steps["gpu_busy_s"] <= span + 1e-12).all()
+        assert np.allclose(run.steps["gpu_busy_s"] + run.steps["gpu_idle_s"], span)
+        assert (run.steps["gpu_busy_s"] >= np.maximum(run.steps["compute_s"], run.steps["comm_s"]) - 1e-12).all()
+    amd = load_run(next(p for p in files if "mi250" in p.name))
+    assert amd.steps["comm_s"].sum() == 0 and amd.steps["compute_s"].sum() > 0
+    assert any("AMD" in d for d in amd.meta.extra["device_names"])
+
+
+@pytest.mark.realdata
+def test_two_ranks_of_the_128_rank_job_load_as_one_run(tmp_path):
+    from mfu_toolkit.io import load_run
+
+    folder = realdata_dir("kineto")
+    ranks = sorted(folder.glob("HTA_trace_filter_sampled_rank-*_ws128.json.gz"))
+    assert len(ranks) == 2
+    for p in ranks:
+        (tmp_path / p.name).symlink_to(p)
+    run = load_run(tmp_path)
+    assert run.meta.source_format == "kineto"
+    assert run.ranks == [0, 1] and run.meta.n_accelerators == 128
+    assert len(run.steps) == sum(
+        1 for p in ranks for e in _raw(p)["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")
+    )
+    t0 = min(e["ts"] for p in ranks for e in _raw(p)["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#"))
+    assert run.meta.extra["t0_trace_us"] == t0
+    assert any("2 of 128 ranks" in n for n in run.meta.report.notes)
+    # The whole real folder mixes three jobs: refused with the reason, not merged.
+    with pytest.raises(LoadError, match="different jobs|world_size"):
+        kineto.load(folder)
+    assert not math.isnan(run.steps["gpu_busy_s"].sum())
