@@ -1,0 +1,90 @@
+"""Loaders for real training logs; one entry point, :func:`load_run`.
+
+>>> from mfu_toolkit.io import load_run
+>>> run = load_run("result_0.txt")                   # format detected by content
+>>> run = load_run("logs/", format="tensorboard")     # or named explicitly
+>>> run = load_run("steps.csv", format="table", columns={"step": "iter", "start_s": "t0",
+...                "end_s": "t1"}, time_unit="ms")
+
+Every loader returns a :class:`~mfu_toolkit.run.Run` (steps, events, meta, tables) with times
+in seconds since the job's first event, the original unit in ``meta.time_unit``, the timing
+precision in ``meta.timing`` and a :class:`~mfu_toolkit.run.LoadReport` of what was read and
+skipped. Malformed records are skipped and counted (one warning per load); ``strict=True``
+raises on the first one, naming file, line and field. Keyword arguments that name RunMeta
+fields (``name``, ``accelerator``, ``dtype``, ``n_accelerators``, ``global_batch``,
+``model_flops_per_step``, ...) state what the log does not carry.
+
+``load_run`` raises only :class:`~mfu_toolkit.run.LoadError` (unreadable input, wrong format
+name, ambiguous detection) and :class:`~mfu_toolkit.run.SchemaError`.
+
+Formats (``FORMATS``): ``run_parquet`` (a Run saved by ``save_run``), ``mlperf`` (``:::MLLOG``),
+``megatron`` (stdout), ``megatron_json`` (CI golden values), ``tensorboard`` (event files),
+``sacct`` (SLURM), ``goodput`` (ml-goodput-measurement event log), ``torchtitan``,
+``hf_trainer``, ``lightning``, ``wandb``, ``kineto``, ``straggler_ops`` and the generic
+``table`` (CSV/JSONL/Parquet with a column mapping).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..run import LoadError, Run, SchemaError
+from ._build import LoaderArgumentError
+from .detect import FORMATS, available_formats, detect_format, get_loader, sniff_all
+
+__all__ = [
+    "FORMATS",
+    "available_formats",
+    "detect_format",
+    "sniff_all",
+    "load_run",
+    "load_table",
+    "write_goodput",
+]
+
+
+def load_run(path: str | Path, format: str = "auto", *, strict: bool = False, **kwargs: Any) -> Run:
+    """Load a training log (file or directory) into a Run; ``format="auto"`` sniffs the content."""
+    p = Path(path)
+    if not isinstance(format, str):
+        raise LoadError(f"format must be a string; got {format!r}", path=p, field="format")
+    if format == "auto":
+        name = detect_format(p)
+    else:
+        name = format
+        get_loader(name)  # a wrong name lists the valid ones
+        if not p.exists():
+            raise LoadError("no such file or directory", path=p)
+    mod = get_loader(name)
+    try:
+        return mod.load(p, strict=strict, **kwargs)
+    except (LoadError, SchemaError, LoaderArgumentError):
+        raise
+    except MemoryError:
+        raise
+    except Exception as exc:  # the documented contract: only the toolkit's own errors escape
+        raise LoadError(
+            f"the {name} loader could not read this input ({type(exc).__name__}: {exc})", path=p
+        ) from exc
+
+
+def load_table(
+    path: str | Path,
+    *,
+    columns: dict[str, str] | None = None,
+    time_unit: str = "s",
+    strict: bool = False,
+    **meta: Any,
+) -> Run:
+    """Load a generic CSV/JSONL/Parquet step table (see :mod:`mfu_toolkit.io.table`)."""
+    from . import table
+
+    return table.load(path, columns=columns, time_unit=time_unit, strict=strict, **meta)
+
+
+def write_goodput(run: Run, path: str | Path, **kwargs: Any) -> Path:
+    """Export a Run as a goodput-library event log (see :mod:`mfu_toolkit.io.goodput`)."""
+    from . import goodput
+
+    return goodput.write_goodput(run, path, **kwargs)

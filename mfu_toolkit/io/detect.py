@@ -1,0 +1,158 @@
+"""Format detection by content: every loader sniffs the file, the most confident one wins.
+
+Each loader module has ``NAME``, ``sniff(path, head) -> float`` (0..1) and ``load(path, ...)``.
+``head`` is the first 8 KiB (decompressed when gzipped), ``b""`` for a directory. The best score
+of at least 0.5 wins; two scores within 0.1 of each other are an ambiguity that names the
+candidates; no score of 0.5 is an error that lists what was tried and advises ``format=``.
+The generic ``table`` loader is a fallback: it is considered only when no specific format
+claims the file.
+
+Loader modules are imported lazily; a module that is missing (or fails to import) is left out
+of detection, and asking for it by name says why.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+from ..run import LoadError
+from ._common import read_head
+
+__all__ = ["FORMATS", "FALLBACK_FORMATS", "available_formats", "get_loader", "sniff_all", "detect_format"]
+
+# Registry: module names under mfu_toolkit.io, in detection order.
+FORMATS: tuple[str, ...] = (
+    "run_parquet",
+    "mlperf",
+    "megatron",
+    "megatron_json",
+    "tensorboard",
+    "sacct",
+    "goodput",
+    "torchtitan",
+    "hf_trainer",
+    "lightning",
+    "wandb",
+    "kineto",
+    "straggler_ops",
+    "table",
+)
+FALLBACK_FORMATS: frozenset[str] = frozenset({"table"})
+
+THRESHOLD = 0.5
+MARGIN = 0.1
+
+_modules: dict[str, ModuleType] = {}
+_import_errors: dict[str, str] = {}
+
+
+def _import(name: str) -> ModuleType | None:
+    if name in _modules:
+        return _modules[name]
+    try:
+        mod = importlib.import_module(f"{__package__}.{name}")
+    except Exception as exc:  # a missing or half-written module must not break detection
+        _import_errors[name] = f"{type(exc).__name__}: {exc}"
+        return None
+    if not (hasattr(mod, "sniff") and hasattr(mod, "load")):
+        _import_errors[name] = "module has no sniff()/load()"
+        return None
+    _import_errors.pop(name, None)
+    _modules[name] = mod
+    return mod
+
+
+def available_formats() -> list[str]:
+    """The registered formats whose loader module imports in this installation."""
+    return [n for n in FORMATS if _import(n) is not None]
+
+
+def get_loader(name: str) -> ModuleType:
+    """The loader module for ``name``; a wrong name is an error listing the valid ones."""
+    if name not in FORMATS:
+        raise LoadError(
+            f"unknown format {name!r}; valid formats: {', '.join(FORMATS)} (or 'auto')",
+            field="format",
+        )
+    mod = _import(name)
+    if mod is None:
+        raise LoadError(
+            f"format {name!r} is not available in this installation "
+            f"({_import_errors.get(name, 'module missing')}); available: "
+            f"{', '.join(available_formats())}",
+            field="format",
+        )
+    return mod
+
+
+def _check_path(path: Path) -> bytes:
+    """Head bytes of a readable, non-empty file or b'' for a directory with entries."""
+    if not path.exists():
+        raise LoadError("no such file or directory", path=path)
+    if path.is_dir():
+        try:
+            next(path.iterdir())
+        except StopIteration:
+            raise LoadError("empty directory: no logs to load", path=path) from None
+        except OSError as exc:
+            raise LoadError(f"cannot list directory ({exc})", path=path) from None
+        return b""
+    try:
+        if path.stat().st_size == 0:
+            raise LoadError("empty file: nothing to load", path=path)
+        head = read_head(path)
+    except OSError as exc:
+        raise LoadError(f"cannot read file ({exc})", path=path) from None
+    if not head:
+        raise LoadError("empty file (or an empty/corrupt gzip stream): nothing to load", path=path)
+    return head
+
+
+def sniff_all(path: str | Path) -> dict[str, float]:
+    """Every available loader's confidence for ``path`` (sniffers that fail score 0)."""
+    p = Path(path)
+    head = _check_path(p)
+    scores: dict[str, float] = {}
+    for name in FORMATS:
+        mod = _import(name)
+        if mod is None:
+            continue
+        try:
+            s = float(mod.sniff(p, head))
+        except Exception:  # a sniffer must never break detection
+            s = 0.0
+        scores[name] = s if s == s else 0.0  # NaN -> 0
+    return scores
+
+
+def _fmt_scores(scores: dict[str, float]) -> str:
+    ranked = sorted(scores.items(), key=lambda kv: -kv[1])
+    shown = [f"{n} ({s:.2f})" for n, s in ranked if s > 0] or ["none scored above 0"]
+    return ", ".join(shown)
+
+
+def detect_format(path: str | Path) -> str:
+    """The name of the format ``path`` holds, judged by content (see module docstring)."""
+    p = Path(path)
+    scores = sniff_all(p)
+    specific = {n: s for n, s in scores.items() if n not in FALLBACK_FORMATS and s >= THRESHOLD}
+    pool = specific or {n: s for n, s in scores.items() if n in FALLBACK_FORMATS and s >= THRESHOLD}
+    if not pool:
+        what = "directory" if p.is_dir() else "file"
+        raise LoadError(
+            f"could not recognise the {what}'s format (scores: {_fmt_scores(scores)}); "
+            f"candidates: {', '.join(scores)}. Pass format=<name> to choose one, e.g. "
+            f"format='table' with columns={{...}} for a generic CSV/JSONL/Parquet table",
+            path=p,
+        )
+    ranked = sorted(pool.items(), key=lambda kv: -kv[1])
+    if len(ranked) > 1 and ranked[0][1] - ranked[1][1] < MARGIN - 1e-9:
+        close = [n for n, s in ranked if ranked[0][1] - s < MARGIN - 1e-9]
+        raise LoadError(
+            f"ambiguous format: {', '.join(f'{n} ({pool[n]:.2f})' for n in close)} fit almost "
+            f"equally well; pass format=<one of {close}>",
+            path=p,
+        )
+    return ranked[0][0]

@@ -1,0 +1,197 @@
+"""Generic step tables: CSV / JSONL / Parquet, column mapping, units, and every bad-row case."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from _samples import TABLE_CSV, write_table
+
+from mfu_toolkit.io import load_run, load_table
+from mfu_toolkit.run import LoadError, LoadWarning, read_run, save_run
+
+MAP = {"step": "iter", "start_s": "t0", "end_s": "t1", "rank": "gpu"}
+
+
+def test_csv_with_mapping_and_ms(tmp_path):
+    run = load_table(write_table(tmp_path), columns=MAP, time_unit="ms", name="demo", n_accelerators=2)
+    s = run.steps
+    assert len(s) == 4 and run.ranks == [0, 1]
+    r1 = s[(s["rank"] == 1) & (s["step"] == 1)].iloc[0]
+    assert r1["start_s"] == 0.0 and r1["end_s"] == pytest.approx(1.1)
+    assert "loss" in s.columns  # other numeric columns kept
+    m = run.meta
+    assert (m.name, m.n_accelerators, m.time_unit, m.timing, m.source_format) == ("demo", 2, "ms", "exact", "table")
+    assert m.report.rows_kept == 4 and m.report.lines_read == 4 and not m.report.skipped
+
+
+def test_identity_mapping_and_duration_column(tmp_path):
+    text = "step,start_s,duration,samples\n1,0,2,32\n2,2,3,32\n"
+    run = load_run(write_table(tmp_path, text, "plain.csv"))  # detected as the table fallback
+    assert run.meta.source_format == "table"
+    assert list(run.steps["end_s"]) == [2.0, 5.0]
+    assert list(run.steps["samples"]) == [32.0, 32.0]
+
+
+def test_duration_only_is_placed_back_to_back(tmp_path):
+    text = "step,dur\n2,1.5\n1,1.0\n3,2.0\n"
+    run = load_table(write_table(tmp_path, text), columns={"step": "step", "duration": "dur"}, time_unit="min")
+    s = run.steps.sort_values("step")
+    assert list(s["start_s"]) == [0.0, 60.0, 150.0]
+    assert list(s["end_s"]) == [60.0, 150.0, 270.0]
+    assert run.meta.timing == "duration_only"
+    assert any("back to back" in n for n in run.meta.report.notes)
+
+
+@pytest.mark.parametrize("unit,factor", [("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("min", 60.0), ("h", 3600.0)])
+def test_relative_units(tmp_path, unit, factor):
+    run = load_table(write_table(tmp_path, "step,start_s,end_s,compute_s\n1,10,20,5\n"), time_unit=unit)
+    row = run.steps.iloc[0]
+    assert row["start_s"] == pytest.approx(10 * factor)
+    assert row["end_s"] == pytest.approx(20 * factor)
+    assert row["compute_s"] == pytest.approx(5 * factor)
+
+
+def test_epoch_units_are_shifted_to_the_first_start(tmp_path):
+    text = "step,start_s,end_s\n1,1700000000000,1700000001500\n2,1700000001500,1700000003000\n"
+    run = load_table(write_table(tmp_path, text), time_unit="epoch_ms")
+    assert list(run.steps["start_s"]) == [0.0, 1.5]
+    assert run.meta.extra["t0_epoch_s"] == 1_700_000_000.0
+    assert run.meta.extra["t0_wallclock"].startswith("2023-11-14T22:13:20")
+    assert run.meta.time_unit == "epoch_ms"
+
+
+def test_unknown_unit_lists_the_known_ones(tmp_path):
+    with pytest.raises(LoadError, match="unknown time unit 'fortnight'; expected one of s, ms, us"):
+        load_table(write_table(tmp_path), columns=MAP, time_unit="fortnight")
+
+
+def test_jsonl(tmp_path):
+    lines = [json.dumps({"step": i, "start_s": i, "end_s": i + 1, "rank": 0}) for i in range(3)]
+    lines.insert(1, '{"step": 9, "start_s": ')  # truncated record
+    lines.append("[1, 2]")  # valid JSON, not an object
+    p = tmp_path / "steps.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.warns(LoadWarning):
+        run = load_table(p)
+    assert list(run.steps["step"]) == [0, 1, 2]
+    rep = run.meta.report
+    assert rep.skipped == {"malformed JSON": 1, "not a JSON object": 1}
+    assert rep.first_lines == {"malformed JSON": [2], "not a JSON object": [5]}
+
+
+def test_parquet_table_and_row_numbers(tmp_path):
+    p = tmp_path / "steps.parquet"
+    pd.DataFrame({"it": [1, 2, 3], "a": [0.0, 1.0, np.nan], "b": [1.0, 2.0, 3.0]}).to_parquet(p)
+    with pytest.warns(LoadWarning):
+        run = load_table(p, columns={"step": "it", "start_s": "a", "end_s": "b"})
+    assert len(run.steps) == 2
+    assert run.meta.report.first_lines == {"missing value in 'a'": [3]}
+
+
+def test_parquet_table_is_not_a_run_file(tmp_path):
+    p = tmp_path / "steps.parquet"
+    pd.DataFrame({"step": [1], "start_s": [0.0], "end_s": [1.0]}).to_parquet(p)
+    assert load_run(p).meta.source_format == "table"
+
+
+def test_each_bad_row_is_counted_with_its_line(tmp_path):
+    text = (
+        "iter,t0,t1,gpu\n"
+        "1,0,1,0\n"  # 2 ok
+        "2,abc,2,0\n"  # 3 non-numeric
+        "3,2,1,0\n"  # 4 end before start
+        "4,3\n"  # 5 wrong field count
+        "5,,5,0\n"  # 6 missing value
+        "6,5,6,0\n"  # 7 ok
+        "7,1,7.5,0\n"  # 8 start goes backwards (step 6 started at 5)
+        "8,7.5,8,0.5\n"  # 9 non-integer rank
+        "8,7.5,8,0\n"  # 10 ok
+        "8,8,9,0\n"  # 11 repeated (attempt, step, rank)
+        "\x00\x01\x02\n"  # 12 binary garbage
+        "9,8,nan,0\n"  # 13 NaN
+        "10,9,10,0\n"  # 14 ok
+        "11,10"  # 15 half-written last line
+    )
+    p = write_table(tmp_path, text)
+    with pytest.warns(LoadWarning) as caught:
+        run = load_table(p, columns=MAP)
+    assert len([w for w in caught if w.category is LoadWarning]) == 1
+    assert list(run.steps["step"]) == [1, 6, 8, 10]
+    rep = run.meta.report
+    assert rep.first_lines == {
+        "not a finite number in 't0'": [3],
+        "end before start": [4],
+        "wrong number of fields (expected 4)": [5, 15],
+        "missing value in 't0'": [6],
+        "non-monotonic timestamp (start earlier than the previous step's)": [8],
+        "non-integer 'gpu'": [9],
+        "duplicate (attempt, step, rank)": [11],
+        "binary garbage (NUL bytes)": [12],
+        "not a finite number in 't1'": [13],
+    }
+    assert rep.total_skipped == 10 and rep.rows_kept == 4
+    assert "skipped 10" in rep.summary()
+
+
+def test_negative_duration_and_negative_optional(tmp_path):
+    text = "step,start_s,duration,data_wait_s\n1,0,-1,0\n2,0,1,-0.5\n3,1,1,0.2\n"
+    with pytest.warns(LoadWarning):
+        run = load_table(write_table(tmp_path, text))
+    assert list(run.steps["step"]) == [3]
+    assert run.meta.report.skipped == {"negative duration": 1, "negative 'data_wait_s'": 1}
+
+
+def test_strict_raises_on_the_first_bad_row_in_file_order(tmp_path):
+    text = "iter,t0,t1,gpu\n1,0,1,0\n2,abc,2,0\n\x00garbage\n"
+    with pytest.raises(LoadError) as info:
+        load_table(write_table(tmp_path, text), columns=MAP, strict=True)
+    e = info.value
+    assert (e.line, e.field) == (3, "t0")
+    assert "steps.csv" in str(e) and "line 3" in str(e) and "not a finite number" in str(e)
+
+
+def test_missing_column_lists_what_the_file_has(tmp_path):
+    with pytest.raises(LoadError, match=r"missing column 'iteration' \(mapped to 'step'\); the file has: iter, t0, t1, gpu, loss"):
+        load_table(write_table(tmp_path), columns={"step": "iteration", "start_s": "t0", "end_s": "t1"})
+    with pytest.raises(LoadError, match="missing column 'step'"):
+        load_table(write_table(tmp_path), columns={"start_s": "t0", "end_s": "t1"})
+    with pytest.raises(LoadError, match="missing time columns"):
+        load_table(write_table(tmp_path), columns={"step": "iter"})
+    with pytest.raises(LoadError, match="unknown schema name 'begin'"):
+        load_table(write_table(tmp_path), columns={"step": "iter", "begin": "t0"})
+
+
+def test_empty_and_header_only_files(tmp_path):
+    with pytest.raises(LoadError, match="empty file"):
+        load_table(write_table(tmp_path, "", "empty.csv"))
+    with pytest.raises(LoadError, match="no data rows"):
+        load_table(write_table(tmp_path, "step,start_s,end_s\n", "header.csv"))
+    with pytest.raises(LoadError, match="binary content"):
+        load_table(write_table(tmp_path, "\x00\x01\x02\x03", "bin.csv"))
+
+
+def test_semicolon_and_tab_separated(tmp_path):
+    for sep, name in ((";", "a.csv"), ("\t", "a.tsv")):
+        text = sep.join(["step", "start_s", "end_s"]) + "\n" + sep.join(["1", "0", "2"]) + "\n"
+        assert load_table(write_table(tmp_path, text, name)).steps["end_s"].tolist() == [2.0]
+
+
+def test_attempts_column(tmp_path):
+    text = "attempt,step,start_s,end_s\n0,1,0,1\n0,2,1,2\n1,2,5,6\n"
+    run = load_table(write_table(tmp_path, text))
+    assert run.n_attempts == 2
+
+
+def test_round_trip_through_run_parquet(tmp_path):
+    run = load_table(write_table(tmp_path, TABLE_CSV), columns=MAP, time_unit="ms")
+    back = load_run(save_run(run, tmp_path / "r.parquet"))
+    assert back == run and back.meta.source_format == "table"
+    assert read_run(tmp_path / "r.parquet") == run
+
+
+def test_unknown_keyword_is_a_type_error(tmp_path):
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        load_table(write_table(tmp_path), columns=MAP, colour="blue")

@@ -1,0 +1,232 @@
+"""The Run schema: defaults, validation messages, the LoadReport, and lossless Parquet round trips."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mfu_toolkit.run import (
+    LoadError,
+    LoadReport,
+    LoadWarning,
+    Run,
+    RunMeta,
+    SchemaError,
+    make_events,
+    make_steps,
+    read_run,
+    save_run,
+)
+
+
+def _steps(**extra):
+    d = {"step": [1, 2, 3], "start_s": [0.0, 1.0, 2.0], "end_s": [1.0, 2.0, 3.0]}
+    d.update(extra)
+    return d
+
+
+# --- defaults ------------------------------------------------------------------------------
+def test_make_steps_defaults_attempt_and_rank():
+    s = make_steps(_steps())
+    assert list(s["attempt"]) == [0, 0, 0]
+    assert list(s["rank"]) == [-1, -1, -1]
+    assert s["step"].dtype == np.int64 and s["start_s"].dtype == np.float64
+
+
+def test_make_steps_keeps_optional_and_extra_columns():
+    s = make_steps(_steps(samples=[8, 8, 8], loss=[2.0, 1.9, 1.8]))
+    assert s["samples"].dtype == np.float64
+    assert list(s["loss"]) == [2.0, 1.9, 1.8]
+
+
+def test_make_steps_missing_required_column_names_it():
+    with pytest.raises(SchemaError, match="end_s"):
+        make_steps({"step": [1], "start_s": [0.0]})
+
+
+def test_make_events_defaults():
+    e = make_events([{"kind": "eval", "start_s": 1.0, "end_s": 2.0}])
+    assert e.loc[0, "attempt"] == 0 and e.loc[0, "rank"] == -1 and e.loc[0, "detail"] == ""
+
+
+def test_empty_run_has_zero_wall_time():
+    r = Run.build()
+    assert r.wall_seconds == 0.0 and r.n_attempts == 0 and r.ranks == []
+
+
+# --- validation names the column and the rows -----------------------------------------------
+def test_end_before_start_names_column_and_row():
+    with pytest.raises(SchemaError, match=r"end_s must be >= start_s; rows \[1\]"):
+        Run.build({"step": [1, 2], "start_s": [0.0, 5.0], "end_s": [1.0, 4.0]})
+
+
+def test_non_integer_step_names_rows():
+    with pytest.raises(SchemaError, match=r"steps\.step must hold integers; rows \[(np\.int64\()?1\)?\]"):
+        make_steps({"step": [1, 1.5], "start_s": [0.0, 1.0], "end_s": [1.0, 2.0]})
+
+
+def test_non_numeric_time_names_rows():
+    with pytest.raises(SchemaError, match=r"steps\.start_s must be numeric; rows \[(np\.int64\()?0\)?\]"):
+        make_steps({"step": [1], "start_s": ["x"], "end_s": [1.0]})
+
+
+def test_non_finite_time():
+    with pytest.raises(SchemaError, match="start_s must be finite"):
+        Run.build({"step": [1], "start_s": [np.inf], "end_s": [np.inf]})
+
+
+def test_unknown_event_kind_lists_kinds():
+    with pytest.raises(SchemaError, match="events.kind must be one of init"):
+        Run.build(None, [{"kind": "lunch", "start_s": 0.0, "end_s": 1.0}])
+
+
+def test_attempt_gap_and_start():
+    with pytest.raises(SchemaError, match=r"missing \[1\]"):
+        Run.build({"attempt": [0, 2], "step": [1, 1], "start_s": [0.0, 5.0], "end_s": [1.0, 6.0]})
+    with pytest.raises(SchemaError, match="must start at 0"):
+        Run.build({"attempt": [1], "step": [1], "start_s": [0.0], "end_s": [1.0]})
+
+
+def test_repeated_step_rank_names_rows():
+    with pytest.raises(SchemaError, match=r"must be unique; rows \[1\]"):
+        Run.build({"step": [1, 1], "start_s": [0.0, 1.0], "end_s": [1.0, 2.0]})
+
+
+def test_negative_optional_duration():
+    with pytest.raises(SchemaError, match="data_wait_s must be >= 0"):
+        Run.build(_steps(data_wait_s=[0.1, -0.1, 0.0]))
+
+
+def test_rank_below_minus_one():
+    with pytest.raises(SchemaError, match="rank must be >= -1"):
+        Run.build(_steps(rank=[0, -2, 0]))
+
+
+def test_meta_checks_timing_and_counts():
+    with pytest.raises(SchemaError, match="timing must be one of exact"):
+        RunMeta(timing="roughly")
+    with pytest.raises(SchemaError, match="n_accelerators"):
+        RunMeta(n_accelerators=0)
+    with pytest.raises(SchemaError, match="global_batch"):
+        RunMeta(global_batch=float("nan"))
+
+
+def test_facts_wall_attempts_ranks():
+    r = Run.build(
+        {"attempt": [0, 0, 1], "step": [1, 1, 1], "rank": [0, 1, 0], "start_s": [2.0, 2.0, 10.0], "end_s": [3.0, 3.5, 11.0]},
+        [{"kind": "init", "start_s": 0.0, "end_s": 2.0}],
+    )
+    assert r.n_attempts == 2 and r.ranks == [0, 1]
+    assert r.t0 == 0.0 and r.t1 == 11.0 and r.wall_seconds == 11.0
+
+
+# --- LoadReport ------------------------------------------------------------------------------
+def test_report_counts_reasons_with_first_lines_and_warns_once():
+    rep = LoadReport(source="x.log", format="demo", lines_read=10, rows_kept=7)
+    for ln in (3, 5, 9, 11, 12, 13, 14):
+        rep.skip("bad", line=ln, example="garbage")
+    rep.skip("other")
+    assert rep.skipped == {"bad": 7, "other": 1}
+    assert rep.first_lines["bad"] == [3, 5, 9, 11, 12]
+    assert "7 × bad (first at line 3, 5, 9, 11, 12)" in rep.summary()
+    with pytest.warns(LoadWarning, match="skipped 8"):
+        rep.warn_if_skipped()
+    frame = rep.to_frame()
+    assert list(frame["reason"]) == ["bad", "other"] and frame.loc[0, "example"] == "garbage"
+
+
+def test_report_no_warning_when_clean():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        LoadReport().warn_if_skipped()
+
+
+def test_report_merge_and_dict_round_trip():
+    a, b = LoadReport(lines_read=1, rows_kept=1), LoadReport(lines_read=2, rows_kept=2)
+    b.skip("r", line=4)
+    b.note("hello")
+    a.merge(b)
+    assert (a.lines_read, a.rows_kept, a.skipped, a.notes) == (3, 3, {"r": 1}, ["hello"])
+    assert LoadReport.from_dict(a.to_dict()) == a
+
+
+def test_load_error_names_file_line_field():
+    e = LoadError("expected a number", path="f.log", line=7, field="time_ms")
+    assert str(e) == "f.log, line 7, field 'time_ms': expected a number"
+    assert (e.path, e.line, e.field) == ("f.log", 7, "time_ms")
+
+
+# --- Parquet round trip -----------------------------------------------------------------------
+def _rich_run() -> Run:
+    rep = LoadReport(source="a.log", format="demo", lines_read=12, rows_kept=6)
+    rep.skip("malformed JSON", line=4, example="{")
+    rep.note("two copies collapsed")
+    meta = RunMeta(
+        name="demo",
+        accelerator="H100",
+        dtype="bf16",
+        n_accelerators=16,
+        model_flops_per_step=1.5e15,
+        global_batch=256.0,
+        seq_len=2048,
+        source_path="a.log",
+        source_format="demo",
+        time_unit="ms",
+        timing="interval_mean",
+        extra={"log_interval": 10, "args": {"world_size": "16"}, "launches": [1, 2]},
+        report=rep,
+    )
+    steps = {
+        "attempt": [0, 0, 1, 1],
+        "step": [1, 2, 2, 3],
+        "rank": [0, 0, 0, 0],
+        "start_s": [1.0, 2.0, 10.0, 11.0],
+        "end_s": [2.0, 3.0, 11.0, 12.5],
+        "samples": [256.0, 256.0, np.nan, 256.0],
+        "loss": [2.0, 1.9, 1.9, 1.8],
+        "logged": [True, False, True, True],
+        "interval_steps": [1, 1, 1, 1],
+    }
+    events = [
+        {"kind": "init", "start_s": 0.0, "end_s": 1.0, "attempt": 0, "detail": "setup"},
+        {"kind": "failure", "start_s": 3.0, "end_s": 9.0, "attempt": 0, "detail": "NODE_FAIL"},
+        {"kind": "restart", "start_s": 9.0, "end_s": 10.0, "attempt": 1, "detail": ""},
+    ]
+    tables = {"evals": pd.DataFrame({"time_s": [3.0], "accuracy": [0.5], "name": ["x"]})}
+    return Run.build(steps, events, meta, tables)
+
+
+def test_parquet_round_trip_is_lossless(tmp_path):
+    run = _rich_run()
+    path = save_run(run, tmp_path / "run.parquet")
+    back = read_run(path)
+    assert back == run
+    assert back.meta.report.skipped == {"malformed JSON": 1}
+    assert back.meta.report.first_lines == {"malformed JSON": [4]}
+    assert back.meta.extra["args"] == {"world_size": "16"}
+    pd.testing.assert_frame_equal(back.events, run.events)
+    pd.testing.assert_frame_equal(back.tables["evals"], run.tables["evals"])
+    assert Run.from_parquet(run.to_parquet(tmp_path / "again.parquet")) == run
+
+
+def test_parquet_round_trip_of_an_empty_run(tmp_path):
+    run = Run.build(meta=RunMeta(name="empty"))
+    assert read_run(save_run(run, tmp_path / "e.parquet")) == run
+
+
+def test_run_equality_sees_differences():
+    a, b = _rich_run(), _rich_run()
+    assert a == b
+    assert a != a.with_meta(name="other")
+    changed = b.replace(steps=b.steps.assign(end_s=b.steps["end_s"] + 1e-9))
+    assert a != changed
+
+
+def test_read_run_on_a_plain_parquet_says_what_to_do(tmp_path):
+    p = tmp_path / "plain.parquet"
+    pd.DataFrame({"step": [1], "start_s": [0.0], "end_s": [1.0]}).to_parquet(p)
+    with pytest.raises(LoadError, match="load_table"):
+        read_run(p)
