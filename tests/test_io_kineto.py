@@ -272,3 +272,12 @@ def test_two_ranks_of_the_128_rank_job_load_as_one_run(tmp_path):
     with pytest.raises(LoadError, match="different jobs|world_size"):
         kineto.load(folder)
     assert not math.isnan(run.steps["gpu_busy_s"].sum())
+
+
+def test_caller_overrides_and_pattern(tmp_path):
+    write_trace(tmp_path / "job_rank0.json", 0)
+    write_trace(tmp_path / "other_rank0.json", 0)
+    run = kineto.load(tmp_path, pattern="job_*.json", name="toy", n_accelerators=16)
+    assert run.ranks == [0] and run.meta.name == "toy" and run.meta.n_accelerators == 16
+    both = kineto.load([tmp_path / "job_rank0.json"])
+    assert len(both.steps) == 2

@@ -209,3 +209,11 @@ def test_real_logs_load_with_auto_detection_and_match_the_raw_lines():
         stamps = re.findall(r"\d{2}:(\d{2}):(\d{2}),(\d{3})", p.read_text())
         secs = [int(m) * 60 + int(s) + int(ms) / 1000 for m, s, ms in stamps]
         assert run.wall_seconds == pytest.approx(max(secs) - min(secs), abs=1e-6)
+
+
+def test_caller_states_what_the_log_does_not_carry(tmp_path):
+    p = write(tmp_path, line(1, "01,000") + line(2, "02,000"))
+    run = torchtitan.load(p, name="llama-8b", n_accelerators=8, global_batch=64.0)
+    assert (run.meta.name, run.meta.n_accelerators, run.meta.global_batch) == ("llama-8b", 8, 64.0)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        torchtitan.load(p, not_a_field=1)

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ..run import LoadError, Run, RunMeta
+from ._build import _apply_overrides, split_kwargs
 from ._common import Reader, iter_lines, open_bytes
 
 NAME = "hf_trainer"
@@ -369,7 +370,7 @@ def _load_state(path: Path, reader: Reader) -> tuple[dict[str, Any], list[tuple[
     return doc, entries
 
 
-def _results_run(path: Path, reader: Reader) -> Run:
+def _results_run(path: Path, reader: Reader, overrides: dict[str, Any]) -> Run:
     """An ``all_results.json`` alone: facts only, no steps (it holds no step times)."""
     try:
         doc = json.loads(open_bytes(path))
@@ -388,6 +389,7 @@ def _results_run(path: Path, reader: Reader) -> Run:
         extra={"results": {path.name: {k: v for k, v in doc.items() if isinstance(v, (int, float, str))}}},
         report=reader.report,
     )
+    meta = _apply_overrides(meta, overrides)
     return Run.build(None, None, meta)
 
 
@@ -418,6 +420,8 @@ def _segments(entries: list[tuple[int | None, Any]]) -> list[list[tuple[int | No
 
 def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     """Read ``trainer_state.json``, a results JSON, an output folder, or stdout dict lines."""
+    # Keywords naming RunMeta fields state what the log does not carry; others are an error.
+    _, overrides = split_kwargs(kwargs, (), fmt=NAME)
     path = Path(path)
     src = path
     if path.is_dir():
@@ -425,7 +429,7 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
         if state is None:
             res = [path / f for f in _RESULT_FILES if (path / f).is_file()]
             if res:
-                return _results_run(res[0], Reader(res[0], NAME, strict=strict))
+                return _results_run(res[0], Reader(res[0], NAME, strict=strict), overrides)
             raise LoadError(
                 "no trainer_state.json (nor checkpoint-*/trainer_state.json, nor results JSON) here",
                 path=path,
@@ -438,7 +442,7 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     if not stdout:
         doc, raw_entries = _load_state(path, reader)
     elif head.startswith(b"{") and b"\"train_runtime\"" in head and b"'" not in head[:200]:
-        return _results_run(path, reader)
+        return _results_run(path, reader, overrides)
     else:
         doc, raw_entries = {}, []
         n = 0
@@ -496,6 +500,7 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
         extra=extra,
         report=rep,
     )
+    meta = _apply_overrides(meta, overrides)
     tables = {"log_history": _history_table(segments)}
     try:
         run = Run.build(steps, events or None, meta, tables)

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ..run import LoadError, LoadReport, Run, RunMeta
+from ._build import _apply_overrides, split_kwargs
 from ._common import Reader, open_bytes, read_head
 
 NAME = "kineto"
@@ -382,6 +383,8 @@ def load(
     **kwargs: Any,
 ) -> Run:
     """Read one trace, a folder of per-rank traces (``pattern`` picks files), or a list of files."""
+    # Keywords naming RunMeta fields state what the log does not carry; others are an error.
+    _, overrides = split_kwargs(kwargs, (), fmt=NAME)
     root, files = _resolve_files(path, pattern)
     report = LoadReport(source=str(path if not isinstance(path, (list, tuple)) else root), format=NAME)
     traces: list[tuple[Path, _Trace, Reader]] = []
@@ -480,6 +483,7 @@ def load(
         extra=extra,
         report=report,
     )
+    meta = _apply_overrides(meta, overrides)
     try:
         run = Run.build(steps, None, meta, {"kernels": kernels})
     except ValueError as exc:

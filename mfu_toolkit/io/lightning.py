@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..run import LoadError, Run, RunMeta
+from ._build import _apply_overrides, split_kwargs
 from ._common import Reader, open_bytes
 
 NAME = "lightning"
@@ -238,6 +239,8 @@ def _steps_for(m: pd.DataFrame, attempt: int, col: str, kind: str, reader: Reade
 
 def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     """Read a metrics.csv, a ``version_N`` folder or a ``lightning_logs`` folder into a Run."""
+    # Keywords naming RunMeta fields state what the log does not carry; others are an error.
+    _, overrides = split_kwargs(kwargs, (), fmt=NAME)
     path = Path(path)
     if path.is_dir():
         if (path / "metrics.csv").is_file():
@@ -316,6 +319,7 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
         extra=extra,
         report=rep,
     )
+    meta = _apply_overrides(meta, overrides)
     try:
         run = Run.build(steps, None, meta, {"metrics": table})
     except ValueError as exc:

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..run import LoadError, Run, RunMeta
+from ._build import _apply_overrides, split_kwargs
 from ._common import Reader, open_bytes
 
 NAME = "straggler_ops"
@@ -256,6 +257,8 @@ def _pick_file(path: Path) -> Path:
 
 def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     """Read an op trace (Parquet or CSV) and its ``meta-*.yaml`` into a Run (see module doc)."""
+    # Keywords naming RunMeta fields state what the log does not carry; others are an error.
+    _, overrides = split_kwargs(kwargs, (), fmt=NAME)
     src = Path(path)
     path = _pick_file(src)
     reader = Reader(path, NAME, strict=strict)
@@ -388,6 +391,7 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
         extra=extra,
         report=rep,
     )
+    meta = _apply_overrides(meta, overrides)
     try:
         run = Run.build(out, None, meta, {"ops": ops_df})
     except ValueError as exc:

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..run import LoadError, Run, RunMeta
+from ._build import _apply_overrides, split_kwargs
 from ._common import ANSI_RE, Reader, iter_lines
 
 NAME = "torchtitan"
@@ -117,6 +118,8 @@ def _parse_fields(rest: str) -> tuple[dict[str, float], str | None]:
 
 def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     """Read a torchtitan stdout log into a Run (see the module docstring for the mapping)."""
+    # Keywords naming RunMeta fields state what the log does not carry; others are an error.
+    _, overrides = split_kwargs(kwargs, (), fmt=NAME)
     path = Path(path)
     if path.is_dir():
         raise LoadError("torchtitan logs are single files; got a directory", path=path)
@@ -302,6 +305,7 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
         extra=extra,
         report=rep,
     )
+    meta = _apply_overrides(meta, overrides)
     try:
         run = Run.build(cols, None, meta)
     except ValueError as exc:  # SchemaError: report it as a load problem of this file

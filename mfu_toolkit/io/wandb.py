@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ..run import LoadError, Run, RunMeta
+from ._build import _apply_overrides, split_kwargs
 from ._common import Reader, open_bytes, read_head
 
 NAME = "wandb"
@@ -347,6 +348,8 @@ def _edge_events(
 
 def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     """Read a W&B history/system-stats CSV, a summary JSON, or a folder holding them."""
+    # Keywords naming RunMeta fields state what the log does not carry; others are an error.
+    _, overrides = split_kwargs(kwargs, (), fmt=NAME)
     path = Path(path)
     reader = Reader(path, NAME, strict=strict)
     rep = reader.report
@@ -415,6 +418,7 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
         extra=extra,
         report=rep,
     )
+    meta = _apply_overrides(meta, overrides)
     try:
         run = Run.build(steps, events or None, meta, tables)
     except ValueError as exc:
