@@ -74,13 +74,14 @@ def _is_trace(path: Path, head: bytes) -> bool:
 
 
 def _dir_traces(path: Path) -> list[Path]:
+    """Files in ``path`` whose columns make them op traces."""
     out = []
-    for f in sorted(path.iterdir()):
-        if f.is_file() and f.suffix in (".parquet", ".csv", ".gz"):
-            with f.open("rb") as fh:
-                head = fh.read(8192)
-            if _is_trace(f, head if f.suffix != ".gz" else b""):
-                out.append(f)
+    cands = [f for f in sorted(path.iterdir()) if f.is_file() and f.suffix in (".parquet", ".csv", ".gz")]
+    for f in cands[:100]:  # a folder of many unrelated tables is not worth scanning whole
+        with f.open("rb") as fh:
+            head = fh.read(8192)
+        if _is_trace(f, head if f.suffix != ".gz" else b""):
+            out.append(f)
     return out
 
 
