@@ -1,0 +1,99 @@
+"""Analyses of a Run: pure functions, DataFrames in and out.
+
+- ``breakdown``   where the wall time goes (:func:`breakdown`, :func:`mfu_summary`,
+  :func:`steady_state_window`, :func:`account`, :func:`job_steps`)
+- ``stragglers``  per-rank and per-operation stragglers, and order-statistics theory
+- ``checkpoint``  Young/Daly intervals, expected overhead, reference failure records, Run report
+- ``scaling``     scaling efficiency from a table or from runs
+- ``scorecard``   the four families of acceptance metrics
+- ``compare``     two runs side by side, warning when more than one major variable differs
+- ``report``      a self-contained HTML report; ``cli`` the ``analyze``/``simulate`` commands
+"""
+
+from __future__ import annotations
+
+from .breakdown import (
+    CATEGORIES,
+    Accounting,
+    MFUSummary,
+    SteadyWindow,
+    account,
+    breakdown,
+    job_steps,
+    mfu_summary,
+    steady_state_window,
+)
+from .checkpoint import (
+    LLAMA3_405B,
+    REFERENCE_SCENARIOS,
+    CheckpointReport,
+    ReferenceScenario,
+    checkpoint_overhead,
+    checkpoint_report,
+    daly_interval,
+    interval_table,
+    job_mtbf,
+    reference_scenarios,
+    young_interval,
+)
+from .compare import Comparison, ConfoundedComparisonWarning, compare, major_variables
+from .scaling import run_throughput, scaling_from_runs, scaling_table
+from .scorecard import gpu_idle_share, scorecard
+from .stragglers import (
+    STRAGGLER_KINDS,
+    OpStragglerVerdict,
+    StragglerSummary,
+    classify_op_stragglers,
+    expected_max,
+    op_time_by_type,
+    op_worker_compute,
+    rank_scores,
+    step_spread,
+    straggler_summary,
+    sync_step_time,
+    without_worst_ranks,
+)
+
+__all__ = [
+    "CATEGORIES",
+    "Accounting",
+    "MFUSummary",
+    "SteadyWindow",
+    "account",
+    "breakdown",
+    "job_steps",
+    "mfu_summary",
+    "steady_state_window",
+    "LLAMA3_405B",
+    "REFERENCE_SCENARIOS",
+    "CheckpointReport",
+    "ReferenceScenario",
+    "checkpoint_overhead",
+    "checkpoint_report",
+    "daly_interval",
+    "interval_table",
+    "job_mtbf",
+    "reference_scenarios",
+    "young_interval",
+    "Comparison",
+    "ConfoundedComparisonWarning",
+    "compare",
+    "major_variables",
+    "run_throughput",
+    "scaling_from_runs",
+    "scaling_table",
+    "gpu_idle_share",
+    "scorecard",
+    "STRAGGLER_KINDS",
+    "OpStragglerVerdict",
+    "StragglerSummary",
+    "classify_op_stragglers",
+    "expected_max",
+    "op_time_by_type",
+    "op_worker_compute",
+    "rank_scores",
+    "step_spread",
+    "straggler_summary",
+    "sync_step_time",
+    "without_worst_ranks",
+]

@@ -1,0 +1,1055 @@
+"""Where the wall time goes: the steady-state → end-to-end waterfall.
+
+Wall time ``W`` (the Run's first event to its last) is split into categories that sum to ``W``
+exactly (up to float rounding)::
+
+    W = ideal_compute + jitter + stragglers + data_stall + eval + checkpoint_save
+      + checkpoint_load + init + lost_work + failure_downtime + other_events + unaccounted
+
+Timeline rule (a priority sweep)
+--------------------------------
+1. Steps are first reduced to *job-level steps*, one per ``(attempt, step)``: the span from the
+   earliest rank's ``start_s`` to the latest rank's ``end_s``. A job-level step is **lost** when the
+   same step number appears again in a later attempt (it was computed, then redone after a
+   restart); otherwise it is **useful**. Where the logged step numbers of one attempt skip
+   (logs that print every k-th iteration), the gap between the two logged steps becomes an
+   *inferred* row carrying the skipped steps' work. A row with zero span (a step the log names
+   but does not time) stays off the timeline and carries no work.
+2. Every instant of ``[t0, t1]`` gets exactly one label: the first of these that covers it
+   (overlapping intervals of one kind count once; ranks are merged by union):
+
+   1. ``init`` events; 2. ``checkpoint_load``; 3. ``checkpoint_save``; 4. ``eval``;
+   5. ``data_load`` events (→ ``data_stall``);
+   6. useful job-level steps; 7. lost job-level steps (→ ``lost_work``);
+   8. ``failure`` and ``restart`` events (→ ``failure_downtime``);
+   9. ``queue`` and ``other`` events (→ ``other_events``);
+   10. *background* events — any event whose ``detail`` mentions ``async`` or ``background``
+       (e.g. an asynchronous checkpoint write) — under their own kind's category; they rank
+       below steps, so background work only counts where it holds the job up;
+   11. the gap between one attempt's last record and the next attempt's first
+       (→ ``failure_downtime``);
+   12. anything else → ``unaccounted`` (shown, never hidden).
+
+   Job-phase events outrank steps so that an evaluation or blocking checkpoint logged *inside*
+   a coarse step or training block is carved out of it.
+3. The useful-step time ``U`` is split further, per job-level step ``k`` with labelled time
+   ``L_k`` (its span minus the parts carved out above; where job-level steps overlap, each
+   instant is credited to the earliest-starting step that covers it):
+
+   - ``data_k``  = median over ranks of ``data_wait_s`` (0 when not logged), at most ``L_k``;
+   - ``strag_k`` = max over ranks − median over ranks of the rank's busy time
+     (``compute_s`` where logged, else ``end_s − start_s − data_wait_s``), at most
+     ``L_k − data_k``: the time the slowest rank held everyone;
+   - ``x_k``     = ``L_k − data_k − strag_k``, the clean step time of the typical rank.
+
+   With ``w_k`` the step's work (1 per step, or its ``samples``/``tokens`` for job-level rows
+   that carry them), the ideal time per unit of work ``ρ`` is the median of ``x_k / w_k`` over the
+   steady-state window (:func:`steady_state_window`). Then ``ideal_compute = ρ · Σ w_k`` over
+   useful steps, and ``jitter = U − ideal_compute − Σ strag_k − Σ data_k``: step time above the
+   ideal not explained by one rank or by input waits (it can be slightly negative when steps
+   outside the window run faster than the window's median).
+
+MFU (PaLM, Chowdhery et al. 2022, Appendix B; ``formulas.mfu``)::
+
+    steady-state MFU = FLOPs per unit of work / ρ / (N × P)
+    end-to-end MFU   = useful model FLOPs / W / (N × P) = steady-state MFU × ideal_compute / W
+
+where FLOPs or the peak are unknown the MFUs are ``None`` with the reason, never guessed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..formulas import MFUResult, compute_mfu, hfu
+from ..formulas import mfu as _mfu
+from ..run import Run
+
+__all__ = [
+    "CATEGORIES",
+    "TIMELINE_PRIORITY",
+    "SteadyWindow",
+    "Accounting",
+    "MFUSummary",
+    "job_steps",
+    "steady_state_window",
+    "account",
+    "breakdown",
+    "mfu_summary",
+]
+
+CATEGORIES: tuple[str, ...] = (
+    "ideal_compute",
+    "jitter",
+    "stragglers",
+    "data_stall",
+    "eval",
+    "checkpoint_save",
+    "checkpoint_load",
+    "init",
+    "lost_work",
+    "failure_downtime",
+    "other_events",
+    "unaccounted",
+)
+
+# (label, what) in priority order; the sweep gives each instant the first label that covers it.
+TIMELINE_PRIORITY: tuple[tuple[str, str], ...] = (
+    ("init", "init events"),
+    ("checkpoint_load", "checkpoint_load events"),
+    ("checkpoint_save", "blocking checkpoint_save events"),
+    ("eval", "eval events"),
+    ("data_stall", "data_load events"),
+    ("useful_steps", "useful job-level step spans"),
+    ("lost_work", "job-level steps redone in a later attempt"),
+    ("failure_downtime", "failure and restart events"),
+    ("other_events", "queue and other events"),
+    ("background", "events whose detail mentions async/background, by kind"),
+    ("failure_downtime", "gaps between attempts"),
+    ("unaccounted", "everything else"),
+)
+
+_PHASE_KINDS: tuple[tuple[str, str], ...] = (
+    ("init", "init"),
+    ("checkpoint_load", "checkpoint_load"),
+    ("checkpoint_save", "checkpoint_save"),
+    ("eval", "eval"),
+    ("data_load", "data_stall"),
+)
+_BACKGROUND_WORDS = ("async", "background")
+_WINDOW_EXCLUDE_KINDS = ("init", "eval", "checkpoint_save", "checkpoint_load")
+
+JOB_STEP_COLUMNS = (
+    "attempt",
+    "step",
+    "start_s",
+    "end_s",
+    "span_s",
+    "n_ranks",
+    "busy_median_s",
+    "busy_max_s",
+    "slowest_rank",
+    "data_wait_s",
+    "samples",
+    "tokens",
+    "lost",
+)
+
+
+# --------------------------------------------------------------------------------------------
+# job-level steps
+
+
+def _busy_and_wait(steps: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row busy time (compute_s, else duration minus data wait) and data wait (NaN → 0)."""
+    start = steps["start_s"].to_numpy(dtype=float)
+    end = steps["end_s"].to_numpy(dtype=float)
+    if "data_wait_s" in steps.columns:
+        wait = np.nan_to_num(steps["data_wait_s"].to_numpy(dtype=float), nan=0.0)
+    else:
+        wait = np.zeros(len(steps))
+    busy = np.maximum(end - start - wait, 0.0)
+    if "compute_s" in steps.columns:
+        comp = steps["compute_s"].to_numpy(dtype=float)
+        busy = np.where(np.isnan(comp), busy, comp)
+    return busy, wait
+
+
+def job_steps(run: Run) -> pd.DataFrame:
+    """One row per ``(attempt, step)``: span over ranks, rank spread, data wait and lost flag.
+
+    ``busy_*`` use ``compute_s`` where logged (a rank's own work, without waiting for others),
+    otherwise the rank's duration minus its data wait. ``lost`` marks steps whose step number
+    appears again in a later attempt. ``samples``/``tokens`` are filled only for job-level rows
+    (``rank == -1``), where they mean the whole job's count.
+    """
+    s = run.steps
+    if len(s) == 0:
+        return pd.DataFrame({c: pd.Series(dtype="float64") for c in JOB_STEP_COLUMNS}).astype(
+            {"attempt": "int64", "step": "int64", "n_ranks": "int64", "slowest_rank": "int64", "lost": bool}
+        )
+    att = s["attempt"].to_numpy(dtype=np.int64)
+    stp = s["step"].to_numpy(dtype=np.int64)
+    rank = s["rank"].to_numpy(dtype=np.int64)
+    start = s["start_s"].to_numpy(dtype=float)
+    end = s["end_s"].to_numpy(dtype=float)
+    busy, wait = _busy_and_wait(s)
+    lo = int(stp.min())
+    width = int(stp.max()) - lo + 1
+    key = att * width + (stp - lo)
+    order = None
+    brk = np.flatnonzero(key[1:] != key[:-1]) + 1
+    starts = np.r_[0, brk]
+    if len(np.unique(key[starts])) != len(starts):  # rows of one step are not contiguous
+        order = np.argsort(key, kind="stable")
+        key, start, end, busy, wait, rank = (a[order] for a in (key, start, end, busy, wait, rank))
+        brk = np.flatnonzero(key[1:] != key[:-1]) + 1
+        starts = np.r_[0, brk]
+    counts = np.diff(np.r_[starts, len(key)])
+    g_start = np.minimum.reduceat(start, starts)
+    g_end = np.maximum.reduceat(end, starts)
+    if np.all(counts == counts[0]):  # regular grid: vectorised medians via reshape
+        n = int(counts[0])
+        b2 = busy.reshape(-1, n)
+        busy_med = np.median(b2, axis=1)
+        busy_max = b2.max(axis=1)
+        slowest = rank.reshape(-1, n)[np.arange(len(starts)), b2.argmax(axis=1)]
+        wait_med = np.median(wait.reshape(-1, n), axis=1)
+    else:
+        gid = np.repeat(np.arange(len(starts)), counts)
+        tmp = pd.DataFrame({"g": gid, "busy": busy, "wait": wait, "rank": rank})
+        grp = tmp.groupby("g", sort=True)
+        busy_med = grp["busy"].median().to_numpy()
+        busy_max = grp["busy"].max().to_numpy()
+        slowest = tmp["rank"].to_numpy()[grp["busy"].idxmax().to_numpy()]
+        wait_med = grp["wait"].median().to_numpy()
+    g_key = key[starts]
+    out = pd.DataFrame(
+        {
+            "attempt": (g_key // width).astype(np.int64),
+            "step": (g_key % width + lo).astype(np.int64),
+            "start_s": g_start,
+            "end_s": g_end,
+            "span_s": g_end - g_start,
+            "n_ranks": counts.astype(np.int64),
+            "busy_median_s": busy_med,
+            "busy_max_s": busy_max,
+            "slowest_rank": slowest.astype(np.int64),
+            "data_wait_s": wait_med,
+        }
+    )
+    job_level = bool((s["rank"] == -1).all())
+    for col in ("samples", "tokens"):
+        if job_level and col in s.columns:
+            vals = s[col].to_numpy(dtype=float)
+            out[col] = vals if order is None else vals[order]
+        else:
+            out[col] = np.nan
+    last_attempt = out.groupby("step")["attempt"].transform("max").to_numpy()
+    out["lost"] = out["attempt"].to_numpy() < last_attempt
+    return out.sort_values(["start_s", "attempt", "step"], kind="stable").reset_index(drop=True)
+
+
+def _with_unlogged(js: pd.DataFrame) -> pd.DataFrame:
+    """Add one inferred row per gap where the logged step numbers of an attempt skip.
+
+    Logs that print every k-th iteration leave gaps between logged steps in which the trainer
+    ran the unlogged ones. A gap ``[end of step s1, start of step s2]`` with ``s2 > s1 + 1`` and
+    positive length becomes a row with ``inferred=True`` and ``skipped = s2 − s1 − 1`` (its work);
+    it is lost when a later attempt logs a step number ``<= s1 + 1``.
+    """
+    js = js.copy()
+    js["inferred"] = False
+    js["skipped"] = 0
+    if len(js) < 2:
+        return js
+    o = js.sort_values(["attempt", "step"], kind="stable")
+    att = o["attempt"].to_numpy()
+    stp = o["step"].to_numpy()
+    st = o["start_s"].to_numpy(float)
+    en = o["end_s"].to_numpy(float)
+    same = att[1:] == att[:-1]
+    skip = stp[1:] - stp[:-1] - 1
+    gap_s, gap_e = en[:-1], st[1:]
+    sel = same & (skip > 0) & (gap_e > gap_s)
+    if not sel.any():
+        return js
+    first_of_attempt = js.groupby("attempt")["step"].min()
+    rows = []
+    for i in np.flatnonzero(sel):
+        a = int(att[i])
+        later = first_of_attempt[first_of_attempt.index > a]
+        lost = bool((later <= stp[i] + 1).any())
+        rows.append(
+            {
+                "attempt": a, "step": int(stp[i] + 1), "start_s": gap_s[i], "end_s": gap_e[i],
+                "span_s": gap_e[i] - gap_s[i], "n_ranks": 0, "busy_median_s": np.nan,
+                "busy_max_s": np.nan, "slowest_rank": -1, "data_wait_s": 0.0, "samples": np.nan,
+                "tokens": np.nan, "lost": lost, "inferred": True, "skipped": int(skip[i]),
+            }
+        )
+    out = pd.concat([js, pd.DataFrame(rows)], ignore_index=True)
+    return out.sort_values(["start_s", "attempt", "step"], kind="stable").reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------------------------
+# interval arithmetic
+
+
+def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint, sorted intervals covering the union of ``[starts, ends]`` (zero-length dropped)."""
+    starts = np.asarray(starts, dtype=float)
+    ends = np.asarray(ends, dtype=float)
+    keep = ends > starts
+    starts, ends = starts[keep], ends[keep]
+    if len(starts) == 0:
+        return np.empty(0), np.empty(0)
+    o = np.argsort(starts, kind="stable")
+    s, e = starts[o], ends[o]
+    run_max = np.maximum.accumulate(e)
+    new = np.r_[True, s[1:] > run_max[:-1]]
+    idx = np.flatnonzero(new)
+    us = s[idx]
+    ue = np.maximum.reduceat(e, idx)
+    return us, ue
+
+
+def _merge(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return _union(np.r_[a[0], b[0]], np.r_[a[1], b[1]])
+
+
+def _measure(u: tuple[np.ndarray, np.ndarray]) -> float:
+    return float(np.sum(u[1] - u[0])) if len(u[0]) else 0.0
+
+
+def _covered(u: tuple[np.ndarray, np.ndarray], a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Measure of ``[a_i, b_i] ∩ union`` for each i (piecewise-linear cumulative coverage)."""
+    us, ue = u
+    if len(us) == 0:
+        return np.zeros(len(a))
+    xs = np.column_stack([us, ue]).ravel()
+    cum = np.cumsum(ue - us)
+    ys = np.column_stack([cum - (ue - us), cum]).ravel()
+    return np.interp(b, xs, ys) - np.interp(a, xs, ys)
+
+
+def _exclusive_pieces(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Split the union of intervals (given sorted by start) into one disjoint piece per interval.
+
+    Each instant goes to the earliest-starting interval that covers it, so the pieces' lengths
+    sum to the union's measure.
+    """
+    if len(starts) == 0:
+        return np.empty(0), np.empty(0)
+    run_max = np.maximum.accumulate(ends)
+    prev = np.r_[-np.inf, run_max[:-1]]
+    a = np.maximum(starts, prev)
+    b = np.maximum(run_max, a)
+    b = np.where(ends > prev, b, a)  # fully inside earlier ones: empty piece
+    return a, b
+
+
+# --------------------------------------------------------------------------------------------
+# steady-state window
+
+
+@dataclass(frozen=True)
+class SteadyWindow:
+    """The steps whose timing defines steady state, and why the others were left out.
+
+    ``steps`` has one row per job-level step with ``in_window`` and ``why`` (``in window``,
+    ``warm-up``, ``lost (redone after a restart)``, ``overlaps <event kind>``, ``outside
+    step_range``, ``no time left``). ``warmup_steps`` maps attempt → steps dropped as warm-up.
+    """
+
+    steps: pd.DataFrame
+    reason: str
+    rule: str
+    warmup_steps: dict[int, int] = field(default_factory=dict)
+    fallback: bool = False
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.steps["in_window"].sum()) if len(self.steps) else 0
+
+    @property
+    def first_step(self) -> int | None:
+        w = self.steps[self.steps["in_window"]]
+        return int(w["step"].min()) if len(w) else None
+
+    @property
+    def last_step(self) -> int | None:
+        w = self.steps[self.steps["in_window"]]
+        return int(w["step"].max()) if len(w) else None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "n_steps": self.n_steps,
+            "first_step": self.first_step,
+            "last_step": self.last_step,
+            "warmup_steps": {int(k): int(v) for k, v in self.warmup_steps.items()},
+            "fallback": self.fallback,
+            "reason": self.reason,
+        }
+
+
+_WINDOW_RULE = (
+    "Per attempt, warm-up ends at the first step from which the median time per unit of work of "
+    "the next {look} steps is within max({tol:.0%}, 3 robust SDs) of the attempt's reference (the "
+    "median over its second half); at most half an attempt counts as warm-up. Steps redone after "
+    "a restart and steps overlapping init/eval/checkpoint events are excluded."
+)
+
+
+def _check_int_option(name: str, value: Any, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def _window(
+    js: pd.DataFrame,
+    events: pd.DataFrame,
+    labelled: np.ndarray,
+    work: np.ndarray,
+    *,
+    warmup_steps: int | None,
+    step_range: tuple[int, int] | None,
+    tolerance: float,
+    lookahead: int,
+) -> SteadyWindow:
+    n = len(js)
+    why = np.array(["in window"] * n, dtype=object)
+    lost = js["lost"].to_numpy(dtype=bool) if n else np.zeros(0, bool)
+    why[lost] = "lost (redone after a restart)"
+    if n and "inferred" in js.columns:
+        inferred = js["inferred"].to_numpy(dtype=bool)
+        why[inferred & ~lost] = "unlogged steps (inferred)"
+    else:
+        inferred = np.zeros(n, bool)
+    # steps overlapping job-phase events
+    starts = js["start_s"].to_numpy(dtype=float)
+    ends = js["end_s"].to_numpy(dtype=float)
+    for kind in _WINDOW_EXCLUDE_KINDS:
+        ev = events[events["kind"] == kind]
+        if len(ev) == 0:
+            continue
+        bg = _is_background(ev)
+        ev = ev[~bg]
+        u = _union(ev["start_s"].to_numpy(float), ev["end_s"].to_numpy(float))
+        hit = _covered(u, starts, ends) > 1e-9 * np.maximum(ends - starts, 1e-3)
+        why[hit & (why == "in window")] = f"overlaps {kind}"
+    why[(labelled <= 0) & (why == "in window")] = "no time left"
+    why[(work <= 0) & (why == "in window")] = "untimed (zero span)"
+    warm: dict[int, int] = {}
+    per_work = np.divide(labelled, work, out=np.full(n, np.nan), where=(work > 0) & (labelled > 0))
+    if step_range is not None:
+        lo, hi = step_range
+        out = (js["step"].to_numpy() < lo) | (js["step"].to_numpy() > hi)
+        why[out & (why == "in window")] = "outside step_range"
+        reason = f"step_range override: trainer steps {lo}..{hi}"
+    else:
+        for a, idx in js.groupby("attempt", sort=True).indices.items():
+            idx = np.sort(idx)
+            cand = idx[~lost[idx] & ~inferred[idx]]
+            cand = cand[np.argsort(js["step"].to_numpy()[cand], kind="stable")]
+            if warmup_steps is not None:
+                nw = min(warmup_steps, len(cand))
+            else:
+                nw = _detect_warmup(per_work[cand], tolerance=tolerance, lookahead=lookahead)
+            if nw:
+                head = cand[:nw]
+                why[head[why[head] == "in window"]] = "warm-up"
+            warm[int(a)] = int(nw)
+        if warmup_steps is not None:
+            reason = f"warmup_steps override: first {warmup_steps} steps of each attempt dropped"
+        else:
+            reason = "detected: " + ", ".join(
+                f"attempt {a}: {w} warm-up step{'s' if w != 1 else ''}" for a, w in warm.items()
+            )
+    in_window = why == "in window"
+    fallback = False
+    if n and not in_window.any():
+        cand = (~lost) & (labelled > 0) & (work > 0) & ~inferred
+        if cand.any():
+            in_window = cand
+            fallback = True
+            reason += (
+                "; no step survived the rule, so the window falls back to every useful step "
+                "(their event-covered time is carved out by the timeline)"
+            )
+    out_df = js[["attempt", "step", "start_s", "end_s", "span_s"]].copy()
+    out_df["in_window"] = in_window
+    out_df["why"] = np.where(in_window, "in window", why)
+    rule = _WINDOW_RULE.format(look=lookahead, tol=tolerance)
+    return SteadyWindow(out_df, reason, rule, warm, fallback)
+
+
+def _detect_warmup(x: np.ndarray, *, tolerance: float, lookahead: int) -> int:
+    """Number of leading steps whose forward-looking median is above the steady threshold."""
+    m = len(x)
+    if m < 4 or not np.isfinite(x).any():
+        return 0
+    ref_part = x[m // 2 :]
+    if not np.isfinite(ref_part).any():
+        return 0
+    ref = float(np.nanmedian(ref_part))
+    mad = float(np.nanmedian(np.abs(ref_part - ref))) * 1.4826  # robust SD (normal consistency)
+    thr = ref + max(tolerance * ref, 3.0 * mad)
+    limit = m // 2
+    for i in range(limit + 1):
+        ahead = x[i : i + lookahead]
+        if np.isfinite(x[i]) and x[i] <= thr and float(np.nanmedian(ahead)) <= thr:  # x[i] finite → ahead not all-NaN
+            return i
+    return limit
+
+
+def _is_background(ev: pd.DataFrame) -> np.ndarray:
+    d = ev["detail"].astype(str).str.lower()
+    mask = np.zeros(len(ev), dtype=bool)
+    for w in _BACKGROUND_WORDS:
+        mask |= d.str.contains(w, regex=False).to_numpy()
+    return mask
+
+
+# --------------------------------------------------------------------------------------------
+# FLOPs and peak, with reasons when unknown
+
+
+@dataclass(frozen=True)
+class _Work:
+    unit: str  # "step", "sample" or "token"
+    per_step: np.ndarray  # work units per job-level step
+    flops_per_unit: float | None
+    flops_reason: str
+    flops_source: str | None
+
+
+def _work(run: Run, js: pd.DataFrame) -> _Work:
+    m = run.meta
+    n = len(js)
+    inferred = js["inferred"].to_numpy(dtype=bool) if n else np.zeros(0, bool)
+    logged = ~inferred
+    unit, w = "step", np.ones(n)
+    for col, u in (("samples", "sample"), ("tokens", "token")):
+        v = js[col].to_numpy(dtype=float) if n else np.zeros(0)
+        if n and np.all(np.isfinite(v[logged])) and np.all(v[logged] > 0):
+            unit, w = u, np.where(logged, v, 1.0)
+            break
+    typical = float(np.median(w[logged])) if logged.any() else 1.0
+    if n:
+        # skipped (unlogged) steps carry the typical logged work; an untimed (zero-span) row
+        # is a marker outside the timeline and carries none
+        w = np.where(inferred, js["skipped"].to_numpy(dtype=float) * typical, w)
+        w = np.where(js["span_s"].to_numpy(dtype=float) > 0, w, 0.0)
+    fpu: float | None = None
+    reason = ""
+    if unit == "sample":
+        if m.model_flops_per_sample:
+            fpu = float(m.model_flops_per_sample)
+        elif m.model_flops_per_step and m.global_batch:
+            fpu = float(m.model_flops_per_step) / float(m.global_batch)
+        elif m.model_flops_per_token and m.seq_len:
+            fpu = float(m.model_flops_per_token) * float(m.seq_len)
+        elif m.model_flops_per_step:
+            fpu = float(m.model_flops_per_step) / typical  # the step's samples as logged
+        else:
+            reason = "model FLOPs per sample unknown (set meta.model_flops_per_sample)"
+    elif unit == "token":
+        if m.model_flops_per_token:
+            fpu = float(m.model_flops_per_token)
+        elif m.model_flops_per_sample and m.seq_len:
+            fpu = float(m.model_flops_per_sample) / float(m.seq_len)
+        elif m.model_flops_per_step:
+            fpu = float(m.model_flops_per_step) / typical  # the step's tokens as logged
+        else:
+            reason = "model FLOPs per token unknown (set meta.model_flops_per_token)"
+    else:
+        if m.model_flops_per_step:
+            fpu = float(m.model_flops_per_step)
+        elif m.model_flops_per_sample and m.global_batch:
+            fpu = float(m.model_flops_per_sample) * float(m.global_batch)
+        elif m.model_flops_per_token and m.global_batch and m.seq_len:
+            fpu = float(m.model_flops_per_token) * float(m.global_batch) * float(m.seq_len)
+        else:
+            reason = (
+                "model FLOPs per step unknown (set meta.model_flops_per_step, or FLOPs per "
+                "sample/token together with global_batch and seq_len)"
+            )
+    return _Work(unit, w, fpu, reason, m.model_flops_source)
+
+
+def _peak_reason(run: Run) -> str:
+    m = run.meta
+    missing = []
+    if not m.n_accelerators:
+        missing.append("n_accelerators")
+    if not m.peak_flops_per_accelerator:
+        missing.append("peak_flops_per_accelerator (resolve it with meta.with_accelerator(name, dtype))")
+    return "" if not missing else "unknown " + " and ".join(missing)
+
+
+# --------------------------------------------------------------------------------------------
+# the accounting
+
+
+@dataclass(frozen=True)
+class Accounting:
+    """Everything the breakdown computed: seconds per category, per-step table and window.
+
+    ``steps`` is :func:`job_steps` plus ``labelled_s`` (time credited to the step on the
+    timeline), ``data_s``, ``straggler_s``, ``clean_s``, ``work``, ``in_window`` and ``why``.
+    ``rho`` is the ideal time per unit of work (``work_unit``).
+    """
+
+    run: Run
+    wall_s: float
+    seconds: dict[str, float]
+    steps: pd.DataFrame
+    window: SteadyWindow
+    rho: float | None
+    work_unit: str
+    flops_per_unit: float | None
+    flops_reason: str
+    flops_source: str | None
+    peak_reason: str
+
+    @property
+    def useful_work(self) -> float:
+        s = self.steps
+        return float(s.loc[~s["lost"], "work"].sum()) if len(s) else 0.0
+
+    @property
+    def useful_steps(self) -> int:
+        """Trainer steps kept (not redone) and timed, counting inferred unlogged steps."""
+        s = self.steps
+        if not len(s):
+            return 0
+        keep = ~s["lost"].to_numpy(bool) & (s["work"].to_numpy(float) > 0)
+        count = np.where(s["inferred"].to_numpy(bool), s["skipped"].to_numpy(), 1)
+        return int(count[keep].sum())
+
+    @property
+    def ideal_step_s(self) -> float | None:
+        """Ideal time of one average useful step (ρ × mean work per useful step)."""
+        if self.rho is None or self.useful_steps == 0:
+            return None
+        return self.rho * self.useful_work / self.useful_steps
+
+    @property
+    def goodput(self) -> float:
+        """ideal_compute / W: the fraction of steady-state throughput the run achieved end to end."""
+        return self.seconds["ideal_compute"] / self.wall_s if self.wall_s > 0 else float("nan")
+
+
+def _step_pieces(js: pd.DataFrame, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    idx = np.flatnonzero(mask)
+    st = js["start_s"].to_numpy(float)[idx]
+    en = js["end_s"].to_numpy(float)[idx]
+    o = np.argsort(st, kind="stable")
+    a, b = _exclusive_pieces(st[o], en[o])
+    return idx[o], a, b
+
+
+def _event_intervals(events: pd.DataFrame, kinds: Iterable[str], background: bool | None) -> tuple[np.ndarray, np.ndarray]:
+    ev = events[events["kind"].isin(list(kinds))]
+    if background is not None and len(ev):
+        bg = _is_background(ev)
+        ev = ev[bg] if background else ev[~bg]
+    return _union(ev["start_s"].to_numpy(float), ev["end_s"].to_numpy(float))
+
+
+def _attempt_gaps(run: Run) -> tuple[np.ndarray, np.ndarray]:
+    frames = [df[["attempt", "start_s", "end_s"]] for df in (run.steps, run.events) if len(df)]
+    if not frames:
+        return np.empty(0), np.empty(0)
+    allr = pd.concat(frames, ignore_index=True)
+    g = allr.groupby("attempt").agg(first=("start_s", "min"), last=("end_s", "max")).sort_index()
+    if len(g) < 2:
+        return np.empty(0), np.empty(0)
+    gs = g["last"].to_numpy()[:-1]
+    ge = g["first"].to_numpy()[1:]
+    return _union(gs, ge)
+
+
+def account(
+    run: Run,
+    *,
+    warmup_steps: int | None = None,
+    step_range: tuple[int, int] | None = None,
+    tolerance: float = 0.10,
+    lookahead: int = 5,
+) -> Accounting:
+    """Run the timeline sweep and the steady-state window; the basis of every other analysis.
+
+    Options (keyword-only) override the steady-state window: ``warmup_steps`` drops that many
+    leading steps of each attempt; ``step_range=(first, last)`` keeps only those trainer steps;
+    ``tolerance`` and ``lookahead`` tune the warm-up detector.
+    """
+    if not isinstance(run, Run):
+        raise TypeError(f"run must be a mfu_toolkit.run.Run; got {type(run).__name__}")
+    if warmup_steps is not None:
+        warmup_steps = _check_int_option("warmup_steps", warmup_steps, minimum=0)
+    if step_range is not None:
+        if (
+            not isinstance(step_range, (tuple, list))
+            or len(step_range) != 2
+            or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in step_range)
+            or step_range[0] > step_range[1]
+        ):
+            raise ValueError(f"step_range must be a pair of integers (first, last) with first <= last; got {step_range!r}")
+        step_range = (int(step_range[0]), int(step_range[1]))
+    if not (isinstance(tolerance, (int, float)) and 0 <= tolerance < 10):
+        raise ValueError(f"tolerance must be a number in [0, 10); got {tolerance!r}")
+    lookahead = _check_int_option("lookahead", lookahead, minimum=1)
+
+    t0, t1 = run.t0, run.t1
+    wall = t1 - t0
+    js = _with_unlogged(job_steps(run))
+    ev = run.events
+    n = len(js)
+    lost = js["lost"].to_numpy(dtype=bool) if n else np.zeros(0, bool)
+
+    seconds = dict.fromkeys(CATEGORIES, 0.0)
+    covered = (np.empty(0), np.empty(0))
+    covered_len = 0.0
+
+    def add(label: str, u: tuple[np.ndarray, np.ndarray]) -> None:
+        nonlocal covered, covered_len
+        covered = _merge(covered, u)
+        new_len = _measure(covered)
+        seconds[label] = seconds.get(label, 0.0) + (new_len - covered_len)
+        covered_len = new_len
+
+    for kind, label in _PHASE_KINDS:
+        add(label, _event_intervals(ev, [kind], background=False))
+    before_steps = covered
+    # useful steps: pieces and labelled time per step
+    labelled = np.zeros(n)
+    idx, a, b = _step_pieces(js, ~lost)
+    if len(idx):
+        labelled[idx] = np.maximum((b - a) - _covered(before_steps, a, b), 0.0)
+    add("useful", _union(a, b))
+    idx_l, al, bl = _step_pieces(js, lost)
+    if len(idx_l):
+        labelled[idx_l] = np.maximum((bl - al) - _covered(covered, al, bl), 0.0)
+    add("lost_work", _union(al, bl))
+    add("failure_downtime", _event_intervals(ev, ["failure", "restart"], background=None))
+    add("other_events", _event_intervals(ev, ["queue", "other"], background=False))
+    for kind, label in (*_PHASE_KINDS, ("queue", "other_events"), ("other", "other_events")):
+        add(label, _event_intervals(ev, [kind], background=True))
+    add("failure_downtime", _attempt_gaps(run))
+    useful_s = seconds.pop("useful")
+
+    work = _work(run, js)
+    w = work.per_step
+    # split of the useful-step time
+    data = np.minimum(np.nan_to_num(js["data_wait_s"].to_numpy(float)), labelled) if n else np.zeros(0)
+    strag_raw = np.nan_to_num((js["busy_max_s"] - js["busy_median_s"]).to_numpy(float)) if n else np.zeros(0)
+    strag = np.minimum(np.maximum(strag_raw, 0.0), np.maximum(labelled - data, 0.0))
+    clean = np.maximum(labelled - data - strag, 0.0)
+    for arr in (data, strag, clean):
+        arr[lost] = 0.0
+    window = _window(
+        js, ev, labelled, w, warmup_steps=warmup_steps, step_range=step_range,
+        tolerance=tolerance, lookahead=lookahead,
+    )
+    in_win = window.steps["in_window"].to_numpy(dtype=bool) if n else np.zeros(0, bool)
+    rho: float | None = None
+    useful_mask = ~lost
+    if n and useful_mask.any():
+        sel = in_win & (w > 0) & (labelled > 0)
+        if sel.any():
+            rho = float(np.median(clean[sel] / w[sel]))
+    ideal = rho * float(w[useful_mask].sum()) if rho is not None else 0.0
+    seconds["ideal_compute"] = ideal
+    seconds["stragglers"] = float(strag[useful_mask].sum()) if n else 0.0
+    seconds["data_stall"] += float(data[useful_mask].sum()) if n else 0.0
+    seconds["jitter"] = useful_s - ideal - seconds["stragglers"] - float(data[useful_mask].sum() if n else 0.0)
+    others = sum(v for k, v in seconds.items() if k != "unaccounted")
+    residual = wall - others
+    # float dust from the subtractions above is shown as 0 (|r| < 1e-10 W keeps the identity)
+    seconds["unaccounted"] = 0.0 if abs(residual) < 1e-10 * max(wall, 1e-300) else residual
+    steps_out = js.copy()
+    steps_out["labelled_s"] = labelled
+    steps_out["data_s"] = data
+    steps_out["straggler_s"] = strag
+    steps_out["clean_s"] = clean
+    steps_out["work"] = w
+    steps_out["in_window"] = in_win
+    steps_out["why"] = window.steps["why"].to_numpy() if n else np.zeros(0, object)
+    return Accounting(
+        run=run,
+        wall_s=wall,
+        seconds=seconds,
+        steps=steps_out,
+        window=window,
+        rho=rho,
+        work_unit=work.unit,
+        flops_per_unit=work.flops_per_unit,
+        flops_reason=work.flops_reason,
+        flops_source=work.flops_source,
+        peak_reason=_peak_reason(run),
+    )
+
+
+def steady_state_window(
+    run: Run,
+    *,
+    warmup_steps: int | None = None,
+    step_range: tuple[int, int] | None = None,
+    tolerance: float = 0.10,
+    lookahead: int = 5,
+) -> SteadyWindow:
+    """Where warm-up ends and which steps define steady state, with the reason.
+
+    Rule: per attempt, the reference is the median time per unit of work over the attempt's
+    second half; warm-up ends at the first step whose own time and the median of the next
+    ``lookahead`` steps are within ``max(tolerance, 3 robust SDs)`` of it (at most half of an
+    attempt counts as warm-up). Steps redone after a restart, and steps overlapping init, eval
+    or blocking checkpoint events, are left out. Override with ``warmup_steps`` (drop that many
+    leading steps per attempt) or ``step_range=(first, last)``.
+    """
+    return account(
+        run, warmup_steps=warmup_steps, step_range=step_range, tolerance=tolerance, lookahead=lookahead
+    ).window
+
+
+# --------------------------------------------------------------------------------------------
+# MFU summary
+
+
+@dataclass(frozen=True)
+class MFUSummary:
+    """Steady-state and end-to-end MFU (and HFU) with every denominator, or why not.
+
+    ``steady_state_mfu`` uses the ideal step time (the typical rank's clean step time, as in
+    the waterfall); ``window_mfu`` uses the *mean actual* step time over the steady-state
+    window, straggler waits and jitter included — the number training papers usually report.
+    """
+
+    steady_state_mfu: float | None
+    end_to_end_mfu: float | None
+    steady_state_hfu: float | None
+    end_to_end_hfu: float | None
+    goodput: float
+    wall_s: float
+    ideal_compute_s: float
+    ideal_step_s: float | None
+    work_unit: str
+    ideal_s_per_unit: float | None
+    window_mfu: float | None
+    useful_steps: int
+    useful_work: float
+    model_flops_per_unit: float | None
+    useful_model_flops: float | None
+    n_accelerators: int | None
+    peak_flops_per_accelerator: float | None
+    cluster_peak_flops: float | None
+    accelerator: str | None
+    dtype: str | None
+    peak_sparse: bool
+    peak_source: str | None
+    model_flops_source: str | None
+    window: dict[str, Any]
+    steady: MFUResult | None = None
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "steady"}
+        d["steady"] = None if self.steady is None else self.steady.to_dict()
+        return d
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table: metric, value, note (the reason where a value is unknown)."""
+        rows = []
+        for k in (
+            "steady_state_mfu", "window_mfu", "end_to_end_mfu", "steady_state_hfu", "end_to_end_hfu", "goodput",
+            "wall_s", "ideal_compute_s", "ideal_step_s", "useful_steps", "model_flops_per_unit",
+            "useful_model_flops", "n_accelerators", "peak_flops_per_accelerator", "cluster_peak_flops",
+        ):
+            v = getattr(self, k)
+            rows.append({"metric": k, "value": np.nan if v is None else float(v), "note": self.reasons.get(k, "")})
+        return pd.DataFrame(rows)
+
+    def lines(self) -> list[str]:
+        """Human-readable lines (MFU as a percentage; unknown values with their reason)."""
+
+        def pct(name: str) -> str:
+            v = getattr(self, name)
+            return f"{v:.2%}" if v is not None else f"unknown ({self.reasons.get(name, '')})"
+
+        out = [
+            f"Steady-state MFU: {pct('steady_state_mfu')} (ideal step)",
+            f"Steady-window MFU: {pct('window_mfu')} (mean actual step in the window)",
+            f"End-to-end MFU: {pct('end_to_end_mfu')}",
+        ]
+        if self.steady_state_hfu is not None:
+            out.append(f"Steady-state HFU: {pct('steady_state_hfu')}")
+        out.append(f"Goodput (ideal compute / wall): {self.goodput:.2%}" if math.isfinite(self.goodput) else "Goodput: n/a")
+        out.append(f"Wall time: {self.wall_s:,.3f} s; ideal step: "
+                   + (f"{self.ideal_step_s:.4g} s" if self.ideal_step_s is not None else "unknown"))
+        if self.cluster_peak_flops:
+            out.append(
+                f"Denominator: {self.n_accelerators} × {self.peak_flops_per_accelerator / 1e12:,.1f} TFLOP/s"
+                f" ({self.accelerator or '?'} {self.dtype or '?'}{', sparse' if self.peak_sparse else ''};"
+                f" source: {self.peak_source or '?'})"
+            )
+        return out
+
+
+def _summary_from(acc: Accounting) -> MFUSummary:
+    run = acc.run
+    m = run.meta
+    reasons: dict[str, str] = {}
+    fpu = acc.flops_per_unit
+    useful_flops = fpu * acc.useful_work if fpu is not None else None
+    n, p = m.n_accelerators, m.peak_flops_per_accelerator
+    steady = e2e = h_steady = h_e2e = window_mfu = None
+    steady_res: MFUResult | None = None
+    why = "; ".join(r for r in (acc.flops_reason, acc.peak_reason) if r)
+    if acc.rho is None or acc.rho <= 0:
+        why = "; ".join(r for r in (why, "no steady-state step time (no useful steps with time)") if r)
+    if not why:
+        assert fpu is not None and n and p and acc.rho
+        unit_per_step = acc.useful_work / acc.useful_steps
+        step_flops = fpu * unit_per_step
+        hw_step = None
+        if m.hardware_flops_per_step and m.model_flops_per_step:
+            hw_step = step_flops * float(m.hardware_flops_per_step) / float(m.model_flops_per_step)
+        steady_res = compute_mfu(
+            model_flops_per_step=step_flops,
+            step_seconds=acc.rho * unit_per_step,
+            n_accelerators=n,
+            peak_flops_per_accelerator=p,
+            hardware_flops_per_step=hw_step,
+            samples_per_step=unit_per_step if acc.work_unit == "sample" else (
+                m.global_batch if acc.work_unit == "step" else None),
+            tokens_per_step=unit_per_step if acc.work_unit == "token" else (
+                m.global_batch * m.seq_len if acc.work_unit == "step" and m.global_batch and m.seq_len else None),
+            accelerator=m.accelerator,
+            dtype=m.dtype,
+            sparse=m.peak_sparse,
+            peak_source=m.peak_source,
+        )
+        steady = steady_res.mfu
+        st = acc.steps
+        win = st["in_window"].to_numpy(bool) & (st["work"].to_numpy(float) > 0)
+        if win.any():
+            per_unit = float(st["labelled_s"].to_numpy(float)[win].sum() / st["work"].to_numpy(float)[win].sum())
+            window_mfu = float(_mfu(model_flops_per_step=fpu, step_seconds=per_unit,
+                                    n_accelerators=n, peak_flops_per_accelerator=p))
+        if acc.wall_s > 0 and useful_flops:
+            # end-to-end: useful model FLOPs over the whole wall time (formulas.mfu)
+            e2e = float(_mfu(model_flops_per_step=useful_flops, step_seconds=acc.wall_s,
+                             n_accelerators=n, peak_flops_per_accelerator=p))
+        else:
+            reasons["end_to_end_mfu"] = "no useful steps or zero wall time"
+        if steady_res.hfu is not None:
+            h_steady = steady_res.hfu
+            if e2e is not None:
+                h_e2e = float(hfu(hardware_flops_per_step=useful_flops * hw_step / step_flops,
+                                  step_seconds=acc.wall_s, n_accelerators=n, peak_flops_per_accelerator=p))
+        else:
+            hr = ("hardware FLOPs (with recomputation) unknown: set meta.hardware_flops_per_step "
+                  "and meta.model_flops_per_step")
+            reasons["steady_state_hfu"] = reasons["end_to_end_hfu"] = hr
+    else:
+        for k in ("steady_state_mfu", "end_to_end_mfu", "steady_state_hfu", "end_to_end_hfu", "window_mfu"):
+            reasons[k] = why
+    if fpu is None:
+        reasons["model_flops_per_unit"] = reasons["useful_model_flops"] = acc.flops_reason
+    if acc.peak_reason:
+        reasons["cluster_peak_flops"] = acc.peak_reason
+    return MFUSummary(
+        steady_state_mfu=steady,
+        end_to_end_mfu=e2e,
+        steady_state_hfu=h_steady,
+        end_to_end_hfu=h_e2e,
+        goodput=acc.goodput,
+        wall_s=acc.wall_s,
+        ideal_compute_s=acc.seconds["ideal_compute"],
+        ideal_step_s=acc.ideal_step_s,
+        work_unit=acc.work_unit,
+        ideal_s_per_unit=acc.rho,
+        window_mfu=window_mfu,
+        useful_steps=acc.useful_steps,
+        useful_work=acc.useful_work,
+        model_flops_per_unit=fpu,
+        useful_model_flops=useful_flops,
+        n_accelerators=n,
+        peak_flops_per_accelerator=p,
+        cluster_peak_flops=(n * p) if (n and p) else None,
+        accelerator=m.accelerator,
+        dtype=m.dtype,
+        peak_sparse=m.peak_sparse,
+        peak_source=m.peak_source,
+        model_flops_source=acc.flops_source,
+        window=acc.window.summary(),
+        steady=steady_res,
+        reasons=reasons,
+    )
+
+
+def mfu_summary(
+    run: Run | Accounting,
+    *,
+    warmup_steps: int | None = None,
+    step_range: tuple[int, int] | None = None,
+) -> MFUSummary:
+    """Steady-state MFU, end-to-end MFU, HFU where recomputation is known, and all denominators.
+
+    Unknown FLOPs or peak give ``None`` with the reason in ``reasons``; an MFU above 100 %
+    raises :class:`~mfu_toolkit.formulas.MFUAbove100Error` (an input is wrong).
+    """
+    acc = run if isinstance(run, Accounting) else account(run, warmup_steps=warmup_steps, step_range=step_range)
+    return _summary_from(acc)
+
+
+# --------------------------------------------------------------------------------------------
+# the waterfall table
+
+
+def breakdown(
+    run: Run | Accounting,
+    *,
+    warmup_steps: int | None = None,
+    step_range: tuple[int, int] | None = None,
+) -> pd.DataFrame:
+    """Wall time by category, as a waterfall between end-to-end and steady-state MFU.
+
+    Columns: ``category``, ``seconds``, ``share`` (of wall time), ``efficiency_after`` and
+    ``mfu_after``. The first row is ``ideal_compute`` (its ``*_after`` values are the run as it
+    is: end-to-end). The loss categories follow, largest share first; each row's ``*_after`` is
+    the value once that category *and every row above it* is removed, so the last row reaches
+    steady state (``efficiency_after`` = 1, ``mfu_after`` = steady-state MFU). Read bottom-up,
+    it is the waterfall from steady-state MFU down to end-to-end MFU. ``seconds`` sum to the
+    wall time; ``mfu_after`` is NaN where FLOPs or the peak are unknown (``attrs['reasons']``).
+    ``attrs`` also holds ``wall_s``, ``steady_state_mfu``, ``end_to_end_mfu`` and the rule.
+    """
+    acc = run if isinstance(run, Accounting) else account(run, warmup_steps=warmup_steps, step_range=step_range)
+    summ = _summary_from(acc)
+    sec = acc.seconds
+    losses = [c for c in CATEGORIES if c != "ideal_compute"]
+    rank = {c: i for i, c in enumerate(CATEGORIES)}
+    losses.sort(key=lambda c: (-sec[c], rank[c]))
+    order = ["ideal_compute", *losses]
+    wall = acc.wall_s
+    ideal = sec["ideal_compute"]
+    rows = []
+    removed = 0.0
+    for c in order:
+        if c != "ideal_compute":
+            removed += sec[c]
+        remaining = wall - removed
+        eff = ideal / remaining if remaining > 0 and ideal > 0 else float("nan")
+        if c == order[-1] and ideal > 0:
+            eff = 1.0  # every loss removed: exactly steady state
+        m = summ.steady_state_mfu * eff if summ.steady_state_mfu is not None else float("nan")
+        rows.append(
+            {
+                "category": c,
+                "seconds": sec[c],
+                "share": sec[c] / wall if wall > 0 else float("nan"),
+                "efficiency_after": eff,
+                "mfu_after": m,
+            }
+        )
+    df = pd.DataFrame(rows)
+    df.attrs.update(
+        {
+            "wall_s": wall,
+            "steady_state_mfu": summ.steady_state_mfu,
+            "end_to_end_mfu": summ.end_to_end_mfu,
+            "reasons": dict(summ.reasons),
+            "window": acc.window.summary(),
+            "rule": "see mfu_toolkit.analysis.breakdown module docstring (timeline priority sweep)",
+        }
+    )
+    return df

@@ -1,0 +1,277 @@
+"""``mfu analyze`` and ``mfu simulate``: the analysis layer on the command line.
+
+The main ``mfu`` parser calls :func:`add_parsers`. Each handler returns an exit code: 0 on
+success, 2 on a user error, printed as one line ``mfu <cmd>: error: ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_parsers", "run_analyze", "run_simulate"]
+
+
+def _error(cmd: str, exc: BaseException | str) -> int:
+    text = str(exc) if not isinstance(exc, str) else exc
+    one_line = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    print(f"mfu {cmd}: error: {one_line}", file=sys.stderr)
+    return 2
+
+
+# --------------------------------------------------------------------------------------------
+# analyze
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from ..run import LoadError, read_run
+
+    path = Path(args.path)
+    if not path.exists():
+        raise FileNotFoundError(f"no such file or directory: {str(path)!r}")
+    if args.format in (None, "auto") and path.suffix == ".parquet" and path.is_file():
+        try:
+            return read_run(path)
+        except LoadError:
+            pass  # a plain Parquet table: let the loaders try
+    try:
+        from ..io import load_run
+    except ImportError as exc:  # pragma: no cover - only while the loaders are missing
+        raise ValueError(f"no log loaders available to read {str(path)!r} ({exc})") from None
+    return load_run(path, args.format or "auto")
+
+
+def _apply_meta(run: Any, args: argparse.Namespace) -> Any:
+    meta = run.meta
+    if args.n_accelerators is not None:
+        if args.n_accelerators < 1:
+            raise ValueError(f"--n-accelerators must be an integer >= 1; got {args.n_accelerators}")
+        meta = meta.replace(n_accelerators=args.n_accelerators)
+    if args.accelerator:
+        meta = meta.with_accelerator(args.accelerator, args.dtype)
+    elif args.dtype_given:
+        meta = meta.replace(dtype=args.dtype)
+    if args.global_batch is not None:
+        meta = meta.replace(global_batch=args.global_batch)
+    if args.seq_len is not None:
+        meta = meta.replace(seq_len=args.seq_len)
+    for flag, field in (("flops_per_sample", "model_flops_per_sample"), ("flops_per_token", "model_flops_per_token"),
+                        ("flops_per_step", "model_flops_per_step")):
+        v = getattr(args, flag)
+        if v is not None:
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f"--{flag.replace('_', '-')} must be a finite number > 0; got {v}")
+            meta = meta.replace(**{field: v, "model_flops_source": f"command line --{flag.replace('_', '-')}"})
+    if args.preset:
+        from ..flops import model_flops
+
+        mf = model_flops(args.preset, seq_len=args.seq_len)
+        changes: dict[str, Any] = {
+            "model_flops_per_sample": float(mf.training_per_sample),
+            "model_flops_source": f"preset {args.preset!r}: {mf.source}"[:300],
+        }
+        if mf.training_per_token:
+            changes["model_flops_per_token"] = float(mf.training_per_token)
+        if mf.tokens_per_sample and meta.seq_len is None:
+            changes["seq_len"] = int(mf.tokens_per_sample)
+        meta = meta.replace(**changes)
+    return run.replace(meta=meta)
+
+
+def _fmt_table(df: Any, cols: list[str]) -> str:
+    def f(v: Any) -> str:
+        if isinstance(v, float):
+            return "n/a" if math.isnan(v) else f"{v:.6g}"
+        return str(v)
+
+    rows = [[f(v) for v in r] for r in df[cols].itertuples(index=False)]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(cols)]
+    line = "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(out)
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if hasattr(v, "item") and callable(v.item):
+        return _jsonable(v.item())
+    return v
+
+
+def run_analyze(args: argparse.Namespace) -> int:
+    """Load a log, then print the MFU summary, the scorecard and the waterfall (or JSON/HTML)."""
+    from ..analysis.breakdown import account, breakdown, mfu_summary
+    from ..analysis.scorecard import scorecard
+    from ..run import LoadError, SchemaError
+
+    try:
+        run = _apply_meta(_load(args), args)
+        acc = account(run, warmup_steps=args.warmup_steps)
+        summ = mfu_summary(acc)
+        bd = breakdown(acc)
+        sc = scorecard(acc)
+        if args.html:
+            from .report import html_report
+
+            html_report(acc, path=args.html)
+    except (LoadError, SchemaError, ValueError, TypeError, LookupError, OSError) as exc:
+        return _error("analyze", exc)
+    if args.json:
+        doc = {
+            "run": repr(run),
+            "summary": _jsonable(summ.to_dict()),
+            "breakdown": _jsonable(bd.to_dict(orient="records")),
+            "scorecard": _jsonable(sc.to_dict(orient="records")),
+            "window": _jsonable(acc.window.summary()),
+        }
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(repr(run))
+    print("\n".join(summ.lines()))
+    print(f"Steady-state window: {acc.window.n_steps} steps ({acc.window.reason})")
+    print("\nScorecard")
+    print(_fmt_table(sc, ["family", "metric", "value", "unit", "note"]))
+    print("\nWaterfall (each row removes its category and those above it)")
+    print(_fmt_table(bd, ["category", "seconds", "share", "efficiency_after", "mfu_after"]))
+    if args.html:
+        print(f"\nwrote {args.html}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# simulate
+
+# (flag, SimConfig field, type, help)
+_SIM_OPTIONS: tuple[tuple[str, str, type, str], ...] = (
+    ("--ranks", "n_ranks", int, "number of ranks (accelerators)"),
+    ("--steps", "n_steps", int, "training steps"),
+    ("--step-time", "step_time_s", float, "ideal step time in seconds"),
+    ("--jitter", "jitter", float, "sigma of per-rank lognormal noise"),
+    ("--slow-factor", "slow_factor", float, "compute multiplier of --slow-ranks"),
+    ("--transient-prob", "transient_prob", float, "chance a (step, rank) is hit by a transient slowdown"),
+    ("--transient-factor", "transient_factor", float, "multiplier of a transient slowdown"),
+    ("--data-stall-prob", "data_stall_prob", float, "chance a step starts with an input stall"),
+    ("--data-stall-s", "data_stall_s", float, "input stall length (s)"),
+    ("--warmup-steps", "warmup_steps", int, "slow steps after each (re)start"),
+    ("--warmup-factor", "warmup_factor", float, "first step's slowdown, decaying to 1"),
+    ("--init-s", "init_s", float, "initialisation time per attempt (s)"),
+    ("--eval-every", "eval_every", int, "steps between evaluations (0: none)"),
+    ("--eval-s", "eval_s", float, "evaluation time (s)"),
+    ("--checkpoint-every", "checkpoint_every", int, "steps between checkpoints (0: none)"),
+    ("--checkpoint-s", "checkpoint_s", float, "checkpoint write time (s)"),
+    ("--async-stall-s", "async_stall_s", float, "blocking snapshot of an async checkpoint (s)"),
+    ("--checkpoint-load-s", "checkpoint_load_s", float, "checkpoint load time on restart (s)"),
+    ("--mtbf-s", "mtbf_s", float, "job mean time between failures (s)"),
+    ("--restart-s", "restart_s", float, "downtime per failure (s)"),
+    ("--global-batch", "samples_per_step", float, "samples per step"),
+    ("--seq-len", "seq_len", int, "tokens per sample"),
+    ("--peak-flops", "peak_flops_per_accelerator", float, "peak FLOP/s per accelerator"),
+    ("--flops-per-step", "model_flops_per_step", float, "model FLOPs per step"),
+    ("--target-mfu", "target_mfu", float, "steady MFU used when --flops-per-step is not given"),
+    ("--seed", "seed", int, "random seed"),
+    ("--name", "name", str, "run name"),
+)
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers; got {text!r}") from None
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    """Build a SimConfig from the flags, simulate, and write the Run as Parquet."""
+    from ..run import save_run
+    from ..simulate import SimConfig, simulate
+
+    kw: dict[str, Any] = {}
+    for _flag, field, _t, _h in _SIM_OPTIONS:
+        v = getattr(args, field)
+        if v is not None:
+            kw[field] = v
+    if args.slow_ranks is not None:
+        kw["slow_ranks"] = args.slow_ranks
+    if args.fail_at_steps is not None:
+        kw["fail_at_steps"] = args.fail_at_steps
+    if args.checkpoint_mode is not None:
+        kw["checkpoint_mode"] = args.checkpoint_mode
+    if args.job_level:
+        kw["per_rank"] = False
+    try:
+        cfg = SimConfig(**kw)
+        run = simulate(cfg)
+        out = Path(args.output)
+        save_run(run, out)
+    except (ValueError, TypeError, OSError) as exc:
+        return _error("simulate", exc)
+    inj = run.meta.extra["injected"]
+    print(
+        f"wrote {out}: {cfg.n_ranks} ranks x {cfg.n_steps} steps, {run.n_attempts} attempt(s), "
+        f"{len(run.steps)} step rows, {len(run.events)} events, wall {run.wall_seconds:,.3f} s, "
+        f"{inj['failures']} failure(s), lost work {inj['lost_work_s']:,.3f} s"
+    )
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+
+
+class _DtypeAction(argparse.Action):
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.dtype_given = True
+
+
+def add_parsers(subparsers: Any) -> None:
+    """Add the ``analyze`` and ``simulate`` subcommands to an argparse subparsers object."""
+    a = subparsers.add_parser(
+        "analyze",
+        help="scorecard and steady-state → end-to-end waterfall of a training log",
+        description=(
+            "Load a training log (or a Run saved as Parquet), then print the MFU summary, the "
+            "scorecard and the waterfall of where the wall time went."
+        ),
+    )
+    a.add_argument("path", help="log file or folder, or a Run .parquet")
+    a.add_argument("--format", default=None, help="log format (default: detect)")
+    a.add_argument("--accelerator", help="accelerator name for the peak (from the registry)")
+    a.add_argument("--dtype", default="bf16", action=_DtypeAction, help="dtype of the peak (default bf16)")
+    a.add_argument("--n-accelerators", "--gpus", dest="n_accelerators", type=int, help="accelerators in the job")
+    g = a.add_mutually_exclusive_group()
+    g.add_argument("--flops-per-sample", type=float, help="model training FLOPs per sample")
+    g.add_argument("--flops-per-token", type=float, help="model training FLOPs per token")
+    g.add_argument("--flops-per-step", type=float, help="model training FLOPs per step")
+    g.add_argument("--preset", help="model preset for the FLOPs (see `mfu flops --list`)")
+    a.add_argument("--global-batch", type=float, help="samples per step")
+    a.add_argument("--seq-len", type=int, help="tokens per sample")
+    a.add_argument("--warmup-steps", type=int, help="override: warm-up steps dropped per attempt")
+    o = a.add_mutually_exclusive_group()
+    o.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    o.add_argument("--html", metavar="REPORT.html", help="also write an HTML report with figures")
+    a.set_defaults(func=run_analyze, dtype_given=False)
+
+    s = subparsers.add_parser(
+        "simulate",
+        help="write a synthetic Run (Parquet) for what-ifs",
+        description="Simulate a synchronous training job and write it as a Run Parquet file.",
+    )
+    s.add_argument("-o", "--output", required=True, help="output .parquet path")
+    for flag, field, typ, hlp in _SIM_OPTIONS:
+        s.add_argument(flag, dest=field, type=typ, default=None, help=hlp)
+    s.add_argument("--slow-ranks", type=_int_list, default=None, help="comma-separated persistent straggler ranks")
+    s.add_argument("--fail-at-steps", type=_int_list, default=None, help="comma-separated steps at which to fail")
+    s.add_argument("--checkpoint-mode", choices=("blocking", "async"), default=None, help="checkpoint mode")
+    s.add_argument("--job-level", action="store_true", help="one row per step (rank -1) instead of per rank")
+    s.set_defaults(func=run_simulate)

@@ -1,0 +1,125 @@
+"""The scorecard: four families of acceptance metrics for one run.
+
+- **model progress**: samples/s, tokens/s and effective model FLOP/s, end to end and at steady
+  state;
+- **compute efficiency**: steady-state and end-to-end MFU, HFU where known, goodput, and the
+  accelerator idle share where a utilisation trace is attached;
+- **scaling efficiency**: against other runs of the same job at other sizes, when given;
+- **reliability**: failures, restarts, mean time to recover, checkpoint time, lost work and the
+  straggler tail (p99/p50 of the job-level step time).
+
+Every metric is one tidy row: ``family, metric, value, unit, note``. Unknown values are NaN with
+the reason in ``note``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..run import Run
+from .breakdown import Accounting, account, mfu_summary
+from .checkpoint import checkpoint_report
+from .scaling import run_throughput, scaling_from_runs
+
+__all__ = ["FAMILIES", "scorecard", "gpu_idle_share"]
+
+FAMILIES = ("model_progress", "compute_efficiency", "scaling_efficiency", "reliability")
+_UTIL_RE = re.compile(r"(gpu|accelerator|device|sm).*util", re.IGNORECASE)
+
+
+def gpu_idle_share(run: Run) -> tuple[float | None, str]:
+    """Mean idle share of the accelerators from an attached utilisation table, if any.
+
+    Looks in ``run.tables`` for a column whose name mentions GPU/device utilisation (values in
+    percent when any exceeds 1, else fractions). Returns ``(None, reason)`` when there is none.
+    """
+    for name, df in run.tables.items():
+        for col in df.columns:
+            if _UTIL_RE.search(str(col)):
+                v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
+                v = v[np.isfinite(v)]
+                if not len(v):
+                    continue
+                frac = v / 100.0 if np.nanmax(v) > 1.0 else v
+                return float(1.0 - np.mean(frac)), f"from tables[{name!r}][{col!r}] ({len(v)} samples)"
+    return None, "no accelerator utilisation trace attached to the run"
+
+
+def scorecard(
+    run: Run | Accounting,
+    *,
+    others: Sequence[Run] | None = None,
+) -> pd.DataFrame:
+    """The seed's four families of metrics for one run, as a tidy table.
+
+    ``others``: runs of the same job at other sizes; with them, the scaling family reports this
+    run's efficiency against the smallest.
+    """
+    acc = run if isinstance(run, Accounting) else account(run)
+    r = acc.run
+    summ = mfu_summary(acc)
+    rows: list[dict[str, object]] = []
+
+    def add(family: str, metric: str, value: float | None, unit: str, note: str = "") -> None:
+        rows.append({"family": family, "metric": metric,
+                     "value": float("nan") if value is None else float(value), "unit": unit, "note": note})
+
+    wall = acc.wall_s
+    useful_steps = acc.useful_steps
+    # model progress
+    for metric, unit in (("samples_per_s", "samples/s"), ("tokens_per_s", "tokens/s"), ("flops_per_s", "FLOP/s")):
+        steady, why = run_throughput(acc, metric=metric)
+        e2e = None
+        if steady is not None and acc.ideal_step_s and wall > 0:
+            # end to end: the same useful work over the whole wall time
+            e2e = steady * acc.seconds["ideal_compute"] / wall
+        name = {"flops_per_s": "model_flops_per_s"}.get(metric, metric)
+        add("model_progress", f"{name}_steady", steady, unit, why)
+        add("model_progress", f"{name}_end_to_end", e2e, unit, why)
+    add("model_progress", "useful_steps", useful_steps, "steps")
+    # compute efficiency
+    add("compute_efficiency", "steady_state_mfu", summ.steady_state_mfu, "fraction", summ.reasons.get("steady_state_mfu", ""))
+    add("compute_efficiency", "end_to_end_mfu", summ.end_to_end_mfu, "fraction", summ.reasons.get("end_to_end_mfu", ""))
+    add("compute_efficiency", "steady_state_hfu", summ.steady_state_hfu, "fraction", summ.reasons.get("steady_state_hfu", ""))
+    add("compute_efficiency", "goodput", summ.goodput, "fraction", "ideal compute time / wall time")
+    idle, why = gpu_idle_share(r)
+    add("compute_efficiency", "gpu_idle_share", idle, "fraction", why)
+    # scaling
+    if others:
+        try:
+            allruns = [r, *others]
+            tab = scaling_from_runs(allruns, names=[f"run{i}" for i in range(len(allruns))])
+            mine = tab[tab["run"] == "run0"].iloc[0]
+            add("scaling_efficiency", "scaling_efficiency", mine["scaling_efficiency"], "fraction",
+                f"vs {int(tab['n_accelerators'].iloc[0])} accelerators, samples/s")
+        except ValueError as exc:
+            add("scaling_efficiency", "scaling_efficiency", None, "fraction", str(exc))
+    else:
+        add("scaling_efficiency", "scaling_efficiency", None, "fraction", "needs runs at other sizes (others=[...])")
+    # reliability
+    ck = checkpoint_report(acc)
+    add("reliability", "failures", ck.failures, "count")
+    add("reliability", "restarts", ck.restarts, "count")
+    add("reliability", "mean_time_to_recover_s", ck.mean_time_to_recover_s, "s",
+        "" if ck.mean_time_to_recover_s is not None else "no restart in the run")
+    add("reliability", "failure_downtime_s", ck.failure_downtime_s, "s")
+    add("reliability", "lost_work_s", ck.lost_work_s, "s")
+    add("reliability", "checkpoint_s_total", ck.checkpoint_s_total, "s")
+    add("reliability", "checkpoint_s_median", ck.checkpoint_s_median, "s",
+        "" if ck.checkpoint_s_median is not None else "no blocking checkpoint events")
+    span = acc.steps.loc[~acc.steps["lost"] & acc.steps["in_window"], "span_s"].to_numpy(float)
+    if len(span):
+        p50, p99 = np.percentile(span, [50, 99])
+        add("reliability", "step_time_p50_s", p50, "s", "steady-state window")
+        add("reliability", "step_time_p99_s", p99, "s", "steady-state window")
+        add("reliability", "straggler_tail_p99_p50", p99 / p50 if p50 > 0 else None, "ratio", "steady-state window")
+    else:
+        for m in ("step_time_p50_s", "step_time_p99_s", "straggler_tail_p99_p50"):
+            add("reliability", m, None, "s" if m.endswith("_s") else "ratio", "no steps in the steady-state window")
+    add("reliability", "straggler_share", acc.seconds["stragglers"] / wall if wall > 0 else None, "fraction",
+        "wall time spent waiting for the slowest rank")
+    return pd.DataFrame(rows, columns=["family", "metric", "value", "unit", "note"])

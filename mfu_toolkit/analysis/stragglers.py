@@ -1,0 +1,631 @@
+"""Stragglers: who holds a synchronous job back, how often, how much, and why.
+
+Three views:
+
+- **Per-rank steps** (a Run with ``rank >= 0`` rows): per-step spread (max − median over ranks),
+  who was slowest and how often, a per-rank score relative to the fastest rank (persistent vs
+  transient stragglers), the share of wall time spent waiting for the slowest rank, and a what-if
+  step time without the worst ``k`` ranks. A rank's time is ``compute_s`` where logged (its own
+  work), else its step duration minus its data wait.
+- **Per-operation traces** (the ``straggler_ops`` form: ``dp_rank, stage, rank, step, optype,
+  duration, ...``): per-worker compute time, and a verdict — one slow worker, pipeline-stage
+  imbalance, or no persistent culprit (slowness spread at random over workers, as sequence-length
+  imbalance produces) — with the evidence. The attribution is a what-if in the spirit of Lin et
+  al. 2025, "Understanding Stragglers in Large Model Training Using What-if Analysis"
+  (arXiv:2505.05713), computed with this module's own simple model (see
+  :func:`classify_op_stragglers`).
+- **Theory**: the expected synchronous step time ``E[max of N iid rank times]`` as ``N`` grows
+  (order statistics), exact by numerical integration for normal, lognormal and exponential rank
+  times, exact for an empirical sample, Monte Carlo for anything else.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..run import Run
+from .breakdown import Accounting, _busy_and_wait, account
+
+__all__ = [
+    "STRAGGLER_KINDS",
+    "DISTRIBUTIONS",
+    "step_spread",
+    "rank_scores",
+    "straggler_summary",
+    "StragglerSummary",
+    "without_worst_ranks",
+    "op_worker_compute",
+    "op_time_by_type",
+    "classify_op_stragglers",
+    "OpStragglerVerdict",
+    "expected_max",
+    "sync_step_time",
+]
+
+STRAGGLER_KINDS: dict[str, str] = {
+    "slow_worker": "one slow worker: a single worker is persistently slower than its peers",
+    "stage_imbalance": "pipeline-stage imbalance: one stage carries more work than the others",
+    "spread": (
+        "no persistent culprit: random slowness spread over workers, changing from step to step "
+        "(e.g. sequence-length imbalance across data-parallel ranks)"
+    ),
+    "none": "no material straggling: the slowest worker is close to a balanced one",
+}
+DISTRIBUTIONS = ("normal", "lognormal", "exponential")
+
+
+def _check_threshold(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not (0 <= value < 100):
+        raise ValueError(f"{name} must be a number in [0, 100) (a relative slowdown, 0.05 = 5%); got {value!r}")
+    return float(value)
+
+
+def _check_k(name: str, value: Any, *, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+# --------------------------------------------------------------------------------------------
+# per-rank steps
+
+
+@dataclass(frozen=True)
+class _Matrix:
+    keys: pd.DataFrame  # attempt, step (one row per useful job-level step)
+    ranks: np.ndarray
+    busy: np.ndarray  # steps × ranks, NaN where a rank has no row
+
+
+def _rank_matrix(run: Run) -> _Matrix:
+    """Busy time of each rank in each useful step, as a dense steps × ranks matrix."""
+    s = run.steps
+    per_rank = s["rank"].to_numpy() >= 0
+    if not per_rank.any():
+        raise ValueError(
+            "run has no per-rank steps (every row has rank = -1); straggler analysis by rank "
+            "needs rows with rank >= 0 (or use classify_op_stragglers on a per-operation trace)"
+        )
+    busy, _ = _busy_and_wait(s)
+    att = s["attempt"].to_numpy(np.int64)[per_rank]
+    stp = s["step"].to_numpy(np.int64)[per_rank]
+    rk = s["rank"].to_numpy(np.int64)[per_rank]
+    busy = busy[per_rank]
+    # lost steps: the step number reappears in a later attempt
+    last = pd.Series(att).groupby(stp).transform("max").to_numpy()
+    keep = att >= last
+    att, stp, rk, busy = att[keep], stp[keep], rk[keep], busy[keep]
+    lo = int(stp.min())
+    width = int(stp.max()) - lo + 1
+    key = att * width + (stp - lo)
+    ukeys, gidx = np.unique(key, return_inverse=True)
+    ranks, ridx = np.unique(rk, return_inverse=True)
+    mat = np.full((len(ukeys), len(ranks)), np.nan)
+    mat[gidx, ridx] = busy
+    keys = pd.DataFrame({"attempt": ukeys // width, "step": ukeys % width + lo})
+    return _Matrix(keys, ranks, mat)
+
+
+def step_spread(run: Run) -> pd.DataFrame:
+    """Per useful step: median and max rank time, the spread (max − median) and the slowest rank.
+
+    ``rel_spread`` = spread / median: how much longer everyone waited than the typical rank.
+    """
+    m = _rank_matrix(run)
+    med = np.nanmedian(m.busy, axis=1)
+    mx = np.nanmax(m.busy, axis=1)
+    slow = m.ranks[np.nanargmax(m.busy, axis=1)]
+    out = m.keys.copy()
+    out["n_ranks"] = np.sum(np.isfinite(m.busy), axis=1)
+    out["median_s"] = med
+    out["max_s"] = mx
+    out["spread_s"] = mx - med
+    out["rel_spread"] = np.divide(mx - med, med, out=np.full(len(med), np.nan), where=med > 0)
+    out["slowest_rank"] = slow
+    return out
+
+
+def rank_scores(run: Run, *, threshold: float = 0.05) -> pd.DataFrame:
+    """Per rank: how much slower than the fastest rank, how often slowest, and its kind.
+
+    ``score`` = (rank's median time / the fastest rank's median time) − 1 over useful steps.
+    ``slow_steps`` counts steps where the rank took more than ``1 + threshold`` times that
+    step's median. ``kind`` is ``persistent`` when ``score > threshold``, ``transient`` when the
+    rank is not persistent but had slow steps, else ``normal``. Sorted by score, worst first.
+    """
+    threshold = _check_threshold("threshold", threshold)
+    m = _rank_matrix(run)
+    med_rank = np.nanmedian(m.busy, axis=0)
+    fastest = np.nanmin(med_rank)
+    score = med_rank / fastest - 1.0 if fastest > 0 else np.full(len(med_rank), np.nan)
+    step_med = np.nanmedian(m.busy, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        slow = m.busy > (1.0 + threshold) * step_med
+    slowest = np.nanargmax(m.busy, axis=1)
+    n_slowest = np.bincount(slowest, minlength=len(m.ranks))
+    n_steps = np.sum(np.isfinite(m.busy), axis=0)
+    kind = np.where(score > threshold, "persistent", np.where(slow.sum(axis=0) > 0, "transient", "normal"))
+    out = pd.DataFrame(
+        {
+            "rank": m.ranks,
+            "steps": n_steps,
+            "median_s": med_rank,
+            "score": score,
+            "n_slowest": n_slowest,
+            "share_slowest": n_slowest / max(len(m.keys), 1),
+            "slow_steps": slow.sum(axis=0),
+            "share_slow_steps": slow.sum(axis=0) / np.maximum(n_steps, 1),
+            "kind": kind,
+        }
+    )
+    return out.sort_values(["score", "n_slowest"], ascending=False, kind="stable").reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class StragglerSummary:
+    """Headline straggler facts for a run with per-rank steps."""
+
+    wall_s: float
+    straggler_s: float
+    wall_share: float
+    threshold: float
+    persistent_ranks: list[int]
+    transient_ranks: int
+    slow_rank_steps_share: float
+    most_often_slowest: int | None
+    most_often_slowest_share: float
+    step_p50_s: float
+    step_p99_s: float
+    tail_ratio: float
+    scores: pd.DataFrame = field(repr=False)
+
+    def lines(self) -> list[str]:
+        per = ", ".join(map(str, self.persistent_ranks)) or "none"
+        return [
+            f"Waiting for the slowest rank: {self.straggler_s:,.3f} s = {self.wall_share:.2%} of wall time",
+            f"Persistent stragglers (> {self.threshold:.0%} slower than the fastest rank): {per}",
+            f"Rank-steps more than {self.threshold:.0%} above the step median: {self.slow_rank_steps_share:.2%}",
+            f"Most often slowest: rank {self.most_often_slowest} ({self.most_often_slowest_share:.0%} of steps)",
+            f"Step time p50 {self.step_p50_s:.4g} s, p99 {self.step_p99_s:.4g} s (p99/p50 = {self.tail_ratio:.3f})",
+        ]
+
+
+def straggler_summary(run: Run | Accounting, *, threshold: float = 0.05) -> StragglerSummary:
+    """Wall share lost waiting for the slowest rank, persistent/transient ranks, step-time tail."""
+    acc = run if isinstance(run, Accounting) else account(run)
+    sc = rank_scores(acc.run, threshold=threshold)
+    m = _rank_matrix(acc.run)
+    step_med = np.nanmedian(m.busy, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        slow_share = float(np.nanmean(m.busy > (1.0 + threshold) * step_med))
+    top = sc.sort_values("n_slowest", ascending=False, kind="stable").iloc[0]
+    span = acc.steps.loc[~acc.steps["lost"], "span_s"].to_numpy(float)
+    p50 = float(np.percentile(span, 50)) if len(span) else float("nan")
+    p99 = float(np.percentile(span, 99)) if len(span) else float("nan")
+    strag = acc.seconds["stragglers"]
+    return StragglerSummary(
+        wall_s=acc.wall_s,
+        straggler_s=strag,
+        wall_share=strag / acc.wall_s if acc.wall_s > 0 else float("nan"),
+        threshold=float(threshold),
+        persistent_ranks=[int(r) for r in sc.loc[sc["kind"] == "persistent", "rank"]],
+        transient_ranks=int((sc["kind"] == "transient").sum()),
+        slow_rank_steps_share=slow_share,
+        most_often_slowest=int(top["rank"]),
+        most_often_slowest_share=float(top["share_slowest"]),
+        step_p50_s=p50,
+        step_p99_s=p99,
+        tail_ratio=p99 / p50 if p50 > 0 else float("nan"),
+        scores=sc,
+    )
+
+
+def without_worst_ranks(run: Run, *, k: int = 3) -> pd.DataFrame:
+    """What-if: the mean step time if the ``k`` worst ranks (by score) ran like the next one.
+
+    For each ``j = 0..k`` the step's rank-bound time becomes the max over the remaining ranks
+    (the removed ranks' work assumed spread over healthy ones at no cost). Columns: ``removed``
+    (j), ``ranks`` (which), ``mean_step_s``, ``saving_s`` per step and ``speedup``.
+    """
+    k = _check_k("k", k)
+    m = _rank_matrix(run)
+    sc = rank_scores(run)
+    order = [int(r) for r in sc["rank"]]
+    js = account(run).steps
+    js = js[~js["lost"]].set_index(["attempt", "step"])
+    keyed = m.keys.set_index(["attempt", "step"]).index
+    span = js.loc[keyed, "span_s"].to_numpy(float)
+    full_max = np.nanmax(m.busy, axis=1)
+    col = {int(r): i for i, r in enumerate(m.ranks)}
+    rows = []
+    base = float(np.mean(span)) if len(span) else float("nan")
+    for j in range(min(k, len(order) - 1) + 1):
+        drop = order[:j]
+        keep = np.ones(len(m.ranks), bool)
+        keep[[col[r] for r in drop]] = False
+        new_max = np.nanmax(m.busy[:, keep], axis=1)
+        t = span - (full_max - new_max)
+        mean_t = float(np.mean(t)) if len(t) else float("nan")
+        rows.append(
+            {"removed": j, "ranks": drop, "mean_step_s": mean_t, "saving_s": base - mean_t,
+             "speedup": base / mean_t if mean_t > 0 else float("nan")}
+        )
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# per-operation traces
+
+
+def _ops_frame(ops: pd.DataFrame | Run) -> pd.DataFrame:
+    if isinstance(ops, Run):
+        if "ops" not in ops.tables:
+            raise ValueError(
+                f"run has no 'ops' table (tables: {sorted(ops.tables) or 'none'}); load a "
+                "per-operation trace, or pass the op DataFrame itself"
+            )
+        ops = ops.tables["ops"]
+    if not isinstance(ops, pd.DataFrame):
+        raise TypeError(f"ops must be a DataFrame or a Run with tables['ops']; got {type(ops).__name__}")
+    need = {"step", "optype", "duration"}
+    missing = sorted(need - set(ops.columns))
+    if missing or not ({"dp_rank", "rank"} & set(ops.columns)):
+        raise ValueError(
+            f"ops must have columns step, optype, duration and dp_rank (or rank); missing "
+            f"{missing or ['dp_rank/rank']}; got columns {list(ops.columns)}"
+        )
+    return ops
+
+
+def _compute_mask(ops: pd.DataFrame, compute_optypes: Sequence[str] | None) -> np.ndarray:
+    opt = ops["optype"].astype(str)
+    if compute_optypes is None:
+        mask = opt.str.endswith("-compute") | (opt == "compute")
+        if not mask.any():
+            raise ValueError(
+                "no compute operations found (optype ending in '-compute'); pass "
+                f"compute_optypes=[...] from the optypes present: {sorted(opt.unique())[:20]}"
+            )
+        return mask.to_numpy()
+    if isinstance(compute_optypes, str) or not all(isinstance(o, str) for o in compute_optypes):
+        raise ValueError(f"compute_optypes must be a list of optype names; got {compute_optypes!r}")
+    mask = opt.isin(list(compute_optypes))
+    if not mask.any():
+        raise ValueError(
+            f"compute_optypes {list(compute_optypes)} match no rows; optypes present: {sorted(opt.unique())[:20]}"
+        )
+    return mask.to_numpy()
+
+
+def _worker_cols(ops: pd.DataFrame) -> list[str]:
+    if "dp_rank" in ops.columns and "stage" in ops.columns:
+        return ["dp_rank", "stage"]
+    if "dp_rank" in ops.columns:
+        return ["dp_rank"]
+    return ["rank"]
+
+
+def op_worker_compute(ops: pd.DataFrame | Run, *, compute_optypes: Sequence[str] | None = None) -> pd.DataFrame:
+    """Compute seconds per (step, worker): the sum of the worker's compute ops in that step.
+
+    A worker is a (``dp_rank``, ``stage``) pair when both columns exist (tensor-parallel ranks of
+    one pipeline stage move in lockstep), else ``dp_rank`` or ``rank``.
+    """
+    ops = _ops_frame(ops)
+    c = ops[_compute_mask(ops, compute_optypes)]
+    cols = ["step", *_worker_cols(ops)]
+    out = c.groupby(cols, observed=True, sort=True)["duration"].sum().astype(float).reset_index()
+    return out.rename(columns={"duration": "compute_s"})
+
+
+def op_time_by_type(ops: pd.DataFrame | Run) -> pd.DataFrame:
+    """Mean seconds per step spent in each optype, per worker (tidy: worker cols, optype, seconds)."""
+    ops = _ops_frame(ops)
+    cols = _worker_cols(ops)
+    per = ops.groupby(["step", *cols, "optype"], observed=True)["duration"].sum().astype(float).reset_index()
+    out = per.groupby([*cols, "optype"], observed=True)["duration"].mean().reset_index()
+    out["optype"] = out["optype"].astype(str)
+    return out.rename(columns={"duration": "seconds_per_step"})
+
+
+@dataclass(frozen=True)
+class OpStragglerVerdict:
+    """Which kind of straggling a per-operation trace shows, and the numbers behind it.
+
+    ``shares`` attributes the critical compute time above a perfectly balanced job to three
+    causes (fractions of the actual critical time): ``stage`` (persistent differences between
+    pipeline stages), ``worker`` (one worker persistently slower than its stage), ``transient``
+    (step-to-step slowness of varying workers). ``kind`` is the largest, or ``none`` when all
+    are below ``min_share``.
+    """
+
+    kind: str
+    label: str
+    shares: dict[str, float]
+    evidence: dict[str, Any]
+    workers: pd.DataFrame = field(repr=False)
+    stages: pd.DataFrame = field(repr=False)
+
+    def lines(self) -> list[str]:
+        e = self.evidence
+        out = [f"Verdict: {self.label}"]
+        out.append(
+            "What-if shares of the critical compute time: "
+            + ", ".join(f"{k} {v:.1%}" for k, v in self.shares.items())
+        )
+        out.append(
+            f"Worst worker {e['worst_worker']}: {e['worst_worker_slowdown']:.2f}× its stage's median, "
+            f"slowest in {e['worst_worker_slowest_share']:.0%} of steps"
+        )
+        out.append(
+            f"Stage medians {e['stage_medians_s']} s (max/min {e['stage_ratio']:.2f}); "
+            f"{e['distinct_slowest_workers']} distinct workers were slowest at least once over {e['steps']} steps; "
+            f"median per-step spread across a stage's workers {e['median_cv_within_stage']:.1%}"
+        )
+        return out
+
+
+def classify_op_stragglers(
+    ops: pd.DataFrame | Run,
+    *,
+    compute_optypes: Sequence[str] | None = None,
+    min_share: float = 0.02,
+) -> OpStragglerVerdict:
+    """Name the kind of straggling in a per-operation trace: slow worker, stage imbalance or spread.
+
+    Model (a what-if on compute time only, because waiting and communication reflect *other*
+    workers' slowness): ``C[s, w]`` is worker ``w``'s compute in step ``s``; the step is bound by
+    ``max_w C[s, w]``. In log space, after removing each step's median (work common to all),
+    ``log C = α_stage + β_worker + ε_step,worker`` with ``α`` the stage's median, ``β`` the
+    worker's median offset from its stage and ``ε`` the rest. Removing a cause sets ``α`` to the
+    mean over stages (same total work, balanced partition), ``β`` to 0 or ``ε`` to 0. The drop in
+    the mean critical time ``mean_s max_w C`` is shared among the three causes by Shapley values
+    (the average drop over every order of removal), as fractions of the actual critical time.
+    """
+    min_share = _check_threshold("min_share", min_share)
+    ops = _ops_frame(ops)
+    wc = op_worker_compute(ops, compute_optypes=compute_optypes)
+    wcols = _worker_cols(ops)
+    table = wc.pivot_table(index="step", columns=wcols, values="compute_s", aggfunc="sum", observed=True)
+    table = table.dropna(axis=0, how="any")
+    if table.shape[0] < 2 or table.shape[1] < 2:
+        raise ValueError(
+            f"need at least 2 steps and 2 workers with compute in every step; got {table.shape[0]} "
+            f"steps × {table.shape[1]} workers"
+        )
+    vals = table.to_numpy(dtype=float)
+    if np.any(vals <= 0):
+        raise ValueError("compute durations must be > 0 in every step for every worker")
+    workers = list(table.columns)
+    stage_of = (
+        np.array([w[wcols.index("stage")] for w in workers]) if "stage" in wcols else np.zeros(len(workers), int)
+    )
+    x = np.log(vals)
+    step_c = np.median(x, axis=1, keepdims=True)
+    r = x - step_c
+    stages = np.unique(stage_of)
+    alpha_s = {p: float(np.median(r[:, stage_of == p])) for p in stages}
+    alpha = np.array([alpha_s[p] for p in stage_of])
+    beta = np.median(r - alpha, axis=0)
+    eps = r - alpha - beta
+    alpha_bal = float(np.mean(list(alpha_s.values())))
+    causes = ("stage", "worker", "transient")
+
+    def critical(removed: frozenset[str]) -> float:
+        a = np.full_like(alpha, alpha_bal) if "stage" in removed else alpha
+        b = np.zeros_like(beta) if "worker" in removed else beta
+        e = np.zeros_like(eps) if "transient" in removed else eps
+        return float(np.mean(np.exp(step_c[:, 0] + np.max(a + b + e, axis=1))))
+
+    actual = critical(frozenset())
+    shap = {}
+    for c in causes:
+        rest = [o for o in causes if o != c]
+        v = 0.0
+        for size in range(len(rest) + 1):
+            weight = math.factorial(size) * math.factorial(len(causes) - size - 1) / math.factorial(len(causes))
+            for sub in itertools.combinations(rest, size):
+                s = frozenset(sub)
+                v += weight * (critical(s) - critical(s | {c}))
+        shap[c] = v / actual
+    best = max(shap, key=lambda k: shap[k])
+    kind = {"stage": "stage_imbalance", "worker": "slow_worker", "transient": "spread"}[best]
+    if shap[best] < min_share:
+        kind = "none"
+    # evidence
+    slowest = np.argmax(vals, axis=1)
+    counts = np.bincount(slowest, minlength=len(workers))
+    stage_med_time = {int(p): float(np.median(vals[:, stage_of == p])) for p in stages}
+    rel = vals / np.array([stage_med_time[int(p)] for p in stage_of])[None, :]
+    worker_slow = np.median(rel, axis=0)
+    worst = int(np.argmax(beta))
+    cv = []
+    for p in stages:
+        sub = vals[:, stage_of == p]
+        if sub.shape[1] > 1:
+            cv.append(np.std(sub, axis=1) / np.mean(sub, axis=1))
+    med_cv = float(np.median(np.concatenate(cv))) if cv else 0.0
+
+    def wname(w: Any) -> str:
+        if isinstance(w, tuple):
+            return ", ".join(f"{c}={int(v)}" for c, v in zip(wcols, w, strict=True))
+        return f"{wcols[0]}={int(w)}"
+
+    wdf = pd.DataFrame(
+        {
+            "worker": [wname(w) for w in workers],
+            "stage": stage_of,
+            "median_compute_s": np.median(vals, axis=0),
+            "slowdown_vs_stage": worker_slow,
+            "n_slowest": counts,
+            "share_slowest": counts / vals.shape[0],
+        }
+    ).sort_values("slowdown_vs_stage", ascending=False, kind="stable").reset_index(drop=True)
+    sdf = pd.DataFrame(
+        {"stage": list(stage_med_time), "median_compute_s": list(stage_med_time.values())}
+    )
+    sdf["ratio_to_fastest"] = sdf["median_compute_s"] / sdf["median_compute_s"].min()
+    evidence = {
+        "steps": int(vals.shape[0]),
+        "workers": int(vals.shape[1]),
+        "actual_critical_s": actual,
+        "balanced_critical_s": critical(frozenset(causes)),
+        "worst_worker": wname(workers[worst]),
+        "worst_worker_slowdown": float(worker_slow[worst]),
+        "worst_worker_slowest_share": float(counts[worst] / vals.shape[0]),
+        "most_often_slowest": wname(workers[int(np.argmax(counts))]),
+        "most_often_slowest_share": float(counts.max() / vals.shape[0]),
+        "distinct_slowest_workers": int((counts > 0).sum()),
+        "stage_medians_s": {k: round(v, 4) for k, v in stage_med_time.items()},
+        "stage_ratio": float(max(stage_med_time.values()) / min(stage_med_time.values())),
+        "median_cv_within_stage": med_cv,
+    }
+    return OpStragglerVerdict(kind, STRAGGLER_KINDS[kind], shap, evidence, wdf, sdf)
+
+
+# --------------------------------------------------------------------------------------------
+# order statistics
+
+
+def _norm_cdf(z: np.ndarray) -> np.ndarray:
+    return 0.5 * _erfc(-z / math.sqrt(2.0))
+
+
+def _norm_sf(z: np.ndarray) -> np.ndarray:
+    return 0.5 * _erfc(z / math.sqrt(2.0))
+
+
+_erfc = np.vectorize(math.erfc, otypes=[float])
+
+
+def _pow_cdf(cdf: np.ndarray, sf: np.ndarray, n: float) -> np.ndarray:
+    """F^n computed stably as exp(n · log1p(−sf)) where F is close to 1."""
+    with np.errstate(divide="ignore"):
+        logf = np.where(sf < 0.5, np.log1p(-sf), np.log(np.maximum(cdf, 1e-300)))
+    return np.exp(n * logf)
+
+
+def _integrate(y: np.ndarray, x: np.ndarray) -> float:
+    return float(np.sum((y[1:] + y[:-1]) * np.diff(x)) / 2.0)
+
+
+def expected_max(
+    n: int,
+    *,
+    dist: str | Sequence[float] | np.ndarray | Callable[[np.random.Generator, int], np.ndarray] = "normal",
+    mean: float = 1.0,
+    std: float = 0.1,
+    n_mc: int = 2000,
+    seed: int = 0,
+) -> float:
+    """E[max of ``n`` iid rank step times]: the synchronous step time of ``n`` ranks.
+
+    ``dist``: ``"normal"``, ``"lognormal"`` or ``"exponential"`` (shifted so that it has the
+    given ``mean`` and ``std``: ``mean − std + Exp(std)``) — exact, by numerical integration of
+    ``E[M] = ∫_0^∞ (1 − F(x)^n) dx − ∫_{−∞}^0 F(x)^n dx`` (e.g. David & Nagaraja, *Order
+    Statistics*, 3rd ed., §3.1); an array of observed times — exact for the empirical
+    distribution, ``Σ x_(i) [(i/m)^n − ((i−1)/m)^n]``; or a callable ``(rng, size) -> samples`` —
+    Monte Carlo with ``n_mc`` replications.
+    """
+    n = _check_k("n", n, minimum=1)
+    if isinstance(dist, str):
+        if dist not in DISTRIBUTIONS:
+            raise ValueError(f"dist must be one of {', '.join(DISTRIBUTIONS)}, an array of samples or a callable; got {dist!r}")
+        for name, v, lo in (("mean", mean, None), ("std", std, 0.0)):
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not math.isfinite(v) or (lo is not None and v < lo):
+                raise ValueError(f"{name} must be a finite number{' >= 0' if lo is not None else ''}; got {v!r}")
+        if std == 0 or n == 1:
+            return float(mean)
+        if dist == "normal":
+            return float(mean + std * _std_normal_max(n))
+        if dist == "lognormal":
+            if mean <= 0:
+                raise ValueError(f"mean must be > 0 for a lognormal; got {mean!r}")
+            return _lognormal_max(n, mean, std)
+        return _exponential_max(n, mean, std)
+    if callable(dist):
+        n_mc = _check_k("n_mc", n_mc, minimum=1)
+        rng = np.random.default_rng(seed)
+        chunk = max(1, min(n_mc, int(2e7 // n)))
+        maxima = []
+        done = 0
+        while done < n_mc:
+            b = min(chunk, n_mc - done)
+            x = np.asarray(dist(rng, b * n), dtype=float)
+            if x.shape != (b * n,):
+                raise ValueError(f"dist callable must return {b * n} samples for size={b * n}; got shape {x.shape}")
+            maxima.append(x.reshape(b, n).max(axis=1))
+            done += b
+        return float(np.mean(np.concatenate(maxima)))
+    x = np.sort(np.asarray(dist, dtype=float).ravel())
+    if x.size == 0 or not np.all(np.isfinite(x)):
+        raise ValueError(f"dist samples must be a non-empty array of finite numbers; got {x.size} values")
+    m = x.size
+    i = np.arange(1, m + 1)
+    w = (i / m) ** n - ((i - 1) / m) ** n
+    return float(np.sum(w * x))
+
+
+def _std_normal_max(n: int) -> float:
+    hi = max(8.0, math.sqrt(2 * math.log(n)) + 8.0)
+    z = np.linspace(-hi, hi, 40001)
+    fn = _pow_cdf(_norm_cdf(z), _norm_sf(z), n)
+    pos = z >= 0
+    return _integrate(1.0 - fn[pos], z[pos]) - _integrate(fn[~pos | (z == 0)], z[~pos | (z == 0)])
+
+
+def _lognormal_max(n: int, mean: float, std: float) -> float:
+    s2 = math.log1p((std / mean) ** 2)  # moments of a lognormal: E = exp(μ+σ²/2), Var = E²(e^{σ²}−1)
+    s = math.sqrt(s2)
+    mu = math.log(mean) - s2 / 2
+    hi = max(8.0, math.sqrt(2 * math.log(n)) + 8.0)
+    z = np.linspace(-12.0, hi, 40001)
+    x = np.exp(mu + s * z)
+    fn = _pow_cdf(_norm_cdf(z), _norm_sf(z), n)
+    # E[M] = ∫_0^∞ (1 − F^n) dx, integrated in z with dx = x·s·dz (plus the part below x(−12) ≈ 0)
+    return float(x[0] + _integrate((1.0 - fn) * x * s, z))
+
+
+def _exponential_max(n: int, mean: float, std: float) -> float:
+    shift = mean - std
+    hi = std * (math.log(n) + 40.0)
+    x = np.linspace(0.0, hi, 40001)
+    sf = np.exp(-x / std)
+    fn = _pow_cdf(1.0 - sf, sf, n)
+    return float(shift + _integrate(1.0 - fn, x))
+
+
+def sync_step_time(
+    n_ranks: Iterable[int] | int,
+    *,
+    dist: str | Sequence[float] | np.ndarray | Callable[[np.random.Generator, int], np.ndarray] = "normal",
+    mean: float = 1.0,
+    std: float = 0.1,
+    n_mc: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Expected synchronous step time as the job grows: why the same jitter costs more at scale.
+
+    Columns: ``n_ranks``, ``expected_step_s`` (E[max]), ``slowdown`` (E[max] / mean of one rank),
+    ``overhead`` (slowdown − 1) and ``method`` (``exact``, ``empirical`` or ``monte_carlo``).
+    """
+    ns = [n_ranks] if isinstance(n_ranks, (int, np.integer)) else list(n_ranks)
+    if isinstance(dist, str):
+        method, base = "exact", mean
+    elif callable(dist):
+        method = "monte_carlo"
+        base = float(np.mean(np.asarray(dist(np.random.default_rng(seed), 100000), dtype=float)))
+    else:
+        method, base = "empirical", float(np.mean(np.asarray(dist, dtype=float)))
+    rows = []
+    for n in ns:
+        e = expected_max(n, dist=dist, mean=mean, std=std, n_mc=n_mc, seed=seed)
+        rows.append({"n_ranks": int(n), "expected_step_s": e, "slowdown": e / base, "overhead": e / base - 1, "method": method})
+    return pd.DataFrame(rows)

@@ -1,0 +1,418 @@
+"""Synthetic training runs for what-ifs, in the same schema as a loaded log.
+
+:func:`simulate` lays out a synchronous data-parallel job on a timeline, vectorised over ranks
+and steps with numpy. Each attempt: ``init`` → (``checkpoint_load`` when resuming from a
+checkpoint) → steps. Every step starts on all ranks together; rank ``r`` spends an input wait
+(job-wide, in ``data_wait_s``) and then its own compute time ``c[k, r]`` (``compute_s``); its row
+ends when *it* finishes, and the next step starts when the slowest rank has finished, plus any
+evaluation or checkpoint after the step. Compute time is::
+
+    c[k, r] = step_time_s × warm-up factor(k) × lognormal(mean 1, sigma = jitter)
+              × slow_factor (persistent stragglers) × transient_factor (with transient_prob)
+
+Failures come from an exponential clock with mean ``mtbf_s`` (running time of an attempt) and/or
+strike at chosen steps (``fail_at_steps``, first execution only). A failure ends the attempt: the
+step in progress is recorded with ``end_s`` at the failure instant (it is lost work, like the
+completed steps after the last durable checkpoint, which the next attempt redoes); a ``failure``
+event covers the ``restart_s`` of downtime until the next attempt's first event. Asynchronous
+checkpoints block for ``async_stall_s`` (a ``checkpoint_save`` event) and write in the background
+for ``checkpoint_s`` (an event whose detail says ``background``); they become durable only when
+the write ends. ``meta.extra['injected']`` records the ground truth the analyses must recover.
+
+Deterministic: the same :class:`SimConfig` (with its ``seed``) always gives the same Run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .run import EVENT_COLUMNS, LoadReport, Run, RunMeta, make_events
+
+__all__ = ["SimConfig", "SimConfigError", "simulate", "CHECKPOINT_MODES"]
+
+CHECKPOINT_MODES = ("blocking", "async")
+H100_SXM_BF16_DENSE = 989.4e12  # FLOP/s; NVIDIA H100 datasheet (dense BF16 Tensor Core, SXM)
+
+
+class SimConfigError(ValueError):
+    """An invalid simulation parameter; the message names it, the allowed values and the value."""
+
+
+def _fail(name: str, allowed: str, value: Any) -> SimConfigError:
+    return SimConfigError(f"SimConfig.{name} must be {allowed}; got {value!r}")
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Parameters of a synthetic run (all times in seconds). Validated on construction."""
+
+    n_ranks: int = 64
+    n_steps: int = 200
+    step_time_s: float = 1.0
+    jitter: float = 0.0  # sigma of the per-(step, rank) lognormal factor (mean 1)
+    slow_ranks: tuple[int, ...] = ()
+    slow_factor: float = 1.0  # persistent stragglers: compute multiplier for slow_ranks
+    transient_prob: float = 0.0  # chance a (step, rank) is hit by a transient slowdown
+    transient_factor: float = 2.0
+    data_stall_prob: float = 0.0  # chance a step starts with a job-wide input stall
+    data_stall_s: float = 0.0
+    warmup_steps: int = 0  # steps after each (re)start that run slower
+    warmup_factor: float = 1.0  # first step's multiplier, decaying linearly to 1
+    init_s: float = 0.0  # per attempt
+    eval_every: int = 0  # 0: no evaluation
+    eval_s: float = 0.0
+    checkpoint_every: int = 0  # 0: no checkpoints
+    checkpoint_s: float = 0.0  # write time
+    checkpoint_mode: str = "blocking"
+    async_stall_s: float = 0.0  # blocking snapshot of an async checkpoint
+    checkpoint_load_s: float = 0.0
+    mtbf_s: float | None = None  # job-level mean time between failures (running time)
+    fail_at_steps: tuple[int, ...] = ()
+    fail_fraction: float = 0.5  # how far into a chosen step the failure strikes
+    restart_s: float = 0.0  # downtime from a failure to the next attempt's first event
+    samples_per_step: float = 1024.0  # global batch
+    seq_len: int | None = None
+    accelerator: str = "H100 SXM"
+    dtype: str = "bf16"
+    peak_flops_per_accelerator: float = H100_SXM_BF16_DENSE
+    model_flops_per_step: float | None = None  # default: target_mfu at step_time_s
+    target_mfu: float = 0.4
+    per_rank: bool = True  # False: one job-level row per step (rank -1)
+    max_attempts: int = 1000
+    seed: int = 0
+    name: str = "simulated"
+
+    def __post_init__(self) -> None:
+        def integer(name: str, lo: int, hi: int | None = None) -> None:
+            v = getattr(self, name)
+            ok = isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi)
+            if not ok:
+                raise _fail(name, f"an integer >= {lo}" + (f" and <= {hi}" if hi is not None else ""), v)
+
+        def number(name: str, lo: float, *, strict: bool = False, hi: float | None = None) -> None:
+            v = getattr(self, name)
+            ok = isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and math.isfinite(v)
+            ok = ok and (v > lo if strict else v >= lo) and (hi is None or v <= hi)
+            if not ok:
+                rng = f"{'>' if strict else '>='} {lo}" + (f" and <= {hi}" if hi is not None else "")
+                raise _fail(name, f"a finite number {rng}", v)
+
+        integer("n_ranks", 1)
+        integer("n_steps", 1)
+        number("step_time_s", 0.0, strict=True)
+        number("jitter", 0.0, hi=3.0)
+        number("slow_factor", 1.0)
+        number("transient_prob", 0.0, hi=1.0)
+        number("transient_factor", 1.0)
+        number("data_stall_prob", 0.0, hi=1.0)
+        number("data_stall_s", 0.0)
+        integer("warmup_steps", 0)
+        number("warmup_factor", 1.0)
+        number("init_s", 0.0)
+        integer("eval_every", 0)
+        number("eval_s", 0.0)
+        integer("checkpoint_every", 0)
+        number("checkpoint_s", 0.0)
+        if self.checkpoint_mode not in CHECKPOINT_MODES:
+            raise _fail("checkpoint_mode", f"one of {', '.join(CHECKPOINT_MODES)}", self.checkpoint_mode)
+        number("async_stall_s", 0.0)
+        number("checkpoint_load_s", 0.0)
+        if self.mtbf_s is not None:
+            number("mtbf_s", 0.0, strict=True)
+        number("fail_fraction", 0.0, hi=1.0)
+        number("restart_s", 0.0)
+        number("samples_per_step", 0.0, strict=True)
+        if self.seq_len is not None:
+            integer("seq_len", 1)
+        number("peak_flops_per_accelerator", 0.0, strict=True)
+        if self.model_flops_per_step is not None:
+            number("model_flops_per_step", 0.0, strict=True)
+        number("target_mfu", 0.0, strict=True, hi=1.0)
+        integer("max_attempts", 1)
+        integer("seed", 0)
+        if not isinstance(self.per_rank, bool):
+            raise _fail("per_rank", "True or False", self.per_rank)
+        for name, hi in (("slow_ranks", self.n_ranks - 1), ("fail_at_steps", self.n_steps)):
+            v = getattr(self, name)
+            lo = 0 if name == "slow_ranks" else 1
+            if not isinstance(v, (tuple, list)) or not all(
+                isinstance(x, (int, np.integer)) and not isinstance(x, bool) and lo <= x <= hi for x in v
+            ):
+                raise _fail(name, f"a tuple of integers in [{lo}, {hi}]", v)
+            object.__setattr__(self, name, tuple(sorted({int(x) for x in v})))
+
+    def replace(self, **changes: Any) -> SimConfig:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["slow_ranks"] = list(self.slow_ranks)
+        d["fail_at_steps"] = list(self.fail_at_steps)
+        return d
+
+    @property
+    def flops_per_step(self) -> float:
+        """Model FLOPs per step: given, or the ``target_mfu`` at ``step_time_s``."""
+        if self.model_flops_per_step is not None:
+            return float(self.model_flops_per_step)
+        return self.target_mfu * self.n_ranks * self.peak_flops_per_accelerator * self.step_time_s
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, float, float, int, str]] = []
+
+    def add(self, kind: str, start: float, end: float, attempt: int, detail: str = "") -> None:
+        self.rows.append((kind, float(start), float(end), int(attempt), detail))
+
+    def frame(self) -> pd.DataFrame:
+        if not self.rows:
+            return make_events(None)
+        df = pd.DataFrame(self.rows, columns=["kind", "start_s", "end_s", "attempt", "detail"])
+        df["rank"] = -1
+        df = df.sort_values(["start_s", "end_s"], kind="stable").reset_index(drop=True)
+        return make_events(df[list(EVENT_COLUMNS)])
+
+
+def _compute_times(cfg: SimConfig, rng: np.random.Generator, m: int) -> np.ndarray:
+    """(m steps × R ranks) compute seconds for one attempt's first m steps, as float64."""
+    r = cfg.n_ranks
+    if cfg.jitter > 0:
+        c = rng.standard_normal((m, r))
+        c *= cfg.jitter
+        c -= 0.5 * cfg.jitter**2  # mean-one lognormal: E[exp(σZ − σ²/2)] = 1
+        np.exp(c, out=c)
+        c *= cfg.step_time_s
+    else:
+        c = np.full((m, r), cfg.step_time_s)
+    if cfg.slow_ranks and cfg.slow_factor != 1.0:
+        c[:, list(cfg.slow_ranks)] *= cfg.slow_factor
+    if cfg.transient_prob > 0 and cfg.transient_factor != 1.0:
+        hit = rng.random((m, r)) < cfg.transient_prob
+        c[hit] *= cfg.transient_factor
+    if cfg.warmup_steps > 0 and cfg.warmup_factor != 1.0:
+        w = min(cfg.warmup_steps, m)
+        factors = np.linspace(cfg.warmup_factor, 1.0, cfg.warmup_steps + 1)[:w]
+        c[:w] *= factors[:, None]
+    return c
+
+
+def simulate(config: SimConfig | None = None, **overrides: Any) -> Run:
+    """A synthetic Run for ``config`` (``SimConfig()`` by default; keyword overrides allowed).
+
+    Steps are one row per (step, rank) — or per step with ``per_rank=False`` — with
+    ``data_wait_s`` and ``compute_s``; events carry init, eval, checkpoints, failures. ``meta``
+    holds N, the peak and the model FLOPs so MFU is computable, and ``meta.extra['injected']``
+    the ground truth (slow ranks, failures, lost work and downtime in seconds).
+    """
+    cfg = config if config is not None else SimConfig()
+    if not isinstance(cfg, SimConfig):
+        raise TypeError(f"config must be a SimConfig; got {type(cfg).__name__}")
+    if overrides:
+        cfg = cfg.replace(**overrides)
+    rng = np.random.default_rng(cfg.seed)
+    ev = _Events()
+    R = cfg.n_ranks
+    parts: list[dict[str, np.ndarray]] = []
+    pending_fail = set(cfg.fail_at_steps)
+    t = 0.0
+    attempt = 0
+    durable = 0  # last step whose checkpoint is durable
+    lost_work = 0.0
+    downtime = 0.0
+    lost_steps = 0
+    failures: list[dict[str, Any]] = []
+    n_ckpt = 0
+    while True:
+        if attempt >= cfg.max_attempts:
+            raise SimConfigError(
+                f"the job did not finish within max_attempts={cfg.max_attempts} attempts "
+                f"(mtbf_s={cfg.mtbf_s!r} is too short for checkpoint_every={cfg.checkpoint_every!r})"
+            )
+        a0 = t
+        t_fail = a0 + rng.exponential(cfg.mtbf_s) if cfg.mtbf_s is not None else math.inf
+        first = durable + 1
+        m = cfg.n_steps - durable
+        # --- pre-step phases
+        pre = [("init", cfg.init_s, "")]
+        if attempt > 0 and durable > 0:
+            pre.append(("checkpoint_load", cfg.checkpoint_load_s, f"resume from step {durable}"))
+        died = False
+        for kind, dur, detail in pre:
+            if dur <= 0:
+                continue
+            if t + dur > t_fail:
+                ev.add(kind, t, t_fail, attempt, detail + " (interrupted by a failure)")
+                t = t_fail
+                died = True
+                break
+            ev.add(kind, t, t + dur, attempt, detail)
+            t += dur
+        # --- the steps of this attempt
+        steps_no = np.arange(first, cfg.n_steps + 1)
+        if not died:
+            c = _compute_times(cfg, rng, m)
+            data = np.where(rng.random(m) < cfg.data_stall_prob, cfg.data_stall_s, 0.0) if cfg.data_stall_prob > 0 else np.zeros(m)
+            cmax = c.max(axis=1)
+            span = data + cmax
+            # gaps after each step: blocking checkpoint / async snapshot, then evaluation
+            is_ckpt = (cfg.checkpoint_every > 0) & (steps_no % max(cfg.checkpoint_every, 1) == 0)
+            is_ckpt &= steps_no < cfg.n_steps  # no checkpoint after the final step
+            is_eval = (cfg.eval_every > 0) & (steps_no % max(cfg.eval_every, 1) == 0)
+            ck_block = cfg.checkpoint_s if cfg.checkpoint_mode == "blocking" else cfg.async_stall_s
+            gap = np.where(is_ckpt, ck_block, 0.0) + np.where(is_eval, cfg.eval_s, 0.0)
+            starts = t + np.r_[0.0, np.cumsum(span + gap)[:-1]]
+            ends = starts + span
+            # failure: exponential clock, or chosen steps (first execution only)
+            fail_idx = None
+            fail_t = t_fail
+            chosen = [s for s in sorted(pending_fail) if s >= first]
+            if chosen:
+                i = chosen[0] - first
+                tc = starts[i] + cfg.fail_fraction * span[i]
+                if tc < fail_t:
+                    fail_t = tc
+            job_end = ends[-1]
+            if fail_t < job_end:
+                # the step in progress (or the last one started) when the failure struck
+                fail_idx = int(np.searchsorted(starts, fail_t, side="right") - 1)
+                pending_fail = {s for s in pending_fail if s > steps_no[fail_idx]}
+                n_rows = fail_idx + 1
+            else:
+                n_rows = m
+            # rows
+            st = starts[:n_rows]
+            sp_data = data[:n_rows]
+            cc = c[:n_rows]
+            if fail_idx is not None:
+                # truncate the step in progress at the failure instant
+                lim = fail_t - st[-1]
+                sp_data = sp_data.copy()
+                sp_data[-1] = min(sp_data[-1], lim)
+                cc = cc.copy()
+                cc[-1] = np.clip(cc[-1], 0.0, max(lim - sp_data[-1], 0.0))
+            parts.append(_rows(cfg, attempt, steps_no[:n_rows], st, sp_data, cc))
+            # events after steps (only those that started before the failure)
+            new_durable = durable
+            for j in np.flatnonzero(is_ckpt[:n_rows] | is_eval[:n_rows]):
+                t_after = ends[j]
+                if fail_idx is not None and t_after >= fail_t:
+                    break
+                if is_ckpt[j]:
+                    n_ckpt += 1
+                    if cfg.checkpoint_mode == "blocking":
+                        e = min(t_after + cfg.checkpoint_s, fail_t)
+                        if cfg.checkpoint_s > 0:
+                            ev.add("checkpoint_save", t_after, e, attempt, f"step {steps_no[j]} (blocking)")
+                        if t_after + cfg.checkpoint_s <= fail_t:
+                            new_durable = int(steps_no[j])
+                        t_after = e
+                    else:
+                        e = min(t_after + cfg.async_stall_s, fail_t)
+                        if cfg.async_stall_s > 0:
+                            ev.add("checkpoint_save", t_after, e, attempt, f"step {steps_no[j]} snapshot (blocks training)")
+                        w_end = e + cfg.checkpoint_s
+                        if cfg.checkpoint_s > 0:
+                            ev.add("checkpoint_save", e, min(w_end, fail_t), attempt, f"step {steps_no[j]} background write")
+                        if w_end <= fail_t:
+                            new_durable = int(steps_no[j])
+                        t_after = e
+                if is_eval[j] and (fail_idx is None or t_after < fail_t):
+                    ev.add("eval", t_after, min(t_after + cfg.eval_s, fail_t), attempt, f"after step {steps_no[j]}")
+            if fail_idx is None:
+                t = ends[-1] + gap[-1]
+                break
+            # lost work: the attempt's steps after the durable checkpoint (including the partial one)
+            lost_mask = steps_no[:n_rows] > new_durable
+            step_end = np.minimum(ends[:n_rows], fail_t)
+            lost_work += float(np.sum((step_end - st)[lost_mask]))
+            lost_steps += int(lost_mask.sum())
+            durable = new_durable
+            t = fail_t
+        failures.append({"attempt": attempt, "time_s": float(t), "step": int(steps_no[fail_idx]) if not died else None})
+        ev.add("failure", t, t + cfg.restart_s, attempt, "injected failure")
+        downtime += cfg.restart_s
+        t += cfg.restart_s
+        attempt += 1
+    steps = _concat(parts)
+    events = ev.frame()
+    flops = cfg.flops_per_step
+    meta = RunMeta(
+        name=cfg.name,
+        accelerator=cfg.accelerator,
+        dtype=cfg.dtype,
+        n_accelerators=int(R),
+        peak_flops_per_accelerator=float(cfg.peak_flops_per_accelerator),
+        peak_source="simulation parameter (SimConfig.peak_flops_per_accelerator)",
+        model_flops_per_step=float(flops),
+        model_flops_per_sample=float(flops / cfg.samples_per_step),
+        model_flops_per_token=float(flops / cfg.samples_per_step / cfg.seq_len) if cfg.seq_len else None,
+        model_flops_source="simulation parameter (SimConfig)",
+        global_batch=float(cfg.samples_per_step),
+        seq_len=cfg.seq_len,
+        source_format="simulated",
+        time_unit="s",
+        timing="exact",
+        extra={
+            "simulated": cfg.to_dict(),
+            "injected": {
+                "slow_ranks": list(cfg.slow_ranks) if cfg.slow_factor > 1 else [],
+                "slow_factor": cfg.slow_factor,
+                "failures": len(failures),
+                "failure_log": failures,
+                "restarts": attempt,
+                "lost_work_s": lost_work,
+                "lost_steps": lost_steps,
+                "failure_downtime_s": downtime,
+                "checkpoints_started": n_ckpt,
+            },
+        },
+        report=LoadReport(source="<simulate>", format="simulated", rows_kept=len(steps)),
+    )
+    # Rows are generated in (attempt, start_s, step, rank) order with schema dtypes, so the Run
+    # is built directly and validated (Run.build would only copy and re-sort the same table).
+    run = Run(steps, events, meta, {})
+    return run.validate()
+
+
+def _rows(
+    cfg: SimConfig, attempt: int, steps_no: np.ndarray, starts: np.ndarray, data: np.ndarray, c: np.ndarray
+) -> dict[str, np.ndarray]:
+    m, r = c.shape
+    if not cfg.per_rank:
+        cmax = c.max(axis=1) if m else np.zeros(0)
+        return {
+            "attempt": np.full(m, attempt, dtype=np.int64),
+            "step": steps_no.astype(np.int64),
+            "rank": np.full(m, -1, dtype=np.int64),
+            "start_s": starts.astype(float),
+            "end_s": starts + data + cmax,
+            "data_wait_s": data.astype(float),
+            "compute_s": cmax,
+        }
+    start = np.repeat(starts, r)
+    comp = c.reshape(-1)
+    wait = np.repeat(data, r)
+    return {
+        "attempt": np.full(m * r, attempt, dtype=np.int64),
+        "step": np.repeat(steps_no.astype(np.int64), r),
+        "rank": np.tile(np.arange(r, dtype=np.int64), m),
+        "start_s": start,
+        "end_s": start + wait + comp,
+        "data_wait_s": wait,
+        "compute_s": comp,
+    }
+
+
+def _concat(parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
+    cols = ("attempt", "step", "rank", "start_s", "end_s", "data_wait_s", "compute_s")
+    if not parts:
+        return pd.DataFrame({c: pd.Series(dtype="int64" if c in ("attempt", "step", "rank") else "float64") for c in cols})
+    data = {c: (parts[0][c] if len(parts) == 1 else np.concatenate([p[c] for p in parts])) for c in cols}
+    return pd.DataFrame(data, copy=False)
