@@ -1,0 +1,193 @@
+"""Format detection by content, the registry, and load_run's errors."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from _realdata import realdata  # noqa: F401
+from _samples import (
+    SACCT_TIMES,
+    goodput_payloads,
+    write_goodput_log,
+    write_megatron,
+    write_megatron_json,
+    write_mlperf,
+    write_sacct,
+    write_table,
+    write_tensorboard,
+)
+
+import mfu_toolkit.io as io
+from mfu_toolkit.io import FORMATS, detect, detect_format, load_run, sniff_all
+from mfu_toolkit.run import LoadError, Run, RunMeta, save_run
+
+MINE = ("run_parquet", "mlperf", "megatron", "megatron_json", "tensorboard", "sacct", "goodput", "table")
+
+
+def test_registry_is_the_agreed_list():
+    assert FORMATS == (
+        "run_parquet", "mlperf", "megatron", "megatron_json", "tensorboard", "sacct", "goodput",
+        "torchtitan", "hf_trainer", "lightning", "wandb", "kineto", "straggler_ops", "table",
+    )
+    for name in MINE:
+        mod = detect.get_loader(name)
+        assert mod.NAME == name and callable(mod.sniff) and callable(mod.load)
+
+
+def _samples(tmp_path):
+    tb = write_tensorboard(tmp_path)
+    run = Run.build({"step": [1], "start_s": [0.0], "end_s": [1.0]}, meta=RunMeta(name="r"))
+    return {
+        "mlperf": write_mlperf(tmp_path, name="a.csv"),  # content wins over the file name
+        "megatron": write_megatron(tmp_path, name="b.json"),
+        "megatron_json": write_megatron_json(tmp_path, name="c.txt"),
+        "tensorboard": tb,
+        "sacct": write_sacct(tmp_path, SACCT_TIMES, name="d.log"),
+        "goodput": write_goodput_log(tmp_path, goodput_payloads(), name="e.txt"),
+        "run_parquet": save_run(run, tmp_path / "f.bin"),
+        "table": write_table(tmp_path, "step,start_s,end_s\n1,0,1\n", name="g.dat"),
+    }
+
+
+def test_each_format_is_recognised_by_content(tmp_path):
+    for fmt, path in _samples(tmp_path).items():
+        assert detect_format(path) == fmt, (fmt, sniff_all(path))
+
+
+def test_each_sample_loads_through_load_run(tmp_path):
+    import warnings
+
+    for fmt, path in _samples(tmp_path).items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = load_run(path)
+        assert isinstance(run, Run)
+        assert run.meta.timing in ("exact", "duration_only", "interval_mean")
+        if fmt == "run_parquet":  # a saved Run comes back as it was saved, meta included
+            assert run.meta.name == "r" and run.meta.source_format is None
+            continue
+        assert run.meta.source_format == fmt and run.meta.report.format == fmt
+        assert run.meta.source_path == str(path)
+
+
+def test_plain_parquet_is_a_table_not_a_run(tmp_path):
+    p = tmp_path / "t.parquet"
+    pd.DataFrame({"step": [1], "start_s": [0.0], "end_s": [1.0]}).to_parquet(p)
+    scores = sniff_all(p)
+    assert scores["run_parquet"] == 0.0 and detect_format(p) == "table"
+
+
+def test_ambiguity_lists_the_candidates(tmp_path, monkeypatch):
+    p = write_table(tmp_path)
+    monkeypatch.setattr(detect, "sniff_all", lambda path: {"mlperf": 0.9, "megatron": 0.85, "table": 0.3})
+    with pytest.raises(LoadError, match=r"ambiguous format: mlperf \(0\.90\), megatron \(0\.85\).*format="):
+        detect_format(p)
+    monkeypatch.setattr(detect, "sniff_all", lambda path: {"mlperf": 0.9, "megatron": 0.7})
+    assert detect_format(p) == "mlperf"
+
+
+def test_table_is_only_a_fallback(tmp_path, monkeypatch):
+    p = write_table(tmp_path)
+    monkeypatch.setattr(detect, "sniff_all", lambda path: {"lightning": 0.6, "table": 0.8})
+    assert detect_format(p) == "lightning"
+
+
+def test_unrecognised_file_lists_candidates_and_advises_format(tmp_path):
+    p = tmp_path / "notes.txt"
+    p.write_text("just some words\nnothing to see\n")
+    with pytest.raises(LoadError) as info:
+        load_run(p)
+    msg = str(info.value)
+    assert str(p) in msg and "format=" in msg and "candidates:" in msg
+    for name in MINE:
+        assert name in msg
+
+
+def test_wrong_explicit_format_lists_the_valid_ones(tmp_path):
+    with pytest.raises(LoadError, match=r"unknown format 'mlperff'; valid formats: run_parquet, mlperf, megatron"):
+        load_run(write_table(tmp_path), format="mlperff")
+
+
+def test_explicit_format_skips_detection(tmp_path):
+    p = write_table(tmp_path, "iter,a,b\n1,0,1\n")
+    run = load_run(p, format="table", columns={"step": "iter", "start_s": "a", "end_s": "b"})
+    assert run.steps["end_s"].tolist() == [1.0]
+
+
+def test_empty_missing_and_dirs_without_logs(tmp_path):
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    with pytest.raises(LoadError, match="empty file") as info:
+        load_run(empty)
+    assert info.value.path == str(empty)
+    with pytest.raises(LoadError, match="no such file or directory") as info:
+        load_run(tmp_path / "nope.log")
+    assert "nope.log" in str(info.value)
+    with pytest.raises(LoadError, match="no such file"):
+        load_run(tmp_path / "nope.log", format="mlperf")
+    d = tmp_path / "emptydir"
+    d.mkdir()
+    with pytest.raises(LoadError, match="empty directory"):
+        load_run(d)
+    (d / "readme.txt").write_text("no logs here")
+    with pytest.raises(LoadError, match="could not recognise the directory's format") as info:
+        load_run(d)
+    assert str(d) in str(info.value)
+
+
+def test_meta_keywords_override_and_unknown_keywords_fail(tmp_path):
+    p = write_mlperf(tmp_path)
+    run = load_run(p, name="mine", n_accelerators=64, model_flops_per_sample=1e12)
+    assert (run.meta.name, run.meta.n_accelerators, run.meta.model_flops_per_sample) == ("mine", 64, 1e12)
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        load_run(p, favourite_colour="blue")
+
+
+def test_unexpected_loader_failures_become_load_errors(tmp_path, monkeypatch):
+    p = write_mlperf(tmp_path)
+    mod = detect.get_loader("mlperf")
+
+    def broken(path, **kw):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(mod, "load", broken)
+    with pytest.raises(LoadError, match=r"the mlperf loader could not read this input \(KeyError"):
+        load_run(p)
+
+
+def test_a_missing_module_is_left_out(tmp_path, monkeypatch):
+    monkeypatch.setattr(detect, "FORMATS", (*detect.FORMATS, "not_written_yet"))
+    assert "not_written_yet" not in detect.available_formats()
+    assert "not_written_yet" not in sniff_all(write_mlperf(tmp_path))
+    assert detect_format(write_mlperf(tmp_path)) == "mlperf"
+    with pytest.raises(LoadError, match="format 'not_written_yet' is not available"):
+        detect.get_loader("not_written_yet")
+
+
+def test_sniffer_errors_do_not_break_detection(tmp_path, monkeypatch):
+    mod = detect.get_loader("megatron")
+
+    def bad_sniff(path, head):
+        raise RuntimeError("oops")
+
+    monkeypatch.setattr(mod, "sniff", bad_sniff)
+    scores = sniff_all(write_mlperf(tmp_path))
+    assert scores["megatron"] == 0.0 and scores["mlperf"] > 0.5
+
+
+def test_load_table_and_write_goodput_are_exported():
+    assert callable(io.load_table) and callable(io.write_goodput)
+
+
+def test_every_real_file_of_my_formats_loads_with_auto(realdata):  # noqa: F811
+    import warnings
+
+    expected = {"mlperf": {"mlperf"}, "megatron": {"megatron", "megatron_json"}, "tensorboard": {"tensorboard"}, "slurm": {"sacct"}}
+    for folder, fmts in expected.items():
+        entries = sorted((realdata / folder).iterdir())
+        assert entries, folder
+        for path in entries:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                run = load_run(path)
+            assert run.meta.source_format in fmts, path

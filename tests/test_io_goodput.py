@@ -1,0 +1,145 @@
+"""Goodput-library event logs: reading them, and writing a Run back in the same format."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from _samples import GP_T0, goodput_payloads, write_goodput_log
+
+from mfu_toolkit.io import goodput, load_run, write_goodput
+from mfu_toolkit.run import LoadError, LoadWarning, Run, RunMeta
+
+
+def test_attempts_steps_and_lost_work(tmp_path):
+    run = load_run(write_goodput_log(tmp_path))
+    m = run.meta
+    assert (m.source_format, m.timing, m.time_unit, m.name) == ("goodput", "exact", "epoch_s", "gp")
+    assert m.extra["t0_epoch_s"] == GP_T0
+    assert run.n_attempts == 2
+    s = run.steps
+    a0, a1 = s[s["attempt"] == 0], s[s["attempt"] == 1]
+    # attempt 0: steps 1-3 end at the next step's start; step 4 never finished
+    assert a0["step"].tolist() == [1, 2, 3] and a0["end_s"].tolist() == [7.0, 9.0, 11.0]
+    # attempt 1: steps 3-6, the last ends at job_end_time
+    assert a1["step"].tolist() == [3, 4, 5, 6] and a1["end_s"].tolist()[-1] == 30.0
+    ev = run.events.set_index("kind")
+    assert (ev.loc["init", "start_s"], ev.loc["init", "end_s"]) == (0.0, 5.0)
+    assert (ev.loc["failure", "start_s"], ev.loc["failure", "end_s"]) == (11.0, 20.0)
+    assert ev.loc["restart", "start_s"] == 20.0
+
+
+def test_blocking_activities_cut_the_step(tmp_path):
+    j = {"job_name": "gp"}
+    pay = [
+        {**j, "job_start_time": GP_T0},
+        {**j, "step_count": 1, "step_start_time": GP_T0 + 1},
+        {**j, "custom_badput_event_type": "eval", "custom_badput_event_start_time": GP_T0 + 2},
+        {**j, "custom_badput_event_type": "eval", "custom_badput_event_end_time": GP_T0 + 4},
+        {**j, "step": 1, "event_type": "save", "directory": "gs://b", "checkpoint_manager_blocking_start_time": GP_T0 + 4, "checkpoint_manager_blocking_duration_secs": 1.5},
+        {**j, "step_count": 2, "step_start_time": GP_T0 + 5.5},
+        {**j, "data_loading_start_time": GP_T0 + 6},
+        {**j, "data_loading_end_time": GP_T0 + 6.5},
+        {**j, "job_end_time": GP_T0 + 7},
+    ]
+    run = load_run(write_goodput_log(tmp_path, pay))
+    # step 1 stops where the eval starts; step 2 where the (first, hence blocking) data loading starts
+    assert run.steps[["start_s", "end_s"]].values.tolist() == [[1.0, 2.0], [5.5, 6.0]]
+    kinds = dict(zip(run.events["kind"], zip(run.events["start_s"], run.events["end_s"], strict=True), strict=False))
+    assert kinds["eval"] == (2.0, 4.0) and kinds["checkpoint_save"] == (4.0, 5.5)
+    assert kinds["data_load"] == (6.0, 6.5)
+    assert set(run.tables["activities"]["kind"]) == {"eval", "checkpoint_save", "data_load"}
+
+
+def test_cloud_logging_export_and_json_array(tmp_path):
+    wrapped = [{"jsonPayload": x, "timestamp": "2023-11-14T22:13:20Z", "severity": "INFO"} for x in goodput_payloads()]
+    p = tmp_path / "export.json"
+    p.write_text(json.dumps(wrapped, indent=2))
+    run = load_run(p)
+    assert run.meta.source_format == "goodput" and run.n_attempts == 2
+    assert any("record numbers" in n for n in run.meta.report.notes)
+
+
+def test_job_name_filter(tmp_path):
+    pay = goodput_payloads() + [{"job_name": "other", "step_count": 1, "step_start_time": GP_T0 + 29}]
+    p = write_goodput_log(tmp_path, pay)
+    run = load_run(p, job_name="gp")
+    assert any("1 records of other jobs" in n for n in run.meta.report.notes)
+    assert len(run.steps) == 7
+
+
+def test_malformed_records(tmp_path):
+    pay = goodput_payloads()
+    p = write_goodput_log(tmp_path, pay)
+    lines = p.read_text().splitlines()
+    lines.insert(3, '{"job_name": "gp", "step_count": 1, "step_st')  # truncated (line 4)
+    lines.insert(4, json.dumps({"job_name": "gp", "step_count": 1, "step_start_time": "NaN"}))  # line 5
+    lines.insert(5, json.dumps({"job_name": "gp", "step_count": -1, "step_start_time": GP_T0 + 5}))  # line 6
+    lines.insert(6, json.dumps({"job_name": "gp", "mystery": 1}))  # line 7
+    lines.insert(7, json.dumps({"job_name": "gp", "step_count": 9, "step_start_time": GP_T0 - 100}))  # line 8
+    lines.insert(8, "\x00\x01\x02")  # line 9
+    lines.append('{"job_name": "gp", "job_end_ti')  # half-written last line
+    p.write_text("\n".join(lines))
+    with pytest.warns(LoadWarning) as caught:
+        run = load_run(p, format="goodput")
+    assert sum(w.category is LoadWarning for w in caught) == 1
+    assert run.meta.report.first_lines == {
+        "malformed JSON (truncated or garbled line)": [4, 9, len(lines)],
+        "step_start_time is missing, not a number or negative": [5],
+        "step_count is missing or not a non-negative integer": [6],
+        "unrecognised goodput record (no known key)": [7],
+        "non-monotonic timestamp (earlier than a record already read)": [8],
+    }
+    assert len(run.steps) == 7
+    with pytest.raises(LoadError) as info:
+        goodput.load(p, strict=True)
+    assert info.value.line == 4
+
+
+def test_no_records_is_an_error(tmp_path):
+    with pytest.raises(LoadError, match="no goodput records"):
+        goodput.load(write_goodput_log(tmp_path, [{"job_name": "gp", "mystery": 1}]))
+
+
+# --- export -----------------------------------------------------------------------------------------
+def _run() -> Run:
+    steps = {"step": [1, 2, 3, 4], "start_s": [10.0, 12.0, 14.0, 20.0], "end_s": [12.0, 14.0, 16.0, 22.0], "rank": [0, 0, 0, 0]}
+    events = [
+        {"kind": "init", "start_s": 0.0, "end_s": 8.0, "detail": "tpu_init"},
+        {"kind": "data_load", "start_s": 8.0, "end_s": 10.0, "detail": ""},
+        {"kind": "checkpoint_save", "start_s": 16.0, "end_s": 18.0, "detail": ""},
+        {"kind": "eval", "start_s": 18.0, "end_s": 20.0, "detail": ""},
+    ]
+    return Run.build(steps, events, RunMeta(name="job1", extra={"t0_epoch_s": 1.7e9}))
+
+
+def test_write_then_read_gives_the_same_timeline(tmp_path):
+    run = _run()
+    p = write_goodput(run, tmp_path / "g.jsonl")
+    back = load_run(p)
+    assert back.steps[["step", "start_s", "end_s"]].values.tolist() == run.steps[["step", "start_s", "end_s"]].values.tolist()
+    got = back.events[back.events["end_s"] > back.events["start_s"]][["kind", "start_s", "end_s"]].values.tolist()
+    assert got == run.events[["kind", "start_s", "end_s"]].values.tolist()
+    assert back.meta.extra["t0_epoch_s"] == 1.7e9 and back.meta.name == "job1"
+
+
+def test_written_records_follow_the_library_format(tmp_path):
+    recs = [json.loads(x) for x in write_goodput(_run(), tmp_path / "g.jsonl").read_text().splitlines()]
+    assert all(r["job_name"] == "job1" for r in recs)
+    times = [min(v for k, v in r.items() if k.endswith("_time")) for r in recs]
+    assert times == sorted(times)  # the library reads entries in time order
+    steps = [r for r in recs if "step_start_time" in r]
+    assert [r["step_count"] for r in steps] == [1, 2, 3, 4]
+    start = next(r["job_start_time"] for r in recs if "job_start_time" in r)
+    end = next(r["job_end_time"] for r in recs if "job_end_time" in r)
+    assert (start, end) == (1.7e9, 1.7e9 + 22.0)
+    save = next(r for r in recs if r.get("event_type") == "save")
+    assert save["checkpoint_manager_blocking_duration_secs"] == 2.0 and save["step"] == 3
+    assert {r["custom_badput_event_type"] for r in recs if "custom_badput_event_type" in r} == {"EVAL"}
+    # the library's productive time for a completed single-attempt job: from each step's start to
+    # the next, the last to job_end, minus blocking checkpoint time
+    starts = [r["step_start_time"] for r in steps]
+    productive = sum(b - a for a, b in zip(starts, starts[1:], strict=False)) + end - starts[-1] - 2.0
+    assert productive == pytest.approx(10.0)  # 2 + 2 + 6 + 2 = 12 s of spans, minus the 2 s save
+    run = _run()  # and without the 2 s custom-badput eval that is the Run's step time
+    assert productive - 2.0 == pytest.approx((run.steps["end_s"] - run.steps["start_s"]).sum())

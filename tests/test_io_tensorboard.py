@@ -1,0 +1,177 @@
+"""TensorBoard event files: our own TFRecord/protobuf reader on synthetic and real directories."""
+
+from __future__ import annotations
+
+import re
+import struct
+
+import pytest
+from _realdata import files, realdata  # noqa: F401
+from _samples import event, frame, write_tb_launch, write_tensorboard
+
+from mfu_toolkit.io import load_run, tensorboard
+from mfu_toolkit.run import LoadError, LoadWarning
+
+
+def test_crc32c_known_value():
+    # CRC-32C check value from the standard ("123456789" -> 0xE3069283)
+    assert tensorboard.crc32c(b"123456789") == 0xE3069283
+
+
+def test_launches_are_attempts(tmp_path):
+    run = load_run(write_tensorboard(tmp_path))
+    assert run.meta.source_format == "tensorboard" and run.meta.timing == "duration_only"
+    assert run.n_attempts == 3
+    assert run.steps.groupby("attempt")["step"].apply(list).to_dict() == {1: [1, 2, 3], 2: [3, 4, 5, 6, 7]}
+    kinds = run.events.sort_values(["start_s", "kind"])[["attempt", "kind"]].values.tolist()
+    assert kinds == [[0, "init"], [0, "failure"], [1, "init"], [1, "failure"], [2, "init"]]
+    failure = run.events[(run.events["kind"] == "failure") & (run.events["attempt"] == 0)].iloc[0]
+    assert (failure["start_s"], failure["end_s"]) == pytest.approx((0.1, 100.0))
+    assert "2 launches" not in " ".join(run.meta.report.notes)
+    assert "3 launches (attempts); 1 logged no scalar" in run.meta.report.notes
+
+
+def test_step_times_values_and_args(tmp_path):
+    run = load_run(write_tensorboard(tmp_path))
+    s = run.steps[run.steps["attempt"] == 2]
+    # step k ends at t0 + 10 + (k+1) * 0.5 and lasts 0.5 s (simple_value and tensor forms alike)
+    assert (s["end_s"] - s["start_s"]).tolist() == pytest.approx([0.5] * 5)
+    assert s["end_s"].tolist() == pytest.approx([200 + 10 + 0.5 * (k + 1) for k in range(5)])
+    assert s["loss"].tolist() == pytest.approx([5.0 - 0.1 * k for k in range(5)])
+    assert (s["samples"] == 16).all()
+    m = run.meta
+    assert (m.n_accelerators, m.global_batch, m.seq_len) == (8, 16.0, 128)
+    assert m.extra["args"]["world_size"] == "8" and m.extra["log_interval"] == 1
+    assert set(run.tables["scalars"]["tag"]) == {"lm loss", "batch-size", "iteration-time"}
+    assert m.extra["t0_epoch_s"] == 1_700_000_000.0
+
+
+def test_log_interval_expands_rows(tmp_path):
+    d = tmp_path / "tb"
+    d.mkdir()
+    data = frame(event(1000.0, file_version="brain.Event:2"))
+    for k, step in enumerate((10, 20, 30)):
+        data += frame(event(1000.0 + 10 * (k + 1), step, scalars={"iteration-time": 1.0}))
+    (d / "events.out.tfevents.1000.h.1.0").write_bytes(data)
+    run = load_run(d)
+    assert run.meta.timing == "interval_mean" and run.meta.extra["log_interval"] == 10
+    assert run.steps["step"].tolist() == list(range(1, 31))
+    assert run.steps["logged"].sum() == 3
+
+
+def test_single_file_path(tmp_path):
+    p = write_tb_launch(tmp_path, 50.0, 1, steps=[1, 2])
+    run = load_run(p)
+    assert run.n_attempts == 1 and len(run.steps) == 2
+
+
+def test_two_files_of_one_process_are_one_launch(tmp_path):
+    d = tmp_path / "tb"
+    d.mkdir()
+    (d / "events.out.tfevents.100.node.7.0").write_bytes(frame(event(100.0, file_version="brain.Event:2")))
+    (d / "events.out.tfevents.101.node.7.1").write_bytes(frame(event(101.0, 1, scalars={"iteration-time": 0.5})))
+    run = load_run(d)
+    assert run.n_attempts == 1
+    assert any("from 1 processes" in n for n in run.meta.report.notes)
+
+
+def test_half_written_last_record_and_bad_checksum(tmp_path):
+    d = tmp_path / "tb"
+    d.mkdir()
+    good = write_tb_launch(d, 100.0, 1, steps=[1, 2, 3])
+    data = good.read_bytes()
+    rec = frame(event(120.0, 4, scalars={"iteration-time": 0.5}))
+    corrupt = bytearray(frame(event(119.0, 9, scalars={"iteration-time": 0.5})))
+    corrupt[-6] ^= 0xFF  # payload byte flipped: data checksum fails
+    good.write_bytes(data + bytes(corrupt) + rec[: len(rec) // 2])
+    with pytest.warns(LoadWarning) as caught:
+        run = load_run(d)
+    assert sum(w.category is LoadWarning for w in caught) == 1
+    assert run.steps["step"].tolist() == [1, 2, 3]
+    rep = run.meta.report
+    n = 2 + 2 * 3  # records before the damage
+    assert rep.first_lines == {"record checksum mismatch": [n + 1], "truncated record (half-written end of file)": [n + 2]}
+
+
+def test_corrupt_length_header_stops_reading(tmp_path):
+    p = write_tb_launch(tmp_path, 100.0, 1, steps=[1])
+    p.write_bytes(p.read_bytes() + b"\x05" * 20)
+    with pytest.warns(LoadWarning):
+        run = load_run(p, format="tensorboard")
+    assert list(run.meta.report.skipped) == ["corrupt record header (length checksum mismatch); rest of file unreadable"]
+
+
+def test_nan_and_negative_iteration_time(tmp_path):
+    d = tmp_path / "tb"
+    d.mkdir()
+    data = frame(event(0.0, file_version="brain.Event:2"))
+    data += frame(event(1.0, 1, scalars={"iteration-time": float("nan")}))
+    data += frame(event(2.0, 2, scalars={"iteration-time": -1.0}))
+    data += frame(event(3.0, 3, scalars={"iteration-time": 1.0}))
+    (d / "events.out.tfevents.0.h.1.0").write_bytes(data)
+    with pytest.warns(LoadWarning):
+        run = load_run(d)
+    assert run.steps["step"].tolist() == [3]
+    assert run.meta.report.skipped == {"iteration-time is NaN, infinite or negative": 2}
+    with pytest.raises(LoadError) as info:
+        load_run(d, strict=True)
+    assert info.value.line == 2 and info.value.field == "iteration-time"
+
+
+def test_malformed_protobuf_is_skipped(tmp_path):
+    p = tmp_path / "events.out.tfevents.1.h.1.0"
+    p.write_bytes(frame(event(1.0, file_version="brain.Event:2")) + frame(b"\x0a\xff\xff\xff") + frame(event(2.0, 1, scalars={"iteration-time": 0.5})))
+    with pytest.warns(LoadWarning):
+        run = load_run(p)
+    assert len(run.steps) == 1
+    assert list(run.meta.report.skipped)[0].startswith("malformed Event protobuf")
+
+
+def test_no_event_files(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(LoadError, match="no TensorBoard event files"):
+        tensorboard.load(tmp_path)
+    garbage = tmp_path / "events.out.tfevents.1.h.1.0"
+    garbage.write_bytes(b"\x00" * 7)
+    with pytest.raises(LoadError, match=r"no readable TensorBoard events in 1 file\(s\) \(1 × truncated record header"):
+        tensorboard.load(tmp_path)
+
+
+# --- real directories ------------------------------------------------------------------------------
+def _records(data: bytes):
+    """TFRecord payloads, read here with plain struct (no checksum check)."""
+    i = 0
+    while i + 12 <= len(data):
+        (n,) = struct.unpack_from("<Q", data, i)
+        yield data[i + 12 : i + 12 + n]
+        i += n + 16
+
+
+_TAG = b"\x0a\x0eiteration-time"  # field 1 (tag), length 14
+
+
+def test_real_tensorboard_dirs(realdata):  # noqa: F811
+    dirs = sorted(p for p in (realdata / "tensorboard").iterdir() if p.is_dir())
+    assert dirs
+    for d in dirs:
+        event_files = files(d, "*tfevents*")
+        processes = {re.search(r"tfevents\.\d+\.(.+)\.\d+$", f.name).group(1) for f in event_files}
+        timed = [sum(_TAG in r for r in _records(f.read_bytes())) for f in event_files]
+        run = load_run(d)
+        assert run.meta.source_format == "tensorboard"
+        assert run.n_attempts == len(processes) == len(event_files), d.name  # launches = attempts
+        assert not run.meta.report.skipped
+        assert len(run.steps) == sum(timed)
+        # launches that died before logging a scalar still show up, as init events
+        assert (run.events["kind"] == "failure").sum() == len(event_files) - 1
+
+
+def test_real_noua_run(realdata):  # noqa: F811
+    d = realdata / "tensorboard" / "megatron_noua_1n_gbs16_localattn"
+    run = load_run(d)
+    assert run.n_attempts == 4
+    assert run.steps["attempt"].unique().tolist() == [3]
+    assert run.meta.global_batch == 16.0 and (run.steps["samples"] == 16).all()
+    durations = (run.steps["end_s"] - run.steps["start_s"]).tolist()
+    assert durations[0] > 10 * durations[-1]  # warm-up: the first timed step is far slower
+    assert run.meta.n_accelerators == int(run.meta.extra["args"]["world_size"])
