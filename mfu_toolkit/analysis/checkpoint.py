@@ -300,19 +300,27 @@ def checkpoint_report(run: Run | Accounting, *, mtbf_s: float | None = None, res
     blocking = ck[~bg]
     dur = (blocking["end_s"] - blocking["start_s"]).to_numpy(float)
     n_ck = int(len(blocking) + (bg.sum() if not len(blocking) else 0))
-    # checkpoint instants: blocking starts, or background starts when only those exist
-    instants = np.sort((blocking if len(blocking) else ck)["start_s"].to_numpy(float))
-    interval = float(np.median(np.diff(instants))) if len(instants) > 1 else None
+    # checkpoint instants (blocking starts, or background starts when only those exist);
+    # intervals are measured within an attempt, never across a restart
+    src = blocking if len(blocking) else ck
     js = acc.steps
-    interval_steps = None
-    if len(instants) > 1 and len(js):
-        ends = js["end_s"].to_numpy(float)
-        order = np.argsort(ends)
-        idx = np.searchsorted(ends[order], instants, side="right") - 1
-        st = np.where(idx >= 0, js["step"].to_numpy()[order][np.maximum(idx, 0)], -1)
-        d = np.diff(st)
-        d = d[d > 0]
-        interval_steps = float(np.median(d)) if len(d) else None
+    gaps_s: list[float] = []
+    gaps_steps: list[float] = []
+    for _a, grp in src.groupby("attempt"):
+        t = np.sort(grp["start_s"].to_numpy(float))
+        if len(t) < 2:
+            continue
+        gaps_s.extend(np.diff(t))
+        mine = js[(js["attempt"] == _a) & ~js["inferred"]]
+        if len(mine):
+            ends = mine["end_s"].to_numpy(float)
+            order = np.argsort(ends, kind="stable")
+            idx = np.searchsorted(ends[order], t, side="right") - 1
+            st = mine["step"].to_numpy()[order][np.maximum(idx, 0)]
+            d = np.diff(st[idx >= 0])
+            gaps_steps.extend(d[d > 0])
+    interval = float(np.median(gaps_s)) if gaps_s else None
+    interval_steps = float(np.median(gaps_steps)) if gaps_steps else None
     failures = int((ev["kind"] == "failure").sum())
     restarts = max(r.n_attempts - 1, 0)
     sec = acc.seconds
