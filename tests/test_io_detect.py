@@ -34,6 +34,11 @@ def test_registry_is_the_agreed_list():
         assert mod.NAME == name and callable(mod.sniff) and callable(mod.load)
 
 
+def test_every_registered_loader_imports():
+    # a loader that fails to import drops out of detection silently; say so here instead
+    assert detect.available_formats() == list(FORMATS), detect._import_errors
+
+
 def _samples(tmp_path):
     tb = write_tensorboard(tmp_path)
     run = Run.build({"step": [1], "start_s": [0.0], "end_s": [1.0]}, meta=RunMeta(name="r"))
@@ -191,3 +196,43 @@ def test_every_real_file_of_my_formats_loads_with_auto(realdata):  # noqa: F811
                 warnings.simplefilter("ignore")
                 run = load_run(path)
             assert run.meta.source_format in fmts, path
+
+
+@pytest.mark.parametrize("fmt", MINE)
+def test_each_loader_rejects_an_empty_file_naming_it(tmp_path, fmt):
+    p = tmp_path / "empty.log"
+    p.write_bytes(b"")
+    with pytest.raises(LoadError) as info:
+        detect.get_loader(fmt).load(p)
+    assert str(p) in str(info.value)
+
+
+def test_accelerator_keyword_resolves_the_peak(tmp_path):
+    pytest.importorskip("mfu_toolkit.hardware")
+    p = write_mlperf(tmp_path)
+    run = load_run(p, accelerator="H100", dtype="bf16")
+    assert run.meta.peak_flops_per_accelerator and run.meta.peak_source
+    with pytest.raises(Exception) as info:  # the registry's own error, not a file error
+        load_run(p, accelerator="no-such-chip", dtype="bf16")
+    assert not isinstance(info.value, LoadError) and "no-such-chip" in str(info.value)
+
+
+def test_samples_round_trip_through_run_parquet(tmp_path):
+    import warnings
+
+    for fmt, path in _samples(tmp_path).items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = load_run(path)
+        assert load_run(save_run(run, tmp_path / f"{fmt}.parquet")) == run, fmt
+
+
+def test_real_runs_round_trip_through_run_parquet(realdata, tmp_path):  # noqa: F811
+    import warnings
+
+    for folder in ("mlperf", "megatron", "tensorboard", "slurm"):
+        for path in sorted((realdata / folder).iterdir()):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                run = load_run(path)
+            assert load_run(save_run(run, tmp_path / "r.parquet")) == run, path

@@ -14,8 +14,10 @@ raises on the first one, naming file, line and field. Keyword arguments that nam
 fields (``name``, ``accelerator``, ``dtype``, ``n_accelerators``, ``global_batch``,
 ``model_flops_per_step``, ...) state what the log does not carry.
 
-``load_run`` raises only :class:`~mfu_toolkit.run.LoadError` (unreadable input, wrong format
-name, ambiguous detection) and :class:`~mfu_toolkit.run.SchemaError`.
+For any input, ``load_run`` raises only :class:`~mfu_toolkit.run.LoadError` (unreadable input,
+wrong format name, ambiguous detection) and :class:`~mfu_toolkit.run.SchemaError`; mistakes in
+the call itself are a ``TypeError`` (unknown keyword) or the registry's error for an unknown
+``accelerator``.
 
 Formats (``FORMATS``): ``run_parquet`` (a Run saved by ``save_run``), ``mlperf`` (``:::MLLOG``),
 ``megatron`` (stdout), ``megatron_json`` (CI golden values), ``tensorboard`` (event files),
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..run import LoadError, Run, SchemaError
-from ._build import LoaderArgumentError
+from ._build import META_KWARGS, LoaderArgumentError, apply_overrides
 from .detect import FORMATS, available_formats, detect_format, get_loader, sniff_all
 
 __all__ = [
@@ -57,8 +59,9 @@ def load_run(path: str | Path, format: str = "auto", *, strict: bool = False, **
         if not p.exists():
             raise LoadError("no such file or directory", path=p)
     mod = get_loader(name)
+    meta_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in META_KWARGS}
     try:
-        return mod.load(p, strict=strict, **kwargs)
+        run = mod.load(p, strict=strict, **kwargs)
     except (LoadError, SchemaError, LoaderArgumentError):
         raise
     except MemoryError:
@@ -67,6 +70,9 @@ def load_run(path: str | Path, format: str = "auto", *, strict: bool = False, **
         raise LoadError(
             f"the {name} loader could not read this input ({type(exc).__name__}: {exc})", path=p
         ) from exc
+    # What the caller states about the run wins over what the file says; applied here so every
+    # format treats these keywords alike (an unknown accelerator is the registry's own error).
+    return run.replace(meta=apply_overrides(run.meta, meta_kw)) if meta_kw else run
 
 
 def load_table(

@@ -28,6 +28,7 @@ __all__ = [
     "META_KWARGS",
     "unit_factor",
     "split_kwargs",
+    "apply_overrides",
     "finish",
     "num",
     "wallclock",
@@ -103,7 +104,8 @@ def wallclock(epoch_s: float) -> str:
         return ""
 
 
-def _apply_overrides(meta: RunMeta, overrides: Mapping[str, Any]) -> RunMeta:
+def apply_overrides(meta: RunMeta, overrides: Mapping[str, Any]) -> RunMeta:
+    """``meta`` with the caller's RunMeta fields set (``extra`` merged, peak resolved)."""
     if not overrides:
         return meta
     changes = dict(overrides)
@@ -120,6 +122,9 @@ def _apply_overrides(meta: RunMeta, overrides: Mapping[str, Any]) -> RunMeta:
             return meta
         meta = meta.with_accelerator(meta.accelerator, meta.dtype, sparse=meta.peak_sparse)
     return meta
+
+
+_apply_overrides = apply_overrides  # the name other loader modules import; keep it stable
 
 
 def finish(
@@ -157,7 +162,7 @@ def finish(
         report=rep,
         **fields,
     )
-    meta = _apply_overrides(meta, overrides or {})
+    meta = apply_overrides(meta, overrides or {})
     run = Run.build(st if len(st.columns) else None, ev if len(ev.columns) else None, meta, tables)
     if warn:
         rep.warn_if_skipped(stacklevel=4)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..run import LoadError, Run, SchemaError, read_run
-from ._build import _apply_overrides, split_kwargs
+from ._build import apply_overrides, split_kwargs
 
 NAME = "run_parquet"
 _MAGIC = b"PAR1"
@@ -48,5 +48,5 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     except Exception as exc:  # pyarrow's errors on a damaged file
         raise LoadError(f"not a readable Run Parquet file ({type(exc).__name__}: {exc})", path=p) from None
     if overrides:
-        run = run.replace(meta=_apply_overrides(run.meta, overrides))
+        run = run.replace(meta=apply_overrides(run.meta, overrides))
     return run

@@ -78,11 +78,6 @@ def masked_crc(data: bytes) -> int:
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
-def tfrecord_frame(payload: bytes) -> bytes:
-    """One TFRecord: length, its masked CRC, payload, its masked CRC (used by tests/writers)."""
-    head = struct.pack("<Q", len(payload))
-    return head + struct.pack("<I", masked_crc(head)) + payload + struct.pack("<I", masked_crc(payload))
-
 
 # --- protobuf wire format -----------------------------------------------------------------------
 class ProtoError(ValueError):
