@@ -40,6 +40,7 @@ def test_deterministic_and_seeded():
     assert a == b
     assert simulate(cfg.replace(seed=4)) != a
     assert simulate(cfg, seed=4) == simulate(cfg.replace(seed=4))
+    assert simulate(cfg, validate=False) == a  # the unchecked fast path builds the same Run
 
 
 def test_schema_matches_run_build_and_round_trips(tmp_path):
