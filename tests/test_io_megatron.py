@@ -305,3 +305,18 @@ class _no_warning:
 
     def __exit__(self, *exc):
         return self._cm.__exit__(*exc)
+
+
+def test_checkpoint_at_an_unlogged_step_is_placed_after_it(tmp_path):
+    lines = [
+        megatron_line(10, 1000.0),
+        "saving checkpoint at iteration      15 to /ckpt",
+        "0: (min, max) time across ranks (ms):",
+        "0:     save-checkpoint ................................: (1500.00, 2000.00)",
+        megatron_line(20, 1000.0),
+    ]
+    run = load_run(write_megatron(tmp_path, lines=lines), log_interval=10)
+    save = run.events[run.events["kind"] == "checkpoint_save"].iloc[0]
+    step15 = run.steps.loc[run.steps["step"] == 15, "end_s"].item()
+    assert (save["start_s"], save["end_s"]) == (step15, step15 + 2.0)
+    assert "no 'successfully saved' line" in save["detail"]

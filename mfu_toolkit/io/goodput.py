@@ -259,12 +259,12 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     rows: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     activities: list[dict[str, Any]] = []
-    for ai, a in enumerate(attempts):
+    for idx, a in enumerate(attempts):
         order = sorted(a["steps"].items(), key=lambda kv: kv[1])
         blocking = []
         seen_data = False
         for act in sorted(a["acts"], key=lambda x: x["start"]):
-            activities.append({"attempt": ai, **act})
+            activities.append({"attempt": idx, **act})
             if act["kind"] == "data_load":
                 if seen_data:
                     continue  # asynchronous: overlaps steps, excluded like the library does
@@ -272,30 +272,30 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
             blocking.append(act)
         n_async = sum(1 for act in a["acts"] if act["kind"] == "data_load") - (1 if seen_data else 0)
         if n_async:
-            rep.note(f"attempt {ai}: {n_async} later data-loading intervals are asynchronous; activities table only")
+            rep.note(f"attempt {idx}: {n_async} later data-loading intervals are asynchronous; activities table only")
         for i, (step, t) in enumerate(order):
             if i + 1 < len(order):
                 end = order[i + 1][1]
-            elif ai == len(attempts) - 1 and a["end"] is not None and a["end"] >= t:
+            elif idx == len(attempts) - 1 and a["end"] is not None and a["end"] >= t:
                 end = a["end"]
             else:
-                nxt = attempts[ai + 1] if ai + 1 < len(attempts) else None
+                nxt = attempts[idx + 1] if idx + 1 < len(attempts) else None
                 if nxt is not None:
                     later = [x for x in ([nxt["job_start"]] + list(nxt["steps"].values()) + [x["start"] for x in nxt["acts"]]) if x is not None]
                     if later and min(later) >= t:
-                        events.append({"kind": "failure", "start_s": t, "end_s": min(later), "attempt": ai, "detail": f"step {step} started; no progress recorded until the next job start (lost work + recovery)"})
+                        events.append({"kind": "failure", "start_s": t, "end_s": min(later), "attempt": idx, "detail": f"step {step} started; no progress recorded until the next job start (lost work + recovery)"})
                 else:
-                    rep.note(f"attempt {ai}: last step {step} has no end (no job_end_time); not a step row")
+                    rep.note(f"attempt {idx}: last step {step} has no end (no job_end_time); not a step row")
                 continue
             cut = [b["start"] for b in blocking if t < b["start"] < end]
-            rows.append({"attempt": ai, "step": step, "start_s": t, "end_s": min([end, *cut])})
+            rows.append({"attempt": idx, "step": step, "start_s": t, "end_s": min([end, *cut])})
         for b in blocking:
-            events.append({"kind": b["kind"], "start_s": b["start"], "end_s": b["end"], "attempt": ai, "detail": b["what"]})
+            events.append({"kind": b["kind"], "start_s": b["start"], "end_s": b["end"], "attempt": idx, "detail": b["what"]})
         if a["job_start"] is not None:
-            kind = "restart" if ai > 0 else "other"
-            events.append({"kind": kind, "start_s": a["job_start"], "end_s": a["job_start"], "attempt": ai, "detail": "job_start_time"})
+            kind = "restart" if idx > 0 else "other"
+            events.append({"kind": kind, "start_s": a["job_start"], "end_s": a["job_start"], "attempt": idx, "detail": "job_start_time"})
         if a["end"] is not None:
-            events.append({"kind": "other", "start_s": a["end"], "end_s": a["end"], "attempt": ai, "detail": "job_end_time"})
+            events.append({"kind": "other", "start_s": a["end"], "end_s": a["end"], "attempt": idx, "detail": "job_end_time"})
     times = [r["start_s"] for r in rows] + [e["start_s"] for e in events]
     if not times:
         reader.fail("no timed goodput records")

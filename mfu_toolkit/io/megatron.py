@@ -51,7 +51,7 @@ _FIELD_RE = re.compile(r"^\s*([^:|]+?)\s*:\s*(\S+)\s*$")
 _SAVE_START_RE = re.compile(r"(?<!successfully )saving checkpoint at iteration\s+(\d+)")
 _SAVE_END_RE = re.compile(r"successfully saved checkpoint (?:from|at) iteration\s+(\d+)")
 _LOAD_RE = re.compile(r"successfully loaded checkpoint from .*?at iteration\s+(\d+)")
-_TIMER_RE = re.compile(r"^\s*(save-checkpoint|load-checkpoint)\s*\.*\s*:\s*\(?\s*([0-9.eE+-]+)(?:\s*,\s*([0-9.eE+-]+))?\s*\)?")
+_TIMER_RE = re.compile(r"(?:^|[\s:])(save-checkpoint|load-checkpoint)\s*\.*\s*:\s*\(?\s*([0-9.eE+-]+)(?:\s*,\s*([0-9.eE+-]+))?\s*\)?")
 _DATETIME_RE = re.compile(r"\[([^\]]+)\]\s*datetime:\s*(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)")
 _BANNER_RE = re.compile(r"-{5,}\s*arguments\s*-{5,}|using world size:")
 _STRAGGLER_RE = re.compile(r"(Mn|Mx)([A-Za-z]+)/Rnk:\s*([0-9.eE+-]+)\s*([A-Za-z%]*)\s*/\s*(\d+)")
@@ -153,7 +153,7 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
                         break
                 else:
                     saves.append({"line": ln, "iteration": it, "attempt": attempt, "done": True})
-            if (mm := _TIMER_RE.match(text)) is not None:
+            if (mm := _TIMER_RE.search(text)) is not None:
                 v = num(mm.group(3) if mm.group(3) is not None else mm.group(2))
                 if not math.isnan(v) and v >= 0:
                     timers[mm.group(1)].append(v)
@@ -340,16 +340,17 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     events: list[dict[str, Any]] = []
     by_iter = {(a, it): (s, e) for a, it, s, e in interval_ends}
     nxt = {(a, it): interval_ends[i + 1] for i, (a, it, _, _) in enumerate(interval_ends[:-1])}
+    step_end = {(a, st): e for a, st, e in zip(cols["attempt"], cols["step"], cols["end_s"], strict=True)}
     for s in saves:
         key = (s["attempt"], s["iteration"])
-        if key not in by_iter:
-            rep.note(f"checkpoint save at iteration {s['iteration']} (line {s['line']}) has no matching iteration line; not placed")
+        if key not in step_end:
+            rep.note(f"checkpoint save at iteration {s['iteration']} (line {s['line']}) is after no step in the log; not placed")
             continue
-        start = by_iter[key][1]
+        start = step_end[key]
         if "timer_ms" in s:
             end = start + s["timer_ms"] / 1000.0
             how = "save-checkpoint timer"
-        elif timestamped and key in nxt and nxt[key][0] == s["attempt"] and nxt[key][2] >= start:
+        elif timestamped and key in by_iter and key in nxt and nxt[key][0] == s["attempt"] and nxt[key][2] >= start:
             end = nxt[key][2]
             how = "gap to the next logged step (no save-checkpoint timer)"
         else:

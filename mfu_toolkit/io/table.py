@@ -388,13 +388,11 @@ def load(
             back[order[1:]] = same & (start[order][1:] < start[order][:-1]) & (step[order][1:] != step[order][:-1])
         _skip_rows(reader, "non-monotonic timestamp (start earlier than the previous step's)", back, lines, keep, mapping.get("start_s", "end_s"), raw)
     if keep.any():
-        key = pd.DataFrame({"a": attempt, "s": step, "r": rank})
-        dup = key.duplicated(keep=False).to_numpy() & keep
-        # keep the first of each repeated key among the rows still kept
-        first = pd.DataFrame({"a": attempt[keep], "s": step[keep], "r": rank[keep]}).duplicated(keep="first").to_numpy()
+        # keep the first of each repeated (attempt, step, rank) among the rows still kept
+        again = pd.DataFrame({"a": attempt[keep], "s": step[keep], "r": rank[keep]}).duplicated(keep="first").to_numpy()
         later = np.zeros(n, dtype=bool)
-        later[np.flatnonzero(keep)[first]] = True
-        _skip_rows(reader, "duplicate (attempt, step, rank)", dup & later, lines, keep, mapping["step"], raw)
+        later[np.flatnonzero(keep)[again]] = True
+        _skip_rows(reader, "duplicate (attempt, step, rank)", later, lines, keep, mapping["step"], raw)
 
     out: dict[str, Any] = {
         "attempt": attempt[keep].astype(np.int64),

@@ -396,6 +396,8 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
                     row[col] = v
             rows.append(row)
         prev = r
+    if not timed:
+        rep.note(f"no '{time_tag}' scalars (Megatron writes them with --log-timers-to-tensorboard): no step rows")
     overlap = sum(1 for a, b in zip(rows, rows[1:], strict=False) if a["attempt"] == b["attempt"] and b["start_s"] < a["end_s"] - 1e-6)
     if overlap:
         rep.note(
