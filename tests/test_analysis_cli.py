@@ -88,6 +88,24 @@ def test_analyze_meta_overrides(sim_file, capsys):
     assert doc["summary"]["model_flops_per_unit"] == 1e15
 
 
+def test_analyze_preset_and_accelerator_replace_the_logs_flops(tmp_path, capsys):
+    hardware = pytest.importorskip("mfu_toolkit.hardware")
+    flops = pytest.importorskip("mfu_toolkit.flops")
+    sim = tmp_path / "llama.parquet"
+    assert _run(["simulate", "-o", str(sim), "--ranks", "64", "--steps", "20", "--global-batch", "64",
+                 "--seq-len", "8192"]) == 0
+    capsys.readouterr()
+    assert _run(["analyze", str(sim), "--accelerator", "H100", "--dtype", "bf16", "--preset", "llama3-8b",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["summary"]
+    per_token = flops.model_flops("llama3-8b", seq_len=8192).training_per_token
+    peak = hardware.get_peak("H100", "bf16").flops
+    assert doc["model_flops_source"].startswith("preset 'llama3-8b'")
+    assert doc["steady_state_mfu"] == pytest.approx(64 * 8192 * per_token / 1.0 / (64 * peak), rel=1e-9)
+    assert _run(["analyze", str(sim), "--accelerator", "no-such-gpu"]) == 2
+    assert "unknown accelerator" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("argv", "fragment"),
     [

@@ -67,3 +67,8 @@ def test_scaling_family_with_other_runs_and_gpu_idle_share(run):
     idle, why = gpu_idle_share(with_trace)
     assert idle == pytest.approx(0.25) and "gpu_util" in why
     assert _val(scorecard(with_trace), "gpu_idle_share") == pytest.approx(0.25)
+    # a profiler trace: per-step busy and idle GPU time
+    st = run.steps.copy()
+    st["gpu_busy_s"], st["gpu_idle_s"] = 0.6, 0.2
+    idle, why = gpu_idle_share(run.replace(steps=st))
+    assert idle == pytest.approx(0.25) and "gpu_busy_s" in why

@@ -59,18 +59,22 @@ def _apply_meta(run: Any, args: argparse.Namespace) -> Any:
         meta = meta.replace(global_batch=args.global_batch)
     if args.seq_len is not None:
         meta = meta.replace(seq_len=args.seq_len)
+    # FLOPs given here replace whatever the log carried (all of it, so nothing stale wins)
+    cleared = dict(model_flops_per_sample=None, model_flops_per_token=None, model_flops_per_step=None,
+                   hardware_flops_per_step=None)
     for flag, field in (("flops_per_sample", "model_flops_per_sample"), ("flops_per_token", "model_flops_per_token"),
                         ("flops_per_step", "model_flops_per_step")):
         v = getattr(args, flag)
         if v is not None:
             if not (math.isfinite(v) and v > 0):
                 raise ValueError(f"--{flag.replace('_', '-')} must be a finite number > 0; got {v}")
-            meta = meta.replace(**{field: v, "model_flops_source": f"command line --{flag.replace('_', '-')}"})
+            meta = meta.replace(**{**cleared, field: v, "model_flops_source": f"command line --{flag.replace('_', '-')}"})
     if args.preset:
         from ..flops import model_flops
 
         mf = model_flops(args.preset, seq_len=args.seq_len)
         changes: dict[str, Any] = {
+            **cleared,
             "model_flops_per_sample": float(mf.training_per_sample),
             "model_flops_source": f"preset {args.preset!r}: {mf.source}"[:300],
         }

@@ -32,14 +32,24 @@ _UTIL_RE = re.compile(r"(gpu|accelerator|device|sm).*util", re.IGNORECASE)
 
 
 def gpu_idle_share(run: Run) -> tuple[float | None, str]:
-    """Mean idle share of the accelerators from an attached utilisation table, if any.
+    """Idle share of the accelerators from a trace attached to the run, if any.
 
-    Looks in ``run.tables`` for a column whose name mentions GPU/device utilisation (values in
-    percent when any exceeds 1, else fractions). Returns ``(None, reason)`` when there is none.
+    Sources, in order: per-step ``gpu_busy_s`` and ``gpu_idle_s`` columns (a profiler trace:
+    idle / (busy + idle)); else a table column whose table or column name mentions GPU/device
+    utilisation (values in percent when any exceeds 1, else fractions; idle = 1 − mean).
+    Returns ``(None, reason)`` when there is none.
     """
+    st = run.steps
+    if {"gpu_busy_s", "gpu_idle_s"} <= set(st.columns):
+        busy = pd.to_numeric(st["gpu_busy_s"], errors="coerce").to_numpy(dtype=float)
+        idle = pd.to_numeric(st["gpu_idle_s"], errors="coerce").to_numpy(dtype=float)
+        ok = np.isfinite(busy) & np.isfinite(idle)
+        total = float(busy[ok].sum() + idle[ok].sum())
+        if total > 0:
+            return float(idle[ok].sum()) / total, f"from steps gpu_busy_s/gpu_idle_s ({int(ok.sum())} rank-steps)"
     for name, df in run.tables.items():
         for col in df.columns:
-            if _UTIL_RE.search(str(col)):
+            if _UTIL_RE.search(f"{name}.{col}") and "util" in str(col).lower():
                 v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
                 v = v[np.isfinite(v)]
                 if not len(v):
