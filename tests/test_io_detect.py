@@ -236,3 +236,15 @@ def test_real_runs_round_trip_through_run_parquet(realdata, tmp_path):  # noqa: 
                 warnings.simplefilter("ignore")
                 run = load_run(path)
             assert load_run(save_run(run, tmp_path / "r.parquet")) == run, path
+
+
+def test_records_after_a_long_preamble_are_still_found(tmp_path):
+    from _samples import megatron_line, mlperf_lines
+
+    noise = [f"+ echo setting up node {i} ................................" for i in range(400)]
+    p = write_mlperf(tmp_path, name="slurm.out", lines=noise + mlperf_lines())
+    assert p.stat().st_size > 8192 and detect_format(p) == "mlperf"
+    banner = ["------------------------ arguments ------------------------"]
+    args = [f"  arg_{i} ........................................ {i}" for i in range(400)]
+    q = write_megatron(tmp_path, name="megatron.out", lines=banner + args + [megatron_line(1, 1000.0)])
+    assert q.stat().st_size > 8192 and detect_format(q) == "megatron"

@@ -40,7 +40,7 @@ import pandas as pd
 
 from ..run import Run
 from ._build import finish, num, split_kwargs
-from ._common import Reader, iter_lines, open_bytes
+from ._common import Reader, iter_lines, read_head
 
 NAME = "megatron"
 
@@ -86,7 +86,7 @@ def sniff(path: Path, head: bytes) -> float:
         if b"MnRtt/Rnk:" in head:
             return 0.8
         if (b"megatron" in head.lower() or b"arguments ---" in head) and p.stat().st_size > len(head):
-            if _SNIFF_ITER.search(open_bytes(p)[:_SCAN_BYTES]):
+            if _SNIFF_ITER.search(read_head(p, _SCAN_BYTES)):
                 return 0.85
     except Exception:
         return 0.0

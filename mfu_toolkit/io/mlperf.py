@@ -38,7 +38,7 @@ import pandas as pd
 
 from ..run import Run
 from ._build import finish, num, split_kwargs, wallclock
-from ._common import Reader, iter_lines
+from ._common import Reader, iter_lines, read_head
 
 NAME = "mlperf"
 
@@ -73,10 +73,8 @@ def sniff(path: Path, head: bytes) -> float:
     if b":::SYSJSON" in head:
         return 0.9
     try:
-        from ._common import open_bytes
-
         if p.stat().st_size > len(head):
-            data = open_bytes(p)[:_SCAN_BYTES]
+            data = read_head(p, _SCAN_BYTES)
             if b":::MLLOG {" in data:
                 return 0.9
     except Exception:
@@ -88,7 +86,7 @@ def sniff(path: Path, head: bytes) -> float:
 class _Rec:
     line: int
     key: str
-    t: float  # seconds, absolute
+    t: float  # seconds since the first valid record
     value: Any
     meta: dict[str, Any] = field(default_factory=dict)
 
