@@ -7,10 +7,12 @@ clean, moves a slider and checks the displayed result against the pure function 
 from __future__ import annotations
 
 import re
+import urllib.error
+import urllib.request
 
 import pytest
-
 from _browser import collect_console_errors, launch, open_and_run_all, require_browser, start_lab
+
 from mfu_toolkit.widgets import CalculatorInputs, calculator_result
 
 pytestmark = pytest.mark.browser
@@ -63,4 +65,56 @@ def test_01_calculator_slider_updates_mfu(lab, page, tmp_path):
     expect(calc.locator(".mfu-result")).to_contain_text(re.compile(r"129 ×"), timeout=20_000)
     expect(calc.locator(".mfu-value")).to_contain_text(f"MFU: {expected.mfu:.2%}")
     page.screenshot(path=str(tmp_path / "01_mfu_basics.png"), full_page=False)
+    assert not errors, errors
+
+
+def _forget_workspace(server) -> None:
+    """Delete the lab's saved default workspace, so the next page opens only its own notebook.
+
+    The module's server is shared: without this, JupyterLab restores the previous test's notebook
+    next to the new one, and that one can end up as the current widget that 'run all' runs.
+    """
+    url = f"{server.url}/lab/api/workspaces/default?token={server.token}"
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, method="DELETE"), timeout=10)
+    except urllib.error.HTTPError as exc:
+        if exc.code != 404:  # 404: nothing saved yet
+            raise
+
+
+@pytest.fixture
+def fresh_workspace(lab):
+    _forget_workspace(lab)
+    yield
+    _forget_workspace(lab)
+
+
+def test_02_flops_explorer_slider_moves_breakdown(lab, fresh_workspace, page, tmp_path):
+    from playwright.sync_api import expect
+
+    from mfu_toolkit.widgets import flops_explorer_headline
+
+    errors = collect_console_errors(page)
+    open_and_run_all(page, lab, "02_model_flops.ipynb")
+    explorer = page.locator(".flops-explorer").first
+    explorer.scroll_into_view_if_needed()
+    before = flops_explorer_headline("llama3-8b", seq_len=8192, batch=512, causal=False)
+    expect(explorer.locator(".flops-value")).to_contain_text(before, timeout=20_000)
+    expect(explorer.locator(".widget-output img").first).to_be_visible(timeout=20_000)
+    expect(explorer.locator(".widget-output table.dataframe").first).to_be_visible()
+    expect(explorer.locator(".widget-output table.dataframe").first).to_contain_text("2.147 GFLOP")
+
+    # The first slider is the sequence length (8,192). ArrowRight moves it one option: 16,384.
+    handle = explorer.locator(".noUi-handle").first
+    handle.focus()
+    page.keyboard.press("ArrowRight")
+    after = flops_explorer_headline("llama3-8b", seq_len=16384, batch=512, causal=False)
+    assert after != before
+    expect(explorer.locator(".flops-value")).to_contain_text(after, timeout=20_000)
+    expect(explorer.locator(".flops-summary")).to_contain_text("16,384 tokens per sample")
+    # The attention-score row doubles with T (2·T·H·Q·L = 4.295 GFLOP per token at 16,384).
+    expect(explorer.locator(".widget-output table.dataframe").first).to_contain_text("4.295 GFLOP",
+                                                                                    timeout=20_000)
+    assert explorer.locator(".widget-output img").count() == 1  # redrawn in place, not appended
+    page.screenshot(path=str(tmp_path / "02_model_flops.png"), full_page=False)
     assert not errors, errors
