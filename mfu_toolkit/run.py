@@ -298,25 +298,25 @@ def _coerce(df: pd.DataFrame, spec: Mapping[str, str], table: str) -> pd.DataFra
         s = df[col]
         if dtype == "str":
             if s.isna().any():
-                bad = list(np.flatnonzero(s.isna().to_numpy())[:5])
+                bad = np.flatnonzero(s.isna().to_numpy())[:5].tolist()
                 raise SchemaError(f"{table}.{col} has missing values at rows {bad}")
             out[col] = s.astype(str)
         elif dtype == "int64":
             num = pd.to_numeric(s, errors="coerce")
             bad_mask = num.isna() | (num != np.floor(num.fillna(0)))
             if bad_mask.any():
-                rows = list(np.flatnonzero(bad_mask.to_numpy())[:5])
+                rows = np.flatnonzero(bad_mask.to_numpy())[:5].tolist()
                 raise SchemaError(
-                    f"{table}.{col} must hold integers; rows {rows} hold {list(s.iloc[rows])}"
+                    f"{table}.{col} must hold integers; rows {rows} hold {s.iloc[rows].tolist()}"
                 )
             out[col] = num.astype("int64")
         else:
             num = pd.to_numeric(s, errors="coerce")
             bad_mask = num.isna() & s.notna()
             if bad_mask.any():
-                rows = list(np.flatnonzero(bad_mask.to_numpy())[:5])
+                rows = np.flatnonzero(bad_mask.to_numpy())[:5].tolist()
                 raise SchemaError(
-                    f"{table}.{col} must be numeric; rows {rows} hold {list(s.iloc[rows])}"
+                    f"{table}.{col} must be numeric; rows {rows} hold {s.iloc[rows].tolist()}"
                 )
             out[col] = num.astype("float64")
     res = pd.DataFrame(out, index=df.index)
@@ -362,8 +362,7 @@ def make_events(data: pd.DataFrame | Mapping[str, Any] | Iterable[Mapping[str, A
     if df.empty and not len(df.columns):
         return empty_events()
     for col, default in (("attempt", 0), ("rank", -1), ("detail", "")):
-        if col not in df:
-            df[col] = default
+        df[col] = df[col].fillna(default) if col in df else default
     missing = [c for c in EVENT_COLUMNS if c not in df]
     if missing:
         raise SchemaError(
