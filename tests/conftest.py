@@ -8,9 +8,12 @@
 from __future__ import annotations
 
 import os
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
@@ -22,3 +25,55 @@ def pytest_configure(config):
     if hasattr(config.option, "nbval_sanitize_with") and not config.option.nbval_sanitize_with:
         config.option.nbval_sanitize_with = str(HERE / "nbval_sanitize.cfg")
     os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+# --- browser fixtures (JupyterLab + headless Chromium); see tests/_browser.py ----------------
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    """One JupyterLab server for the whole session, serving a copy of notebooks/ and data/."""
+    from _browser import require_browser, start_lab
+
+    require_browser()
+    server = start_lab(tmp_path_factory.mktemp("lab"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from _browser import launch, require_browser
+
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()
+
+
+def _forget_workspace(server) -> None:
+    """Delete the lab's saved default workspace so a page opens only its own notebook.
+
+    The server is shared: without this, JupyterLab restores the previous test's notebook next
+    to the new one, and that one can end up as the current widget that 'run all' runs.
+    """
+    url = f"{server.url}/lab/api/workspaces/default?token={server.token}"
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, method="DELETE"), timeout=10)
+    except urllib.error.HTTPError as exc:
+        if exc.code != 404:  # 404: nothing saved yet
+            raise
+
+
+@pytest.fixture
+def page(browser, lab):
+    """A fresh browser page on a lab whose saved workspace is forgotten before and after."""
+    _forget_workspace(lab)
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    yield pg
+    context.close()
+    _forget_workspace(lab)

@@ -1,5 +1,8 @@
 """Notebooks in a real browser: JupyterLab in headless Chromium, driven by Playwright.
 
+The fixtures ``lab`` (one JupyterLab server per session) and ``page`` (a fresh page with the
+lab's saved workspace forgotten) live in ``tests/conftest.py``.
+
 Each test opens a notebook, runs all cells, checks that no cell raised and the console stayed
 clean, moves a slider and checks the displayed result against the pure function behind it.
 """
@@ -7,42 +10,13 @@ clean, moves a slider and checks the displayed result against the pure function 
 from __future__ import annotations
 
 import re
-import urllib.error
-import urllib.request
 
 import pytest
-from _browser import collect_console_errors, launch, open_and_run_all, require_browser, start_lab
+from _browser import collect_console_errors, open_and_run_all
 
 from mfu_toolkit.widgets import CalculatorInputs, calculator_result
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    require_browser()
-    server = start_lab(tmp_path_factory.mktemp("lab"))
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = launch(p)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser, tmp_path):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = context.new_page()
-    yield pg
-    context.close()
 
 
 def test_01_calculator_slider_updates_mfu(lab, page, tmp_path):
@@ -61,35 +35,14 @@ def test_01_calculator_slider_updates_mfu(lab, page, tmp_path):
     handle.focus()
     page.keyboard.press("ArrowRight")
     expected = calculator_result(CalculatorInputs("H100 SXM", "bf16", 129, 2.4e15, 1.2))
-    assert f"{expected.mfu:.2%}" != "1.58%" or expected.n_accelerators == 129
+    assert f"{expected.mfu:.2%}" != "1.58%"  # the move must be visible in the printed value
     expect(calc.locator(".mfu-result")).to_contain_text(re.compile(r"129 ×"), timeout=20_000)
     expect(calc.locator(".mfu-value")).to_contain_text(f"MFU: {expected.mfu:.2%}")
     page.screenshot(path=str(tmp_path / "01_mfu_basics.png"), full_page=False)
     assert not errors, errors
 
 
-def _forget_workspace(server) -> None:
-    """Delete the lab's saved default workspace, so the next page opens only its own notebook.
-
-    The module's server is shared: without this, JupyterLab restores the previous test's notebook
-    next to the new one, and that one can end up as the current widget that 'run all' runs.
-    """
-    url = f"{server.url}/lab/api/workspaces/default?token={server.token}"
-    try:
-        urllib.request.urlopen(urllib.request.Request(url, method="DELETE"), timeout=10)
-    except urllib.error.HTTPError as exc:
-        if exc.code != 404:  # 404: nothing saved yet
-            raise
-
-
-@pytest.fixture
-def fresh_workspace(lab):
-    _forget_workspace(lab)
-    yield
-    _forget_workspace(lab)
-
-
-def test_02_flops_explorer_slider_moves_breakdown(lab, fresh_workspace, page, tmp_path):
+def test_02_flops_explorer_slider_moves_breakdown(lab, page, tmp_path):
     from playwright.sync_api import expect
 
     from mfu_toolkit.widgets import flops_explorer_headline
