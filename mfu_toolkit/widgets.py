@@ -396,3 +396,516 @@ def flops_explorer(
     box = w.VBox([w.HBox([pick, rec, cau]), seq, bat, w.HBox([n_exp, k]), headline, out])
     box.add_class("flops-explorer")
     return box
+
+
+# --------------------------------------------------------------------------------------------
+# What-if explorers: the gap, stragglers, checkpoints and the GEM story. Each wraps a pure
+# function of mfu_toolkit.analysis.whatif; the headline is that result's ``.headline`` verbatim
+# (a browser test can compare it), and the figure and table are redrawn in one Output.
+
+__all__ += [
+    "explorer_headline_html",
+    "figure_png",
+    "render_explorer",
+    "gap_explorer",
+    "gap_figure",
+    "gap_table",
+    "straggler_explorer",
+    "straggler_figure",
+    "straggler_table",
+    "checkpoint_explorer",
+    "checkpoint_figure",
+    "checkpoint_table",
+    "gem_explorer",
+    "gem_figure",
+    "gem_table",
+]
+
+EXPLORER_FIGSIZE = (8.5, 4.0)  # inches at dpi 80: 680 × 320 px, a small PNG per redraw
+STRAGGLER_RANK_OPTIONS = tuple(2**k for k in range(3, 15))  # 8 .. 16,384 ranks
+CHECKPOINT_GPU_OPTIONS = tuple(2**k for k in range(6, 16))  # 64 .. 32,768 GPUs
+GEM_GPU_OPTIONS = tuple(2**k for k in range(9, 15))  # 512 .. 16,384 GPUs
+_LEGEND_RIGHT = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "frameon": False, "fontsize": 9}
+
+
+def explorer_headline_html(text: str, *, error: bool = False) -> str:
+    """The headline every explorer shows, in a ``.mfu-headline`` div (``.mfu-error`` on failure).
+
+    ``text`` is the pure function's ``.headline``; it is only HTML-escaped, never reformatted."""
+    cls = "mfu-headline mfu-error" if error else "mfu-headline"
+    return f'<div class="{cls}" style="font-size:1.15em"><b>{html.escape(text)}</b></div>'
+
+
+def _figure(*, left: float = 0.09, right: float = 0.97, bottom: float = 0.14, top: float = 0.9):
+    """A bare matplotlib Figure and its Axes, with fixed margins.
+
+    Bare (never registered with pyplot), so redraws cannot pile up open figures; fixed margins
+    rather than a layout engine or a tight bounding box, each of which adds a second drawing
+    pass to every redraw."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=EXPLORER_FIGSIZE, dpi=80)
+    fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top)
+    return fig, fig.add_subplot()
+
+
+def figure_png(fig) -> bytes:
+    """Render a figure to PNG bytes once, as the explorers display it."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80, pil_kwargs={"compress_level": 1})
+    return buf.getvalue()
+
+
+def _pct(v: float, digits: int = 1) -> str:
+    return f"{v:.{digits}%}"
+
+
+def _plots_function(name: str):  # -> the shared mfu_toolkit.plots function, or None
+    """``mfu_toolkit.plots.<name>`` when that module is available; the explorers fall back to
+    their own drawing otherwise."""
+    try:
+        from . import plots  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return getattr(plots, name, None)
+
+
+def _style(ax) -> None:
+    import seaborn as sns
+
+    ax.grid(alpha=0.3)
+    ax.set_axisbelow(True)
+    sns.despine(ax=ax)
+
+
+def _draw_waterfall(table, ax) -> None:
+    """Fallback for ``plots.waterfall``: floating bars from steady-state MFU down to end-to-end
+    MFU, each loss taking steady-state MFU × its share of wall time."""
+    import seaborn as sns
+
+    steady = float(table["mfu_after"].iloc[-1])
+    shares = table["share"].to_numpy(float)
+    keep = [i for i in range(1, len(table)) if abs(table["seconds"].iloc[i]) > 0]
+    labels = [str(table["category"].iloc[i]).replace("_", " ") for i in keep] + ["ideal compute"]
+    level, lefts, widths = steady, [], []
+    for i in keep:
+        d = steady * shares[i]
+        lefts.append(level - d)
+        widths.append(d)
+        level -= d
+    lefts.append(0.0)
+    widths.append(level)
+    y = list(range(len(labels)))
+    colors = [sns.color_palette("deep")[3]] * len(keep) + [sns.color_palette("deep")[0]]
+    ax.barh(y, widths, left=lefts, color=colors)
+    for yi, left, width in zip(y, lefts, widths, strict=True):
+        ax.text(left + width + 0.003, yi, f"{width:.1%}", va="center", fontsize=8)
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(steady, 1e-9) * 1.15)
+    ax.xaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
+    ax.set_xlabel("MFU (% of peak FLOP/s)")
+    ax.set_title(f"From steady-state MFU {steady:.1%} to end-to-end MFU {level:.1%}", fontsize=10)
+    _style(ax)
+
+
+def gap_figure(result):  # -> matplotlib.figure.Figure
+    """The gap explorer's chart: the waterfall of ``result.table`` (a ``GapResult``), drawn by
+    ``plots.waterfall``."""
+    draw = _plots_function("waterfall")
+    if draw is None:
+        fig, ax = _figure(left=0.17)
+        _draw_waterfall(result.table, ax)
+        return fig
+    fig, ax = _figure(left=0.08, right=0.98, bottom=0.25, top=0.92)  # room for rotated labels
+    draw(result.table, ax=ax)
+    return fig
+
+
+def gap_table(result):  # -> pandas.DataFrame of strings
+    """The gap explorer's table: seconds, share of wall time and MFU after removing each loss."""
+    t = result.table
+    shown = t[(t["seconds"].abs() > 1e-3 * result.wall_s) | (t["category"] == "ideal_compute")]
+    return shown.assign(
+        seconds=shown["seconds"].map("{:,.1f}".format),
+        share=shown["share"].map(_pct),
+        mfu_after=shown["mfu_after"].map(lambda v: _pct(v, 2)),
+    )[["category", "seconds", "share", "mfu_after"]].set_index("category")
+
+
+def straggler_figure(result):  # -> matplotlib.figure.Figure
+    """Expected synchronous step time vs job size, with and without the slow ranks; the chosen
+    size marked. Drawn here (``plots.expected_step_time`` has no slow ranks) with matplotlib
+    primitives in seaborn's style: ``sns.lineplot`` alone would take a quarter of the budget."""
+    import seaborn as sns
+
+    t = result.table
+    fig, ax = _figure(right=0.72)
+    deep = sns.color_palette("deep")
+    ax.plot(t["n_ranks"], t["expected_step_s"], marker="o", ms=4, color=deep[3], label="jitter + slow ranks")
+    ax.plot(t["n_ranks"], t["jitter_only_step_s"], marker="x", ms=4, color=deep[0], label="jitter only")
+    ax.axhline(result.base_step_s, color="0.3", lw=1.0, ls="--", label=f"one rank's mean {result.base_step_s:g} s")
+    ax.scatter([result.ranks], [result.expected_step_s], s=90, color=deep[3], zorder=5, edgecolor="black",
+               label=f"{result.ranks:,} ranks: {result.lost_share:.1%} lost")
+    ax.set_xscale("log", base=2)
+    ticks = [1, 8, 64, 512, 4096, 16384]
+    ax.set_xticks(ticks, [f"{v:,}" for v in ticks])  # plain labels: log-axis mathtext is slow
+    ax.minorticks_off()
+    ax.set_xlabel("ranks in the synchronous job (log scale)")
+    ax.set_ylabel("expected step time (s)")
+    ax.set_title("A synchronous step waits for the slowest rank", fontsize=10)
+    ax.legend(**_LEGEND_RIGHT)
+    _style(ax)
+    return fig
+
+
+def straggler_table(result):  # -> pandas.DataFrame of strings
+    """Expected step and lost share at a few job sizes (and the chosen one)."""
+    t = result.table
+    t = t[t["n_ranks"].isin({8, 64, 512, 4096, 16384, result.ranks})]
+    return t.assign(
+        ranks=t["n_ranks"].map("{:,}".format),
+        expected_step=t["expected_step_s"].map("{:.3f} s".format),
+        lost_share=t["lost_share"].map(_pct),
+        jitter_only=t["lost_share_jitter_only"].map(_pct),
+    )[["ranks", "expected_step", "lost_share", "jitter_only"]].set_index("ranks")
+
+
+def _draw_checkpoint_curve(result, ax) -> None:
+    """Fallback for ``plots.checkpoint_overhead_curve``: overhead vs interval and its parts."""
+    import seaborn as sns
+    from matplotlib.ticker import NullLocator
+
+    t = result.table
+    curve = t[t["marker"] == ""]
+    deep = sns.color_palette("deep")
+    for part, color, width in (("total", deep[0], 2.2), ("checkpoint", deep[9], 1.0), ("lost_work", deep[1], 1.0),
+                               ("restart", deep[4], 1.0)):
+        ax.plot(curve["interval_h"], curve[part], color=color, lw=width, label=part.replace("_", " "))
+    ax.axvline(result.daly_s / 3600, color=deep[3], ls="-.", lw=1.2, label=f"Daly {result.daly_s / 3600:.2f} h")
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(lambda v, _: f"{v:g}")  # plain labels: log-axis mathtext is slow
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_ylim(0, min(1.0, max(float(result.optimum_overhead) * 4, float(result.overhead) * 1.25)))
+    ax.yaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
+    ax.set_xlabel("compute time between checkpoints (h, log scale)")
+    ax.set_ylabel("expected overhead (share of wall time)")
+    ax.set_title(f"Checkpoint overhead ({result.mode}), job MTBF {result.mtbf_s / 3600:.2f} h", fontsize=10)
+    ax.scatter([result.interval_s / 3600], [result.overhead], marker="*", s=180, color="black", zorder=6,
+               label=f"chosen ({result.overhead:.2%})")
+    _style(ax)
+
+
+def checkpoint_figure(result):  # -> matplotlib.figure.Figure
+    """Expected overhead vs checkpoint interval with Young's and Daly's optima and the chosen
+    interval (``plots.checkpoint_overhead_curve``); for an asynchronous checkpoint whose optimum
+    is the write time, that optimum is marked too."""
+    import seaborn as sns
+
+    fig, ax = _figure(left=0.1, right=0.64, bottom=0.14, top=0.86)
+    draw = _plots_function("checkpoint_overhead_curve")
+    if draw is None:
+        _draw_checkpoint_curve(result, ax)
+    else:
+        draw(checkpoint_s=result.blocking_s, mtbf_s=result.mtbf_s, restart_s=result.restart_s,
+             mode=result.mode, write_s=result.write_s if result.mode == "async" else None,
+             chosen_interval_s=result.interval_s, ax=ax)
+    unit = 1.0 if draw is not None else 3600.0  # plots draws seconds, the fallback hours
+    if result.mode == "async":
+        lo, hi = ax.get_xlim()
+        if result.write_s / unit > lo:  # shorter intervals would start a snapshot mid-write
+            ax.axvspan(lo, min(result.write_s / unit, hi), color="0.5", alpha=0.15, lw=0,
+                       label="shorter than the write time")
+            ax.set_xlim(lo, hi)
+    if result.optimum_s != result.daly_s:
+        ax.plot([result.optimum_s / unit], [result.optimum_overhead], marker="D", color=sns.color_palette("deep")[2],
+                linestyle="none", markersize=8, zorder=7,
+                label=f"optimum: write time ({result.optimum_overhead:.2%})")
+    ax.legend(**_LEGEND_RIGHT)
+    return fig
+
+
+def checkpoint_table(result):  # -> pandas.DataFrame of strings
+    """Young, Daly, the optimum and the chosen interval with their overhead parts."""
+    from .analysis.whatif import format_duration
+
+    t = result.table[result.table["marker"] != ""].drop_duplicates("marker")
+    return t.assign(
+        interval=t["interval_s"].map(format_duration),
+        checkpoint=t["checkpoint"].map(lambda v: _pct(v, 2)),
+        lost_work=t["lost_work"].map(lambda v: _pct(v, 2)),
+        restart=t["restart"].map(lambda v: _pct(v, 2)),
+        total=t["total"].map(lambda v: _pct(v, 2)),
+    )[["marker", "interval", "checkpoint", "lost_work", "restart", "total"]].set_index("marker")
+
+
+def gem_figure(result):  # -> matplotlib.figure.Figure
+    """Paid GPU-hours of the baseline and scaled jobs, split into useful and idle parts."""
+    import seaborn as sns
+
+    t = result.table
+    fig, ax = _figure(left=0.1, right=0.72)
+    gh = t["gpu_hours"].to_numpy(float) / 1e6
+    useful = t["end_to_end_mfu"].to_numpy(float)
+    in_steps = t["idle_in_steps_share"].to_numpy(float)
+    parts = [("useful (model FLOPs)", useful), ("idle inside steady-state steps", in_steps),
+             ("idle outside them (init, stalls,\ncheckpoints, failures, ...)", 1.0 - useful - in_steps)]
+    deep = sns.color_palette("deep")
+    left = [0.0] * len(t)
+    for (label, share), color in zip(parts, (deep[2], deep[1], deep[3]), strict=True):
+        width = share * gh
+        ax.barh(list(t["job"]), width, left=left, color=color, label=label, height=0.6)
+        left = [a + b for a, b in zip(left, width, strict=True)]
+    for y, (total, days, idle) in enumerate(zip(gh, t["training_days"], t["idle_share"], strict=True)):
+        ax.text(total, y, f" {total:,.2f} M GPU-h\n {days:,.1f} days, {idle:.0%} idle", va="center", fontsize=9)
+    ax.set_xlim(0, float(gh.max()) * 1.4)
+    ax.invert_yaxis()
+    ax.set_xlabel("GPU-hours (millions)")
+    ax.set_title(f"{result.flops_multiplier:g}× training FLOPs at {result.efficiency_multiplier:g}× end-to-end "
+                 f"efficiency: {result.gpu_hours_ratio:.2f}× GPU-hours", fontsize=10)
+    ax.legend(**_LEGEND_RIGHT)
+    _style(ax)
+    ax.grid(axis="y", visible=False)
+    return fig
+
+
+def gem_table(result):  # -> pandas.DataFrame of strings
+    """Baseline and scaled job side by side: FLOPs, MFUs, days, GPU-hours, idle share."""
+    import pandas as pd
+
+    t = result.table.set_index("job")
+    rows = {
+        "training FLOPs": t["training_flops"].map("{:.3g}".format),
+        "GPUs": t["gpus"].map("{:,}".format),
+        "steady-state MFU": t["steady_state_mfu"].map(_pct),
+        "end-to-end MFU": t["end_to_end_mfu"].map(_pct),
+        "training days": t["training_days"].map("{:,.1f}".format),
+        "GPU-hours": t["gpu_hours"].map("{:,.0f}".format),
+        "idle share": t["idle_share"].map(_pct),
+    }
+    return pd.DataFrame(rows).T
+
+
+def render_explorer(result: Any, figure: Any, table: Any) -> tuple[str, bytes, Any]:
+    """What one explorer update shows: headline HTML, the figure as PNG bytes, the table.
+
+    The widgets' callbacks are ``compute()`` followed by this; ``benchmarks/widget_latency.py``
+    times the same path."""
+    return explorer_headline_html(result.headline), figure_png(figure(result)), table(result)
+
+
+def _live(controls: list[Any], compute: Any, figure: Any, table: Any, css: str, layout: list[Any]) -> Any:
+    """Wire ``controls`` to ``compute() -> result``; show ``result.headline`` and redraw the
+    figure and table in one Output (``clear_output(wait=True)``: no flicker, no pile-up)."""
+    import ipywidgets as w
+    from IPython.display import Image, display
+
+    headline = w.HTML()
+    out = w.Output()
+
+    def refresh(_: Any = None) -> None:
+        try:
+            result = compute()
+        except ValueError as exc:
+            headline.value = explorer_headline_html(f"No result: {exc}", error=True)
+            out.clear_output()
+            return
+        # render first, then swap the Output's content: the visible gap is minimal
+        head, png, tab = render_explorer(result, figure, table)
+        headline.value = head
+        with out:
+            out.clear_output(wait=True)
+            display(Image(data=png, format="png"))
+            display(tab)
+
+    for c in controls:
+        c.observe(refresh, "value")
+    refresh()
+    box = w.VBox([*layout, headline, out])
+    box.add_class(css)
+    box.add_class("mfu-explorer")
+    return box
+
+
+def _slider_style() -> dict[str, str]:
+    return {"description_width": "initial"}
+
+
+def gap_explorer(**defaults: Any) -> Any:
+    """Simulator knobs → live waterfall and end-to-end MFU (``analysis.whatif.gap_scenario``).
+
+    Keyword arguments override :func:`~mfu_toolkit.analysis.whatif.gap_scenario`'s defaults for
+    the knobs that have sliders. The box has the CSS class ``gap-explorer``."""
+    import inspect
+
+    import ipywidgets as w
+
+    from .analysis.whatif import gap_scenario
+
+    d = {k: p.default for k, p in inspect.signature(gap_scenario).parameters.items()}
+    unknown = sorted(set(defaults) - set(d))
+    if unknown:
+        raise TypeError(f"gap_explorer got unknown parameters {unknown}; gap_scenario takes {sorted(d)}")
+    d.update(defaults)
+    st = _slider_style()
+
+    def fs(name: str, lo: float, hi: float, step: float, desc: str, fmt: str = ".2f") -> Any:
+        return w.FloatSlider(value=d[name], min=lo, max=hi, step=step, description=desc, readout_format=fmt,
+                             continuous_update=False, style=st)
+
+    def is_(name: str, lo: int, hi: int, step: int, desc: str) -> Any:
+        return w.IntSlider(value=d[name], min=lo, max=hi, step=step, description=desc,
+                           continuous_update=False, style=st)
+
+    ranks = w.SelectionSlider(options=sorted({4, 8, 16, 32, 64, d["ranks"]}), value=d["ranks"], description="ranks",
+                              continuous_update=False, style=st)
+    steps = is_("steps", 100, 600, 50, "steps")
+    jitter = fs("jitter", 0.0, 0.3, 0.01, "jitter (σ)")
+    strag = is_("stragglers", 0, 4, 1, "slow ranks")
+    slow = fs("slowdown", 1.0, 2.0, 0.05, "slowdown ×")
+    stall = fs("data_stall", 0.0, 0.2, 0.01, "input stall prob.")
+    ev = is_("eval_every", 0, 300, 25, "eval every (steps)")
+    ck = is_("checkpoint_every", 0, 300, 10, "checkpoint every (steps)")
+    ck_s = fs("checkpoint_s", 0.0, 120.0, 5.0, "checkpoint write (s)", ".0f")
+    asy = w.Checkbox(value=bool(d["async_checkpoint"]), description="async checkpoint")
+    fail = w.Checkbox(value=d["mtbf_hours"] is not None, description="failures")
+    mtbf = w.FloatLogSlider(value=d["mtbf_hours"] or 0.2, base=10, min=-1.5, max=1.0, step=0.05,
+                            description="job MTBF (h)", readout_format=".2f", continuous_update=False, style=st)
+    restart = fs("restart_s", 0.0, 600.0, 10.0, "restart (s)", ".0f")
+    seed = w.IntSlider(value=d["seed"], min=0, max=9, description="seed", continuous_update=False, style=st)
+    controls = [ranks, steps, jitter, strag, slow, stall, ev, ck, ck_s, asy, fail, mtbf, restart, seed]
+
+    def compute() -> Any:
+        mtbf.disabled = not fail.value
+        return gap_scenario(
+            ranks=ranks.value, steps=steps.value, jitter=jitter.value, stragglers=strag.value,
+            slowdown=slow.value, data_stall=stall.value, eval_every=ev.value, checkpoint_every=ck.value,
+            checkpoint_s=ck_s.value, async_checkpoint=asy.value, mtbf_hours=mtbf.value if fail.value else None,
+            restart_s=restart.value, seed=seed.value,
+            **{k: v for k, v in defaults.items() if k in ("step_s", "data_stall_s", "eval_s", "init_s", "target_mfu")},
+        )
+
+    layout = [
+        w.HBox([w.VBox([ranks, steps, jitter, strag, slow, stall, seed]),
+                w.VBox([ev, ck, ck_s, w.HBox([asy, fail]), mtbf, restart])]),
+    ]
+    return _live(controls, compute, gap_figure, gap_table, "gap-explorer", layout)
+
+
+def straggler_explorer(
+    *, ranks: int = 1024, jitter_cv: float = 0.05, slow_ranks: int = 0, slowdown: float = 1.2
+) -> Any:
+    """Ranks (8 … 16,384, log-scaled), jitter, slow-rank count and slowdown → expected step time
+    and lost share (``analysis.whatif.straggler_scenario``). CSS class ``straggler-explorer``."""
+    import ipywidgets as w
+
+    from .analysis.whatif import straggler_scenario
+
+    st = _slider_style()
+    options = sorted(set(STRAGGLER_RANK_OPTIONS) | {ranks})
+    n = w.SelectionSlider(options=[(f"{v:,}", v) for v in options], value=ranks, description="ranks",
+                          continuous_update=False, style=st)
+    cv = w.FloatSlider(value=jitter_cv, min=0.0, max=0.3, step=0.005, description="jitter (CV)",
+                       readout_format=".3f", continuous_update=False, style=st)
+    k = w.IntSlider(value=slow_ranks, min=0, max=16, description="slow ranks", continuous_update=False, style=st)
+    s = w.FloatSlider(value=slowdown, min=1.0, max=2.0, step=0.01, description="slowdown ×",
+                      readout_format=".2f", continuous_update=False, style=st)
+
+    def compute() -> Any:
+        return straggler_scenario(ranks=n.value, jitter_cv=cv.value, slow_ranks=k.value, slowdown=s.value)
+
+    layout = [w.HBox([w.VBox([n, cv]), w.VBox([k, s])])]
+    return _live([n, cv, k, s], compute, straggler_figure, straggler_table, "straggler-explorer", layout)
+
+
+def checkpoint_explorer(
+    *,
+    gpus: int = 16384,
+    failures_per_gpu_per_year: float | None = None,
+    checkpoint_s: float = 60.0,
+    blocking: bool = True,
+    restart_s: float = 600.0,
+    interval_min: float | None = None,
+) -> Any:
+    """Job size, failure rate, checkpoint write time (blocking vs async), restart time and
+    interval → the overhead curve with the optimum and the chosen point
+    (``analysis.whatif.checkpoint_scenario``; the failure rate defaults to Llama 3 405B's).
+    The interval starts at the optimum. CSS class ``checkpoint-explorer``."""
+    import ipywidgets as w
+
+    from .analysis.whatif import LLAMA3_FAILURES_PER_GPU_YEAR, checkpoint_scenario
+
+    st = _slider_style()
+    rate0 = LLAMA3_FAILURES_PER_GPU_YEAR if failures_per_gpu_per_year is None else failures_per_gpu_per_year
+    if interval_min is None:
+        first = checkpoint_scenario(gpus=gpus, failures_per_gpu_per_year=rate0, checkpoint_s=checkpoint_s,
+                                    blocking=blocking, restart_s=restart_s)
+        interval_min = round(first.optimum_s / 60.0, 1)
+    g = w.SelectionSlider(options=[(f"{v:,}", v) for v in sorted(set(CHECKPOINT_GPU_OPTIONS) | {gpus})],
+                          value=gpus, description="GPUs", continuous_update=False, style=st)
+    rate = w.FloatLogSlider(value=rate0, base=10, min=-2.0, max=0.5, step=0.01,
+                            description="failures / GPU / year", readout_format=".3f",
+                            continuous_update=False, style=st)
+    write = w.FloatLogSlider(value=checkpoint_s, base=10, min=0.5, max=3.5, step=0.01,
+                             description="checkpoint write (s)", readout_format=".0f",
+                             continuous_update=False, style=st)
+    mode = w.ToggleButtons(options=[("blocking", True), ("async", False)], value=blocking,
+                           description="checkpoint", style=st)
+    restart = w.FloatLogSlider(value=restart_s, base=10, min=1.0, max=4.0, step=0.01,
+                               description="restart (s)", readout_format=".0f",
+                               continuous_update=False, style=st)
+    interval = w.FloatLogSlider(value=interval_min, base=10, min=0.0, max=3.5, step=0.01,
+                                description="interval (min)", readout_format=".1f",
+                                continuous_update=False, style=st)
+
+    def compute() -> Any:
+        return checkpoint_scenario(gpus=g.value, failures_per_gpu_per_year=rate.value, checkpoint_s=write.value,
+                                   blocking=mode.value, restart_s=restart.value, interval_s=interval.value * 60.0)
+
+    layout = [w.HBox([w.VBox([g, rate, restart]), w.VBox([write, interval])]), mode]
+    return _live([g, rate, write, mode, restart, interval], compute, checkpoint_figure, checkpoint_table,
+                 "checkpoint-explorer", layout)
+
+
+def gem_explorer(
+    *,
+    base_flops: float = 1e24,
+    flops_multiplier: float = 4.0,
+    efficiency_multiplier: float = 2.0,
+    gpus: int = 4096,
+    mfu: float = 0.225,
+    base_end_to_end_efficiency: float = 0.10,
+    accelerator: str = "H100 SXM",
+    dtype: str = "bf16",
+) -> Any:
+    """Training FLOPs ×, end-to-end efficiency ×, GPUs and MFU → training days, GPU-hours and the
+    idle share (``analysis.whatif.gem_scenario``). CSS class ``gem-explorer``."""
+    import ipywidgets as w
+
+    from .analysis.whatif import gem_scenario
+
+    st = _slider_style()
+    fm = w.FloatSlider(value=flops_multiplier, min=1.0, max=10.0, step=0.5, description="training FLOPs ×",
+                       readout_format=".1f", continuous_update=False, style=st)
+    em = w.FloatSlider(value=efficiency_multiplier, min=1.0, max=4.0, step=0.1,
+                       description="end-to-end efficiency ×", readout_format=".1f",
+                       continuous_update=False, style=st)
+    g = w.SelectionSlider(options=[(f"{v:,}", v) for v in sorted(set(GEM_GPU_OPTIONS) | {gpus})], value=gpus,
+                          description="GPUs", continuous_update=False, style=st)
+    ss = w.FloatSlider(value=mfu, min=0.05, max=0.6, step=0.005, description="steady-state MFU",
+                       readout_format=".1%", continuous_update=False, style=st)
+    e0 = w.FloatSlider(value=base_end_to_end_efficiency, min=0.01, max=0.6, step=0.005,
+                       description="baseline end-to-end MFU", readout_format=".1%",
+                       continuous_update=False, style=st)
+    f0 = w.FloatLogSlider(value=base_flops, base=10, min=21, max=27, step=0.1, description="baseline FLOPs",
+                          readout_format=".2g", continuous_update=False, style=st)
+
+    def compute() -> Any:
+        return gem_scenario(base_flops=f0.value, flops_multiplier=fm.value, efficiency_multiplier=em.value,
+                            gpus=g.value, mfu=ss.value, base_end_to_end_efficiency=e0.value,
+                            accelerator=accelerator, dtype=dtype)
+
+    layout = [w.HBox([w.VBox([fm, em, g]), w.VBox([ss, e0, f0])])]
+    return _live([fm, em, g, ss, e0, f0], compute, gem_figure, gem_table, "gem-explorer", layout)
