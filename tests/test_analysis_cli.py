@@ -76,7 +76,7 @@ def test_analyze_html_embeds_png_figures(sim_file, tmp_path, capsys):
     out = tmp_path / "report.html"
     assert _run(["analyze", str(sim_file), "--html", str(out)]) == 0
     text = out.read_text()
-    assert text.count("data:image/png;base64,") == 3  # waterfall, step time, ranks
+    assert text.count("data:image/png;base64,") == 4  # waterfall, timeline, step time, rank heatmap
     assert "<table" in text and "Steady-state MFU" in text
     assert f"wrote {out}" in capsys.readouterr().out
 

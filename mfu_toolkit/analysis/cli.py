@@ -125,7 +125,7 @@ def run_analyze(args: argparse.Namespace) -> int:
         bd = breakdown(acc)
         sc = scorecard(acc)
         if args.html:
-            from .report import html_report
+            from ..report import html_report
 
             html_report(acc, path=args.html)
     except (LoadError, SchemaError, ValueError, TypeError, LookupError, OSError) as exc:

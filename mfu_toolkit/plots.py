@@ -1,0 +1,996 @@
+"""Seaborn/matplotlib figures of the analyses: where the compute goes, at a glance.
+
+Every function draws into ``ax`` (a new figure of a suitable size when ``ax`` is None) and
+returns the Axes; none calls ``plt.show()``. Options are keyword-only; a bad option raises
+with the parameter's name, the allowed values and the value received. The figures only call
+:mod:`mfu_toolkit.analysis`; they compute nothing the analyses do not already define.
+
+- :func:`waterfall`                 steady-state MFU → end-to-end MFU, one bar per category
+- :func:`timeline`                  attempts, steps (as spans), evals, checkpoints, failures
+- :func:`step_times`                job-level step time with the steady-state window shaded
+- :func:`rank_heatmap`              per-rank × step time relative to the step's median rank
+- :func:`spread_distribution`       distribution of the per-step spread (max − median rank)
+- :func:`expected_step_time`        E[slowest of N ranks] as N grows (order statistics)
+- :func:`checkpoint_overhead_curve` overhead vs checkpoint interval, Young/Daly optima marked
+- :func:`scaling_efficiency`        efficiency (or throughput vs ideal linear) vs accelerators
+- :func:`mfu_vs_gpu_util`           what nvidia-smi shows (GPU utilisation) vs MFU over time;
+  its data comes from :func:`gpu_util_mfu_table`
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.axes import Axes
+from matplotlib.ticker import (
+    FixedLocator,
+    FuncFormatter,
+    MaxNLocator,
+    NullFormatter,
+    PercentFormatter,
+)
+
+from .analysis import (
+    Accounting,
+    SteadyWindow,
+    account,
+    breakdown,
+    daly_interval,
+    interval_table,
+    job_steps,
+    scaling_table,
+    steady_state_window,
+    step_spread,
+    sync_step_time,
+    young_interval,
+)
+from .analysis.checkpoint import CHECKPOINT_MODES, checkpoint_overhead
+from .analysis.stragglers import DISTRIBUTIONS, _rank_matrix
+from .run import Run
+
+__all__ = [
+    "waterfall",
+    "timeline",
+    "step_times",
+    "rank_heatmap",
+    "spread_distribution",
+    "expected_step_time",
+    "checkpoint_overhead_curve",
+    "scaling_efficiency",
+    "gpu_util_mfu_table",
+    "mfu_vs_gpu_util",
+    "TIME_UNITS",
+]
+
+TIME_UNITS: dict[str, float] = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+_PAL = sns.color_palette("deep")
+_BLUE, _ORANGE, _GREEN, _RED, _PURPLE, _BROWN, _PINK, _GREY, _OLIVE, _CYAN = _PAL[:10]
+_LEGEND_OUT: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "frameon": False}
+
+# --------------------------------------------------------------------------------------------
+# shared helpers
+
+
+def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Axes, bool]:
+    """The Axes to draw into, and whether this call created its figure."""
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, new = plt.subplots(figsize=figsize)
+        return new, True
+    if not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes or None; got {type(ax).__name__}")
+    return ax, False
+
+
+def _check_ax(ax: Any) -> None:
+    """Fail fast, before any analysis runs, when ``ax`` is not an Axes."""
+    if ax is not None and not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes or None; got {type(ax).__name__}")
+
+
+def _finish(ax: Axes, created: bool) -> Axes:
+    if created:
+        ax.figure.tight_layout()
+    return ax
+
+
+def _as_run(value: Any, param: str) -> tuple[Run, Accounting | None]:
+    if isinstance(value, Accounting):
+        return value.run, value
+    if isinstance(value, Run):
+        return value, None
+    raise TypeError(f"{param} must be a Run or an Accounting (from analysis.account); got {type(value).__name__}")
+
+
+def _choice(param: str, value: Any, allowed: Sequence[str]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{param} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+    return value
+
+
+def _int_at_least(param: str, value: Any, lo: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise ValueError(f"{param} must be an integer >= {lo}; got {value!r}")
+    return int(value)
+
+
+def _number(param: str, value: Any, *, lo: float = 0.0, strict: bool = True, unit: str = "") -> float:
+    ok = isinstance(value, (int, float, np.number)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (value > lo if strict else value >= lo)
+    if not ok:
+        raise ValueError(f"{param} must be a finite number {'>' if strict else '>='} {lo:g}{unit}; got {value!r}")
+    return float(value)
+
+
+def _frame(param: str, value: Any, columns: Sequence[str]) -> pd.DataFrame:
+    if not isinstance(value, pd.DataFrame):
+        raise TypeError(f"{param} must be a DataFrame; got {type(value).__name__}")
+    missing = [c for c in columns if c not in value.columns]
+    if missing:
+        raise ValueError(f"{param} must have columns {list(columns)}; missing {missing}; got {list(value.columns)}")
+    return value
+
+
+def _time_unit(unit: str, span_s: float) -> tuple[str, float]:
+    """(unit name, seconds per unit); ``auto`` picks one that keeps the axis numbers short."""
+    _choice("time_unit", unit, ("auto", *TIME_UNITS))
+    if unit != "auto":
+        return unit, TIME_UNITS[unit]
+    for name, limit in (("s", 1200.0), ("min", 3 * 3600.0), ("h", 3 * 86400.0)):
+        if span_s <= limit:
+            return name, TIME_UNITS[name]
+    return "d", TIME_UNITS["d"]
+
+
+def _duration(seconds: float) -> str:
+    """A short human duration: 950 ms, 12.3 s, 4.2 min, 1.5 h, 2.1 d."""
+    s = abs(float(seconds))
+    sign = "-" if seconds < 0 else ""
+    if s == 0:
+        return "0 s"
+    if s < 1:
+        return f"{sign}{s * 1e3:.3g} ms"
+    if s < 120:
+        return f"{sign}{s:.3g} s"
+    if s < 2 * 3600:
+        return f"{sign}{s / 60:.3g} min"
+    if s < 2 * 86400:
+        return f"{sign}{s / 3600:.3g} h"
+    return f"{sign}{s / 86400:.3g} d"
+
+
+def _duration_tick(seconds: float) -> str:
+    """A tick label in the largest whole-ish unit: 30 s, 5 min, 2 h, 1 d."""
+    if seconds <= 0:
+        return "0"
+    if seconds < 1:
+        return f"{seconds * 1e3:g} ms"
+    for name in ("d", "h", "min"):
+        if seconds >= TIME_UNITS[name]:
+            return f"{seconds / TIME_UNITS[name]:.3g} {name}"
+    return f"{seconds:.3g} s"
+
+
+_NICE_DURATIONS = np.array(
+    [0.001, 0.01, 0.1, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 3 * 3600, 6 * 3600,
+     12 * 3600, 86400, 2 * 86400, 7 * 86400, 14 * 86400, 30 * 86400, 90 * 86400, 365 * 86400], dtype=float
+)
+
+
+def _duration_axis(ax: Axes, lo: float, hi: float, axis: str = "x") -> None:
+    """Log-scale duration ticks at round values (s, min, h, d) between ``lo`` and ``hi``."""
+    ticks = _NICE_DURATIONS[(_NICE_DURATIONS >= lo) & (_NICE_DURATIONS <= hi)]
+    while len(ticks) > 7:
+        ticks = ticks[::2]
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    a.set_major_locator(FixedLocator(ticks))
+    a.set_major_formatter(FuncFormatter(lambda x, _pos: _duration_tick(x)))
+    a.set_minor_formatter(NullFormatter())
+_count_formatter = FuncFormatter(lambda x, _pos: f"{x:,.0f}" if x >= 1 else f"{x:g}")
+_PRETTY = {
+    "ideal_compute": "ideal compute",
+    "data_stall": "data stall",
+    "checkpoint_save": "checkpoint save",
+    "checkpoint_load": "checkpoint load",
+    "lost_work": "lost work",
+    "failure_downtime": "failure downtime",
+    "other_events": "other events",
+}
+
+
+def _pretty(category: str) -> str:
+    return _PRETTY.get(category, str(category).replace("_", " "))
+
+
+def _percent(ax: Axes, axis: str = "y", decimals: int | None = None) -> None:
+    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(PercentFormatter(xmax=1.0, decimals=decimals))
+
+
+# --------------------------------------------------------------------------------------------
+# 1. waterfall
+
+_WATERFALL_COLUMNS = ("category", "seconds", "share", "efficiency_after", "mfu_after")
+_WATERFALL_METRICS = ("auto", "mfu", "efficiency")
+
+
+def waterfall(
+    table: pd.DataFrame | Run | Accounting,
+    *,
+    metric: str = "auto",
+    show_zero: bool = False,
+    ax: Axes | None = None,
+) -> Axes:
+    """Waterfall from steady-state MFU down to end-to-end MFU, one bar per category.
+
+    ``table`` is a :func:`~mfu_toolkit.analysis.breakdown` table (a Run or Accounting goes
+    through ``breakdown`` first). Starting at the steady-state MFU ``S``, each loss category, in
+    the table's order (largest share of wall time first), takes ``S × share`` — so the bars are
+    proportional to the seconds lost, and they add up exactly, because end-to-end MFU =
+    ``S × ideal_compute / wall``. The last bar is the ideal compute that remains: its top is the
+    end-to-end MFU. Bars are labelled with their seconds and share; dashed lines mark both MFUs.
+    (The table's ``mfu_after`` is the other view: the MFU after *fixing* categories in order.)
+
+    ``metric``: ``mfu``; ``efficiency`` (the same walk in shares of wall time, from 100 % at
+    steady state down to ideal compute / wall, which needs no FLOPs or peak); ``auto`` takes
+    ``mfu`` when the table has it, else ``efficiency``, with a y-label that says so.
+    ``show_zero`` keeps categories with zero seconds.
+    """
+    _check_ax(ax)
+    if isinstance(table, (Run, Accounting)):
+        table = breakdown(table)
+    t = _frame("table", table, _WATERFALL_COLUMNS)
+    _choice("metric", metric, _WATERFALL_METRICS)
+    if not isinstance(show_zero, bool):
+        raise ValueError(f"show_zero must be True or False; got {show_zero!r}")
+    if len(t) == 0 or t["category"].iloc[0] != "ideal_compute":
+        raise ValueError(
+            "table must be a breakdown() table whose first row is 'ideal_compute'; got first category "
+            f"{t['category'].iloc[0] if len(t) else None!r}"
+        )
+    attrs = t.attrs if isinstance(t.attrs, dict) else {}
+    steady = attrs.get("steady_state_mfu")
+    if steady is None or not math.isfinite(steady):
+        steady = float(t["mfu_after"].iloc[-1])
+    mfu_ok = math.isfinite(steady) and steady > 0
+    if metric == "auto":
+        metric = "mfu" if mfu_ok else "efficiency"
+    elif metric == "mfu" and not mfu_ok:
+        why = attrs.get("reasons", {}).get("steady_state_mfu") or "model FLOPs or peak unknown"
+        raise ValueError(f"metric='mfu' needs a table with a steady-state MFU; this one has none ({why}); "
+                         "use metric='efficiency'")
+    scale = steady if metric == "mfu" else 1.0
+    shares = np.nan_to_num(t["share"].to_numpy(float))
+    seconds = t["seconds"].to_numpy(float)
+    cats = t["category"].astype(str).to_numpy()
+    keep = [i for i in range(1, len(t)) if show_zero or seconds[i] != 0]
+    top, bottom = scale, scale * shares[0]
+    ax, created = _axes(ax, (max(6.0, 0.75 * (len(keep) + 1) + 2.5), 4.6))
+    xs = np.arange(len(keep) + 1)
+    pad = 0.015 * top
+    label_box = {"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6}
+    level = top
+    for x, i in zip(xs, keep, strict=False):
+        d = scale * shares[i]
+        ax.bar(x, d, bottom=level - d, width=0.7, color=_RED if d >= 0 else _GREEN, edgecolor="none")
+        ax.text(x, min(level - d, level) - pad, f"{_duration(seconds[i])}\n{shares[i]:.1%}",
+                ha="center", va="top", fontsize=8, bbox=label_box)
+        ax.hlines(level - d, x + 0.35, x + 0.65, colors="0.5", linewidth=0.8, linestyles=":")
+        level -= d
+    xi = xs[-1]
+    ax.bar(xi, bottom, bottom=0.0, width=0.7, color=_BLUE, edgecolor="none")
+    ax.text(xi, bottom / 2 if bottom > 0.15 * top else bottom + pad, f"{_duration(seconds[0])}\n{shares[0]:.1%}",
+            ha="center", va="center" if bottom > 0.15 * top else "bottom", fontsize=8, bbox=label_box)
+    names = ("steady-state MFU", "end-to-end MFU") if metric == "mfu" else ("steady state", "end to end")
+    ax.axhline(top, color="0.25", linewidth=1.0, linestyle="--", zorder=0)
+    ax.axhline(bottom, color="0.25", linewidth=1.0, linestyle="--", zorder=0)
+    ax.set_xticks(xs, [_pretty(cats[i]) for i in keep] + [_pretty(cats[0])], rotation=30, ha="right",
+                  rotation_mode="anchor")
+    ax.set_xlim(-0.6, xs[-1] + 0.6)
+    ax.set_xlabel("loss category, largest share of wall time first")
+    low = min(0.0, float(np.min(top - scale * np.cumsum(shares[1:])))) if len(t) > 1 else 0.0
+    y0, y1 = low - 0.14 * top, top * 1.12
+    ax.set_ylim(y0, y1)
+    # both MFUs named in the right margin, pushed apart when they are close
+    axes_pt = ax.get_position().height * ax.figure.get_figheight() * 72.0
+    sep = min(30.0 / max(axes_pt, 1.0), 0.5) * (y1 - y0)  # two 9-pt lines
+    nudge = max(0.0, (sep - (top - bottom)) / 2)
+    for level, y, name in ((top, top + nudge, names[0]), (bottom, bottom - nudge, names[1])):
+        ax.annotate(f"{name}\n{level:.1%}", xy=(1.0, y), xycoords=("axes fraction", "data"), xytext=(4, 0),
+                    textcoords="offset points", ha="left", va="center", fontsize=9)
+    _percent(ax, decimals=0 if top >= 0.05 else 1)
+    if metric == "mfu":
+        ax.set_ylabel("MFU (% of peak FLOP/s)")
+        ax.set_title("From steady-state to end-to-end MFU")
+    else:
+        ax.set_ylabel("efficiency: share of wall time\n(MFU unknown: no model FLOPs or peak)")
+        ax.set_title("From steady state to end to end (efficiency)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    sns.despine(ax=ax)
+    return _finish(ax, created)
+
+
+# --------------------------------------------------------------------------------------------
+# 2. timeline
+
+# lane key -> (label, colour); top to bottom
+_LANES: tuple[tuple[str, str, Any], ...] = (
+    ("attempts", "attempts", _GREY),
+    ("init", "init", _PURPLE),
+    ("checkpoint_load", "checkpoint load", _BROWN),
+    ("steps", "training steps", _BLUE),
+    ("lost_steps", "steps redone later", _ORANGE),
+    ("data_load", "data load", _OLIVE),
+    ("eval", "eval", _GREEN),
+    ("checkpoint_save", "checkpoint save", _CYAN),
+    ("checkpoint_background", "checkpoint write (async)", _CYAN),
+    ("failure", "failure / downtime", _RED),
+    ("restart", "restart", _PINK),
+    ("queue", "queue", _GREY),
+    ("other", "other events", _GREY),
+)
+_BACKGROUND_WORDS = ("async", "background")
+
+
+def _merge_spans(start: np.ndarray, end: np.ndarray, tol: float) -> list[tuple[float, float]]:
+    """Union of intervals (sorted by start), joining those separated by at most ``tol``."""
+    if len(start) == 0:
+        return []
+    o = np.argsort(start, kind="stable")
+    s, e = start[o], end[o]
+    run_max = np.maximum.accumulate(e)
+    new = np.r_[True, s[1:] > run_max[:-1] + tol]
+    idx = np.flatnonzero(new)
+    ends = np.maximum.reduceat(e, idx)
+    return [(float(a), float(b - a)) for a, b in zip(s[idx], ends, strict=True)]
+
+
+def timeline(
+    run: Run | Accounting,
+    *,
+    time_unit: str = "auto",
+    gap_tolerance: float = 0.25,
+    ax: Axes | None = None,
+) -> Axes:
+    """Gantt chart of a run: attempts, steps, init, evals, checkpoints, failures, restarts.
+
+    Steps are collapsed into spans: consecutive job-level steps of one attempt join while the gap
+    between them is at most ``gap_tolerance`` × the median step time, so a long run draws a few
+    bars, not thousands. Steps that a later attempt redid get their own lane. Events of every
+    rank are merged per kind; asynchronous checkpoint writes (``detail`` mentions async or
+    background) get their own lane. ``time_unit``: ``auto``, ``s``, ``min``, ``h`` or ``d``.
+    """
+    _check_ax(ax)
+    r, _acc = _as_run(run, "run")
+    gap_tolerance = _number("gap_tolerance", gap_tolerance, strict=False)
+    js = job_steps(r)
+    js = js[js["end_s"] > js["start_s"]]
+    t0 = r.t0 if (len(r.steps) or len(r.events)) else 0.0
+    t1 = r.t1 if (len(r.steps) or len(r.events)) else 1.0
+    unit, f = _time_unit(time_unit, t1 - t0)
+    spans: dict[str, list[tuple[float, float]]] = {k: [] for k, _l, _c in _LANES}
+    tol = gap_tolerance * float(np.median(js["span_s"])) if len(js) else 0.0
+    for (_att, lost), g in js.groupby(["attempt", "lost"], sort=True):
+        key = "lost_steps" if lost else "steps"
+        spans[key] += _merge_spans(g["start_s"].to_numpy(float), g["end_s"].to_numpy(float), tol)
+    ev = r.events
+    points: dict[str, list[float]] = {}
+    if len(ev):
+        bg = ev["detail"].astype(str).str.lower().str.contains("|".join(_BACKGROUND_WORDS)).to_numpy()
+        for kind, g in ev.assign(_bg=bg).groupby("kind", sort=False):
+            for is_bg, gg in g.groupby("_bg"):
+                key = "checkpoint_background" if (is_bg and kind == "checkpoint_save") else str(kind)
+                if key not in spans:
+                    key = "other"
+                s = gg["start_s"].to_numpy(float)
+                e = gg["end_s"].to_numpy(float)
+                spans[key] += _merge_spans(s[e > s], e[e > s], 0.0)
+                if np.any(e <= s):
+                    points.setdefault(key, []).extend(s[e <= s].tolist())
+    attempts: list[tuple[int, float, float]] = []
+    parts = [r.steps[["attempt", "start_s", "end_s"]], ev[["attempt", "start_s", "end_s"]]]
+    allrows = pd.concat([p for p in parts if len(p)]) if any(len(p) for p in parts) else None
+    if allrows is not None:
+        for a, g in allrows.groupby("attempt", sort=True):
+            attempts.append((int(a), float(g["start_s"].min()), float(g["end_s"].max())))
+    spans["attempts"] = [(s, e - s) for _a, s, e in attempts]
+    lanes = [(k, lab, c) for k, lab, c in _LANES if spans[k] or points.get(k) or k in ("attempts", "steps")]
+    ax, created = _axes(ax, (10.0, 0.42 * len(lanes) + 1.6))
+    for y, (key, _label, color) in enumerate(lanes):
+        segs = [((s - t0) / f, w / f) for s, w in spans[key]]
+        if key == "attempts":
+            cols = [(0.80, 0.80, 0.80) if i % 2 == 0 else (0.65, 0.65, 0.65) for i in range(len(segs))]
+            coll = ax.broken_barh(segs, (y - 0.4, 0.8), facecolors=cols, edgecolor="white", linewidth=0.8)
+            wide = (t1 - t0) / f * 0.06
+            for (a, _s, _e), (x, w) in zip(attempts, segs, strict=True):
+                if w >= wide and len(attempts) <= 20:
+                    ax.text(x + w / 2, y, f"attempt {a}", ha="center", va="center", fontsize=8)
+        else:
+            alpha = 0.55 if key == "checkpoint_background" else 1.0
+            coll = ax.broken_barh(segs, (y - 0.4, 0.8), facecolors=color, edgecolor=color, linewidth=0.6,
+                                  alpha=alpha)
+        coll.set_gid(key)
+        if points.get(key):
+            xs = (np.asarray(points[key]) - t0) / f
+            ax.plot(xs, np.full(len(xs), y), linestyle="none", marker="|", markersize=12, color=color,
+                    markeredgewidth=2)
+    ax.set_yticks(range(len(lanes)), [lab for _k, lab, _c in lanes])
+    ax.set_ylim(len(lanes) - 0.4, -0.6)
+    span = (t1 - t0) / f
+    ax.set_xlim(-0.01 * span, span * 1.01)
+    ax.set_xlabel(f"time since the first event ({unit})")
+    ax.set_title(f"Run timeline: {r.n_attempts} attempt{'s' if r.n_attempts != 1 else ''}, "
+                 f"{len(js)} timed steps")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
+    sns.despine(ax=ax, left=True)
+    ax.tick_params(axis="y", length=0)
+    return _finish(ax, created)
+
+
+# --------------------------------------------------------------------------------------------
+# 3. step times
+
+_STATUS_COLORS = {
+    "in window": _BLUE,
+    "warm-up": _ORANGE,
+    "overlaps an event": _PURPLE,
+    "redone after a restart": _RED,
+    "other (excluded)": _GREY,
+}
+
+
+def _status(why: str) -> str:
+    if why == "in window":
+        return "in window"
+    if why == "warm-up":
+        return "warm-up"
+    if why.startswith("overlaps"):
+        return "overlaps an event"
+    if why.startswith("lost"):
+        return "redone after a restart"
+    return "other (excluded)"
+
+
+def step_times(
+    run: Run | Accounting,
+    *,
+    window: SteadyWindow | tuple[int, int] | None = None,
+    time_unit: str = "auto",
+    ax: Axes | None = None,
+) -> Axes:
+    """Job-level step time over the run, coloured by why a step is in or out of steady state.
+
+    ``window``: a :class:`~mfu_toolkit.analysis.SteadyWindow`; a ``(first_step, last_step)``
+    override; or None for the detected window (:func:`~mfu_toolkit.analysis.steady_state_window`).
+    Each attempt's window is shaded from its first in-window step's start to its last one's end;
+    a dashed line marks the median step time inside the window.
+    """
+    _check_ax(ax)
+    r, acc = _as_run(run, "run")
+    if window is None:
+        w = acc.window if acc is not None else steady_state_window(r)
+    elif isinstance(window, SteadyWindow):
+        w = window
+    elif isinstance(window, tuple) and len(window) == 2 and all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in window
+    ):
+        if window[0] > window[1]:
+            raise ValueError(f"window=(first_step, last_step) needs first_step <= last_step; got {window!r}")
+        w = steady_state_window(r, step_range=(int(window[0]), int(window[1])))
+    else:
+        raise ValueError(f"window must be a SteadyWindow, a (first_step, last_step) tuple of ints or None; got {window!r}")
+    s = w.steps.copy()
+    if len(s) == 0:
+        raise ValueError("run has no timed steps to plot")
+    t0 = r.t0
+    unit, f = _time_unit(time_unit, r.t1 - t0)
+    s["time"] = (s["start_s"] - t0) / f
+    s["status"] = [_status(str(v)) for v in s["why"]]
+    ax, created = _axes(ax, (9.0, 3.8))
+    for i, (_a, g) in enumerate(s[s["in_window"]].groupby("attempt", sort=True)):
+        ax.axvspan((g["start_s"].min() - t0) / f, (g["end_s"].max() - t0) / f, color=_GREEN, alpha=0.12,
+                   linewidth=0, zorder=0, gid="steady_window", label="steady-state window" if i == 0 else None)
+    order = [k for k in _STATUS_COLORS if (s["status"] == k).any()]
+    sns.scatterplot(data=s, x="time", y="span_s", hue="status", hue_order=order, palette=_STATUS_COLORS,
+                    s=12 if len(s) < 2000 else 5, linewidth=0, ax=ax, rasterized=len(s) > 5000)
+    inwin = s.loc[s["in_window"], "span_s"]
+    if len(inwin):
+        med = float(inwin.median())
+        ax.axhline(med, color="0.2", linewidth=1.0, linestyle="--", label=f"window median {_duration(med)}")
+    ax.legend(title=None, markerscale=1.5, **_LEGEND_OUT)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(f"time since the first event ({unit})")
+    ax.set_ylabel("step time (s)")
+    ax.set_title(f"Step time (steady-state window: {w.n_steps} of {len(s)} steps)")
+    ax.grid(axis="y", alpha=0.3)
+    sns.despine(ax=ax)
+    return _finish(ax, created)
+
+
+# --------------------------------------------------------------------------------------------
+# 4. rank heatmap
+
+
+def _bin_starts(n: int, groups: int) -> np.ndarray:
+    return (np.arange(groups) * n) // groups
+
+
+def _reduce(x: np.ndarray, starts: np.ndarray, axis: int, agg: str) -> np.ndarray:
+    if agg == "max":
+        return np.fmax.reduceat(x, starts, axis=axis)
+    ok = np.isfinite(x)
+    total = np.add.reduceat(np.where(ok, x, 0.0), starts, axis=axis)
+    count = np.add.reduceat(ok.astype(float), starts, axis=axis)
+    return np.divide(total, count, out=np.full(total.shape, np.nan), where=count > 0)
+
+
+def rank_heatmap(
+    run: Run | Accounting,
+    *,
+    max_ranks: int = 256,
+    max_steps: int = 500,
+    agg: str = "mean",
+    cbar: bool = True,
+    ax: Axes | None = None,
+) -> Axes:
+    """Per-rank × step heatmap of each rank's time relative to the step's median rank.
+
+    A rank's time is its busy time as the straggler analysis defines it (``compute_s`` where
+    logged, else its step duration minus its data wait); useful steps only. 0 % is the median
+    rank; red is slower. Runs larger than ``max_ranks`` × ``max_steps`` are binned into that
+    many rows and columns (``agg``: ``mean`` or ``max`` of each block, ``max`` keeps short
+    stragglers visible). Colours saturate at the 99th percentile of the absolute values.
+    """
+    _check_ax(ax)
+    r, _acc = _as_run(run, "run")
+    max_ranks = _int_at_least("max_ranks", max_ranks, 1)
+    max_steps = _int_at_least("max_steps", max_steps, 1)
+    _choice("agg", agg, ("mean", "max"))
+    m = _rank_matrix(r)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        med = np.nanmedian(m.busy, axis=1, keepdims=True)
+        rel = (m.busy / np.where(med > 0, med, np.nan) - 1.0).T  # ranks × steps
+    n_r, n_s = rel.shape
+    g_r, g_s = min(n_r, max_ranks), min(n_s, max_steps)
+    if g_r < n_r:
+        rel = _reduce(rel, _bin_starts(n_r, g_r), 0, agg)
+    if g_s < n_s:
+        rel = _reduce(rel, _bin_starts(n_s, g_s), 1, agg)
+    finite = np.abs(rel[np.isfinite(rel)])
+    lim = max(float(np.percentile(finite, 99)) if finite.size else 0.0, 0.005)
+    steps = m.keys["step"].to_numpy()
+    ranks = m.ranks
+    ax, created = _axes(ax, (9.0, min(2.2 + 0.18 * g_r, 6.5)))
+    im = ax.imshow(
+        rel, aspect="auto", interpolation="nearest", cmap="vlag", vmin=-lim, vmax=lim,
+        extent=(steps[0] - 0.5, steps[-1] + 0.5, ranks[-1] + 0.5, ranks[0] - 0.5),
+    )
+    if cbar:
+        over = bool(finite.size and finite.max() > lim)
+        cb = ax.figure.colorbar(im, ax=ax, pad=0.015, fraction=0.05, extend="both" if over else "neither")
+        cb.ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0 if lim >= 0.05 else 1))
+        cb.set_label("vs the step's median rank")
+    ax.set_xlabel("step" + (f" ({n_s / g_s:.3g} steps per column, {agg})" if g_s < n_s else ""))
+    ax.set_ylabel("rank" + (f" ({n_r / g_r:.3g} per row, {agg})" if g_r < n_r else ""))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_formatter(_count_formatter)
+    ax.set_title(f"Per-rank time relative to the step median ({n_r:,} ranks × {n_s:,} steps)")
+    return _finish(ax, created)
+
+
+# --------------------------------------------------------------------------------------------
+# 5. spread distribution
+
+
+def spread_distribution(
+    run_or_table: Run | Accounting | pd.DataFrame,
+    *,
+    relative: bool = False,
+    bins: int | str = "auto",
+    ax: Axes | None = None,
+) -> Axes:
+    """Histogram of the per-step spread: how long the slowest rank held the typical one.
+
+    Input: a Run with per-rank steps, or a :func:`~mfu_toolkit.analysis.step_spread` table
+    (``spread_s``; ``rel_spread`` for ``relative=True``, the spread as a share of the median
+    rank's time). Dashed lines mark the median and the 99th percentile.
+    """
+    _check_ax(ax)
+    if isinstance(run_or_table, pd.DataFrame):
+        t = _frame("run_or_table", run_or_table, ["rel_spread" if relative else "spread_s"])
+    else:
+        r, _acc = _as_run(run_or_table, "run_or_table")
+        t = step_spread(r)
+    if not isinstance(relative, bool):
+        raise ValueError(f"relative must be True or False; got {relative!r}")
+    if not (isinstance(bins, str) or (isinstance(bins, (int, np.integer)) and not isinstance(bins, bool) and bins >= 1)):
+        raise ValueError(f"bins must be an integer >= 1 or a numpy bin rule such as 'auto'; got {bins!r}")
+    col = "rel_spread" if relative else "spread_s"
+    vals = pd.to_numeric(t[col], errors="coerce")
+    vals = vals[np.isfinite(vals)]
+    if len(vals) == 0:
+        raise ValueError(f"run_or_table has no finite {col} values to plot")
+    ax, created = _axes(ax, (7.0, 3.8))
+    sns.histplot(x=vals.to_numpy(), bins=bins, color=_BLUE, edgecolor="white", linewidth=0.5, ax=ax)
+    fmt = (lambda v: f"{v:.1%}") if relative else _duration
+    for q, style, name in ((50, "--", "median"), (99, ":", "p99")):
+        v = float(np.percentile(vals, q))
+        ax.axvline(v, color="0.15", linestyle=style, linewidth=1.2, label=f"{name} {fmt(v)}")
+    ax.legend(**_LEGEND_OUT)
+    if relative:
+        _percent(ax, "x")
+        ax.set_xlabel("spread: (slowest rank − median rank) / median rank")
+    else:
+        ax.set_xlabel("spread: slowest rank − median rank (s)")
+    ax.set_ylabel("steps")
+    ax.set_title(f"Straggler spread per step ({len(vals):,} steps)")
+    sns.despine(ax=ax)
+    return _finish(ax, created)
+
+
+# --------------------------------------------------------------------------------------------
+# 6. expected step time vs ranks
+
+
+def _rank_grid(n_ranks: Any) -> list[int]:
+    if isinstance(n_ranks, (int, np.integer)) and not isinstance(n_ranks, bool):
+        n = _int_at_least("n_ranks", n_ranks, 1)
+        grid = [2**k for k in range(int(math.log2(n)) + 1)]
+        return sorted({*grid, n})
+    try:
+        vals = list(n_ranks)
+    except TypeError:
+        raise ValueError(f"n_ranks must be an integer >= 1 or a sequence of them; got {n_ranks!r}") from None
+    if not vals or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1 for v in vals):
+        raise ValueError(f"n_ranks must be an integer >= 1 or a sequence of them; got {n_ranks!r}")
+    return sorted({int(v) for v in vals})
+
+
+def expected_step_time(
+    *,
+    n_ranks: int | Sequence[int],
+    mean: float,
+    std: float,
+    dist: str | Sequence[float] | np.ndarray | Callable[[np.random.Generator, int], np.ndarray] = "normal",
+    n_mc: int = 2000,
+    seed: int = 0,
+    ax: Axes | None = None,
+) -> Axes:
+    """Expected synchronous step time (the slowest of N ranks) vs N, on a log axis.
+
+    ``n_ranks``: the largest N (then 1, 2, 4, … up to it) or the Ns to evaluate. Each rank's step
+    time follows ``dist`` with ``mean`` and ``std`` (``normal``, ``lognormal`` or
+    ``exponential``), or an array of observed times, or a sampler — see
+    :func:`~mfu_toolkit.analysis.sync_step_time`. The dashed line is one rank's mean: the gap
+    above it is what the same jitter costs at that scale.
+    """
+    _check_ax(ax)
+    ns = _rank_grid(n_ranks)
+    if isinstance(dist, str):
+        _choice("dist", dist, DISTRIBUTIONS)
+    elif not callable(dist) and not isinstance(dist, (Sequence, np.ndarray)):
+        raise ValueError(f"dist must be one of {', '.join(DISTRIBUTIONS)}, an array of samples or a callable; got {dist!r}")
+    mean = _number("mean", mean, lo=-math.inf, unit=" (seconds)")
+    std = _number("std", std, strict=False, unit=" (seconds)")
+    tab = sync_step_time(ns, dist=dist, mean=mean, std=std, n_mc=n_mc, seed=seed)
+    base = float(tab["expected_step_s"].iloc[0] / tab["slowdown"].iloc[0])
+    ax, created = _axes(ax, (7.0, 4.0))
+    sns.lineplot(data=tab, x="n_ranks", y="expected_step_s", marker="o", color=_BLUE, ax=ax,
+                 label="expected step time (slowest rank)")
+    ax.axhline(base, color="0.3", linestyle="--", linewidth=1.0, label=f"one rank's mean {_duration(base)}")
+    last = tab.iloc[-1]
+    ax.annotate(f"{last['overhead']:+.1%} at {int(last['n_ranks']):,} ranks", (last["n_ranks"], last["expected_step_s"]),
+                xytext=(-8, 8), textcoords="offset points", ha="right", va="bottom", fontsize=9)
+    ax.set_xscale("log", base=2 if ns[-1] <= 2**16 else 10)
+    ax.xaxis.set_major_formatter(_count_formatter)
+    ax.set_xlabel("number of ranks (log scale)")
+    ax.set_ylabel("step time (s)")
+    name = dist if isinstance(dist, str) else ("observed samples" if not callable(dist) else "sampler")
+    ax.set_title(f"Synchronous step time vs ranks ({name}, mean {mean:g} s, sd {std:g} s)")
+    ax.legend(loc="upper left", frameon=False)
+    lo, hi = float(tab["expected_step_s"].min()), float(tab["expected_step_s"].max())
+    ax.set_ylim(min(lo, base) - 0.05 * (hi - min(lo, base) + 1e-12), hi + 0.25 * (hi - min(lo, base) + 1e-12))
+    ax.grid(alpha=0.3)
+    sns.despine(ax=ax)
+    return _finish(ax, created)
+
+
+# --------------------------------------------------------------------------------------------
+# 7. checkpoint overhead curve
+
+
+def checkpoint_overhead_curve(
+    *,
+    checkpoint_s: float,
+    mtbf_s: float,
+    restart_s: float = 0.0,
+    mode: str = "blocking",
+    write_s: float | None = None,
+    chosen_interval_s: float | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Expected overhead vs checkpoint interval, with Young's and Daly's optima and a chosen point.
+
+    The curve is :func:`~mfu_toolkit.analysis.interval_table` (total, and its parts: checkpoint
+    time, lost work, restarts) over intervals from 1/20 to 20 times Young's optimum (widened to
+    include ``chosen_interval_s``). Vertical lines mark :func:`~mfu_toolkit.analysis.young_interval`
+    and :func:`~mfu_toolkit.analysis.daly_interval`; ``mode`` is ``blocking`` or ``async``.
+    """
+    _check_ax(ax)
+    checkpoint_s = _number("checkpoint_s", checkpoint_s, unit=" (seconds)")
+    mtbf_s = _number("mtbf_s", mtbf_s, unit=" (seconds)")
+    restart_s = _number("restart_s", restart_s, strict=False, unit=" (seconds)")
+    _choice("mode", mode, CHECKPOINT_MODES)
+    if write_s is not None:
+        write_s = _number("write_s", write_s, strict=False, unit=" (seconds)")
+    if chosen_interval_s is not None:
+        chosen_interval_s = _number("chosen_interval_s", chosen_interval_s, unit=" (seconds)")
+    y = young_interval(checkpoint_s=checkpoint_s, mtbf_s=mtbf_s)
+    d = daly_interval(checkpoint_s=checkpoint_s, mtbf_s=mtbf_s)
+    lo, hi = y / 20, y * 20
+    if chosen_interval_s is not None:
+        lo, hi = min(lo, chosen_interval_s / 2), max(hi, chosen_interval_s * 2)
+    grid = np.geomspace(lo, hi, 121)
+    tab = interval_table(checkpoint_s=checkpoint_s, mtbf_s=mtbf_s, restart_s=restart_s, intervals_s=grid,
+                         mode=mode, write_s=write_s)
+    ax, created = _axes(ax, (9.0, 4.4))
+    ax.plot(tab["interval_s"], tab["total"], color=_BLUE, linewidth=2.2, label="total overhead")
+    for col, color, name in (("checkpoint", _CYAN, "checkpoint time"), ("lost_work", _ORANGE, "lost work"),
+                             ("restart", _PURPLE, "restarts")):
+        if tab[col].max() > 0:
+            ax.plot(tab["interval_s"], tab[col], color=color, linewidth=1.0, linestyle="--", label=name)
+
+    def total_at(t: float) -> float:
+        return checkpoint_overhead(interval_s=t, checkpoint_s=checkpoint_s, mtbf_s=mtbf_s, restart_s=restart_s,
+                                   mode=mode, write_s=write_s)["total"]
+
+    for x, gid, style, color, name in ((y, "young", ":", _GREEN, "Young"), (d, "daly", "-.", _RED, "Daly")):
+        ax.axvline(x, color=color, linestyle=style, linewidth=1.3, gid=gid,
+                   label=f"{name} optimum {_duration(x)} ({total_at(x):.2%})")
+        ax.plot([x], [total_at(x)], marker="o", color=color, markersize=6, linestyle="none")
+    best = total_at(d)
+    top = best * 4
+    if chosen_interval_s is not None:
+        c = total_at(chosen_interval_s)
+        ax.plot([chosen_interval_s], [c], marker="*", color="black", markersize=14, linestyle="none", gid="chosen",
+                label=f"chosen {_duration(chosen_interval_s)} ({c:.2%})")
+        top = max(top, c * 1.25)
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    _duration_axis(ax, lo, hi)
+    ax.set_ylim(0, min(top, float(tab["total"].max()) * 1.05))
+    _percent(ax)
+    ax.set_xlabel("compute time between checkpoints (log scale)")
+    ax.set_ylabel("expected overhead (share of wall time)")
+    ax.set_title(f"Checkpoint overhead vs interval\n({mode} checkpoints of {_duration(checkpoint_s)}, "
+                 f"MTBF {_duration(mtbf_s)}, restart {_duration(restart_s)})")
+    ax.legend(**_LEGEND_OUT)
+    ax.grid(alpha=0.3)
+    sns.despine(ax=ax)
+    return _finish(ax, created)
+
+
+# --------------------------------------------------------------------------------------------
+# 8. scaling efficiency
+
+
+def scaling_efficiency(
+    table: pd.DataFrame,
+    *,
+    kind: str = "efficiency",
+    n: str = "n_accelerators",
+    throughput: str = "throughput",
+    ax: Axes | None = None,
+) -> Axes:
+    """Scaling efficiency vs accelerators, or throughput against ideal linear scaling.
+
+    ``table``: a :func:`~mfu_toolkit.analysis.scaling_table` / ``scaling_from_runs`` result, or
+    any table with the ``n`` and ``throughput`` columns (it goes through ``scaling_table``, the
+    smallest N as base). ``kind``: ``efficiency`` (100 % = linear) or ``throughput`` (log–log,
+    with the ideal line from the base).
+    """
+    _check_ax(ax)
+    t = _frame("table", table, [n, throughput])
+    _choice("kind", kind, ("efficiency", "throughput"))
+    if not {"scaling_efficiency", "ideal_throughput"} <= set(t.columns):
+        t = scaling_table(t, n=n, throughput=throughput)
+    t = t.sort_values(n, kind="stable")
+    metric = t.attrs.get("metric", "") if isinstance(t.attrs, dict) else ""
+    ax, created = _axes(ax, (7.0, 4.0))
+    x = t[n].to_numpy(float)
+    if kind == "efficiency":
+        eff = t["scaling_efficiency"].to_numpy(float)
+        sns.lineplot(x=x, y=eff, marker="o", color=_BLUE, ax=ax, label="measured")
+        ax.axhline(1.0, color="0.3", linestyle="--", linewidth=1.0, label="linear scaling (100%)")
+        for xi, ei in zip(x, eff, strict=True):
+            ax.annotate(f"{ei:.0%}", (xi, ei), xytext=(0, 7), textcoords="offset points", ha="center", fontsize=8)
+        _percent(ax)
+        ax.set_ylim(0, max(1.1, float(np.nanmax(eff)) * 1.1))
+        ax.set_ylabel("scaling efficiency")
+        ax.set_title(f"Scaling efficiency vs {int(x[0]):,} accelerators")
+        ax.legend(loc="lower left", frameon=False)
+    else:
+        sns.lineplot(x=x, y=t[throughput].to_numpy(float), marker="o", color=_BLUE, ax=ax, label="measured")
+        ax.plot(x, t["ideal_throughput"].to_numpy(float), color="0.3", linestyle="--", linewidth=1.0,
+                label="ideal linear")
+        ax.set_yscale("log")
+        ax.set_ylabel(f"throughput{' (' + metric.replace('_per_s', '/s') + ')' if metric else ''}")
+        ax.set_title("Throughput vs ideal linear scaling")
+        ax.legend(loc="upper left", frameon=False)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(_count_formatter)
+    ax.set_xticks(x)
+    ax.set_xlabel("accelerators (log scale)")
+    ax.grid(alpha=0.3)
+    sns.despine(ax=ax)
+    return _finish(ax, created)
+
+
+# --------------------------------------------------------------------------------------------
+# 9. MFU vs GPU utilisation
+
+_UTIL_SOURCES = ("auto", "gpu_util", "gpu_busy")
+
+
+def _cumulative(t: np.ndarray, s: np.ndarray, e: np.ndarray, rate: np.ndarray) -> np.ndarray:
+    """∫_{-∞}^{t} Σ_k rate_k·1[s_k ≤ τ < e_k] dτ at each t (piecewise-linear, vectorised)."""
+
+    def part(points: np.ndarray) -> np.ndarray:
+        o = np.argsort(points, kind="stable")
+        p, r = points[o], rate[o]
+        a = np.r_[0.0, np.cumsum(r)]
+        b = np.r_[0.0, np.cumsum(r * p)]
+        k = np.searchsorted(p, t, side="right")
+        return t * a[k] - b[k]
+
+    return part(s) - part(e)
+
+
+def gpu_util_mfu_table(run: Run | Accounting, *, bin_s: float | None = None, source: str = "auto") -> pd.DataFrame:
+    """Per time bin: GPU utilisation (as monitoring shows it) and MFU (useful model FLOPs).
+
+    ``source``: ``gpu_util`` — ``run.tables["gpu_util"]`` (W&B system stats, ``util_pct`` per
+    GPU and sample; the mean over GPUs and samples in the bin); ``gpu_busy`` — the profiler's
+    per-step ``gpu_busy_s``/``gpu_idle_s`` (busy share of the steps that start in the bin);
+    ``auto`` — the first present. MFU per bin is the useful model FLOPs done in it (each useful
+    step's FLOPs spread evenly over its span; redone steps count zero, as end to end) over the
+    bin's length × N × peak, so the time-weighted mean over the run is the end-to-end MFU.
+    Columns: ``time_s`` (bin start, since the first event), ``bin_s``, ``gpu_util``, ``mfu``
+    (fractions); ``attrs['source']`` names the utilisation source.
+    """
+    r, acc = _as_run(run, "run")
+    _choice("source", source, _UTIL_SOURCES)
+    has_table = "gpu_util" in r.tables and len(r.tables["gpu_util"]) > 0
+    has_busy = {"gpu_busy_s", "gpu_idle_s"} <= set(r.steps.columns)
+    asked = source
+    if source == "auto":
+        source = "gpu_util" if has_table else ("gpu_busy" if has_busy else "none")
+    if source == "none" or (source == "gpu_util" and not has_table) or (source == "gpu_busy" and not has_busy):
+        which = "" if asked == "auto" else f" for source={asked!r}"
+        raise ValueError(
+            f"run has no GPU utilisation{which}: it needs tables['gpu_util'] (time_s, util_pct; "
+            f"W&B system stats) or steps columns gpu_busy_s and gpu_idle_s (a profiler trace); tables present: "
+            f"{sorted(r.tables) or 'none'}"
+        )
+    acc = acc if acc is not None else account(r)
+    m = r.meta
+    if acc.flops_per_unit is None or not m.n_accelerators or not m.peak_flops_per_accelerator:
+        why = "; ".join(x for x in (acc.flops_reason, acc.peak_reason) if x)
+        raise ValueError(f"run has no MFU to compare with: {why}")
+    t0, t1 = r.t0, r.t1
+    wall = t1 - t0
+    if bin_s is None:
+        spans = acc.steps["span_s"].to_numpy(float)
+        bin_s = max(wall / 80.0, float(np.median(spans)) if len(spans) else 0.0, 1e-9)
+        if source == "gpu_util":
+            ts = np.unique(r.tables["gpu_util"]["time_s"].to_numpy(float))
+            if len(ts) > 1:
+                bin_s = max(bin_s, 2.0 * float(np.median(np.diff(ts))))
+    else:
+        bin_s = _number("bin_s", bin_s, unit=" (seconds)")
+    n_bins = max(1, int(math.ceil(wall / bin_s - 1e-9)))
+    edges = t0 + np.minimum(np.arange(n_bins + 1) * bin_s, wall)
+    st = acc.steps
+    ok = (~st["lost"].to_numpy(bool)) & (st["work"].to_numpy(float) > 0) & (st["span_s"].to_numpy(float) > 0)
+    s = st["start_s"].to_numpy(float)[ok]
+    e = st["end_s"].to_numpy(float)[ok]
+    flops = acc.flops_per_unit * st["work"].to_numpy(float)[ok]
+    cum = _cumulative(edges, s, e, flops / (e - s))
+    width = np.diff(edges)
+    mfu = np.diff(cum) / (width * m.n_accelerators * m.peak_flops_per_accelerator)
+    if source == "gpu_util":
+        g = r.tables["gpu_util"]
+        col = "util_pct" if "util_pct" in g.columns else next((c for c in g.columns if "util" in str(c).lower()), None)
+        if col is None or "time_s" not in g.columns:
+            raise ValueError(f"run.tables['gpu_util'] needs columns time_s and util_pct; got {list(g.columns)}")
+        tt = g["time_s"].to_numpy(float)
+        v = pd.to_numeric(g[col], errors="coerce").to_numpy(float)
+        keep = np.isfinite(tt) & np.isfinite(v)
+        tt, v = tt[keep], v[keep]
+        frac = v / 100.0 if (len(v) and np.nanmax(v) > 1.0) or col.endswith("pct") else v
+        b = np.clip(np.searchsorted(edges, tt, side="right") - 1, 0, n_bins - 1)
+        inside = (tt >= t0) & (tt <= t1)
+        tot = np.bincount(b[inside], weights=frac[inside], minlength=n_bins)
+        cnt = np.bincount(b[inside], minlength=n_bins)
+        label = f"tables['gpu_util'][{col!r}]"
+    else:
+        rs = r.steps
+        busy = pd.to_numeric(rs["gpu_busy_s"], errors="coerce").to_numpy(float)
+        idle = pd.to_numeric(rs["gpu_idle_s"], errors="coerce").to_numpy(float)
+        keep = np.isfinite(busy) & np.isfinite(idle)
+        b = np.clip(np.searchsorted(edges, rs["start_s"].to_numpy(float)[keep], side="right") - 1, 0, n_bins - 1)
+        tot = np.bincount(b, weights=busy[keep], minlength=n_bins)
+        cnt = np.bincount(b, weights=busy[keep] + idle[keep], minlength=n_bins)
+        label = "steps gpu_busy_s / (gpu_busy_s + gpu_idle_s)"
+    util = np.divide(tot, cnt, out=np.full(n_bins, np.nan), where=cnt > 0)
+    out = pd.DataFrame({"time_s": edges[:-1] - t0, "bin_s": width, "gpu_util": util, "mfu": mfu})
+    out.attrs["source"] = source
+    out.attrs["source_detail"] = label
+    return out
+
+
+def mfu_vs_gpu_util(
+    run_or_table: Run | Accounting | pd.DataFrame,
+    *,
+    bin_s: float | None = None,
+    source: str = "auto",
+    time_unit: str = "auto",
+    ax: Axes | None = None,
+) -> Axes:
+    """GPU utilisation (what nvidia-smi shows) against MFU over time: busy is not productive.
+
+    Input: a Run (through :func:`gpu_util_mfu_table` with ``bin_s`` and ``source``) or a tidy
+    table with ``time_s``, ``gpu_util`` and ``mfu`` (fractions; ``gpu_util`` in percent is
+    accepted when a value exceeds 1). The shaded band is the gap: time the GPUs looked busy
+    without doing useful model FLOPs at peak rate. Means are time-weighted.
+    """
+    _check_ax(ax)
+    if isinstance(run_or_table, pd.DataFrame):
+        t = _frame("run_or_table", run_or_table, ["time_s", "gpu_util", "mfu"]).sort_values("time_s").copy()
+        if (t["gpu_util"] > 1.0).any():
+            t["gpu_util"] = t["gpu_util"] / 100.0
+        if "bin_s" not in t.columns:
+            step = float(np.median(np.diff(t["time_s"]))) if len(t) > 1 else 1.0
+            t["bin_s"] = step
+        src = t.attrs.get("source", "gpu_util") if isinstance(t.attrs, dict) else "gpu_util"
+    else:
+        t = gpu_util_mfu_table(run_or_table, bin_s=bin_s, source=source)
+        src = t.attrs["source"]
+    if len(t) == 0:
+        raise ValueError("run_or_table has no rows to plot")
+    tt = t["time_s"].to_numpy(float)
+    w = t["bin_s"].to_numpy(float)
+    unit, f = _time_unit(time_unit, float(tt[-1] + w[-1] - tt[0]))
+    x = np.r_[tt, tt[-1] + w[-1]] / f
+    util = t["gpu_util"].to_numpy(float)
+    mfu = t["mfu"].to_numpy(float)
+
+    def wmean(v: np.ndarray) -> float:
+        ok = np.isfinite(v)
+        return float(np.sum(v[ok] * w[ok]) / np.sum(w[ok])) if ok.any() else float("nan")
+
+    name = "GPU utilisation (nvidia-smi)" if src == "gpu_util" else "GPU busy (profiler)"
+    ax, created = _axes(ax, (9.0, 3.8))
+    u2, m2 = np.r_[util, util[-1]], np.r_[mfu, mfu[-1]]
+    ax.fill_between(x, m2, u2, where=np.isfinite(u2) & (u2 >= m2), step="post", color=_ORANGE, alpha=0.15,
+                    linewidth=0, label="looks busy, not useful model FLOPs")
+    ax.step(x, u2, where="post", color=_ORANGE, linewidth=1.6, label=f"{name}, mean {wmean(util):.0%}")
+    ax.step(x, m2, where="post", color=_BLUE, linewidth=1.6, label=f"MFU, mean {wmean(mfu):.1%}")
+    ax.set_ylim(0, 1.05)
+    ax.set_xlim(x[0], x[-1])
+    _percent(ax)
+    ax.set_xlabel(f"time since the first event ({unit})")
+    ax.set_ylabel("% of time busy / % of peak FLOP/s")
+    ax.set_title("GPU utilisation is not MFU")
+    ax.legend(**_LEGEND_OUT)
+    ax.grid(axis="y", alpha=0.3)
+    sns.despine(ax=ax)
+    return _finish(ax, created)

@@ -1,0 +1,154 @@
+"""A self-contained HTML report of one run: summary, scorecard, waterfall table and figures.
+
+The figures come from :mod:`mfu_toolkit.plots`, drawn on ``matplotlib.figure.Figure`` objects
+(no pyplot state, so any backend works, Agg included) and embedded as base64 PNG, so the file
+can be mailed or attached to a ticket without its images. It lives outside
+:mod:`mfu_toolkit.analysis` because the analyses must not depend on the plots.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from . import plots
+from .analysis import Accounting, account, breakdown, mfu_summary, scorecard
+from .run import Run
+
+__all__ = ["figure_to_base64", "report_figures", "html_report"]
+
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}"
+    "table{border-collapse:collapse;font-size:13px;margin:0.5em 0 1.5em}"
+    "td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}"
+    "td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "figure{margin:1.5em 0}img{max-width:100%}figcaption{color:#555;font-size:13px}"
+    ".note{color:#777;font-size:13px}"
+)
+
+
+def figure_to_base64(fig: Figure, *, dpi: int = 96) -> str:
+    """PNG bytes of a figure, base64-encoded for ``<img src="data:image/png;base64,...">``."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _draw(draw: Callable[[Axes], Axes], size: tuple[float, float]) -> Figure:
+    fig = Figure(figsize=size)
+    draw(fig.add_subplot())
+    fig.tight_layout()
+    return fig
+
+
+def report_figures(run: Run | Accounting) -> tuple[list[tuple[str, Figure]], list[str]]:
+    """The report's figures as ``(caption, Figure)`` pairs, and notes on the ones left out.
+
+    Always: waterfall, timeline, step times. When the run has several ranks: the per-rank
+    heatmap. When it carries GPU utilisation and its MFU is known: utilisation vs MFU.
+    """
+    acc = run if isinstance(run, Accounting) else account(run)
+    r = acc.run
+    bd = breakdown(acc)
+    figs: list[tuple[str, Figure]] = []
+    notes: list[str] = []
+    n_tl = r.n_attempts
+    wanted: list[tuple[str, Callable[[Axes], Axes], tuple[float, float]]] = [
+        ("Waterfall: from steady-state to end-to-end MFU, one bar per category",
+         lambda ax: plots.waterfall(bd, ax=ax), (9.0, 4.6)),
+        ("Timeline: attempts, steps, evaluations, checkpoints, failures",
+         lambda ax: plots.timeline(acc, ax=ax), (10.0, 3.0 + 0.1 * min(n_tl, 10))),
+        ("Step time, steady-state window shaded", lambda ax: plots.step_times(acc, ax=ax), (10.0, 3.8)),
+    ]
+    ranks = r.steps.loc[r.steps["rank"] >= 0, "rank"]
+    if ranks.nunique() > 1:
+        wanted.append(("Per-rank time relative to the step median (red: slower)",
+                       lambda ax: plots.rank_heatmap(r, ax=ax), (10.0, 4.8)))
+    else:
+        notes.append("Per-rank heatmap left out: the run has no per-rank steps.")
+    try:
+        util = plots.gpu_util_mfu_table(acc)
+    except ValueError as exc:
+        notes.append(f"GPU utilisation vs MFU left out: {exc}")
+    else:
+        wanted.append(("GPU utilisation (what monitoring shows) vs MFU over time",
+                       lambda ax: plots.mfu_vs_gpu_util(util, ax=ax), (10.0, 3.8)))
+    for caption, draw, size in wanted:
+        try:
+            figs.append((caption, _draw(draw, size)))
+        except ValueError as exc:  # a figure the data cannot support: say so, keep the report
+            notes.append(f"{caption.split(':')[0]} left out: {exc}")
+    return figs, notes
+
+
+def _table_html(df: pd.DataFrame, percent: set[str]) -> str:
+    """A plain HTML table; columns in ``percent`` (and fraction-unit scorecard rows) as percents."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    rows = []
+    for rec in df.to_dict("records"):
+        frac = rec.get("unit") == "fraction"
+        cells = []
+        for c, v in rec.items():
+            if isinstance(v, float):
+                if math.isnan(v):
+                    text = "n/a"
+                elif c in percent or (frac and c == "value"):
+                    text = f"{v:.2%}"
+                else:
+                    text = f"{v:,.6g}"
+                cells.append(f"<td class='num'>{text}</td>")
+            else:
+                cells.append(f"<td>{html.escape(str(v))}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def html_report(run: Run | Accounting, *, path: str | Path | None = None, title: str | None = None) -> str:
+    """The HTML report as a string (also written to ``path`` when given).
+
+    Contents: the MFU summary lines, the waterfall figure and table, the scorecard, then the
+    timeline, step times, per-rank heatmap and GPU utilisation vs MFU where the data allow.
+    """
+    if not isinstance(run, (Run, Accounting)):
+        raise TypeError(f"run must be a Run or an Accounting; got {type(run).__name__}")
+    acc = run if isinstance(run, Accounting) else account(run)
+    r = acc.run
+    bd = breakdown(acc)
+    sc = scorecard(acc)
+    summ = mfu_summary(acc)
+    figs, notes = report_figures(acc)
+    name = title or f"MFU report: {r.meta.name or r.meta.source_path or 'run'}"
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>{html.escape(name)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{html.escape(name)}</h1>",
+        "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in summ.lines()) + "</ul>",
+    ]
+    def img(caption: str, fig: Figure) -> str:
+        return (f"<figure><img alt='{html.escape(caption, quote=True)}' "
+                f"src='data:image/png;base64,{figure_to_base64(fig)}'>"
+                f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+    first = figs[:1] if figs and figs[0][0].startswith("Waterfall") else []
+    parts.append("<h2>Waterfall</h2>")
+    parts += [img(c, f) for c, f in first]
+    parts.append(_table_html(bd, {"share", "efficiency_after", "mfu_after"}))
+    parts += ["<h2>Scorecard</h2>", _table_html(sc, set()), "<h2>Figures</h2>"]
+    parts += [img(c, f) for c, f in figs[len(first):]]
+    parts += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
+    parts.append(
+        f"<p class='note'>Steady-state window: {html.escape(acc.window.reason)}. {html.escape(acc.window.rule)}</p>"
+    )
+    parts.append("</body></html>")
+    text = "\n".join(parts)
+    if path is not None:
+        Path(path).write_text(text, encoding="utf-8")
+    return text
