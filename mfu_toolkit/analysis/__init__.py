@@ -7,7 +7,7 @@
 - ``scaling``     scaling efficiency from a table or from runs
 - ``scorecard``   the four families of acceptance metrics
 - ``compare``     two runs side by side, warning when more than one major variable differs
-- ``report``      a self-contained HTML report; ``cli`` the ``analyze``/``simulate`` commands
+- ``cli``         the ``analyze``/``simulate`` commands (the HTML report lives in ``mfu_toolkit.report``)
 """
 
 from __future__ import annotations
