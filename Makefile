@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 NBVAL  := --nbval --nbval-current-env --nbval-cell-timeout=120
 
-.PHONY: venv test unit notebooks browser lab lint regen bench clean
+.PHONY: venv test unit notebooks browser lab lint regen bench clean report app exercises
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,3 +45,39 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache *.egg-info
+
+## A team's report: make report LOG=path [FORMAT=auto] [ACCELERATOR="H100 SXM" DTYPE=bf16 GPUS=N]
+##   [PRESET=llama3-8b SEQ_LEN=N | FLOPS_PER_SAMPLE=F] [GLOBAL_BATCH=N] [COLUMN_MAP=step:iter,start_s:t0,...]
+##   [TIME_UNIT=ms] [CHECKPOINT_S=s CHECKPOINT_EVERY=steps MTBF_HOURS=h]. Without LOG: the sample log.
+## Runs notebooks/08_team_report.ipynb headless (papermill) into $(REPORTS)/NAME-report.ipynb and .html.
+LOG    ?=
+FORMAT ?= auto
+REPORT_NAME = $(if $(LOG),$(notdir $(basename $(patsubst %/,%,$(LOG)))),sample)
+REPORTS ?= reports
+REPORT_NB   = $(REPORTS)/$(REPORT_NAME)-report.ipynb
+REPORT_ARGS = -r log_path "$(if $(LOG),$(abspath $(LOG)))" -r log_format "$(FORMAT)" \
+	$(if $(ACCELERATOR),-r accelerator "$(ACCELERATOR)") $(if $(DTYPE),-r dtype "$(DTYPE)") \
+	$(if $(GPUS),-p n_accelerators $(GPUS)) $(if $(PRESET),-r preset "$(PRESET)") \
+	$(if $(SEQ_LEN),-p seq_len $(SEQ_LEN)) $(if $(FLOPS_PER_SAMPLE),-p flops_per_sample $(FLOPS_PER_SAMPLE)) \
+	$(if $(GLOBAL_BATCH),-p global_batch $(GLOBAL_BATCH)) $(if $(COLUMN_MAP),-r columns "$(COLUMN_MAP)") \
+	$(if $(TIME_UNIT),-r time_unit "$(TIME_UNIT)") $(if $(CHECKPOINT_S),-p checkpoint_write_s $(CHECKPOINT_S)) \
+	$(if $(CHECKPOINT_EVERY),-p checkpoint_every_steps $(CHECKPOINT_EVERY)) \
+	$(if $(MTBF_HOURS),-p mtbf_hours $(MTBF_HOURS))
+
+report: $(STAMP)
+	@if [ -n "$(LOG)" ] && [ ! -e "$(LOG)" ]; then \
+		echo "make report: LOG=$(LOG): no such file or directory" >&2; exit 2; fi
+	@mkdir -p $(REPORTS)
+	@rc=0; $(PY) -m papermill notebooks/08_team_report.ipynb $(REPORT_NB) --cwd notebooks \
+		--no-progress-bar $(REPORT_ARGS) || rc=$$?; \
+	$(PY) -m jupyter nbconvert --to html --no-input --log-level=ERROR $(REPORT_NB) || exit $$?; \
+	if [ $$rc -ne 0 ]; then echo "make report: the report failed; the error is in $(REPORT_NB)" >&2; exit $$rc; fi; \
+	echo "wrote $(REPORT_NB) and $(REPORT_NB:.ipynb=.html)"
+
+## The workshop app: the explorers as a Voila dashboard (no code shown), on loopback.
+app: $(STAMP)
+	$(PY) -m voila notebooks/workshop_app.ipynb --no-browser --Voila.ip=127.0.0.1 --port=$${PORT:-8866}
+
+## Regenerate the exercise versions of the teaching notebooks (answers removed).
+exercises: $(STAMP)
+	$(PY) tools/make_exercises.py
