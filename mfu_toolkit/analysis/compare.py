@@ -5,6 +5,12 @@ global batch, precision, recomputation, parallelism, model configuration, data r
 steady-state window. When more than one of them differs, a difference in MFU or throughput
 cannot be pinned on any single change, so the comparison carries a warning (and issues a
 :class:`ConfoundedComparisonWarning`).
+
+The steady-state window is detected per run, and two detections of the same setup can land a
+step or two apart. Windows therefore count as the same within a tolerance
+(:func:`same_window`: first and last step each within ``max(5 steps, 5 %)`` of the longer
+window), and ``compare(..., step_range=(first, last))`` applies one window to both runs so that
+they match by construction.
 """
 
 from __future__ import annotations
@@ -18,10 +24,19 @@ import numpy as np
 import pandas as pd
 
 from ..run import Run
-from .breakdown import account
+from .breakdown import Accounting, account
 from .scorecard import scorecard
 
-__all__ = ["MAJOR_VARIABLES", "Comparison", "ConfoundedComparisonWarning", "compare", "major_variables"]
+__all__ = [
+    "MAJOR_VARIABLES",
+    "WINDOW_TOLERANCE_FRACTION",
+    "WINDOW_TOLERANCE_STEPS",
+    "Comparison",
+    "ConfoundedComparisonWarning",
+    "compare",
+    "major_variables",
+    "same_window",
+]
 
 MAJOR_VARIABLES = (
     "global_batch",
@@ -43,6 +58,12 @@ _MODEL_KEYS = ("model", "model_config", "num_layers", "hidden_size", "n_layers",
 _DATA_KEYS = ("data", "data_range", "data_path", "dataset", "data_split")
 _RECOMPUTE_KEYS = ("recompute", "recomputation", "activation_checkpointing", "recompute_granularity")
 
+#: Two steady-state windows are the same when their first steps and their last steps each differ
+#: by at most ``max(WINDOW_TOLERANCE_STEPS, WINDOW_TOLERANCE_FRACTION × longer window)`` steps,
+#: the window's length being ``last - first + 1``.
+WINDOW_TOLERANCE_STEPS = 5
+WINDOW_TOLERANCE_FRACTION = 0.05
+
 
 class ConfoundedComparisonWarning(UserWarning):
     """More than one major variable differs between the compared runs."""
@@ -53,8 +74,23 @@ def _pick(extra: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | None
     return found or None
 
 
-def major_variables(run: Run) -> dict[str, Any]:
-    """The values of the major variables for one run (``None`` where the run does not say)."""
+def major_variables(run: Run | Accounting, *, step_range: tuple[int, int] | None = None) -> dict[str, Any]:
+    """The values of the major variables for one run (``None`` where the run does not say).
+
+    ``window`` is the steady-state window's ``(first_step, last_step)``, as detected by
+    :func:`~mfu_toolkit.analysis.account`, or within ``step_range=(first, last)`` when given
+    (keyword-only, passed to ``account``). An :class:`~mfu_toolkit.analysis.breakdown.Accounting`
+    is used as it is (``step_range`` must then be ``None``: the window is already chosen).
+    """
+    if isinstance(run, Accounting):
+        if step_range is not None:
+            raise ValueError("step_range cannot be applied to an Accounting; pass the Run instead")
+        acc = run
+        run = acc.run
+    elif isinstance(run, Run):
+        acc = account(run, step_range=step_range)
+    else:
+        raise TypeError(f"run must be a Run or an Accounting; got {type(run).__name__}")
     m = run.meta
     extra = m.extra or {}
     recompute: Any = _pick(extra, _RECOMPUTE_KEYS)
@@ -69,7 +105,6 @@ def major_variables(run: Run) -> dict[str, Any]:
         if v is not None:
             model[k] = float(f"{float(v):.6g}")
     model.update(_pick(extra, _MODEL_KEYS) or {})
-    acc = account(run)
     window = (acc.window.first_step, acc.window.last_step) if acc.window.n_steps else None
     return {
         "global_batch": m.global_batch,
@@ -99,19 +134,47 @@ class Comparison:
         return out
 
 
+def same_window(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether two steady-state windows ``(first_step, last_step)`` are the same, within tolerance.
+
+    Same when ``|first_a - first_b|`` and ``|last_a - last_b|`` are both at most
+    ``max(WINDOW_TOLERANCE_STEPS, WINDOW_TOLERANCE_FRACTION × L)`` where ``L`` is the length
+    (``last - first + 1``) of the longer window: 5 steps for windows up to 100 steps long, 5 % of
+    the window beyond that. A warm-up detection that ends two steps later is not a different
+    window; a window that starts after a long warm-up or stops at half the run is.
+    """
+    (fa, la), (fb, lb) = (tuple(int(v) for v in a), tuple(int(v) for v in b))
+    longer = max(la - fa + 1, lb - fb + 1)
+    tol = max(float(WINDOW_TOLERANCE_STEPS), WINDOW_TOLERANCE_FRACTION * longer)
+    return abs(fa - fb) <= tol and abs(la - lb) <= tol
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return math.isclose(a, b, rel_tol=1e-9)
     return a == b
 
 
-def compare(run_a: Run, run_b: Run, *, names: tuple[str, str] = ("a", "b"), warn: bool = True) -> Comparison:
+def compare(
+    run_a: Run,
+    run_b: Run,
+    *,
+    names: tuple[str, str] = ("a", "b"),
+    warn: bool = True,
+    step_range: tuple[int, int] | None = None,
+) -> Comparison:
     """Scorecards of two runs side by side, with ``ratio`` = b / a, and a confounding check.
 
     ``variables`` lists each major variable with both values and ``status`` (``same``,
     ``differs`` or ``unknown`` when either run does not record it). When more than one differs,
     ``warning`` explains why the comparison is confounded (and, with ``warn=True``, a
     :class:`ConfoundedComparisonWarning` is issued).
+
+    The ``window`` variable is compared with a tolerance (:func:`same_window`): first and last
+    steady-state steps each within ``max(5 steps, 5 % of the longer window)``. With
+    ``step_range=(first, last)`` both runs are analysed over those trainer steps only (passed to
+    :func:`~mfu_toolkit.analysis.account`), so the steady-state metrics and the window come from
+    the same steps in both runs by construction.
     """
     for p, r in (("run_a", run_a), ("run_b", run_b)):
         if not isinstance(r, Run):
@@ -119,21 +182,23 @@ def compare(run_a: Run, run_b: Run, *, names: tuple[str, str] = ("a", "b"), warn
     if not (isinstance(names, tuple) and len(names) == 2 and all(isinstance(n, str) for n in names) and names[0] != names[1]):
         raise ValueError(f"names must be a pair of two different strings; got {names!r}")
     na, nb = names
-    sa = scorecard(run_a)
-    sb = scorecard(run_b)
+    acc_a = account(run_a, step_range=step_range)
+    acc_b = account(run_b, step_range=step_range)
+    sa = scorecard(acc_a)
+    sb = scorecard(acc_b)
     t = sa[["family", "metric", "unit", "value"]].rename(columns={"value": na})
     t = t.merge(sb[["family", "metric", "value"]].rename(columns={"value": nb}), on=["family", "metric"], how="outer")
     a_v = t[na].to_numpy(float)
     b_v = t[nb].to_numpy(float)
     t["ratio"] = np.divide(b_v, a_v, out=np.full(len(t), np.nan), where=np.isfinite(a_v) & (a_v != 0))
-    va, vb = major_variables(run_a), major_variables(run_b)
+    va, vb = major_variables(acc_a), major_variables(acc_b)
     rows = []
     differing = []
     for k in MAJOR_VARIABLES:
         a, b = va[k], vb[k]
         if a is None or b is None:
             status = "unknown"
-        elif _same(a, b):
+        elif same_window(a, b) if k == "window" else _same(a, b):
             status = "same"
         else:
             status = "differs"

@@ -3,7 +3,13 @@
     efficiency(N) = (throughput(N) / throughput(N0)) / (N / N0)      (formulas.scaling_efficiency)
 
 From a table (one row per job size) or from several Runs, whose steady-state throughput is
-measured by the breakdown's ideal step time.
+measured by one of two step times (``step_time=``):
+
+- ``"typical"`` (default): the breakdown's ideal step, i.e. the typical (median) GPU's compute
+  time per step. It leaves out the wait for the slowest GPU, so efficiency lost to stragglers
+  and jitter, which grows with the number of GPUs, does not show.
+- ``"actual"``: the synchronous step time the job experiences: per steady-state step, the span
+  over ranks (first start to last end, so the slowest rank sets it), averaged over the window.
 """
 
 from __future__ import annotations
@@ -18,9 +24,10 @@ from ..formulas import scaling_efficiency
 from ..run import Run
 from .breakdown import Accounting, account
 
-__all__ = ["THROUGHPUT_METRICS", "scaling_table", "run_throughput", "scaling_from_runs"]
+__all__ = ["STEP_TIMES", "THROUGHPUT_METRICS", "scaling_table", "run_throughput", "scaling_from_runs"]
 
 THROUGHPUT_METRICS = ("samples_per_s", "tokens_per_s", "flops_per_s", "steps_per_s")
+STEP_TIMES = ("typical", "actual")
 
 
 def scaling_table(
@@ -62,12 +69,46 @@ def scaling_table(
     return df
 
 
-def run_throughput(run: Run | Accounting, *, metric: str = "samples_per_s") -> tuple[float | None, str]:
-    """Steady-state throughput of a run in ``metric`` units, or ``(None, reason)``."""
+def _actual_step_s(acc: Accounting) -> float | None:
+    """Mean synchronous step time over the steady-state window, per average useful step.
+
+    Each window step's span over ranks (``span_s``: earliest start to latest end) is what the
+    job waits for; their total over the window's total work, times the mean work per useful
+    step. With the same work in every step this is the mean span of the window's steps.
+    """
+    s = acc.steps
+    if not len(s) or acc.useful_steps == 0:
+        return None
+    sel = s["in_window"].to_numpy(bool) & (s["work"].to_numpy(float) > 0)
+    if not sel.any():
+        return None
+    span = float(s["span_s"].to_numpy(float)[sel].sum())
+    work = float(s["work"].to_numpy(float)[sel].sum())
+    return span / work * acc.useful_work / acc.useful_steps
+
+
+def _check_step_time(step_time: str) -> None:
+    if step_time not in STEP_TIMES:
+        raise ValueError(f"step_time must be one of {', '.join(STEP_TIMES)}; got {step_time!r}")
+
+
+def run_throughput(
+    run: Run | Accounting,
+    *,
+    metric: str = "samples_per_s",
+    step_time: str = "typical",
+) -> tuple[float | None, str]:
+    """Steady-state throughput of a run in ``metric`` units, or ``(None, reason)``.
+
+    ``step_time="typical"`` (default) divides by the ideal step (the typical GPU's step, without
+    waiting for the slowest); ``"actual"`` by the mean synchronous step over the steady-state
+    window (span over ranks, which includes the wait for the slowest rank and data waits).
+    """
     if metric not in THROUGHPUT_METRICS:
         raise ValueError(f"metric must be one of {', '.join(THROUGHPUT_METRICS)}; got {metric!r}")
+    _check_step_time(step_time)
     acc = run if isinstance(run, Accounting) else account(run)
-    step = acc.ideal_step_s
+    step = acc.ideal_step_s if step_time == "typical" else _actual_step_s(acc)
     if step is None or step <= 0:
         return None, "no steady-state step time"
     m = acc.run.meta
@@ -98,19 +139,36 @@ def scaling_from_runs(
     metric: str = "samples_per_s",
     base_n: int | None = None,
     names: Sequence[str] | None = None,
+    step_time: str = "typical",
 ) -> pd.DataFrame:
-    """Scaling efficiency across runs of different sizes (N from ``meta.n_accelerators``)."""
+    """Scaling efficiency across runs of different sizes (N from ``meta.n_accelerators``).
+
+    ``throughput`` is each run's steady-state throughput in ``metric`` units
+    (:func:`run_throughput`), computed from the step time chosen by ``step_time``:
+
+    - ``"typical"`` (default): the ideal step, the typical (median) GPU's compute time. The
+      efficiency then shows costs every GPU pays (e.g. communication that grows with N) but not
+      the wait for the slowest GPU.
+    - ``"actual"``: the synchronous step the job experiences, the mean over the steady-state
+      window of each step's span over ranks (max over ranks of the end minus min of the start).
+      It includes the wait for the slowest GPU, which grows with N for the same per-GPU jitter,
+      so when the larger runs wait longer its efficiency is lower than the typical one.
+
+    The choice is recorded in ``attrs["step_time"]`` (and the metric in ``attrs["metric"]``).
+    """
     if isinstance(runs, Run) or len(runs) < 1:
         raise ValueError("runs must be a non-empty sequence of Runs")
+    _check_step_time(step_time)
     rows: list[dict[str, Any]] = []
     for i, r in enumerate(runs):
         name = names[i] if names is not None else (r.meta.name or f"run{i}")
         if not r.meta.n_accelerators:
             raise ValueError(f"run {name!r} has no meta.n_accelerators; set it to compare scaling")
-        tp, why = run_throughput(r, metric=metric)
+        tp, why = run_throughput(r, metric=metric, step_time=step_time)
         if tp is None:
             raise ValueError(f"run {name!r}: cannot measure {metric}: {why}")
         rows.append({"run": name, "n_accelerators": int(r.meta.n_accelerators), "throughput": tp})
     out = scaling_table(pd.DataFrame(rows), base_n=base_n)
     out.attrs["metric"] = metric
+    out.attrs["step_time"] = step_time
     return out
