@@ -291,11 +291,22 @@ class RunMeta:
         return cls(**kw)
 
 
+# With copy-on-write (always on from pandas 3) frames may share column data safely: a change to
+# one never shows in another. Without it, tables are copied as before.
+_COW = int(pd.__version__.split(".")[0]) >= 3 or bool(getattr(pd.options.mode, "copy_on_write", False) is True)
+
+
 def _coerce(df: pd.DataFrame, spec: Mapping[str, str], table: str) -> pd.DataFrame:
-    """Return a copy with schema columns in order and dtypes enforced (extra columns kept)."""
+    """Return a copy with schema columns in order and dtypes enforced (extra columns kept).
+
+    Columns that already have their dtype are not converted (with copy-on-write, not copied).
+    """
     out = {}
     for col, dtype in spec.items():
         s = df[col]
+        if _COW and dtype in ("int64", "float64") and s.dtype == np.dtype(dtype):
+            out[col] = s  # nothing to check: an int64 column has no missing values
+            continue
         if dtype == "str":
             if s.isna().any():
                 bad = np.flatnonzero(s.isna().to_numpy())[:5].tolist()
@@ -319,7 +330,7 @@ def _coerce(df: pd.DataFrame, spec: Mapping[str, str], table: str) -> pd.DataFra
                     f"{table}.{col} must be numeric; rows {rows} hold {s.iloc[rows].tolist()}"
                 )
             out[col] = num.astype("float64")
-    res = pd.DataFrame(out, index=df.index)
+    res = pd.DataFrame(out, index=df.index, copy=not _COW)
     for col in df.columns:
         if col not in res.columns:
             res[col] = df[col]
@@ -340,7 +351,7 @@ def make_steps(data: pd.DataFrame | Mapping[str, Any] | None = None) -> pd.DataF
     """Build a steps table from columns; missing ``attempt``/``rank`` default to 0/-1."""
     if data is None:
         return empty_steps()
-    df = pd.DataFrame(data).copy()
+    df = pd.DataFrame(data) if _COW else pd.DataFrame(data).copy()
     if "attempt" not in df:
         df["attempt"] = 0
     if "rank" not in df:
@@ -433,6 +444,8 @@ def validate(steps: pd.DataFrame, events: pd.DataFrame) -> None:
         raise SchemaError(f"attempt numbers must run 0, 1, 2, ... without gaps; missing {gaps}")
     if attempts and attempts[0] != 0:
         raise SchemaError(f"attempt numbers must start at 0; the first is {attempts[0]}")
+    if _surely_unique(steps):
+        return
     dup = steps.duplicated(["attempt", "step", "rank"], keep="first").to_numpy()
     if dup.any():
         rows = _first_rows(dup)
@@ -440,6 +453,101 @@ def validate(steps: pd.DataFrame, events: pd.DataFrame) -> None:
             f"steps: (attempt, step, rank) must be unique; rows {rows} repeat "
             f"{steps.loc[steps.index[rows], ['attempt', 'step', 'rank']].to_dict('records')}"
         )
+
+
+def _surely_unique(steps: pd.DataFrame) -> bool:
+    """True when (attempt, step, rank) is unique by a linear-time argument; False: not known.
+
+    For large tables whose keys pack densely into one integer, the distinct keys are counted
+    (one flag per possible key); else the packed keys may already rise row by row; else, with fewer than
+    65,536 (attempt, rank) groups, a stable radix sort by group shows each group's steps rising
+    in row order. Anything else (and any repeat) is left to the hash-based check, which names
+    the repeated rows.
+    """
+    n = len(steps)
+    if n < 2:
+        return True
+    if n < 100_000:
+        return False  # small: the hash-based check is quick
+    a = steps["attempt"].to_numpy()
+    s = steps["step"].to_numpy()
+    r = steps["rank"].to_numpy()
+    amin, amax, rmin, rmax = int(a.min()), int(a.max()), int(r.min()), int(r.max())
+    smin, smax = int(s.min()), int(s.max())
+    span_a, span_s, span_r = amax - amin + 1, smax - smin + 1, rmax - rmin + 1
+    span = span_a * span_s * span_r
+    if span < 2**62:
+        key = s - smin
+        key *= span_r
+        key += r
+        key -= rmin
+        if span_a > 1:
+            key += (a - amin) * (span_s * span_r)
+        if span <= 4 * n:
+            seen = np.zeros(span, dtype=bool)  # one byte per possible key
+            seen[key] = True
+            return int(np.count_nonzero(seen)) == n
+        if bool((key[1:] > key[:-1]).all()):
+            return True
+        del key
+    if span_a * span_r > 65_536:
+        return False
+    group = ((a - amin) * span_r + (r - rmin)).astype(np.uint16)
+    order = np.argsort(group, kind="stable")  # radix sort: linear for 16-bit keys
+    g, st = group[order], s[order]
+    del order, group
+    return bool(((g[1:] != g[:-1]) | (st[1:] > st[:-1])).all())
+
+
+def _lex_sorted(cols: list[np.ndarray]) -> bool:
+    """Whether rows are in non-decreasing lexicographic order of ``cols`` (no NaN)."""
+    if len(cols[0]) < 2:
+        return True
+    ok = np.zeros(len(cols[0]) - 1, dtype=bool)  # rows already known to be in order
+    tied = np.ones(len(cols[0]) - 1, dtype=bool)  # rows equal in every column so far
+    for c in cols:
+        a, b = c[:-1], c[1:]
+        ok |= tied & (b > a)
+        tied &= b == a
+        if not (ok | tied).all():
+            return False
+    return True
+
+
+def run_order(start: np.ndarray, step: np.ndarray, rank: np.ndarray, max_ties: int = 10_000) -> np.ndarray | None:
+    """The stable order by (start, step, rank) of one attempt's rows, or None for many ties.
+
+    An argsort of the start times, then each run of equal start times re-sorted by (step, rank):
+    the permutation a stable lexicographic sort gives, at the cost of one float argsort.
+    """
+    order = np.argsort(start, kind="stable")
+    t = start[order]
+    tie = t[1:] == t[:-1]
+    del t
+    if not tie.any():
+        return order
+    edge = np.diff(np.concatenate(([False], tie, [False])).astype(np.int8))
+    begins, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
+    if len(begins) > max_ties:
+        return None
+    for b, e in zip(begins.tolist(), ends.tolist(), strict=True):
+        seg = order[b : e + 1]
+        order[b : e + 1] = seg[np.lexsort((rank[seg], step[seg]))]
+    return order
+
+
+def _sorted_steps(s: pd.DataFrame) -> pd.DataFrame:
+    """Steps in the Run's order (attempt, start_s, step, rank), stable; no work when already so."""
+    keys = ["attempt", "start_s", "step", "rank"]
+    if len(s) > 1 and np.isfinite(s["start_s"].to_numpy()).all():
+        cols = [s[k].to_numpy() for k in keys]
+        if _lex_sorted(cols):
+            return s.reset_index(drop=True)
+        if len(s) >= 100_000 and cols[0].min() == cols[0].max():
+            order = run_order(cols[1], cols[2], cols[3])
+            if order is not None:
+                return s.take(order).reset_index(drop=True)
+    return s.sort_values(keys, kind="stable").reset_index(drop=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -465,7 +573,7 @@ class Run:
         s = make_steps(steps)
         e = make_events(events)
         if sort:
-            s = s.sort_values(["attempt", "start_s", "step", "rank"], kind="stable").reset_index(drop=True)
+            s = _sorted_steps(s)
             e = e.sort_values(["start_s", "end_s"], kind="stable").reset_index(drop=True)
         validate(s, e)
         return cls(s, e, meta or RunMeta(), dict(tables or {}))
@@ -594,13 +702,16 @@ def save_run(run: Run, path: str | Path) -> Path:
     return path
 
 
-def read_run(path: str | Path) -> Run:
-    """Read a Run written by :func:`save_run`; a plain Parquet file is an error that says so."""
+def read_run(path: str | Path, *, progress: bool | None = None) -> Run:
+    """Read a Run written by :func:`save_run`; a plain Parquet file is an error that says so.
+
+    ``progress``: show a progress bar (``tqdm.auto``: a widget in Jupyter, text elsewhere);
+    ``None`` shows one for files of at least ``PROGRESS_MIN_BYTES``.
+    """
     import pyarrow.parquet as pq
 
     path = Path(path)
-    table = pq.read_table(path)
-    md = table.schema.metadata or {}
+    md = pq.read_schema(path).metadata or {}
     if _META_KEY not in md:
         raise LoadError(
             "not a Run file (no mfu_toolkit metadata); load a plain table with "
@@ -610,6 +721,118 @@ def read_run(path: str | Path) -> Run:
     meta = RunMeta.from_dict(json.loads(md[_META_KEY]))
     events = _b64_to_table(md[_EVENTS_KEY].decode())
     tables = {k: _b64_to_table(v) for k, v in json.loads(md.get(_TABLES_KEY, b"{}")).items()}
-    steps = table.to_pandas()
-    run = Run(steps, events, meta, tables)
-    return run.validate()
+    bar = progress_bar(path, progress, "reading Run")
+    try:
+        steps = read_parquet_frame(path, bar=bar)
+        if bar is not None:
+            bar.set_description("validating Run")
+        run = Run(steps, events, meta, tables).validate()
+    finally:
+        if bar is not None:
+            bar.close()
+    return run
+
+
+# --- reading large Parquet files ------------------------------------------------------------
+PROGRESS_MIN_BYTES = 64 * 2**20  # progress=None shows a bar for files at least this large
+
+
+def progress_bar(path: str | Path, progress: bool | None, desc: str) -> Any:
+    """A ``tqdm.auto`` bar counting rows (None when not wanted, or tqdm is missing)."""
+    if progress is None:
+        try:
+            progress = Path(path).stat().st_size >= PROGRESS_MIN_BYTES
+        except OSError:
+            progress = False
+    if not progress:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # a runtime dependency; without it, loads still work, silently
+        return None
+    return tqdm(total=None, desc=desc, unit=" rows", unit_scale=True, leave=False)
+
+
+_PLAIN_NUMPY = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float32", "float64", "bool"}
+
+
+def _plain_columns(pf: Any) -> list[str] | None:
+    """Column names when every column converts to a plain numpy array and the pandas metadata
+    asks for nothing more (no index columns, no extension dtypes); else None."""
+    import pyarrow as pa
+
+    schema = pf.schema_arrow
+    names = list(schema.names)
+    if len(set(names)) != len(names):
+        return None
+    for fld in schema:
+        t = fld.type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
+            return None
+        if pa.types.is_float16(t):
+            return None
+    raw = (schema.metadata or {}).get(b"pandas")
+    if raw is not None:
+        try:
+            pmd = json.loads(raw)
+        except ValueError:
+            return None
+        if pmd.get("index_columns") not in ([], None):
+            return None
+        if any(c.get("name") is not None for c in pmd.get("column_indexes") or []):
+            return None
+        cols = pmd.get("columns") or []
+        if [c.get("name") for c in cols] != names or [c.get("field_name", c.get("name")) for c in cols] != names:
+            return None
+        if any(c.get("numpy_type") not in _PLAIN_NUMPY for c in cols):
+            return None
+    return names
+
+
+def read_parquet_frame(path: str | Path, *, bar: Any = None) -> pd.DataFrame:
+    """A Parquet file as a DataFrame, read row group by row group (``bar`` counts the rows).
+
+    The result equals ``pyarrow.parquet.read_table(path).to_pandas()``. For plain numeric
+    columns each row group is copied into preallocated numpy arrays and released, so the peak
+    is about the frame plus one row group (a whole Arrow table plus its pandas copy otherwise).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    n = pf.metadata.num_rows
+    if bar is not None:
+        bar.reset(total=n)
+    names = _plain_columns(pf)
+    if names is not None and n:
+        arrays = {nm: np.empty(n, dtype=pf.schema_arrow.field(nm).type.to_pandas_dtype()) for nm in names}
+        at = 0
+        for i in range(pf.num_row_groups):
+            t = pf.read_row_group(i)
+            k = t.num_rows
+            for nm in names:
+                col = t.column(nm)
+                if col.null_count and not pa.types.is_floating(col.type):
+                    names = None  # missing ints / bools: to_pandas widens them; take that path
+                    break
+                arrays[nm][at : at + k] = col.to_numpy()
+            if names is None:
+                break
+            at += k
+            del t
+            if bar is not None:
+                bar.update(k)
+        if names is not None:
+            return pd.DataFrame(arrays, copy=False)
+        del arrays
+        if bar is not None:
+            bar.reset(total=n)
+    parts = []
+    for i in range(pf.num_row_groups):
+        parts.append(pf.read_row_group(i, use_pandas_metadata=True))
+        if bar is not None:
+            bar.update(parts[-1].num_rows)
+    table = pa.concat_tables(parts) if parts else pf.schema_arrow.empty_table()
+    del parts
+    return table.to_pandas()

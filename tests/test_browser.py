@@ -71,3 +71,20 @@ def test_02_flops_explorer_slider_moves_breakdown(lab, page, tmp_path):
     assert explorer.locator(".widget-output img").count() == 1  # redrawn in place, not appended
     page.screenshot(path=str(tmp_path / "02_model_flops.png"), full_page=False)
     assert not errors, errors
+
+
+def test_03_loading_logs_runs_and_shows_the_tables(lab, page, tmp_path):
+    from playwright.sync_api import expect
+
+    errors = collect_console_errors(page)
+    open_and_run_all(page, lab, "03_loading_logs.ipynb")
+    tables = page.locator("table.dataframe")
+    expect(tables.first).to_be_visible(timeout=20_000)
+    expect(tables.first).to_contain_text("mlperf")  # the first fact sheet: the MLPerf sample
+    # The damaged file's LoadReport: its table of skip reasons with their first line numbers.
+    report = tables.filter(has_text="malformed JSON").first
+    report.scroll_into_view_if_needed(timeout=20_000)
+    expect(report).to_be_visible()
+    expect(report).to_contain_text("6, 7, 13")
+    page.screenshot(path=str(tmp_path / "03_loading_logs.png"), full_page=False)
+    assert not errors, errors

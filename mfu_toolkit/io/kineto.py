@@ -17,10 +17,19 @@ One trace file per rank (``.json`` or ``.json.gz``; ``ts``/``dur`` in µs). What
   (``rank-3``, ``rank3``, ``rank_3``) or, for a single file, left at -1.
   ``meta.n_accelerators`` = the world size when the traces agree on it.
 
-Speed and memory: the JSON is parsed by the standard library with an ``object_hook`` that turns
-each event into a 4-tuple (or drops it) as soon as it is decoded, so the full event dicts never
-live together; the interval arithmetic is numpy (sorted unions and prefix sums), not per-event
-rows. A truncated file (a profiler killed while writing) is read up to its last complete event.
+Speed and memory: a step table needs only the kernels, memory copies and ``ProfilerStep#N``
+spans, a tenth of a typical trace's events. So a trace is first read selectively: those events
+are located by their ``"cat"`` / ``ProfilerStep#`` text and decoded one by one (the same
+``object_hook`` as below turns each into a 4-tuple); the CPU ops, runtime calls and flow
+events that make up the rest are never decoded. The selective read applies only to a complete,
+well-formed document (a JSON object, valid UTF-8 without NUL bytes, balanced braces and
+brackets, one ``traceEvents`` key, every located event decoding to an event that contains its
+match); anything else, and ``strict=True``, takes the full parse: the standard library's
+decoder with that ``object_hook``, so the full event dicts never live together. Damage inside
+events the loader does not use (a CPU op's broken value) is noticed only by the full parse.
+Gzipped traces are inflated into one buffer (``gzip.decompress`` holds several copies at its
+peak). The interval arithmetic is numpy (sorted unions and prefix sums), not per-event rows.
+A truncated file (a profiler killed while writing) is read up to its last complete event.
 Times are seconds since the earliest step start across the ranks.
 """
 
@@ -29,6 +38,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -38,13 +48,13 @@ import pandas as pd
 
 from ..run import LoadError, LoadReport, Run, RunMeta
 from ._build import _apply_overrides, split_kwargs
-from ._common import Reader, open_bytes, read_head
+from ._common import Reader, read_head
 
 NAME = "kineto"
 
 _STEP, _COMPUTE, _COMM, _MEM, _BAD = 0, 1, 2, 3, 9
 _CATEGORIES = ("compute", "comm", "memory")
-_COMM_RE = re.compile(r"nccl|rccl", re.IGNORECASE)
+_COMM_WORDS = ("nccl", "rccl")  # in a kernel's name, any case: a communication kernel
 _STEP_CATS = {"user_annotation", "cpu_op", "operator", "python_function"}
 _KERNEL_CATS = {"kernel"}
 _MEM_CATS = {"gpu_memcpy", "gpu_memset", "memcpy", "memset"}
@@ -84,6 +94,11 @@ def _trace_files(path: Path) -> list[Path]:
 
 
 # --- parsing ----------------------------------------------------------------------------------
+def _is_comm(name: str) -> bool:
+    low = name.lower()
+    return any(w in low for w in _COMM_WORDS)
+
+
 def _hook(d: dict[str, Any]) -> Any:
     """Compact each trace event as soon as it is decoded; other objects pass through."""
     ph = d.get("ph")
@@ -97,7 +112,7 @@ def _hook(d: dict[str, Any]) -> Any:
     c = cat.lower()
     if c in _KERNEL_CATS:
         name = d.get("name")
-        code = _COMM if isinstance(name, str) and _COMM_RE.search(name) else _COMPUTE
+        code = _COMM if isinstance(name, str) and _is_comm(name) else _COMPUTE
         extra = 0
     elif c in _MEM_CATS:
         code, extra = _MEM, 0
@@ -130,6 +145,153 @@ def _hook(d: dict[str, Any]) -> Any:
     if dur < 0:
         return (_BAD, "negative duration", "dur", 0)
     return (code, float(ts), float(dur), extra)
+
+
+# --- reading: gunzip into one buffer, then the selective read or the full parse ----------------
+FAST_PATH = True  # the selective read; tests switch it off to compare it with the full parse
+_GZIP_MAGIC = b"\x1f\x8b"
+_FEED = 1 << 16  # compressed bytes fed to zlib per call
+_OUT_PIECE = 1 << 18  # most bytes taken from zlib per call
+_TRACE_EVENTS_RE = re.compile(r'"traceEvents"\s*:\s*\[')
+_COLON_RE = re.compile(r"\s*:\s*")
+_DOC_KEYS = ("distributedInfo", "deviceProperties", "baseTimeNanoseconds")
+_STEP_MARK = "ProfilerStep#"
+# A GPU event's category; then, optionally, the rest of the layout the profiler writes, up to
+# "dur" (no escapes in the name, plain numbers), read without decoding the event. Events in any
+# other layout are decoded.
+_NUM = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+_GPU_CAT_RE = re.compile(
+    r'"cat"\s*:\s*"((?i:kernel|gpu_memcpy|gpu_memset|memcpy|memset))"'
+    r'(?:\s*,\s*"name"\s*:\s*"([^"\\]*)"\s*,'
+    r'\s*"pid"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,\s*"tid"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,'
+    rf'\s*"ts"\s*:\s*({_NUM})\s*,\s*"dur"\s*:\s*({_NUM})\s*[,}}])?'
+)
+_EVENT_HEAD_RE = re.compile(r'\{\s*"ph"\s*:\s*"X"\s*,\s*')
+
+
+def _read_bytes(path: Path) -> bytes | bytearray:
+    """The file's bytes, gunzipped into one preallocated buffer when gzipped."""
+    data = Path(path).read_bytes()
+    if data[:2] != _GZIP_MAGIC:
+        return data
+    try:
+        return _gunzip(data)
+    except (zlib.error, EOFError, ValueError) as exc:
+        raise LoadError(f"corrupt gzip stream ({exc})", path=path) from None
+
+
+def _gunzip(data: bytes) -> bytearray:
+    """Inflate every gzip member of ``data`` into one buffer (sized from ISIZE, grown if needed).
+
+    Input is fed and output taken in small pieces, so the peak is the output plus a piece.
+    """
+    out = bytearray(int.from_bytes(data[-4:], "little") if len(data) >= 18 else 0)
+    n = 0
+    view = memoryview(data)
+    i = 0
+    while True:
+        z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        while not z.eof:
+            if z.unconsumed_tail:
+                src: bytes | memoryview = z.unconsumed_tail
+            elif i < len(data):
+                src = view[i : i + _FEED]
+                i += len(src)
+            else:
+                src = b""
+            chunk = z.decompress(src, _OUT_PIECE)
+            if chunk:
+                out[n : n + len(chunk)] = chunk
+                n += len(chunk)
+            elif not len(src):
+                raise EOFError("compressed file ended before the end-of-stream marker was reached")
+        i -= len(z.unused_data)  # where the next member, if any, begins
+        if i >= len(data):
+            break
+        if bytes(view[i : i + 2]) != _GZIP_MAGIC:
+            if not bytes(view[i:]).strip(b"\x00"):
+                break  # the zero padding gzip allows after the last member
+            raise ValueError("trailing bytes after the gzip stream are not another gzip member")
+    del out[n:]
+    return out
+
+
+def _pick(text: str) -> tuple[dict[str, Any], list[tuple], list[tuple[int, tuple]], int] | None:
+    """The selective read (see the module docstring); None when it does not apply."""
+    try:
+        return _pick_events(text)
+    except Exception:  # any surprise: the full parse decides
+        return None
+
+
+def _pick_events(text: str) -> tuple[dict[str, Any], list[tuple], list[tuple[int, tuple]], int] | None:
+    first = _WS_RE.match(text, 0).end()  # type: ignore[union-attr]
+    last = len(text) - 1
+    while last > first and text[last] in " \t\r\n":
+        last -= 1
+    if first >= len(text) or text[first] != "{" or text[last] != "}" or "\x00" in text:
+        return None
+    if text.count("{") != text.count("}"):
+        return None  # truncated (or unbalanced braces inside strings): the full parse judges
+    if text.count('"traceEvents"') != 1:
+        return None
+    m = _TRACE_EVENTS_RE.search(text)
+    if m is None:
+        return None
+    plain = json.JSONDecoder()
+    doc: dict[str, Any] = {}
+    for key in _DOC_KEYS:
+        quoted = f'"{key}"'
+        count = text.count(quoted)
+        if count > 1:
+            return None
+        if count == 1:
+            at = text.find(quoted) + len(quoted)
+            colon = _COLON_RE.match(text, at)
+            if colon is None or colon.end() == at:
+                return None
+            doc[key], _ = plain.raw_decode(text, colon.end())
+    hits: list[tuple[int, re.Match[str] | None]] = [(g.start(), g) for g in _GPU_CAT_RE.finditer(text, m.end())]
+    at = text.find(_STEP_MARK, m.end())
+    while at != -1:
+        hits.append((at, None))
+        at = text.find(_STEP_MARK, at + len(_STEP_MARK))
+    starts: dict[int, int] = {}  # event start -> the last match inside it
+    quick: dict[int, tuple] = {}  # event start -> its compact tuple, read from the text
+    for h, g in hits:
+        s = text.rfind("{", m.end(), h)
+        if s < 0:
+            return None
+        if s in starts:
+            quick.pop(s, None)  # two matches in one event: decode it
+            starts[s] = max(starts[s], h)
+            continue
+        starts[s] = h
+        if g is not None and g.group(4) is not None and _EVENT_HEAD_RE.fullmatch(text, s, h):
+            t, d = float(g.group(3)), float(g.group(4))
+            if math.isfinite(t) and math.isfinite(d) and d >= 0:
+                if g.group(1).lower() in _KERNEL_CATS:
+                    quick[s] = (_COMM if _is_comm(g.group(2)) else _COMPUTE, t, d, 0)
+                else:
+                    quick[s] = (_MEM, t, d, 0)
+    dec = json.JSONDecoder(object_hook=_hook)
+    kept: list[tuple] = []
+    bad: list[tuple[int, tuple]] = []
+    for s in sorted(starts):
+        q = quick.get(s)
+        if q is not None:
+            kept.append(q)
+            continue
+        obj, end = dec.raw_decode(text, s)
+        if end <= starts[s] or not (obj is None or isinstance(obj, tuple)):
+            return None  # the match was not inside the event found: the layout is unusual
+        if obj is None:
+            continue
+        if obj[0] == _BAD:
+            bad.append((text.count("\n", 0, s) + 1, obj))
+        else:
+            kept.append(obj)
+    return doc, kept, bad, text.count('"ph"')
 
 
 def _line_at(text: str, pos: int) -> int:
@@ -218,36 +380,28 @@ class _Trace:
 
     def __init__(self, path: Path, reader: Reader) -> None:
         self.path = path
-        raw = open_bytes(path)
-        if not raw.strip():
+        raw = _read_bytes(path)
+        if not raw or raw.isspace():
             reader.fail("empty file")
-        try:
-            doc = json.loads(raw, object_hook=_hook)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            text = raw.decode("utf-8", errors="replace")
-            if reader.strict:
-                line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
-                raise LoadError(f"invalid or truncated JSON ({exc})", path=path, line=line, field="traceEvents") from None
-            doc = _salvage(text, reader)
-        del raw
-        if isinstance(doc, list):
-            doc = {"traceEvents": doc}
-        if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-            reader.fail("not a Chrome trace: no traceEvents list", field="traceEvents")
-        events = doc.pop("traceEvents")
-        bad = [(i, e) for i, e in enumerate(events) if isinstance(e, tuple) and e[0] == _BAD]
-        if bad:
-            need = [i for i, _ in bad[:5]] if not reader.strict else [bad[0][0]]
-            lines: dict[int, int] = {}
+        picked = None
+        if FAST_PATH and not reader.strict:
             try:
-                lines = _event_lines(open_bytes(path).decode("utf-8", errors="replace"), need)
-            except LoadError:
-                pass
-            for i, e in bad:
-                reader.bad(e[1], line=lines.get(i), field=f"traceEvents[{i}].{e[2]}")
-        kept = [e for e in events if isinstance(e, tuple) and e[0] != _BAD]
-        reader.report.lines_read += len(events)
-        del events
+                text = raw.decode("utf-8-sig")
+            except UnicodeDecodeError:
+                text = None
+            if text is not None:
+                picked = _pick(text)
+                if picked is not None:
+                    del raw
+                del text
+        if picked is not None:
+            doc, kept, bad_lines, n_read = picked
+            for line, e in bad_lines:
+                reader.bad(e[1], line=line, field=f"traceEvents.{e[2]}")
+        else:
+            doc, kept, n_read = self._parse_all(path, raw, reader)
+            del raw
+        reader.report.lines_read += n_read
         arr = np.array(kept, dtype=np.float64).reshape(-1, 4)
         del kept
         self.code = arr[:, 0].astype(np.int8)
@@ -261,6 +415,36 @@ class _Trace:
         props = doc.get("deviceProperties")
         self.devices = sorted({p["name"] for p in props if isinstance(p, dict) and isinstance(p.get("name"), str)}) if isinstance(props, list) else []
         self.base_ns = doc.get("baseTimeNanoseconds")
+
+    @staticmethod
+    def _parse_all(path: Path, raw: bytes | bytearray, reader: Reader) -> tuple[dict[str, Any], list[tuple], int]:
+        """The full parse: every event decoded (through the hook), damage salvaged or raised."""
+        try:
+            doc = json.loads(raw, object_hook=_hook)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            text = bytes(raw).decode("utf-8", errors="replace")
+            if reader.strict:
+                line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
+                raise LoadError(f"invalid or truncated JSON ({exc})", path=path, line=line, field="traceEvents") from None
+            doc = _salvage(text, reader)
+            del text
+        if isinstance(doc, list):
+            doc = {"traceEvents": doc}
+        if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+            reader.fail("not a Chrome trace: no traceEvents list", field="traceEvents")
+        events = doc.pop("traceEvents")
+        bad = [(i, e) for i, e in enumerate(events) if isinstance(e, tuple) and e[0] == _BAD]
+        if bad:
+            need = [i for i, _ in bad[:5]] if not reader.strict else [bad[0][0]]
+            lines: dict[int, int] = {}
+            try:
+                lines = _event_lines(bytes(raw).decode("utf-8", errors="replace"), need)
+            except LoadError:
+                pass
+            for i, e in bad:
+                reader.bad(e[1], line=lines.get(i), field=f"traceEvents[{i}].{e[2]}")
+        kept = [e for e in events if isinstance(e, tuple) and e[0] != _BAD]
+        return doc, kept, len(events)
 
 
 def _int_or_none(v: Any) -> int | None:

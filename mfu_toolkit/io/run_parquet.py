@@ -36,11 +36,15 @@ def sniff(path: Path, head: bytes) -> float:
 
 
 def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
-    """Read a saved Run; meta keyword arguments override the stored values."""
-    _, overrides = split_kwargs(kwargs, (), fmt=NAME)
+    """Read a saved Run; meta keyword arguments override the stored values.
+
+    ``progress=True|False|None``: a progress bar while reading and validating (None: only for
+    files of at least ``mfu_toolkit.run.PROGRESS_MIN_BYTES``).
+    """
+    opts, overrides = split_kwargs(kwargs, ("progress",), fmt=NAME)
     p = Path(path)
     try:
-        run = read_run(p)
+        run = read_run(p, progress=opts.get("progress"))
     except (LoadError, SchemaError):
         raise
     except FileNotFoundError:

@@ -12,6 +12,12 @@ column; with an ``epoch_*`` unit times are absolute and are shifted so the first
 columns. Bad rows (missing or non-numeric values, negative durations, end before start, a
 start that goes backwards within a rank, repeated (attempt, step, rank)) are skipped and
 counted per reason with their line numbers (CSV/JSONL: line in the file; Parquet: row + 1).
+
+Large Parquet tables: the file is read row group by row group (``progress=True|False|None``
+shows a ``tqdm.auto`` bar; None: for files of at least ``mfu_toolkit.run.PROGRESS_MIN_BYTES``),
+numeric columns are checked in place without copies, per-rank order and repeats are checked
+with a linear-time radix grouping where the table allows it, and the rows are put in the
+Run's order one column at a time, so the peak memory stays near the loaded frame's size.
 """
 
 from __future__ import annotations
@@ -25,9 +31,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..run import STEP_COLUMNS, STEP_OPTIONAL_COLUMNS, LoadError, LoadReport, Run
+from ..run import (
+    STEP_COLUMNS,
+    STEP_OPTIONAL_COLUMNS,
+    LoadError,
+    LoadReport,
+    Run,
+    progress_bar,
+    read_parquet_frame,
+    run_order,
+)
 from ._build import finish, split_kwargs, unit_factor, wallclock
-from ._common import Reader, open_bytes
+from ._common import Reader, open_bytes, read_head
+
+_COW = int(pd.__version__.split(".")[0]) >= 3 or getattr(pd.options.mode, "copy_on_write", False) is True
 
 NAME = "table"
 
@@ -171,15 +188,28 @@ def _read_jsonl(reader: Reader, data: bytes) -> tuple[pd.DataFrame, np.ndarray]:
     return pd.DataFrame.from_records(recs) if recs else pd.DataFrame(), np.asarray(line_nos, dtype=np.int64)
 
 
-def _read_parquet(reader: Reader, path: Path) -> tuple[pd.DataFrame, np.ndarray]:
+class _RowNumbers:
+    """Line numbers of Parquet rows (row + 1), computed on demand instead of stored."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: Any) -> Any:
+        return np.asarray(i, dtype=np.int64) + 1
+
+
+def _read_parquet(reader: Reader, path: Path, bar: Any = None) -> tuple[pd.DataFrame, _RowNumbers]:
     try:
-        df = pd.read_parquet(path)
+        df = read_parquet_frame(path, bar=bar)
     except Exception as exc:
         reader.fail(f"unreadable Parquet file ({type(exc).__name__}: {exc})")
         raise  # for type checkers; fail() always raises
     reader.report.lines_read += len(df)
     reader.report.note("Parquet has no lines: line numbers are row numbers (1-based)")
-    return df.reset_index(drop=True), np.arange(1, len(df) + 1, dtype=np.int64)
+    return df.reset_index(drop=True), _RowNumbers(len(df))
 
 
 class _StrictInFileOrder(Reader):
@@ -266,8 +296,16 @@ def _resolve_mapping(columns: Mapping[str, str] | None, available: list[str], pa
 
 
 def _numeric(raw: pd.DataFrame, col: str) -> tuple[np.ndarray, np.ndarray]:
-    """(values as float, mask of rows that were given but are not finite numbers)."""
+    """(values, mask of rows that were given but are not finite numbers).
+
+    Values are float, except that an int64 column stays int64 (no copy, nothing to mask).
+    """
     s = raw[col]
+    if s.dtype == np.int64:
+        return s.to_numpy(), np.zeros(len(s), dtype=bool)
+    if s.dtype == np.float64:
+        v = s.to_numpy()
+        return v, np.isinf(v)  # NaN is "not given"; infinities are given but not finite
     given = s.notna().to_numpy().copy()
     if s.dtype == object or pd.api.types.is_string_dtype(s):
         given &= s.astype(str).str.strip().ne("").to_numpy()
@@ -283,26 +321,57 @@ def load(
     time_unit: str = "s",
     **kwargs: Any,
 ) -> Run:
-    """Load a step table; see the module docstring for the mapping and the checks."""
-    _, overrides = split_kwargs(kwargs, (), fmt=NAME)
+    """Load a step table; see the module docstring for the mapping and the checks.
+
+    ``progress=True|False|None``: a progress bar while a Parquet table is read and checked
+    (None: only for files of at least ``mfu_toolkit.run.PROGRESS_MIN_BYTES``).
+    """
+    opts, overrides = split_kwargs(kwargs, ("progress",), fmt=NAME)
     p = Path(path)
     factor = unit_factor(time_unit, path=p)
     reader = _StrictInFileOrder(p, NAME, strict=strict)
     if p.is_dir():
         reader.fail("is a directory; the table loader reads one CSV, JSONL or Parquet file")
-    data = open_bytes(p)
-    if not data.strip():
-        reader.fail("empty file: nothing to load")
-    kind = _kind(p, data[:8192])
-    if kind == "parquet":
-        raw, lines = _read_parquet(reader, p)
-    elif kind == "jsonl":
-        raw, lines = _read_jsonl(reader, data)
+    bar = None
+    try:
+        if p.is_file() and read_head(p, 4) == b"PAR1":
+            bar = progress_bar(p, opts.get("progress"), "reading table")
+        return _load(p, reader, bar, columns, time_unit, factor, overrides)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _load(
+    p: Path,
+    reader: _StrictInFileOrder,
+    bar: Any,
+    columns: Mapping[str, str] | None,
+    time_unit: str,
+    factor: float,
+    overrides: dict[str, Any],
+) -> Run:
+    head = read_head(p)
+    if head.startswith(b"PAR1"):  # read by row groups, never as one block of bytes
+        kind = "parquet"
+        raw, lines = _read_parquet(reader, p, bar)
+        if bar is not None:
+            bar.set_description("checking table")
     else:
-        first = data.lstrip().split(b"\n", 1)[0]
-        if b"\x00" in first:
-            reader.fail("binary content: not a CSV, JSON-lines or Parquet table", line=1)
-        raw, lines = _read_csv(reader, data)
+        data = open_bytes(p)
+        if not data.strip():
+            reader.fail("empty file: nothing to load")
+        kind = _kind(p, data[:8192])
+        if kind == "parquet":
+            raw, lines = _read_parquet(reader, p, bar)
+        elif kind == "jsonl":
+            raw, lines = _read_jsonl(reader, data)
+        else:
+            first = data.lstrip().split(b"\n", 1)[0]
+            if b"\x00" in first:
+                reader.fail("binary content: not a CSV, JSON-lines or Parquet table", line=1)
+            raw, lines = _read_csv(reader, data)
+        del data
     available = [str(c) for c in raw.columns]
     raw.columns = available
     mapping = _resolve_mapping(columns, available, p)
@@ -331,11 +400,11 @@ def load(
         src = mapping[target]
         v, notnum = _numeric(raw, src)
         _skip_rows(reader, f"not a finite number in {src!r}", notnum, lines, keep, src, raw)
-        if target in ("step", "attempt", "rank", "start_s", "end_s", "duration"):
+        if target in ("step", "attempt", "rank", "start_s", "end_s", "duration") and v.dtype != np.int64:
             _skip_rows(reader, f"missing value in {src!r}", np.isnan(v), lines, keep, src, raw)
         vals[target] = v
     for target in ("step", "attempt", "rank"):
-        if target in vals:
+        if target in vals and vals[target].dtype != np.int64:  # integers have no fraction
             v = vals[target]
             with np.errstate(invalid="ignore"):
                 frac = np.isfinite(v) & (np.floor(v) != v)
@@ -353,15 +422,9 @@ def load(
                 _skip_rows(reader, f"negative {mapping[c]!r}", vals[c] < 0, lines, keep, mapping[c], raw)
 
     absolute = time_unit.startswith("epoch_")
-    start = vals.get("start_s")
-    end = vals.get("end_s")
-    dur = vals.get("duration")
-    if start is not None:
-        start = start * factor
-    if end is not None:
-        end = end * factor
-    if dur is not None:
-        dur = dur * factor
+    start = _in_seconds(vals.get("start_s"), factor)
+    end = _in_seconds(vals.get("end_s"), factor)
+    dur = _in_seconds(vals.get("duration"), factor)
     if start is not None and end is None:
         end = start + dur
     elif end is not None and start is None:
@@ -375,33 +438,52 @@ def load(
             _skip_rows(reader, "duration disagrees with end - start", bad, lines, keep, mapping["duration"], raw)
     timing = "exact" if (has_start or has_end) else "duration_only"
 
-    attempt = vals.get("attempt", np.zeros(n))
-    rank = vals.get("rank", np.full(n, -1.0))
+    attempt = vals["attempt"] if "attempt" in vals else np.zeros(n, dtype=np.int64)
+    rank = vals["rank"] if "rank" in vals else np.full(n, -1, dtype=np.int64)
     step = vals["step"]
     # A start that goes backwards within (attempt, rank) in step order; then repeats.
+    all_kept = bool(keep.all())
+    grouped = _rank_groups(attempt, rank, step) if all_kept else None
+    known_unique = grouped is not None  # unique rows stay unique in any subset
     if start is not None and keep.any():
-        idx = np.flatnonzero(keep)
-        order = idx[np.lexsort((step[idx], rank[idx], attempt[idx]))]
-        same = (attempt[order][1:] == attempt[order][:-1]) & (rank[order][1:] == rank[order][:-1])
         back = np.zeros(n, dtype=bool)
-        with np.errstate(invalid="ignore"):
-            back[order[1:]] = same & (start[order][1:] < start[order][:-1]) & (step[order][1:] != step[order][:-1])
+        if grouped is not None:  # rows grouped by (attempt, rank), steps rising in each group
+            order, g = grouped
+            t = start[order]
+            with np.errstate(invalid="ignore"):
+                back[order[1:]] = (g[1:] == g[:-1]) & (t[1:] < t[:-1])
+            del g, t
+        else:
+            idx = np.flatnonzero(keep)
+            order = idx[np.lexsort((step[idx], rank[idx], attempt[idx]))]
+            same = (attempt[order][1:] == attempt[order][:-1]) & (rank[order][1:] == rank[order][:-1])
+            with np.errstate(invalid="ignore"):
+                back[order[1:]] = same & (start[order][1:] < start[order][:-1]) & (step[order][1:] != step[order][:-1])
+            del idx, same
+        del order
         _skip_rows(reader, "non-monotonic timestamp (start earlier than the previous step's)", back, lines, keep, mapping.get("start_s", "end_s"), raw)
-    if keep.any():
+        del back
+    grouped = None
+    if keep.any() and not known_unique:
         # keep the first of each repeated (attempt, step, rank) among the rows still kept
         again = pd.DataFrame({"a": attempt[keep], "s": step[keep], "r": rank[keep]}).duplicated(keep="first").to_numpy()
         later = np.zeros(n, dtype=bool)
         later[np.flatnonzero(keep)[again]] = True
         _skip_rows(reader, "duplicate (attempt, step, rank)", later, lines, keep, mapping["step"], raw)
 
+    every = bool(keep.all())
+
+    def kept(v: np.ndarray) -> np.ndarray:
+        return v if every else v[keep]
+
     out: dict[str, Any] = {
-        "attempt": attempt[keep].astype(np.int64),
-        "step": step[keep].astype(np.int64),
-        "rank": rank[keep].astype(np.int64),
+        "attempt": kept(attempt).astype(np.int64, copy=False),
+        "step": kept(step).astype(np.int64, copy=False),
+        "rank": kept(rank).astype(np.int64, copy=False),
     }
     extra: dict[str, Any] = {}
     if timing == "duration_only":
-        d = dur[keep]
+        d = kept(dur)
         frame = pd.DataFrame({"a": out["attempt"], "r": out["rank"], "s": out["step"], "d": d})
         frame = frame.sort_values(["a", "r", "s"], kind="stable")
         ends = frame.groupby(["a", "r"], sort=False)["d"].cumsum()
@@ -412,7 +494,7 @@ def load(
         out["end_s"] = frame["e"].to_numpy()
         reader.report.note("only durations given: steps placed back to back per attempt and rank in step order")
     else:
-        s0, e0 = start[keep], end[keep]
+        s0, e0 = kept(start), kept(end)
         if absolute and len(s0):
             t0 = float(np.min(s0))
             extra["t0_epoch_s"] = t0
@@ -421,14 +503,16 @@ def load(
         out["start_s"], out["end_s"] = s0, e0
     for c in STEP_OPTIONAL_COLUMNS:
         if c in vals:
-            out[c] = vals[c][keep] * (factor if c in _DURATION_COLS else 1.0)
+            scale = factor if c in _DURATION_COLS else 1.0
+            v = kept(vals[c])
+            out[c] = v if (scale == 1.0 and v.dtype == np.float64) else v * scale
     used = set(mapping.values())
     for col in available:
         if col in used or col in STEP_COLUMNS or col in STEP_OPTIONAL_COLUMNS or col in out:
             continue
         s = raw[col]
         if pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s):
-            out[col] = s.to_numpy()[keep]
+            out[col] = kept(s.to_numpy())
         elif kind == "csv":
             v = pd.to_numeric(s, errors="coerce")
             if v.notna().sum() == s.astype(str).str.strip().ne("").sum() and v.notna().any():
@@ -437,12 +521,76 @@ def load(
     if n == 0:
         reader.fail("no data rows")
     extra["columns"] = {k: str(v) for k, v in mapping.items()}
+    # Large tables: drop the file's frame and put the rows in the Run's order here, one column
+    # at a time, so the peak stays near one copy of the table (Run.build then finds them sorted).
+    raw = vals = attempt = rank = step = start = end = dur = keep = None  # noqa: F841
+    s0 = e0 = v = s = None  # noqa: F841
+    if timing != "duration_only":
+        _in_run_order(out)
     return finish(
         reader,
         fmt=NAME,
-        steps=pd.DataFrame(out),
+        steps=pd.DataFrame(out, copy=False) if _COW else pd.DataFrame(out),
         timing=timing,
         time_unit=time_unit,
         overrides=overrides,
         extra=extra,
     )
+
+
+_BIG = 100_000  # rows from which the linear-time paths are worth their set-up
+
+
+def _in_seconds(v: np.ndarray | None, factor: float) -> np.ndarray | None:
+    if v is None:
+        return None
+    if factor == 1.0:
+        return v if v.dtype == np.float64 else v.astype(np.float64)
+    return v * factor
+
+
+def _rank_groups(attempt: np.ndarray, rank: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Rows grouped by (attempt, rank) in row order, when that is also step order in each group.
+
+    Returns (order, group ids in that order) from a stable radix sort of 16-bit ids, only when
+    every group's steps strictly rise in row order: the order is then the one a lexsort by
+    (attempt, rank, step) gives, and no (attempt, step, rank) repeats. None otherwise.
+    """
+    n = len(step)
+    if n < _BIG or not all(v.dtype == np.int64 for v in (attempt, rank, step)):
+        return None
+    amin, amax, rmin, rmax = int(attempt.min()), int(attempt.max()), int(rank.min()), int(rank.max())
+    span_r = rmax - rmin + 1
+    if (amax - amin + 1) * span_r > 65_536:
+        return None
+    if amin == amax:
+        group = (rank - rmin).astype(np.uint16)
+    else:
+        group = ((attempt - amin) * span_r + (rank - rmin)).astype(np.uint16)
+    order = np.argsort(group, kind="stable")  # radix sort: linear for 16-bit keys
+    g = group[order]
+    del group
+    st = step[order]
+    rising = bool(((g[1:] != g[:-1]) | (st[1:] > st[:-1])).all())
+    del st
+    return (order, g) if rising else None
+
+
+
+def _in_run_order(out: dict[str, Any]) -> None:
+    """Reorder the columns of a large one-attempt table in place to the Run's row order.
+
+    The order is (attempt, start_s, step, rank), as ``Run.build`` sorts, which then finds the
+    rows in order; other tables (several attempts, many tied start times) are left to it.
+    """
+    start = out["start_s"]
+    a = out["attempt"]
+    if len(start) < _BIG or a.min() != a.max() or not np.isfinite(start).all():
+        return
+    if bool((start[1:] > start[:-1]).all()):
+        return  # already in order
+    order = run_order(start, out["step"], out["rank"])
+    if order is None:
+        return
+    for c in list(out):
+        out[c] = np.asarray(out[c])[order]  # the old column is released as the new one lands

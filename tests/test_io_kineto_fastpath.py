@@ -1,0 +1,182 @@
+"""The Kineto loader's selective read gives the same Run as the full parse, or steps aside.
+
+The selective read decodes only the GPU events and ``ProfilerStep#N`` spans (see
+``mfu_toolkit.io.kineto``). Each test loads the same file twice, selective read on and off, and
+requires equal Runs (steps, kernel table, meta and LoadReport); for layouts the selective read
+must not handle it checks that it stepped aside.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import warnings
+import zlib
+from pathlib import Path
+
+import pytest
+from _realdata_b import realdata_dir
+
+from mfu_toolkit.io import kineto
+from mfu_toolkit.run import LoadError, LoadWarning
+
+BASE = 1_700_000_000_000_000.0  # epoch µs
+
+
+def _ev(cat: str, name: str, ts: float, dur, **extra) -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": BASE + ts, "dur": dur,
+            "args": {"stream": 7, **extra}}
+
+
+def _events() -> list[dict]:
+    return [
+        {"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "python"}},
+        _ev("user_annotation", "ProfilerStep#4", 0, 1000),
+        _ev("user_annotation", "ProfilerStep#5", 1000, 1000),
+        _ev("gpu_user_annotation", "ProfilerStep#4", 0, 1200),
+        _ev("cpu_op", "aten::mm", 10, 50, **{"Input Dims": [[8, 8], [8, 8]]}),
+        _ev("cuda_runtime", "cudaLaunchKernel", 12, 5),
+        {"ph": "f", "id": 1, "pid": 0, "tid": 7, "ts": BASE + 12, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+        _ev("kernel", "ampere_sgemm_128x64_tn", 100, 300, grid=[4, 1, 1]),
+        _ev("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)", 350, 200),
+        _ev("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 700, 40),
+        _ev("Kernel", "void at::native::{lambda(float)#1}::operator()", 900, 200),  # crosses into step 5
+        _ev("gpu_memset", "Memset (Device)", 1500, 10),
+        _ev("kernel", "late_kernel", 5000, 10),
+    ]
+
+
+def _doc(evs: list[dict] | None = None, rank: int = 0) -> dict:
+    return {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
+            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 8},
+            "traceEvents": evs if evs is not None else _events(),
+            "traceName": "rank0.pt.trace.json", "baseTimeNanoseconds": 1_700_000_000_000_000_000}
+
+
+def _both(path: Path, **kw):
+    out = []
+    for fast in (True, False):
+        kineto.FAST_PATH = fast
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", LoadWarning)
+                out.append(kineto.load(path, **kw))
+        finally:
+            kineto.FAST_PATH = True
+    return out
+
+
+def _picked(path: Path) -> bool:
+    text = bytes(kineto._read_bytes(path)).decode("utf-8-sig")
+    return kineto._pick(text) is not None
+
+
+@pytest.mark.parametrize("layout", ["indent", "compact", "one_line", "gzip"])
+def test_profiler_layouts_read_selectively_give_the_full_parse_run(tmp_path, layout):
+    doc = _doc()
+    if layout == "indent":
+        text = json.dumps(doc, indent=2)
+    elif layout == "compact":
+        text = json.dumps(doc, separators=(",", ":"))
+    else:
+        text = json.dumps(doc)
+    p = tmp_path / ("t.json.gz" if layout == "gzip" else "t.json")
+    p.write_bytes(gzip.compress(text.encode()) if layout == "gzip" else text.encode())
+    assert _picked(p)
+    fast, full = _both(p)
+    assert fast == full
+    s = fast.steps.set_index("step")
+    assert s.index.tolist() == [4, 5]
+    assert s.loc[4, "comm_s"] == pytest.approx(200e-6) and s.loc[4, "compute_s"] == pytest.approx(400e-6)
+    assert fast.meta.extra["device_names"] == ["NVIDIA H100 80GB HBM3"] and fast.meta.n_accelerators == 8
+    assert fast.meta.report.lines_read == len(_events())
+
+
+def test_other_key_orders_and_escaped_names_are_decoded_alike(tmp_path):
+    evs = _events()
+    evs.append({"args": {"stream": 7}, "dur": 30, "ts": BASE + 1200, "name": "k_args_first", "cat": "kernel", "ph": "X",
+                "pid": 0, "tid": 7})
+    evs.append(_ev("kernel", 'quoted "nccl" \\ name', 1300, 20))
+    evs.append(_ev("kernel", "string_times", 1400, "15"))
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(_doc(evs), indent=1))
+    fast, full = _both(p)
+    assert fast == full
+    assert fast.steps.set_index("step").loc[5, "comm_s"] == pytest.approx(20e-6)
+
+
+def test_bad_records_have_the_same_counts_and_lines(tmp_path):
+    evs = _events()
+    evs.insert(8, _ev("kernel", "nan_kernel", 200, float("nan")))
+    evs.insert(9, _ev("kernel", "negative_kernel", 220, -3))
+    evs.insert(10, _ev("user_annotation", "ProfilerStep#x", 0, 10))
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(_doc(evs), indent=1))
+    assert _picked(p)
+    fast, full = _both(p)
+    assert fast == full
+    rep = fast.meta.report
+    assert rep.skipped == {"missing or non-finite dur": 1, "negative duration": 1, "unreadable ProfilerStep number": 1}
+    assert len(rep.first_lines["negative duration"]) == 1
+    with pytest.raises(LoadError, match="dur"):
+        kineto.load(p, strict=True)  # strict reads everything, in file order
+
+
+@pytest.mark.parametrize("damage", ["truncated", "cut_after_event", "garbage", "nul", "latin1", "two_trace_keys"])
+def test_damaged_or_odd_files_take_the_full_parse(tmp_path, damage):
+    text = json.dumps(_doc(), indent=1)
+    if damage == "truncated":
+        data = text[: text.index("late_kernel")].encode()
+    elif damage == "cut_after_event":
+        data = text[: text.index("}", text.index("late_kernel")) + 1].encode()
+    elif damage == "garbage":
+        data = text.replace('"aten::mm"', '"aten::mm"}}}').encode()
+    elif damage == "nul":
+        data = text.replace("aten::mm", "aten::\x00mm").encode()
+    elif damage == "latin1":
+        data = text.replace("aten::mm", "aten::m\xe9").encode("latin-1")
+    else:
+        data = text.replace('"traceName"', '"traceEvents_copy": "traceEvents", "x"').replace(
+            '"traceEvents_copy"', '"traceEvents"').encode()
+    p = tmp_path / "t.json"
+    p.write_bytes(data)
+    try:
+        picked = _picked(p)
+    except UnicodeDecodeError:
+        picked = False
+    assert not picked
+    results = []
+    for fast in (True, False):
+        kineto.FAST_PATH = fast
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", LoadWarning)
+                results.append(kineto.load(p))
+        except LoadError as exc:
+            results.append(type(exc))
+        finally:
+            kineto.FAST_PATH = True
+    assert results[0] == results[1]
+
+
+def test_gunzip_matches_gzip_and_rejects_damage(tmp_path):
+    a, b = gzip.compress(b'{"x": 1}' * 50_000), gzip.compress(b" ")
+    assert kineto._gunzip(a + b) == gzip.decompress(a + b)
+    assert kineto._gunzip(a + b"\0" * 16) == gzip.decompress(a)
+    for bad in (a[:-9], a[:40], a + b"not gzip"):
+        with pytest.raises((EOFError, zlib.error, ValueError)):
+            kineto._gunzip(bad)
+    p = tmp_path / "cut.json.gz"
+    p.write_bytes(gzip.compress(json.dumps(_doc()).encode())[:-12])
+    with pytest.raises(LoadError, match="gzip"):
+        kineto.load(p)
+
+
+@pytest.mark.realdata
+def test_real_traces_give_the_same_run_both_ways():
+    files = sorted(realdata_dir("kineto").glob("*.json.gz"))
+    assert files
+    for p in files:
+        assert _picked(p), p.name
+        fast, full = _both(p)
+        assert fast == full, p.name
