@@ -143,3 +143,49 @@ def test_written_records_follow_the_library_format(tmp_path):
     assert productive == pytest.approx(10.0)  # 2 + 2 + 6 + 2 = 12 s of spans, minus the 2 s save
     run = _run()  # and without the 2 s custom-badput eval that is the Run's step time
     assert productive - 2.0 == pytest.approx((run.steps["end_s"] - run.steps["start_s"]).sum())
+
+
+def test_a_failure_and_restore_survive_the_round_trip(tmp_path):
+    from mfu_toolkit.simulate import SimConfig, simulate
+
+    cfg = SimConfig(
+        n_ranks=4, n_steps=30, init_s=5.0, checkpoint_every=10, checkpoint_s=2.0, checkpoint_load_s=3.0,
+        fail_at_steps=(14,), restart_s=20.0, jitter=0.1,
+    )
+    run = simulate(cfg)
+    p = write_goodput(run, tmp_path / "g.jsonl")
+    back = load_run(p, format="goodput")
+    s, b = run.steps, back.steps
+    assert back.n_attempts == run.n_attempts == 2
+    crash, restored = int(s[s["attempt"] == 0]["step"].max()), int(s[s["attempt"] == 1]["step"].min())
+    assert (crash, restored) == (14, 11)  # the run itself: failure in step 14, resumed from the step-10 checkpoint
+    assert int(b[b["attempt"] == 0]["step"].max()) == crash
+    assert int(b[b["attempt"] == 1]["step"].min()) == restored
+    assert sorted(b[b["attempt"] == 0]["step"]) == sorted(set(s[s["attempt"] == 0]["step"]))
+    # the interrupted step ends, and the failure starts, where they did
+    fail0 = run.events[run.events["kind"] == "failure"].iloc[0]
+    fail1 = back.events[back.events["kind"] == "failure"].iloc[0]
+    assert fail1["start_s"] == pytest.approx(fail0["start_s"]) and fail1["end_s"] == pytest.approx(fail0["end_s"])
+    assert b[(b["attempt"] == 0) & (b["step"] == crash)]["end_s"].iloc[0] == pytest.approx(fail0["start_s"])
+    # the restore names the checkpoint step it resumes from
+    recs = [json.loads(x) for x in p.read_text().splitlines()]
+    assert [r["step"] for r in recs if r.get("event_type") == "restore"] == [restored - 1]
+    assert back.events[back.events["kind"] == "checkpoint_load"]["detail"].tolist() == [f"restore step {restored - 1}"]
+
+
+def test_a_loaded_log_with_a_crash_writes_back_the_same(tmp_path):
+    run = load_run(write_goodput_log(tmp_path))
+    back = load_run(write_goodput(run, tmp_path / "again.jsonl"))
+    assert back.steps.values.tolist() == run.steps.values.tolist()
+    cols = ["kind", "start_s", "end_s", "detail"]
+    assert back.events[cols].values.tolist() == run.events[cols].values.tolist()
+
+
+def test_a_failure_with_no_downtime_stays_in_its_attempt(tmp_path):
+    from mfu_toolkit.simulate import SimConfig, simulate
+
+    run = simulate(SimConfig(n_ranks=2, n_steps=12, fail_at_steps=(5,), restart_s=0.0, per_rank=False))
+    back = load_run(write_goodput(run, tmp_path / "g.jsonl", t0_epoch_s=0.0), format="goodput")
+    s, b = run.steps, back.steps
+    for a in (0, 1):
+        assert b[b["attempt"] == a]["step"].tolist() == s[s["attempt"] == a]["step"].tolist()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
+import random
 import re
 
 import pytest
@@ -11,6 +13,7 @@ from _realdata import files, realdata  # noqa: F401
 from _samples import T0_MS, mllog, mlperf_lines, write_mlperf
 
 from mfu_toolkit.io import load_run, mlperf
+from mfu_toolkit.io._common import read_head
 from mfu_toolkit.run import LoadError, LoadWarning
 
 
@@ -156,6 +159,57 @@ def test_clock_tolerance_is_adjustable(tmp_path):
     with pytest.warns(LoadWarning):
         run = load_run(write_mlperf(tmp_path, lines=lines), clock_tolerance_s=0.1)
     assert sum(run.meta.report.skipped.values()) == 1
+
+
+# --- sniffing -------------------------------------------------------------------------------------
+@pytest.fixture
+def scan_reads(monkeypatch):
+    """Bytes the MLPerf sniffer asks for beyond the head it is given."""
+    asked: list[int] = []
+    real = mlperf.read_head
+
+    def counting(path, n=8192):
+        asked.append(n)
+        return real(path, n)
+
+    monkeypatch.setattr(mlperf, "read_head", counting)
+    return asked
+
+
+def _sniff(p):
+    return mlperf.sniff(p, read_head(p))
+
+
+def test_binary_and_json_files_are_rejected_from_the_head(tmp_path, scan_reads):
+    rng = random.Random(0)
+    noise = bytes(rng.getrandbits(8) for _ in range(64 << 10))
+    (tmp_path / "blob.bin.gz").write_bytes(gzip.compress(noise))
+    (tmp_path / "zeros.bin").write_bytes(b"\x00" * (64 << 10))
+    (tmp_path / "inner.gz.gz").write_bytes(gzip.compress(gzip.compress(noise)))
+    events = [{"ph": "X", "name": f"op{i}", "ts": i, "dur": 1, "pid": 0, "tid": 0} for i in range(20000)]
+    trace = json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=1).encode()
+    (tmp_path / "trace.pt.trace.json.gz").write_bytes(gzip.compress(trace))
+    (tmp_path / "big.json").write_bytes(trace)
+    (tmp_path / "rows.json").write_text("\n  " + json.dumps([{"step": i, "loss": 1.0} for i in range(50000)]))
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps({"step": i, "loss": 1.0}) + "\n" for i in range(50000)))
+    for p in sorted(tmp_path.iterdir()):
+        assert len(read_head(p)) == 8192  # more than the head to read
+        assert _sniff(p) == 0.0, p.name
+    assert scan_reads == []  # nothing read past the head
+
+
+def test_text_heads_are_still_scanned_for_records_after_a_preamble(tmp_path, scan_reads):
+    noise = [f"[rank0]: setting up node {i} .........................." for i in range(300)]
+    noise += [f"{{'arg_{i}': {i}}}" for i in range(100)]  # Python reprs are not JSON
+    p = write_mlperf(tmp_path, name="slurm.out", lines=noise + mlperf_lines())
+    assert p.stat().st_size > 8192 and b":::MLLOG" not in read_head(p)
+    assert _sniff(p) == 0.9 and scan_reads == [4 << 20]
+    q = tmp_path / "slurm.out.gz"
+    q.write_bytes(gzip.compress(p.read_bytes()))
+    assert _sniff(q) == 0.9
+    r = tmp_path / "plain.log"
+    r.write_text("".join(f"epoch {i} done, d\u00e9j\u00e0 vu\n" for i in range(2000)))
+    assert _sniff(r) == 0.0 and len(scan_reads) == 3  # a text log without records: scanned, not found
 
 
 # --- real result files ---------------------------------------------------------------------------

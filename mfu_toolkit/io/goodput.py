@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -339,20 +340,31 @@ def goodput_records(run: Run, *, job_name: str | None = None, t0_epoch_s: float 
     Steps become ``step_start_time`` records (per step, the earliest start over ranks); ``init``
     events become TPU-init (when their detail says ``tpu_init``) or training-preparation pairs,
     ``data_load`` data-loading pairs, ``eval``/``other`` (with a duration) custom badput pairs,
-    ``checkpoint_save``/``checkpoint_load`` checkpoint-logger records. Each attempt starts with a
-    ``job_start_time``; the last attempt ends with ``job_end_time``. Times are POSIX seconds:
-    ``t0_epoch_s`` (default ``run.meta.extra['t0_epoch_s']``, else 0) plus the Run's times.
+    ``checkpoint_save``/``checkpoint_load`` checkpoint-logger records (a save names the last step
+    started before it, a restore the step it resumes from: one before the attempt's first step
+    after it). Each attempt starts with a ``job_start_time``; the last attempt ends with
+    ``job_end_time``. Times are POSIX seconds: ``t0_epoch_s`` (default
+    ``run.meta.extra['t0_epoch_s']``, else 0) plus the Run's times.
+
+    The format has no failure record: the library (and :func:`load`) take the last step start
+    before a restart as the step the disruption interrupted, with no end. So an attempt that ends
+    in a ``failure`` event gets one more ``step_start_time`` record at the failure's start, for
+    the step number the failure's detail names (``step N started``, as :func:`load` writes it)
+    or else the attempt's last step + 1. Read back, the attempt's steps keep their numbers and
+    ends (the last one ends at the failure), and the failure starts where it did.
     """
     name = job_name or run.meta.name or "mfu_toolkit_run"
     base = t0_epoch_s if t0_epoch_s is not None else num(run.meta.extra.get("t0_epoch_s", 0.0))
     base = 0.0 if math.isnan(base) else base
-    recs: list[tuple[float, int, dict[str, Any]]] = []
+    # sorted by time, then attempt, then the order written (job start first, job end last)
+    recs: list[tuple[float, int, int, dict[str, Any]]] = []
     seq = 0
+    a = 0
 
     def add(t: float, payload: dict[str, Any]) -> None:
         nonlocal seq
         seq += 1
-        recs.append((t, seq, {"job_name": name, **payload}))
+        recs.append((t, a, seq, {"job_name": name, **payload}))
 
     st = run.steps
     ev = run.events
@@ -365,7 +377,7 @@ def goodput_records(run: Run, *, job_name: str | None = None, t0_epoch_s: float 
             continue
         restart = e_a[e_a["kind"] == "restart"]
         job_start = float(restart["start_s"].min()) if len(restart) else float(min(starts))
-        add(base + job_start - 1e-9, {"job_start_time": base + job_start})
+        add(base + job_start, {"job_start_time": base + job_start})
         for _, e in e_a.iterrows():
             t0, t1, kind, detail = float(e["start_s"]), float(e["end_s"]), e["kind"], str(e["detail"])
             if kind == "init":
@@ -390,7 +402,7 @@ def goodput_records(run: Run, *, job_name: str | None = None, t0_epoch_s: float 
                 })
             elif kind == "checkpoint_load":
                 add(base + t0, {
-                    "step": 0,
+                    "step": _restored_step(s_a, t0, detail),
                     "event_type": "restore",
                     "directory": "",
                     "checkpoint_manager_start_time": base + t0,
@@ -400,12 +412,33 @@ def goodput_records(run: Run, *, job_name: str | None = None, t0_epoch_s: float 
             per_step = s_a.groupby("step", sort=False)["start_s"].min().sort_values()
             for step, t in per_step.items():
                 add(base + float(t), {"step_count": int(step), "step_start_time": base + float(t)})
+            fail = e_a[e_a["kind"] == "failure"]
+            if a < n_att - 1 and len(fail):
+                t_fail = float(fail["start_s"].min())
+                last = int(s_a["step"].max())
+                if t_fail >= float(per_step.max()):
+                    m = _FAILED_STEP_RE.search(str(fail.loc[fail["start_s"].idxmin(), "detail"]))
+                    step = int(m.group(1)) if m and int(m.group(1)) > last else last + 1
+                    add(base + t_fail, {"step_count": step, "step_start_time": base + t_fail})
         if a == n_att - 1:
             ends = list(s_a["end_s"]) + list(e_a["end_s"])
             t_end = float(max(ends))
-            add(base + t_end + 1e-9, {"job_end_time": base + t_end})
-    recs.sort(key=lambda r: (r[0], r[1]))
-    return [r[2] for r in recs]
+            add(base + t_end, {"job_end_time": base + t_end})
+    recs.sort(key=lambda r: r[:3])
+    return [r[3] for r in recs]
+
+
+_FAILED_STEP_RE = re.compile(r"\bstep (\d+) started\b")
+_STEP_RE = re.compile(r"\bstep (\d+)\b")
+
+
+def _restored_step(s_a: pd.DataFrame, t: float, detail: str) -> int:
+    """The step a restore at ``t`` resumes from: one before the first step started after it."""
+    after = s_a[s_a["start_s"] >= t]["step"]
+    if len(after):
+        return max(int(after.min()) - 1, 0)
+    m = _STEP_RE.search(detail)
+    return int(m.group(1)) if m else 0
 
 
 def write_goodput(run: Run, path: str | Path, *, job_name: str | None = None, t0_epoch_s: float | None = None) -> Path:

@@ -63,8 +63,34 @@ _TOKEN_COUNTED = {"gpt3"}
 _PLATFORM_RE = re.compile(r"^\s*(\d+)\s*x\s*(.+?)\s*$")
 
 
+# Compressed or binary containers (the head is already gunzipped, so gzip magic here means a
+# file inside the gzip stream that is compressed again).
+_BINARY_MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"7z\xbc\xaf\x27\x1c", b"\x93NUMPY", b"\x89HDF")
+# bytes a text log holds: printable, UTF-8 lead/continuation bytes, whitespace, ESC, backspace
+_TEXT_BYTES = bytes(range(0x20, 0x100)) + b"\t\n\r\x0b\x0c\x1b\x08"
+_JSON_START = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*(?:\{\s*[\"}]|\[\s*[\[{\"\]])")
+
+
+def _looks_like_text(head: bytes) -> bool:
+    """Whether ``head`` reads as a text log: no binary magic, few NUL/control bytes, UTF-8."""
+    if head.startswith(_BINARY_MAGIC):
+        return False
+    if head.count(0) > len(head) // 100:
+        return False
+    controls = len(head.translate(None, _TEXT_BYTES))
+    undecodable = head.decode("utf-8", errors="replace").count("\ufffd")
+    return controls + undecodable <= len(head) // 20
+
+
 def sniff(path: Path, head: bytes) -> float:
-    """0.95 when ``:::MLLOG {`` records appear (in the head, or in the first 4 MiB)."""
+    """0.95 when ``:::MLLOG {`` records appear (in the head, or in the first 4 MiB).
+
+    Records after a long preamble (launcher or shell output) are searched for in the first
+    4 MiB, but only when the head is text that is not a JSON document: a binary file (a
+    compressed or binary container, NUL or other control bytes, bytes that are not UTF-8) or
+    one that starts as a JSON object or array (a trace, a metrics dump) is rejected from its
+    head alone, without reading further.
+    """
     p = Path(path)
     if p.is_dir() or not head:
         return 0.0
@@ -72,8 +98,11 @@ def sniff(path: Path, head: bytes) -> float:
         return 0.95
     if b":::SYSJSON" in head:
         return 0.9
+    if not _looks_like_text(head) or _JSON_START.match(head):
+        return 0.0
     try:
-        if p.stat().st_size > len(head):
+        # more to read: a full head (a gzipped file's head is decompressed), or a longer file
+        if len(head) >= 8192 or p.stat().st_size > len(head):
             data = read_head(p, _SCAN_BYTES)
             if b":::MLLOG {" in data:
                 return 0.9
