@@ -169,11 +169,19 @@ def job_steps(run: Run) -> pd.DataFrame:
     appears again in a later attempt. ``samples``/``tokens`` are filled only for job-level rows
     (``rank == -1``), where they mean the whole job's count.
     """
-    s = run.steps
-    if len(s) == 0:
+    cols = _job_step_columns(run)
+    if cols is None:
         return pd.DataFrame({c: pd.Series(dtype="float64") for c in JOB_STEP_COLUMNS}).astype(
             {"attempt": "int64", "step": "int64", "n_ranks": "int64", "slowest_rank": "int64", "lost": bool}
         )
+    return pd.DataFrame(cols)
+
+
+def _job_step_columns(run: Run) -> dict[str, np.ndarray] | None:
+    """The columns of :func:`job_steps` as arrays (``None`` for a run without steps)."""
+    s = run.steps
+    if len(s) == 0:
+        return None
     att = s["attempt"].to_numpy(dtype=np.int64)
     stp = s["step"].to_numpy(dtype=np.int64)
     rank = s["rank"].to_numpy(dtype=np.int64)
@@ -210,33 +218,46 @@ def job_steps(run: Run) -> pd.DataFrame:
         slowest = tmp["rank"].to_numpy()[grp["busy"].idxmax().to_numpy()]
         wait_med = grp["wait"].median().to_numpy()
     g_key = key[starts]
-    out = pd.DataFrame(
-        {
-            "attempt": (g_key // width).astype(np.int64),
-            "step": (g_key % width + lo).astype(np.int64),
-            "start_s": g_start,
-            "end_s": g_end,
-            "span_s": g_end - g_start,
-            "n_ranks": counts.astype(np.int64),
-            "busy_median_s": busy_med,
-            "busy_max_s": busy_max,
-            "slowest_rank": slowest.astype(np.int64),
-            "data_wait_s": wait_med,
-        }
-    )
-    job_level = bool((s["rank"] == -1).all())
+    g_att = (g_key // width).astype(np.int64)
+    g_step = (g_key % width + lo).astype(np.int64)
+    cols: dict[str, np.ndarray] = {
+        "attempt": g_att,
+        "step": g_step,
+        "start_s": g_start,
+        "end_s": g_end,
+        "span_s": g_end - g_start,
+        "n_ranks": counts.astype(np.int64),
+        "busy_median_s": busy_med,
+        "busy_max_s": busy_max,
+        "slowest_rank": slowest.astype(np.int64),
+        "data_wait_s": wait_med,
+    }
+    job_level = bool((rank == -1).all())
     for col in ("samples", "tokens"):
         if job_level and col in s.columns:
             vals = s[col].to_numpy(dtype=float)
-            out[col] = vals if order is None else vals[order]
+            cols[col] = vals if order is None else vals[order]
         else:
-            out[col] = np.nan
-    last_attempt = out.groupby("step")["attempt"].transform("max").to_numpy()
-    out["lost"] = out["attempt"].to_numpy() < last_attempt
-    return out.sort_values(["start_s", "attempt", "step"], kind="stable").reset_index(drop=True)
+            cols[col] = np.full(len(g_key), np.nan)
+    # lost: a later attempt ran the same step number (the latest attempt per step keeps it)
+    uniq, inv = np.unique(g_step, return_inverse=True)
+    last_attempt = np.full(len(uniq), np.iinfo(np.int64).min)
+    np.maximum.at(last_attempt, inv, g_att)
+    cols["lost"] = g_att < last_attempt[inv]
+    # rows by start, then attempt, then step (a stable lexicographic sort, NaN starts last)
+    by = np.lexsort((g_step, g_att, g_start))
+    if not np.array_equal(by, np.arange(len(by))):
+        cols = {c: v[by] for c, v in cols.items()}
+    return cols
 
 
-def _with_unlogged(js: pd.DataFrame) -> pd.DataFrame:
+def _with_columns(df: pd.DataFrame, **columns: Any) -> pd.DataFrame:
+    """A copy of ``df`` (NumPy-typed columns, default index) with ``columns`` added or replaced,
+    built in one construction rather than column by column."""
+    return pd.DataFrame({**{c: df[c].to_numpy() for c in df.columns}, **columns})
+
+
+def _with_unlogged(js: pd.DataFrame | dict[str, np.ndarray]) -> pd.DataFrame:
     """Add one inferred row per gap where the logged step numbers of an attempt skip.
 
     Logs that print every k-th iteration leave gaps between logged steps in which the trainer
@@ -244,16 +265,17 @@ def _with_unlogged(js: pd.DataFrame) -> pd.DataFrame:
     positive length becomes a row with ``inferred=True`` and ``skipped = s2 − s1 − 1`` (its work);
     it is lost when a later attempt logs a step number ``<= s1 + 1``.
     """
-    js = js.copy()
-    js["inferred"] = False
-    js["skipped"] = 0
-    if len(js) < 2:
+    n = len(js["attempt"])
+    added = {"inferred": np.zeros(n, dtype=bool), "skipped": np.zeros(n, dtype=np.int64)}
+    # one construction from the job steps' arrays (or a copy of their frame) with the two columns
+    js = pd.DataFrame({**js, **added}) if isinstance(js, dict) else _with_columns(js, **added)
+    if n < 2:
         return js
-    o = js.sort_values(["attempt", "step"], kind="stable")
-    att = o["attempt"].to_numpy()
-    stp = o["step"].to_numpy()
-    st = o["start_s"].to_numpy(float)
-    en = o["end_s"].to_numpy(float)
+    o = np.lexsort((js["step"].to_numpy(), js["attempt"].to_numpy()))  # stable: by attempt, then step
+    att = js["attempt"].to_numpy()[o]
+    stp = js["step"].to_numpy()[o]
+    st = js["start_s"].to_numpy(float)[o]
+    en = js["end_s"].to_numpy(float)[o]
     same = att[1:] == att[:-1]
     skip = stp[1:] - stp[:-1] - 1
     gap_s, gap_e = en[:-1], st[1:]
@@ -356,17 +378,20 @@ class SteadyWindow:
 
     @property
     def n_steps(self) -> int:
-        return int(self.steps["in_window"].sum()) if len(self.steps) else 0
+        return int(np.count_nonzero(self.steps["in_window"].to_numpy(bool))) if len(self.steps) else 0
+
+    def _window_steps(self) -> np.ndarray:
+        return self.steps["step"].to_numpy()[self.steps["in_window"].to_numpy(bool)]
 
     @property
     def first_step(self) -> int | None:
-        w = self.steps[self.steps["in_window"]]
-        return int(w["step"].min()) if len(w) else None
+        w = self._window_steps()
+        return int(w.min()) if len(w) else None
 
     @property
     def last_step(self) -> int | None:
-        w = self.steps[self.steps["in_window"]]
-        return int(w["step"].max()) if len(w) else None
+        w = self._window_steps()
+        return int(w.max()) if len(w) else None
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -395,7 +420,7 @@ def _check_int_option(name: str, value: Any, *, minimum: int) -> int:
 
 def _window(
     js: pd.DataFrame,
-    events: pd.DataFrame,
+    events: _Events,
     labelled: np.ndarray,
     work: np.ndarray,
     *,
@@ -417,12 +442,10 @@ def _window(
     starts = js["start_s"].to_numpy(dtype=float)
     ends = js["end_s"].to_numpy(dtype=float)
     for kind in _WINDOW_EXCLUDE_KINDS:
-        ev = events[events["kind"] == kind]
-        if len(ev) == 0:
+        of_kind = events.of_kinds((kind,))
+        if not of_kind.any():
             continue
-        bg = _is_background(ev)
-        ev = ev[~bg]
-        u = _union(ev["start_s"].to_numpy(float), ev["end_s"].to_numpy(float))
+        u = events.intervals(of_kind & ~events.background)
         hit = _covered(u, starts, ends) > 1e-9 * np.maximum(ends - starts, 1e-3)
         why[hit & (why == "in window")] = f"overlaps {kind}"
     why[(labelled <= 0) & (why == "in window")] = "no time left"
@@ -435,10 +458,12 @@ def _window(
         why[out & (why == "in window")] = "outside step_range"
         reason = f"step_range override: trainer steps {lo}..{hi}"
     else:
-        for a, idx in js.groupby("attempt", sort=True).indices.items():
-            idx = np.sort(idx)
+        attempt = js["attempt"].to_numpy()
+        step = js["step"].to_numpy()
+        for a in np.unique(attempt):  # sorted, as groupby("attempt")
+            idx = np.flatnonzero(attempt == a)
             cand = idx[~lost[idx] & ~inferred[idx]]
-            cand = cand[np.argsort(js["step"].to_numpy()[cand], kind="stable")]
+            cand = cand[np.argsort(step[cand], kind="stable")]
             if warmup_steps is not None:
                 nw = min(warmup_steps, len(cand))
             else:
@@ -464,9 +489,8 @@ def _window(
                 "; no step survived the rule, so the window falls back to every useful step "
                 "(their event-covered time is carved out by the timeline)"
             )
-    out_df = js[["attempt", "step", "start_s", "end_s", "span_s"]].copy()
-    out_df["in_window"] = in_window
-    out_df["why"] = np.where(in_window, "in window", why)
+    out_df = pd.DataFrame({**{c: js[c].to_numpy() for c in ("attempt", "step", "start_s", "end_s", "span_s")},
+                           "in_window": in_window, "why": np.where(in_window, "in window", why)})
     rule = _WINDOW_RULE.format(look=lookahead, tol=tolerance)
     return SteadyWindow(out_df, reason, rule, warm, fallback)
 
@@ -496,6 +520,30 @@ def _is_background(ev: pd.DataFrame) -> np.ndarray:
     for w in _BACKGROUND_WORDS:
         mask |= d.str.contains(w, regex=False).to_numpy()
     return mask
+
+
+class _Events:
+    """A Run's events as arrays (kind codes, background flags, times), built once per sweep so
+    that selecting events by kind is a NumPy mask rather than a DataFrame filter."""
+
+    def __init__(self, events: pd.DataFrame) -> None:
+        n = len(events)
+        if n:
+            codes, uniques = pd.factorize(events["kind"])  # missing kinds get -1: they match nothing
+            self._codes = np.asarray(codes)
+            self._uniques = list(uniques)
+            self.background = _is_background(events)
+        else:
+            self._codes, self._uniques, self.background = np.zeros(0, np.intp), [], np.zeros(0, bool)
+        self.start = events["start_s"].to_numpy(float)
+        self.end = events["end_s"].to_numpy(float)
+
+    def of_kinds(self, kinds: Iterable[str]) -> np.ndarray:
+        wanted = set(kinds)
+        return np.isin(self._codes, [i for i, k in enumerate(self._uniques) if k in wanted])
+
+    def intervals(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _union(self.start[mask], self.end[mask])
 
 
 # --------------------------------------------------------------------------------------------
@@ -603,7 +651,11 @@ class Accounting:
     @property
     def useful_work(self) -> float:
         s = self.steps
-        return float(s.loc[~s["lost"], "work"].sum()) if len(s) else 0.0
+        if not len(s):
+            return 0.0
+        work = s["work"].to_numpy(float)[~s["lost"].to_numpy(bool)]
+        nan = np.isnan(work)
+        return float((np.where(nan, 0.0, work) if nan.any() else work).sum())  # as Series.sum: NaN skipped
 
     @property
     def useful_steps(self) -> int:
@@ -637,25 +689,31 @@ def _step_pieces(js: pd.DataFrame, mask: np.ndarray) -> tuple[np.ndarray, np.nda
     return idx[o], a, b
 
 
-def _event_intervals(events: pd.DataFrame, kinds: Iterable[str], background: bool | None) -> tuple[np.ndarray, np.ndarray]:
-    ev = events[events["kind"].isin(list(kinds))]
-    if background is not None and len(ev):
-        bg = _is_background(ev)
-        ev = ev[bg] if background else ev[~bg]
-    return _union(ev["start_s"].to_numpy(float), ev["end_s"].to_numpy(float))
+def _event_intervals(events: _Events, kinds: Iterable[str], background: bool | None) -> tuple[np.ndarray, np.ndarray]:
+    mask = events.of_kinds(kinds)
+    if background is not None:
+        mask &= events.background if background else ~events.background
+    return events.intervals(mask)
 
 
 def _attempt_gaps(run: Run) -> tuple[np.ndarray, np.ndarray]:
-    frames = [df[["attempt", "start_s", "end_s"]] for df in (run.steps, run.events) if len(df)]
+    frames = [df for df in (run.steps, run.events) if len(df)]
     if not frames:
         return np.empty(0), np.empty(0)
-    allr = pd.concat(frames, ignore_index=True)
-    g = allr.groupby("attempt").agg(first=("start_s", "min"), last=("end_s", "max")).sort_index()
-    if len(g) < 2:
+    att = np.concatenate([df["attempt"].to_numpy() for df in frames])
+    start = np.concatenate([df["start_s"].to_numpy(float) for df in frames])
+    end = np.concatenate([df["end_s"].to_numpy(float) for df in frames])
+    known = ~pd.isna(att)  # as groupby: rows without an attempt belong to none
+    att, start, end = att[known], start[known], end[known]
+    attempts, inv = np.unique(att, return_inverse=True)  # sorted, as groupby's keys
+    if len(attempts) < 2:
         return np.empty(0), np.empty(0)
-    gs = g["last"].to_numpy()[:-1]
-    ge = g["first"].to_numpy()[1:]
-    return _union(gs, ge)
+    # per attempt: first start and last end, skipping NaN (NaN only when all are NaN), as min/max
+    first = np.full(len(attempts), np.nan)
+    last = np.full(len(attempts), np.nan)
+    np.fmin.at(first, inv, start)
+    np.fmax.at(last, inv, end)
+    return _union(last[:-1], first[1:])
 
 
 def account(
@@ -691,8 +749,9 @@ def account(
 
     t0, t1 = run.t0, run.t1
     wall = t1 - t0
-    js = _with_unlogged(job_steps(run))
-    ev = run.events
+    cols = _job_step_columns(run)
+    js = _with_unlogged(job_steps(run) if cols is None else cols)
+    ev = _Events(run.events)
     n = len(js)
     lost = js["lost"].to_numpy(dtype=bool) if n else np.zeros(0, bool)
 
@@ -756,14 +815,10 @@ def account(
     residual = wall - others
     # float dust from the subtractions above is shown as 0 (|r| < 1e-10 W keeps the identity)
     seconds["unaccounted"] = 0.0 if abs(residual) < 1e-10 * max(wall, 1e-300) else residual
-    steps_out = js.copy()
-    steps_out["labelled_s"] = labelled
-    steps_out["data_s"] = data
-    steps_out["straggler_s"] = strag
-    steps_out["clean_s"] = clean
-    steps_out["work"] = w
-    steps_out["in_window"] = in_win
-    steps_out["why"] = window.steps["why"].to_numpy() if n else np.zeros(0, object)
+    steps_out = _with_columns(
+        js, labelled_s=labelled, data_s=data, straggler_s=strag, clean_s=clean, work=w, in_window=in_win,
+        why=window.steps["why"].to_numpy() if n else np.zeros(0, object),
+    )
     return Accounting(
         run=run,
         wall_s=wall,
@@ -1022,7 +1077,7 @@ def breakdown(
     order = ["ideal_compute", *losses]
     wall = acc.wall_s
     ideal = sec["ideal_compute"]
-    rows = []
+    cols: dict[str, list[Any]] = {"category": [], "seconds": [], "share": [], "efficiency_after": [], "mfu_after": []}
     removed = 0.0
     for c in order:
         if c != "ideal_compute":
@@ -1032,16 +1087,12 @@ def breakdown(
         if c == order[-1] and ideal > 0:
             eff = 1.0  # every loss removed: exactly steady state
         m = summ.steady_state_mfu * eff if summ.steady_state_mfu is not None else float("nan")
-        rows.append(
-            {
-                "category": c,
-                "seconds": sec[c],
-                "share": sec[c] / wall if wall > 0 else float("nan"),
-                "efficiency_after": eff,
-                "mfu_after": m,
-            }
-        )
-    df = pd.DataFrame(rows)
+        cols["category"].append(c)
+        cols["seconds"].append(sec[c])
+        cols["share"].append(sec[c] / wall if wall > 0 else float("nan"))
+        cols["efficiency_after"].append(eff)
+        cols["mfu_after"].append(m)
+    df = pd.DataFrame(cols)
     df.attrs.update(
         {
             "wall_s": wall,

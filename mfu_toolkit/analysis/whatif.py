@@ -129,9 +129,9 @@ class GapResult:
     @property
     def largest_loss(self) -> tuple[str, float]:
         """The loss category with the largest share of wall time, and that share."""
-        losses = self.table[self.table["category"] != "ideal_compute"]
-        top = losses.iloc[0]  # breakdown() sorts losses by share, largest first
-        return str(top["category"]), float(top["share"])
+        cats = self.table["category"].to_numpy()
+        top = np.flatnonzero(cats != "ideal_compute")[0]  # breakdown() sorts losses by share, largest first
+        return str(cats[top]), float(self.table["share"].to_numpy()[top])
 
     @property
     def headline(self) -> str:
