@@ -450,26 +450,64 @@ def _figure(*, left: float = 0.09, right: float = 0.97, bottom: float = 0.14, to
 
 
 def figure_png(fig) -> bytes:
-    """Render a figure to PNG bytes once, as the explorers display it."""
+    """Render a figure to PNG bytes once, as the explorers display it.
+
+    A bare figure (no pyplot window) is drawn on an Agg canvas that shares its renderer with
+    the other bare figures of the same size drawn in this thread (see ``_shared_agg_canvas``).
+    """
     import io
 
+    from matplotlib.backend_bases import FigureCanvasBase
+
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=80, pil_kwargs={"compress_level": 1})
+    bare = fig.canvas
+    if type(bare) is FigureCanvasBase:  # a bare Figure: no window or pyplot manager to keep
+        _shared_agg_canvas(fig)
+    try:
+        fig.savefig(buf, format="png", dpi=80, pil_kwargs={"compress_level": 1})
+    finally:
+        if fig.canvas is not bare:
+            fig.set_canvas(bare)  # as savefig leaves it
     return buf.getvalue()
+
+
+_SHARED_CANVAS: list[Any] = []  # the canvas class, made on first use (matplotlib stays unimported)
+
+
+def _shared_agg_canvas(fig) -> Any:
+    """Give ``fig`` an Agg canvas whose renderer is shared by every figure of the same pixel
+    size and dpi drawn this way in this thread.
+
+    Matplotlib caches text measurements per renderer, and a figure's first draw otherwise
+    creates a new renderer, so every redraw of an explorer measured each label, tick and title
+    again. With one renderer (cleared before each draw, as usual) the measurements of the text
+    that repeats from one update to the next are reused: about an eighth of a redraw. At most
+    four renderers are kept per thread; pixels and PNG bytes are the same as before.
+    """
+    if not _SHARED_CANVAS:
+        import threading
+
+        from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
+
+        local = threading.local()
+
+        class SharedRendererCanvas(FigureCanvasAgg):
+            def get_renderer(self):
+                w, h = self.get_width_height(physical=True)
+                key = (w, h, self.figure.dpi)
+                renderers = local.__dict__.setdefault("renderers", {})
+                if key not in renderers:
+                    if len(renderers) >= 4:
+                        del renderers[next(iter(renderers))]  # the oldest size
+                    renderers[key] = RendererAgg(w, h, self.figure.dpi)
+                return renderers[key]
+
+        _SHARED_CANVAS.append(SharedRendererCanvas)
+    return _SHARED_CANVAS[0](fig)
 
 
 def _pct(v: float, digits: int = 1) -> str:
     return f"{v:.{digits}%}"
-
-
-def _plots_function(name: str):  # -> the shared mfu_toolkit.plots function, or None
-    """``mfu_toolkit.plots.<name>`` when that module is available; the explorers fall back to
-    their own drawing otherwise."""
-    try:
-        from . import plots  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return getattr(plots, name, None)
 
 
 def _style(ax) -> None:
@@ -480,59 +518,34 @@ def _style(ax) -> None:
     sns.despine(ax=ax)
 
 
-def _draw_waterfall(table, ax) -> None:
-    """Fallback for ``plots.waterfall``: floating bars from steady-state MFU down to end-to-end
-    MFU, each loss taking steady-state MFU × its share of wall time."""
-    import seaborn as sns
-
-    steady = float(table["mfu_after"].iloc[-1])
-    shares = table["share"].to_numpy(float)
-    keep = [i for i in range(1, len(table)) if abs(table["seconds"].iloc[i]) > 0]
-    labels = [str(table["category"].iloc[i]).replace("_", " ") for i in keep] + ["ideal compute"]
-    level, lefts, widths = steady, [], []
-    for i in keep:
-        d = steady * shares[i]
-        lefts.append(level - d)
-        widths.append(d)
-        level -= d
-    lefts.append(0.0)
-    widths.append(level)
-    y = list(range(len(labels)))
-    colors = [sns.color_palette("deep")[3]] * len(keep) + [sns.color_palette("deep")[0]]
-    ax.barh(y, widths, left=lefts, color=colors)
-    for yi, left, width in zip(y, lefts, widths, strict=True):
-        ax.text(left + width + 0.003, yi, f"{width:.1%}", va="center", fontsize=8)
-    ax.set_yticks(y, labels)
-    ax.invert_yaxis()
-    ax.set_xlim(0, max(steady, 1e-9) * 1.15)
-    ax.xaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
-    ax.set_xlabel("MFU (% of peak FLOP/s)")
-    ax.set_title(f"From steady-state MFU {steady:.1%} to end-to-end MFU {level:.1%}", fontsize=10)
-    _style(ax)
-
-
 def gap_figure(result):  # -> matplotlib.figure.Figure
     """The gap explorer's chart: the waterfall of ``result.table`` (a ``GapResult``), drawn by
     ``plots.waterfall``."""
-    draw = _plots_function("waterfall")
-    if draw is None:
-        fig, ax = _figure(left=0.17)
-        _draw_waterfall(result.table, ax)
-        return fig
-    fig, ax = _figure(left=0.08, right=0.98, bottom=0.25, top=0.92)  # room for rotated labels
-    draw(result.table, ax=ax)
+    from .plots import waterfall
+
+    # fixed margins: rotated category labels below, both MFUs named in the right margin
+    fig, ax = _figure(left=0.085, right=0.85, bottom=0.3, top=0.92)
+    waterfall(result.table, ax=ax)
     return fig
 
 
 def gap_table(result):  # -> pandas.DataFrame of strings
     """The gap explorer's table: seconds, share of wall time and MFU after removing each loss."""
+    import numpy as np
+    import pandas as pd
+
     t = result.table
-    shown = t[(t["seconds"].abs() > 1e-3 * result.wall_s) | (t["category"] == "ideal_compute")]
-    return shown.assign(
-        seconds=shown["seconds"].map("{:,.1f}".format),
-        share=shown["share"].map(_pct),
-        mfu_after=shown["mfu_after"].map(lambda v: _pct(v, 2)),
-    )[["category", "seconds", "share", "mfu_after"]].set_index("category")
+    cats = t["category"].to_numpy()
+    seconds = t["seconds"].to_numpy(float)
+    rows = np.flatnonzero((np.abs(seconds) > 1e-3 * result.wall_s) | (cats == "ideal_compute"))
+    return pd.DataFrame(
+        {
+            "seconds": [f"{v:,.1f}" for v in seconds[rows]],
+            "share": [_pct(v) for v in t["share"].to_numpy(float)[rows]],
+            "mfu_after": [_pct(v, 2) for v in t["mfu_after"].to_numpy(float)[rows]],
+        },
+        index=pd.Index(cats[rows], name="category"),
+    )
 
 
 def straggler_figure(result):  # -> matplotlib.figure.Figure
@@ -563,39 +576,20 @@ def straggler_figure(result):  # -> matplotlib.figure.Figure
 
 def straggler_table(result):  # -> pandas.DataFrame of strings
     """Expected step and lost share at a few job sizes (and the chosen one)."""
-    t = result.table
-    t = t[t["n_ranks"].isin({8, 64, 512, 4096, 16384, result.ranks})]
-    return t.assign(
-        ranks=t["n_ranks"].map("{:,}".format),
-        expected_step=t["expected_step_s"].map("{:.3f} s".format),
-        lost_share=t["lost_share"].map(_pct),
-        jitter_only=t["lost_share_jitter_only"].map(_pct),
-    )[["ranks", "expected_step", "lost_share", "jitter_only"]].set_index("ranks")
-
-
-def _draw_checkpoint_curve(result, ax) -> None:
-    """Fallback for ``plots.checkpoint_overhead_curve``: overhead vs interval and its parts."""
-    import seaborn as sns
-    from matplotlib.ticker import NullLocator
+    import numpy as np
+    import pandas as pd
 
     t = result.table
-    curve = t[t["marker"] == ""]
-    deep = sns.color_palette("deep")
-    for part, color, width in (("total", deep[0], 2.2), ("checkpoint", deep[9], 1.0), ("lost_work", deep[1], 1.0),
-                               ("restart", deep[4], 1.0)):
-        ax.plot(curve["interval_h"], curve[part], color=color, lw=width, label=part.replace("_", " "))
-    ax.axvline(result.daly_s / 3600, color=deep[3], ls="-.", lw=1.2, label=f"Daly {result.daly_s / 3600:.2f} h")
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(lambda v, _: f"{v:g}")  # plain labels: log-axis mathtext is slow
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_ylim(0, min(1.0, max(float(result.optimum_overhead) * 4, float(result.overhead) * 1.25)))
-    ax.yaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
-    ax.set_xlabel("compute time between checkpoints (h, log scale)")
-    ax.set_ylabel("expected overhead (share of wall time)")
-    ax.set_title(f"Checkpoint overhead ({result.mode}), job MTBF {result.mtbf_s / 3600:.2f} h", fontsize=10)
-    ax.scatter([result.interval_s / 3600], [result.overhead], marker="*", s=180, color="black", zorder=6,
-               label=f"chosen ({result.overhead:.2%})")
-    _style(ax)
+    n = t["n_ranks"].to_numpy()
+    rows = np.flatnonzero(np.isin(n, [8, 64, 512, 4096, 16384, result.ranks]))
+    return pd.DataFrame(
+        {
+            "expected_step": [f"{v:.3f} s" for v in t["expected_step_s"].to_numpy(float)[rows]],
+            "lost_share": [_pct(v) for v in t["lost_share"].to_numpy(float)[rows]],
+            "jitter_only": [_pct(v) for v in t["lost_share_jitter_only"].to_numpy(float)[rows]],
+        },
+        index=pd.Index([f"{v:,}" for v in n[rows].tolist()], name="ranks"),
+    )
 
 
 def checkpoint_figure(result):  # -> matplotlib.figure.Figure
@@ -604,23 +598,20 @@ def checkpoint_figure(result):  # -> matplotlib.figure.Figure
     is the write time, that optimum is marked too."""
     import seaborn as sns
 
+    from .plots import checkpoint_overhead_curve
+
     fig, ax = _figure(left=0.1, right=0.64, bottom=0.14, top=0.86)
-    draw = _plots_function("checkpoint_overhead_curve")
-    if draw is None:
-        _draw_checkpoint_curve(result, ax)
-    else:
-        draw(checkpoint_s=result.blocking_s, mtbf_s=result.mtbf_s, restart_s=result.restart_s,
-             mode=result.mode, write_s=result.write_s if result.mode == "async" else None,
-             chosen_interval_s=result.interval_s, ax=ax)
-    unit = 1.0 if draw is not None else 3600.0  # plots draws seconds, the fallback hours
+    checkpoint_overhead_curve(checkpoint_s=result.blocking_s, mtbf_s=result.mtbf_s, restart_s=result.restart_s,
+                              mode=result.mode, write_s=result.write_s if result.mode == "async" else None,
+                              chosen_interval_s=result.interval_s, ax=ax)
     if result.mode == "async":
         lo, hi = ax.get_xlim()
-        if result.write_s / unit > lo:  # shorter intervals would start a snapshot mid-write
-            ax.axvspan(lo, min(result.write_s / unit, hi), color="0.5", alpha=0.15, lw=0,
+        if result.write_s > lo:  # shorter intervals would start a snapshot mid-write
+            ax.axvspan(lo, min(result.write_s, hi), color="0.5", alpha=0.15, lw=0,
                        label="shorter than the write time")
             ax.set_xlim(lo, hi)
     if result.optimum_s != result.daly_s:
-        ax.plot([result.optimum_s / unit], [result.optimum_overhead], marker="D", color=sns.color_palette("deep")[2],
+        ax.plot([result.optimum_s], [result.optimum_overhead], marker="D", color=sns.color_palette("deep")[2],
                 linestyle="none", markersize=8, zorder=7,
                 label=f"optimum: write time ({result.optimum_overhead:.2%})")
     ax.legend(**_LEGEND_RIGHT)
@@ -629,16 +620,21 @@ def checkpoint_figure(result):  # -> matplotlib.figure.Figure
 
 def checkpoint_table(result):  # -> pandas.DataFrame of strings
     """Young, Daly, the optimum and the chosen interval with their overhead parts."""
+    import pandas as pd
+
     from .analysis.whatif import format_duration
 
-    t = result.table[result.table["marker"] != ""].drop_duplicates("marker")
-    return t.assign(
-        interval=t["interval_s"].map(format_duration),
-        checkpoint=t["checkpoint"].map(lambda v: _pct(v, 2)),
-        lost_work=t["lost_work"].map(lambda v: _pct(v, 2)),
-        restart=t["restart"].map(lambda v: _pct(v, 2)),
-        total=t["total"].map(lambda v: _pct(v, 2)),
-    )[["marker", "interval", "checkpoint", "lost_work", "restart", "total"]].set_index("marker")
+    t = result.table
+    markers = t["marker"].to_numpy()
+    rows, seen = [], set()
+    for i, m in enumerate(markers):  # each marker's first row, in table order
+        if m != "" and m not in seen:
+            seen.add(m)
+            rows.append(i)
+    cols = {"interval": [format_duration(v) for v in t["interval_s"].to_numpy(float)[rows]]}
+    for part in ("checkpoint", "lost_work", "restart", "total"):
+        cols[part] = [_pct(v, 2) for v in t[part].to_numpy(float)[rows]]
+    return pd.DataFrame(cols, index=pd.Index(markers[rows], name="marker"))
 
 
 def gem_figure(result):  # -> matplotlib.figure.Figure

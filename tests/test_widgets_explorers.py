@@ -143,10 +143,7 @@ def test_render_explorer_gives_png_and_table():
     assert "64" in table.index
 
 
-@pytest.mark.parametrize("shared_plots", [True, False])
-def test_figures_draw_with_and_without_the_plots_module(monkeypatch, shared_plots):
-    if not shared_plots:
-        monkeypatch.setattr(widgets, "_plots_function", lambda name: None)
+def test_figures_draw_through_the_plots_module():
     before = plt.get_fignums()
     for fig in (gap_figure(gap_scenario()), checkpoint_figure(checkpoint_scenario()),
                 straggler_figure(straggler_scenario()), gem_figure(gem_scenario())):
