@@ -520,7 +520,7 @@ def timeline(
     ax.set_xlim(-0.01 * span, span * 1.01)
     ax.set_xlabel(f"time since the first event ({unit})")
     ax.set_title(f"Run timeline: {r.n_attempts} attempt{'s' if r.n_attempts != 1 else ''}, "
-                 f"{len(js)} timed steps")
+                 f"{len(js):,} timed steps")
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
     sns.despine(ax=ax, left=True)
@@ -662,20 +662,35 @@ def rank_heatmap(
     steps = m.keys["step"].to_numpy()
     ranks = m.ranks
     ax, created = _axes(ax, (9.0, min(2.2 + 0.18 * g_r, 6.5)))
+    # Sampled traces log only some step numbers: then columns are placed by position and the
+    # tick labels name the step each position holds, so the axis never implies missing steps.
+    consecutive = bool(np.all(np.diff(steps) == 1))
+    x0, x1 = (steps[0] - 0.5, steps[-1] + 0.5) if consecutive else (-0.5, n_s - 0.5)
+    dense_ranks = bool(np.all(np.diff(ranks) == 1))
+    y0, y1 = (ranks[-1] + 0.5, ranks[0] - 0.5) if dense_ranks else (n_r - 0.5, -0.5)
     im = ax.imshow(
         rel, aspect="auto", interpolation="nearest", cmap="vlag", vmin=-lim, vmax=lim,
-        extent=(steps[0] - 0.5, steps[-1] + 0.5, ranks[-1] + 0.5, ranks[0] - 0.5),
+        extent=(x0, x1, y0, y1),
     )
+    ax.grid(False)  # grid lines over an image read as data
     if cbar:
         over = bool(finite.size and finite.max() > lim)
         cb = ax.figure.colorbar(im, ax=ax, pad=0.015, fraction=0.05, extend="both" if over else "neither")
         cb.ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0 if lim >= 0.05 else 1))
-        cb.set_label("vs the step's median rank")
-    ax.set_xlabel("step" + (f" ({n_s / g_s:.3g} steps per column, {agg})" if g_s < n_s else ""))
+        cb.set_label("vs step median")
+    step_word = "step" if consecutive else "sampled step (columns in order; labels are step numbers)"
+    ax.set_xlabel(step_word + (f" ({n_s / g_s:.3g} steps per column, {agg})" if g_s < n_s else ""))
     ax.set_ylabel("rank" + (f" ({n_r / g_r:.3g} per row, {agg})" if g_r < n_r else ""))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if not consecutive:
+        ax.xaxis.set_major_formatter(
+            lambda x, _pos: f"{steps[int(round(x))]:,}" if 0 <= round(x) < n_s else "")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.yaxis.set_major_formatter(_count_formatter)
+    if dense_ranks:
+        ax.yaxis.set_major_formatter(_count_formatter)
+    else:
+        ax.yaxis.set_major_formatter(
+            lambda y, _pos: f"{ranks[int(round(y))]:,}" if 0 <= round(y) < n_r else "")
     ax.set_title(f"Per-rank time relative to the step median ({n_r:,} ranks × {n_s:,} steps)")
     return _finish(ax, created)
 
