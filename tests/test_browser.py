@@ -88,3 +88,16 @@ def test_03_loading_logs_runs_and_shows_the_tables(lab, page, tmp_path):
     expect(report).to_contain_text("6, 7, 13")
     page.screenshot(path=str(tmp_path / "03_loading_logs.png"), full_page=False)
     assert not errors, errors
+
+
+def test_08_team_report_runs_on_the_sample_log(lab, page, tmp_path):
+    from playwright.sync_api import expect
+
+    errors = collect_console_errors(page)
+    open_and_run_all(page, lab, "08_team_report.ipynb")
+    expect(page.locator("table.dataframe").first).to_be_visible(timeout=20_000)
+    # The sample log's headline, as the committed notebook prints it (nbval checks the same text).
+    expect(page.locator(".jp-OutputArea").filter(has_text="39.94%").first).to_be_visible(timeout=20_000)
+    assert page.locator(".jp-RenderedImage img").count() >= 3
+    page.screenshot(path=str(tmp_path / "08_team_report.png"), full_page=False)
+    assert not errors, errors
