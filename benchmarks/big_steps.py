@@ -27,43 +27,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from _peak import peak_since_start, start_peak  # noqa: E402  (beside this script)
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _proc_status_mib(key: str) -> float | None:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def _start_peak() -> float:
-    """Reset the peak resident set (Linux: /proc/self/clear_refs) and return the current one, MiB."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        rss = _proc_status_mib("VmRSS")
-        if rss is not None:
-            return rss
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # fallback: the peak so far
-
-
-def _peak_since_start() -> float:
-    hwm = _proc_status_mib("VmHWM")
-    return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _generate(folder: Path, ranks: int, steps: int) -> Path:
@@ -96,7 +68,7 @@ def _child(mode: str, path: str) -> dict:
     from mfu_toolkit.run import save_run
 
     available_formats()  # import the loader modules before the clock starts
-    before = _start_peak()
+    before = start_peak()
     t0 = time.perf_counter()
     if mode == "read":
         df = pd.read_parquet(path)
@@ -116,7 +88,7 @@ def _child(mode: str, path: str) -> dict:
     fmt = fmt or detect_format(path)  # what format="auto" chose (the Run's meta keeps the original)
     return {
         "seconds": seconds,
-        "rss_growth_mib": _peak_since_start() - before,
+        "rss_growth_mib": peak_since_start() - before,
         "frame_mib": float(df.memory_usage(deep=True).sum()) / 2**20,
         "rows": len(df),
         "columns": len(df.columns),

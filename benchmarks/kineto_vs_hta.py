@@ -34,43 +34,15 @@ import gzip
 import importlib.util
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from _peak import peak_since_start, start_peak  # noqa: E402  (beside this script)
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _proc_status_mib(key: str) -> float | None:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def _start_peak() -> float:
-    """Reset the peak resident set (Linux: /proc/self/clear_refs) and return the current one, MiB."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        rss = _proc_status_mib("VmRSS")
-        if rss is not None:
-            return rss
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # fallback: the peak so far
-
-
-def _peak_since_start() -> float:
-    hwm = _proc_status_mib("VmHWM")
-    return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 # --- child: one measurement ---------------------------------------------------------------------
@@ -107,14 +79,14 @@ def _child(side: str, mode: str, files: list[str]) -> dict:
 
     import tracemalloc
 
-    before = _start_peak()
+    before = start_peak()
     if mode == "mem":
         tracemalloc.start()
     t0 = time.perf_counter()
     facts = call()
     seconds = time.perf_counter() - t0
     traced = tracemalloc.get_traced_memory()[1] if mode == "mem" else 0
-    after = _peak_since_start()
+    after = peak_since_start()
     again = float("nan")
     if mode == "time":  # the same call once more in this process: no first-use costs left
         t0 = time.perf_counter()
