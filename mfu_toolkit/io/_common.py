@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..run import LoadError, LoadReport
 
-__all__ = ["ANSI_RE", "Reader", "iter_lines", "open_bytes", "read_head"]
+__all__ = ["ANSI_RE", "CsvRows", "Reader", "iter_lines", "open_bytes", "read_head"]
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -79,3 +79,50 @@ class Reader:
     def fail(self, message: str, *, line: int | None = None, field: str | None = None) -> None:
         """An error that no mode can skip (e.g. no records at all)."""
         raise LoadError(message, path=self.path, line=line, field=field)
+
+
+
+class CsvRows:
+    """The well-formed rows of a CSV text, with the stripped ``header``.
+
+    Iterating yields ``(line_number, cells)``; blank rows are passed over. A row the csv module
+    cannot parse, or one with the wrong number of fields ("half-written last line" when it is
+    the file's last line and short), goes through ``reader.bad`` with its line and field.
+    ``n_rows`` counts the non-blank data rows seen, well-formed or not. An empty text is a
+    ``LoadError``.
+    """
+
+    def __init__(self, text: str, reader: Reader) -> None:
+        import csv
+        import io
+
+        self._csv = csv
+        self._rows = csv.reader(io.StringIO(text))
+        self._reader = reader
+        try:
+            self.header = [h.strip() for h in next(self._rows)]
+        except (StopIteration, csv.Error):
+            reader.fail("empty file: no CSV header")
+        self._last_line = text.count("\n") + (0 if text.endswith("\n") else 1)
+        self.n_rows = 0
+
+    def __iter__(self) -> Iterator[tuple[int, list[str]]]:
+        rows, reader, header, ncol = self._rows, self._reader, self.header, len(self.header)
+        while True:
+            try:
+                row = next(rows)
+            except StopIteration:
+                return
+            except self._csv.Error as exc:
+                reader.bad(f"unreadable CSV row ({exc})", line=rows.line_num)
+                continue
+            ln = rows.line_num
+            if not row or all(not c.strip() for c in row):
+                continue
+            self.n_rows += 1
+            if len(row) != ncol:
+                short_last = ln >= self._last_line and len(row) < ncol
+                why = "half-written last line" if short_last else "wrong number of fields"
+                reader.bad(why, line=ln, field=header[max(0, min(len(row), ncol) - 1)], example=",".join(row)[:160])
+                continue
+            yield ln, row

@@ -20,8 +20,6 @@ What the format carries and how it becomes a Run:
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import re
 from pathlib import Path
@@ -32,7 +30,7 @@ import pandas as pd
 
 from ..run import LoadError, Run, RunMeta
 from ._build import _apply_overrides, split_kwargs
-from ._common import Reader, open_bytes
+from ._common import CsvRows, Reader, open_bytes
 
 NAME = "lightning"
 
@@ -123,35 +121,12 @@ def _read_metrics(path: Path, reader: Reader) -> pd.DataFrame:
     """Parse metrics.csv row by row (line numbers for every bad row), merge rows per step."""
     text = open_bytes(path).decode("utf-8", errors="replace").lstrip("\ufeff")
     rep = reader.report
-    lines = text.split("\n")
-    rows = csv.reader(io.StringIO(text))
-    try:
-        header = next(rows)
-    except (StopIteration, csv.Error):
-        reader.fail("empty file: no CSV header")
-    header = [h.strip() for h in header]
+    rows = CsvRows(text, reader)
+    header = rows.header
     if "step" not in header:
         reader.fail(f"missing column 'step' (header: {header[:10]})", line=1, field="step")
-    ncol = len(header)
     data: list[list[float]] = []
-    nrows = 0
-    last_line = len(lines) - (1 if lines and lines[-1] == "" else 0)
-    while True:
-        try:
-            row = next(rows)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            reader.bad(f"unreadable CSV row ({exc})", line=rows.line_num)
-            continue
-        ln = rows.line_num
-        if not row or all(not c.strip() for c in row):
-            continue
-        nrows += 1
-        if len(row) != ncol:
-            why = "half-written last line" if ln == last_line and len(row) < ncol else "wrong number of fields"
-            reader.bad(why, line=ln, field=header[min(len(row), ncol) - 1], example=",".join(row))
-            continue
+    for ln, row in rows:
         vals: list[float] = []
         bad = None
         for h, c in zip(header, row, strict=True):
@@ -172,7 +147,7 @@ def _read_metrics(path: Path, reader: Reader) -> pd.DataFrame:
             reader.bad("step is not a non-negative integer", line=ln, field="step", example=",".join(row))
             continue
         data.append(vals)
-    rep.lines_read += nrows + 1
+    rep.lines_read += rows.n_rows + 1
     df = pd.DataFrame(data, columns=header, dtype=float)
     df["step"] = df["step"].astype("int64")
     if df.empty:

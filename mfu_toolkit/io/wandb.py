@@ -27,8 +27,6 @@ system sample.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import re
@@ -40,7 +38,7 @@ import pandas as pd
 
 from ..run import LoadError, Run, RunMeta
 from ._build import _apply_overrides, split_kwargs
-from ._common import Reader, open_bytes, read_head
+from ._common import CsvRows, Reader, open_bytes, read_head
 
 NAME = "wandb"
 
@@ -117,38 +115,17 @@ def sniff(path: Path, head: bytes) -> float:
 def _read_csv(path: Path, reader: Reader, required: tuple[str, ...]) -> tuple[pd.DataFrame, np.ndarray]:
     """Numeric table + 1-based line numbers; bad rows counted with their line and field."""
     text = open_bytes(path).decode("utf-8", errors="replace").lstrip("\ufeff")
-    rows = csv.reader(io.StringIO(text))
-    try:
-        header = [h.strip() for h in next(rows)]
-    except (StopIteration, csv.Error):
-        Reader(path, NAME, strict=reader.strict, report=reader.report).fail("empty file: no CSV header")
-    sub = Reader(path, NAME, strict=reader.strict, report=reader.report)
+    sub = Reader(path, NAME, strict=reader.strict, report=reader.report)  # errors name this file
+    rows = CsvRows(text, sub)
+    header = rows.header
     for r in required:
         if r not in header:
             sub.fail(f"missing column {r!r} (a W&B export has it)", line=1, field=r)
     idx = [header.index(r) for r in required]
-    ncol = len(header)
-    n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
     data: list[list[float]] = []
     lines: list[int] = []
     non_numeric = 0
-    n = 0
-    while True:
-        try:
-            row = next(rows)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            sub.bad(f"unreadable CSV row ({exc})", line=rows.line_num)
-            continue
-        ln = rows.line_num
-        if not row or all(not c.strip() for c in row):
-            continue
-        n += 1
-        if len(row) != ncol:
-            why = "half-written last line" if ln >= n_lines and len(row) < ncol else "wrong number of fields"
-            sub.bad(why, line=ln, field=header[max(0, min(len(row), ncol) - 1)], example=",".join(row)[:160])
-            continue
+    for ln, row in rows:
         vals = []
         for c in row:
             c = c.strip()
@@ -166,7 +143,7 @@ def _read_csv(path: Path, reader: Reader, required: tuple[str, ...]) -> tuple[pd
             continue
         data.append(vals)
         lines.append(ln)
-    reader.report.lines_read += n + 1
+    reader.report.lines_read += rows.n_rows + 1
     if non_numeric:
         reader.report.note(f"{path.name}: {non_numeric} non-numeric cells in metric columns read as missing")
     return pd.DataFrame(data, columns=header, dtype=float), np.asarray(lines, dtype=np.int64)
