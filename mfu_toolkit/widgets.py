@@ -302,10 +302,9 @@ def flops_explorer(
 ) -> Any:
     """Explore a preset's FLOPs: preset, sequence length, batch, experts / top-k (MoE), causal
     halving and recomputation. The headline is ``flops_explorer_html``; the chart
-    (``flops_explorer_figure``) and table (``flops_explorer_table``) are redrawn in place in one
-    ``Output``. The box has the CSS class ``flops-explorer``."""
+    (``flops_explorer_figure``) and table (``flops_explorer_table``) replace the content of one
+    ``Output`` (see :func:`show_outputs`). The box has the CSS class ``flops-explorer``."""
     import ipywidgets as w
-    from IPython.display import display
 
     from .flops import RECOMPUTE_MODES, TransformerConfig, get_preset, list_presets
 
@@ -343,16 +342,14 @@ def flops_explorer(
         if state["busy"]:
             return
         opts = inputs()
+        try:
+            table = flops_explorer_table(pick.value, **opts)
+            png = figure_png(flops_explorer_figure(pick.value, **opts))
+        except ValueError:
+            show_outputs(out)  # the headline says why
+        else:
+            show_outputs(out, png, _explorer_display_table(table))
         headline.value = flops_explorer_html(pick.value, **opts)
-        with out:
-            out.clear_output(wait=True)
-            try:
-                table = flops_explorer_table(pick.value, **opts)
-                fig = flops_explorer_figure(pick.value, **opts)
-            except ValueError:
-                return  # the headline says why
-            display(fig)
-            display(_explorer_display_table(table))
 
     def load_preset(name: str, *, seq_value: int | None = None, experts_value: int | None = None,
                     k_value: int | None = None, causal_value: bool | None = None) -> None:
@@ -401,11 +398,12 @@ def flops_explorer(
 # --------------------------------------------------------------------------------------------
 # What-if explorers: the gap, stragglers, checkpoints and the GEM story. Each wraps a pure
 # function of mfu_toolkit.analysis.whatif; the headline is that result's ``.headline`` verbatim
-# (a browser test can compare it), and the figure and table are redrawn in one Output.
+# (a browser test can compare it), and the figure and table replace one Output's content.
 
 __all__ += [
     "explorer_headline_html",
     "figure_png",
+    "show_outputs",
     "render_explorer",
     "gap_explorer",
     "gap_figure",
@@ -469,6 +467,27 @@ def figure_png(fig) -> bytes:
         if fig.canvas is not bare:
             fig.set_canvas(bare)  # as savefig leaves it
     return buf.getvalue()
+
+
+def show_outputs(out: Any, png: bytes | None = None, table: Any = None) -> None:
+    """Replace what the ``ipywidgets.Output`` ``out`` shows with a PNG chart and a table.
+
+    The new content is assigned to ``out.outputs`` in one state update, so the browser swaps
+    the old chart for the new one without an empty frame between them. Nothing is printed into
+    the Output while a cell runs (no ``with out:``): when Voila, papermill or nbconvert execute
+    a notebook, nbclient answers each output captured that way with a message on the kernel's
+    shell channel while it waits there for the cell's reply, and now and then it never sees
+    that reply and the execution hangs (jupyter/nbclient#312)."""
+    import base64
+
+    items: list[dict[str, Any]] = []
+    if png is not None:
+        data = {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": "<chart>"}
+        items.append({"output_type": "display_data", "data": data, "metadata": {}})
+    if table is not None:
+        data = {"text/html": table._repr_html_(), "text/plain": table.to_string()}
+        items.append({"output_type": "display_data", "data": data, "metadata": {}})
+    out.outputs = tuple(items)
 
 
 _SHARED_CANVAS: list[Any] = []  # the canvas class, made on first use (matplotlib stays unimported)
@@ -693,10 +712,9 @@ def render_explorer(result: Any, figure: Any, table: Any) -> tuple[str, bytes, A
 
 
 def _live(controls: list[Any], compute: Any, figure: Any, table: Any, css: str, layout: list[Any]) -> Any:
-    """Wire ``controls`` to ``compute() -> result``; show ``result.headline`` and redraw the
-    figure and table in one Output (``clear_output(wait=True)``: no flicker, no pile-up)."""
+    """Wire ``controls`` to ``compute() -> result``; show ``result.headline`` and replace the
+    figure and table in one Output (:func:`show_outputs`: no flicker, no pile-up)."""
     import ipywidgets as w
-    from IPython.display import Image, display
 
     headline = w.HTML()
     out = w.Output()
@@ -705,16 +723,14 @@ def _live(controls: list[Any], compute: Any, figure: Any, table: Any, css: str, 
         try:
             result = compute()
         except ValueError as exc:
+            show_outputs(out)
             headline.value = explorer_headline_html(f"No result: {exc}", error=True)
-            out.clear_output()
             return
-        # render first, then swap the Output's content: the visible gap is minimal
+        # Render first, then swap the Output's content in one update. The headline changes last,
+        # so whoever sees the new headline (a reader, a browser test) sees the chart beside it.
         head, png, tab = render_explorer(result, figure, table)
+        show_outputs(out, png, tab)
         headline.value = head
-        with out:
-            out.clear_output(wait=True)
-            display(Image(data=png, format="png"))
-            display(tab)
 
     for c in controls:
         c.observe(refresh, "value")

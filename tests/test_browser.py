@@ -68,7 +68,7 @@ def test_02_flops_explorer_slider_moves_breakdown(lab, page, tmp_path):
     # The attention-score row doubles with T (2·T·H·Q·L = 4.295 GFLOP per token at 16,384).
     expect(explorer.locator(".widget-output table.dataframe").first).to_contain_text("4.295 GFLOP",
                                                                                     timeout=20_000)
-    assert explorer.locator(".widget-output img").count() == 1  # redrawn in place, not appended
+    expect(explorer.locator(".widget-output img")).to_have_count(1, timeout=20_000)  # redrawn in place, not appended
     page.screenshot(path=str(tmp_path / "02_model_flops.png"), full_page=False)
     assert not errors, errors
 

@@ -66,8 +66,8 @@ def test_04_gap_explorer_slider_moves_waterfall(lab, page, tmp_path):
     assert after != before
     expect(explorer.locator(".mfu-headline")).to_have_text(after, timeout=30_000)
     expect(explorer.locator(".widget-output img").first).to_be_visible(timeout=20_000)
-    assert explorer.locator(".widget-output img").count() == 1  # redrawn in place, not appended
-    assert explorer.locator(".widget-output table.dataframe").count() == 1
+    expect(explorer.locator(".widget-output img")).to_have_count(1, timeout=20_000)  # redrawn in place, not appended
+    expect(explorer.locator(".widget-output table.dataframe")).to_have_count(1, timeout=20_000)
     explorer.scroll_into_view_if_needed()
     page.screenshot(path=str(tmp_path / "04_gap_explorer.png"), full_page=False)
     assert not errors, errors
@@ -100,7 +100,7 @@ def test_07_gem_explorer_slider_moves_gpu_hours(lab, page, tmp_path):
     expect(explorer.locator(".mfu-headline")).to_have_text(after.headline, timeout=30_000)
     expect(explorer.locator(".widget-output table.dataframe").first).to_contain_text(
         f"{after.scaled_gpu_hours:,.0f}", timeout=20_000)
-    assert explorer.locator(".widget-output img").count() == 1  # redrawn in place, not appended
+    expect(explorer.locator(".widget-output img")).to_have_count(1, timeout=20_000)  # redrawn in place, not appended
     explorer.scroll_into_view_if_needed()
     page.screenshot(path=str(tmp_path / "07_gem_explorer.png"), full_page=False)
     assert not errors, errors

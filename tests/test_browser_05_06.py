@@ -69,8 +69,8 @@ def test_05_straggler_explorer_slider_moves_step_time(lab, page, tmp_path):
     assert after.headline != before
     expect(explorer.locator(".mfu-headline")).to_have_text(after.headline, timeout=30_000)
     expect(explorer.locator(".widget-output table.dataframe").first).to_contain_text("128", timeout=20_000)
-    assert explorer.locator(".widget-output img").count() == 1  # redrawn in place, not appended
-    assert explorer.locator(".widget-output table.dataframe").count() == 1
+    expect(explorer.locator(".widget-output img")).to_have_count(1, timeout=20_000)  # redrawn in place, not appended
+    expect(explorer.locator(".widget-output table.dataframe")).to_have_count(1, timeout=20_000)
     explorer.scroll_into_view_if_needed()
     page.screenshot(path=str(tmp_path / "05_straggler_explorer.png"), full_page=False)
     assert not errors, errors
@@ -109,8 +109,8 @@ def test_06_checkpoint_explorer_slider_moves_overhead(lab, page, tmp_path):
     expect(explorer.locator(".mfu-headline")).to_have_text(after.headline, timeout=30_000)
     expect(explorer.locator(".widget-output table.dataframe").first).to_contain_text(
         f"{after.overhead:.2%}", timeout=20_000)
-    assert explorer.locator(".widget-output img").count() == 1  # redrawn in place, not appended
-    assert explorer.locator(".widget-output table.dataframe").count() == 1
+    expect(explorer.locator(".widget-output img")).to_have_count(1, timeout=20_000)  # redrawn in place, not appended
+    expect(explorer.locator(".widget-output table.dataframe")).to_have_count(1, timeout=20_000)
     explorer.scroll_into_view_if_needed()
     page.screenshot(path=str(tmp_path / "06_checkpoint_explorer.png"), full_page=False)
     assert not errors, errors

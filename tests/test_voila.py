@@ -53,7 +53,9 @@ def test_workshop_app_in_voila(browser, tmp_path):
     try:
         page = context.new_page()
         errors = collect_console_errors(page)
-        page.goto(server.url + "/", timeout=120_000)
+        # "commit", not "load": Voila streams the page while the kernel runs the cells, and the
+        # explorers' visibility below is the real readiness check
+        page.goto(server.url + "/", timeout=120_000, wait_until="commit")
         for css in EXPLORERS:
             expect(page.locator(css).first).to_be_visible(timeout=120_000)
 
@@ -75,7 +77,7 @@ def test_workshop_app_in_voila(browser, tmp_path):
         after = straggler_scenario(ranks=2048, **STRAGGLER).headline
         assert after != before
         expect(strag.locator(".mfu-headline")).to_have_text(after, timeout=30_000)
-        assert strag.locator(".widget-output img").count() == 1  # redrawn in place, not appended
+        expect(strag.locator(".widget-output img")).to_have_count(1, timeout=20_000)  # redrawn in place, not appended
 
         # a dashboard: no code, no error output, no traceback
         code_inputs = page.locator(".jp-CodeCell .jp-InputArea")
@@ -92,6 +94,11 @@ def test_workshop_app_in_voila(browser, tmp_path):
             page.locator(css).first.screenshot(path=str(tmp_path / f"app-{css.strip('.')}.png"))
         assert not errors, errors
         assert not elsewhere, f"the app reached off the machine: {elsewhere}"
+    except Exception:
+        # pytest shows captured output of a failing test: the server's side of the story
+        print(f"--- {server.log} (last 4000 characters) ---\n{server.log.read_text()[-4000:]}")
+        print(f"off-machine requests: {elsewhere}")
+        raise
     finally:
         context.close()
         server.stop()

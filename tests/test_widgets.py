@@ -243,7 +243,9 @@ def test_explorer_widget_follows_its_controls(capsys):
     assert head.value == flops_explorer_html("dlrm-dcnv2", batch=512)
     pick.value = "hstu-ml-20m-large"
     assert seq.value == 200 and cau.value is True
-    capsys.readouterr()  # outside a kernel the Output widget's content goes to stdout
+    chart, table = box.children[-1].outputs  # one chart and one table, replaced in place
+    assert chart["data"]["image/png"] and "loss_similarity" in table["data"]["text/plain"]  # HSTU's rows
+    assert capsys.readouterr().out == ""  # nothing printed into the Output (see show_outputs)
 
 
 def test_widgets_import_without_pandas():
