@@ -277,6 +277,35 @@ class RunMeta:
             peak_source=peak.source,
         )
 
+    def with_dtype(self, dtype: str) -> RunMeta:
+        """The same accelerator's peak for another dtype, looked up again in the registry.
+
+        The dtype picks the peak, so changing one without the other would mislabel the MFU's
+        denominator: with a peak but no accelerator name to look the dtype up for, this raises."""
+        if self.accelerator:
+            return self.with_accelerator(self.accelerator, dtype, sparse=bool(self.peak_sparse),
+                                         per=self._peak_per())
+        if self.peak_flops_per_accelerator is not None:
+            raise ValueError(
+                f"dtype {dtype!r}: the run's peak ({self.peak_flops_per_accelerator:.4g} FLOP/s, "
+                f"{self.peak_source or 'source unknown'}) names no accelerator to look the dtype up for; "
+                "give the accelerator too")
+        return self.replace(dtype=dtype)
+
+    def _peak_per(self) -> str:
+        """'device' when the recorded peak is the per-device share of a multi-device package
+        (an MI250X is two devices to PyTorch), else 'package'."""
+        from . import hardware
+
+        if not (self.accelerator and self.dtype and self.peak_flops_per_accelerator):
+            return "package"
+        try:
+            device = hardware.get_peak(self.accelerator, self.dtype, sparse=bool(self.peak_sparse), per="device")
+        except hardware.RegistryError:
+            return "package"
+        same = math.isclose(device.flops, self.peak_flops_per_accelerator, rel_tol=1e-9)
+        return "device" if device.devices_per_package > 1 and same else "package"
+
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["report"] = self.report.to_dict()

@@ -136,3 +136,29 @@ def test_main_cli_wires_the_subcommands(sim_file):
     r = subprocess.run([sys.executable, "-m", "mfu_toolkit", "analyze", "/no/such/file"], cwd=ROOT,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.startswith("mfu analyze: error:")
+
+
+def test_analyze_dtype_alone_looks_the_peak_up_again(sim_file, capsys):
+    # `--dtype` without `--accelerator` keeps the run's accelerator and takes its peak for that
+    # dtype. H100 SXM datasheet (dense): 989.4 TFLOP/s bf16, 1,978.9 TFLOP/s fp8, so the same
+    # run reads half the MFU in fp8.
+    assert _run(["analyze", str(sim_file), "--json"]) == 0
+    bf16 = json.loads(capsys.readouterr().out)["summary"]
+    assert _run(["analyze", str(sim_file), "--dtype", "fp8", "--json"]) == 0
+    fp8 = json.loads(capsys.readouterr().out)["summary"]
+    assert fp8["steady_state_mfu"] == pytest.approx(bf16["steady_state_mfu"] * 989.4 / 1978.9, rel=1e-9)
+    assert _run(["analyze", str(sim_file), "--dtype", "fp8"]) == 0
+    assert re.search(r"Denominator: 8 × 1,?978\.9 TFLOP/s \(H100 SXM fp8", capsys.readouterr().out)
+
+
+def test_dtype_without_any_accelerator_is_refused():
+    from mfu_toolkit.run import RunMeta
+
+    # a peak from elsewhere (a log, a number) cannot be looked up for another dtype
+    with pytest.raises(ValueError, match="names no accelerator"):
+        RunMeta(peak_flops_per_accelerator=1e15, dtype="bf16").with_dtype("fp8")
+    assert RunMeta().with_dtype("fp8").dtype == "fp8"  # no peak yet: nothing to mislabel
+    # an MI250X counted per device (2 per package) stays per device: 383 TFLOP/s bf16 and fp16
+    # per package on AMD's datasheet, so 191.5 per device
+    mi = RunMeta().with_accelerator("MI250X", "bf16", per="device").with_dtype("fp16")
+    assert mi.peak_flops_per_accelerator == pytest.approx(191.5e12)

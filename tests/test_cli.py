@@ -156,14 +156,19 @@ def test_calc_preset_with_step_time_needs_a_batch(capsys):
 
 
 def test_calc_preset_with_step_time_and_batch(capsys):
-    # Llama 3 8B at seq 8192: 474.4 TFLOP per sample (see `mfu flops`); 16 samples per 10 s
-    # step on 64 H100s: 474.4e12 * 16 / 10 / (64 * 989.4e12) = 1.20 %.
+    # Llama 3 8B by hand from Meta's config.json (d 4096, 32 layers, 8 KV heads of 128, FFN 14336,
+    # vocabulary 128256) with PaLM's convention (appendix B): 6 × matmul weights + 12·L·d·T per
+    # token, non-causal. Weights: 32 × (2·4096² + 2·4096·1024 + 3·4096·14336) + 4096·128256
+    # = 7,504,658,432; per sample at T = 8192: 8192 × (6 × 7,504,658,432 + 12·32·4096·8192)
+    # = 474.4 TFLOP. 16 samples per 10 s step on 64 H100s (989.4 TFLOP/s bf16 dense): 1.20 %.
+    weights = 32 * (2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336) + 4096 * 128256
+    per_sample = 8192 * (6 * weights + 12 * 32 * 4096 * 8192)
     code, out, _ = run(capsys, "calc", "--preset", "llama3-8b", "--seq-len", "8192", "--step-seconds", "10",
                        "--batch", "16", "--gpus", "64", "--accelerator", "H100", "--json")
     d = json.loads(out)
     assert code == 0
-    expected = d["model_flops_per_sample"] * 16 / 10 / (64 * 989.4e12)
-    assert d["mfu"] == pytest.approx(expected)
+    assert d["model_flops_per_sample"] == pytest.approx(per_sample, rel=1e-9)
+    assert d["mfu"] == pytest.approx(per_sample * 16 / 10 / (64 * 989.4e12), rel=1e-9)
     assert d["mfu"] == pytest.approx(0.0120, abs=5e-4)
 
 

@@ -8,9 +8,10 @@ again, including the checkpoint load).
   ``τ = √(2δM)``.
 - Daly 2006, "A higher order estimate of the optimum checkpoint interval for restart dumps",
   FGCS 22(3): ``τ = √(2δM)·[1 + ⅓√(δ/2M) + (1/9)(δ/2M)] − δ`` for ``δ < 2M``, else ``M``.
-- Expected overhead of an interval (first order, the model Young minimises): per unit of wall
-  time, checkpointing costs ``δ/(τ+δ)``; failures arrive at rate ``1/M`` and each costs ``R``
-  plus the work since the last durable checkpoint — on average half a segment, ``(τ+δ)/2``, for
+- Expected overhead of an interval (first order; its exact minimum, ``τ = √(2δM) − δ``, lies just
+  below Daly's interval when ``δ ≪ M``, as Young's model counts segments of ``τ`` rather than
+  ``τ + δ``): per unit of wall time, checkpointing costs ``δ/(τ+δ)``; failures arrive at rate
+  ``1/M`` and each costs ``R`` plus the work since the last durable checkpoint — on average half a segment, ``(τ+δ)/2``, for
   blocking checkpoints; for asynchronous ones the snapshot becomes durable only when the
   background write (``write_s``) ends, so ``τ/2 + write_s`` is lost on average.
 """

@@ -54,7 +54,7 @@ def _apply_meta(run: Any, args: argparse.Namespace) -> Any:
     if args.accelerator:
         meta = meta.with_accelerator(args.accelerator, args.dtype)
     elif args.dtype_given:
-        meta = meta.replace(dtype=args.dtype)
+        meta = meta.with_dtype(args.dtype)  # the run's accelerator, its peak for this dtype
     if args.global_batch is not None:
         meta = meta.replace(global_batch=args.global_batch)
     if args.seq_len is not None:
