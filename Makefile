@@ -63,6 +63,8 @@ REPORT_ARGS = -r log_path "$(if $(LOG),$(abspath $(LOG)))" -r log_format "$(FORM
 	$(if $(TIME_UNIT),-r time_unit "$(TIME_UNIT)") $(if $(CHECKPOINT_S),-p checkpoint_write_s $(CHECKPOINT_S)) \
 	$(if $(CHECKPOINT_EVERY),-p checkpoint_every_steps $(CHECKPOINT_EVERY)) \
 	$(if $(MTBF_HOURS),-p mtbf_hours $(MTBF_HOURS))
+# On a team's log, the commentary written for the sample (cells tagged sample-reading) is left out.
+REPORT_STRIP = $(if $(LOG),--TagRemovePreprocessor.enabled=True --TagRemovePreprocessor.remove_cell_tags=sample-reading)
 
 report: $(STAMP)
 	@if [ -n "$(LOG)" ] && [ ! -e "$(LOG)" ]; then \
@@ -70,7 +72,8 @@ report: $(STAMP)
 	@mkdir -p $(REPORTS)
 	@rc=0; $(PY) -m papermill notebooks/08_team_report.ipynb $(REPORT_NB) --cwd notebooks \
 		--no-progress-bar $(REPORT_ARGS) || rc=$$?; \
-	$(PY) -m jupyter nbconvert --to html --no-input --log-level=ERROR $(REPORT_NB) || exit $$?; \
+	$(if $(LOG),$(PY) -m jupyter nbconvert --to notebook --inplace --log-level=ERROR $(REPORT_STRIP) $(REPORT_NB) || exit $$?;) \
+	$(PY) -m jupyter nbconvert --to html --no-input --log-level=ERROR $(REPORT_STRIP) $(REPORT_NB) || exit $$?; \
 	if [ $$rc -ne 0 ]; then echo "make report: the report failed; the error is in $(REPORT_NB)" >&2; exit $$rc; fi; \
 	echo "wrote $(REPORT_NB) and $(REPORT_NB:.ipynb=.html)"
 

@@ -83,6 +83,13 @@ def test_make_report_on_a_team_log(tmp_path):
     assert "A100 SXM bf16" in text
     body = html.read_text()
     assert "team_steps.csv" in body and "Persistent stragglers" in body and "<img" in body
+    # the commentary written for the sample is left out of a team's report; the headings stay
+    prose = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert not any("sample-reading" in c["metadata"].get("tags", []) for c in nb["cells"])
+    for sample_fact in ("2,722 records", "39.94", "loses 46 %", "first attempt ran until"):
+        assert sample_fact not in prose and sample_fact not in body, sample_fact
+    assert "### Stragglers" in prose and '<h3 id="Stragglers">' in body
+    assert "the text between the cells describes the sample log, not this one" in text
 
 
 @needs_make
