@@ -601,10 +601,10 @@ class Run:
         """Coerce, sort and validate tables into a Run (the constructor loaders should use)."""
         s = make_steps(steps)
         e = make_events(events)
+        validate(s, e)  # before sorting, so the rows an error names are the caller's rows
         if sort:
             s = _sorted_steps(s)
             e = e.sort_values(["start_s", "end_s"], kind="stable").reset_index(drop=True)
-        validate(s, e)
         return cls(s, e, meta or RunMeta(), dict(tables or {}))
 
     def validate(self) -> Run:

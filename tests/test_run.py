@@ -230,3 +230,13 @@ def test_read_run_on_a_plain_parquet_says_what_to_do(tmp_path):
     pd.DataFrame({"step": [1], "start_s": [0.0], "end_s": [1.0]}).to_parquet(p)
     with pytest.raises(LoadError, match="load_table"):
         read_run(p)
+
+
+def test_build_errors_name_the_callers_rows_not_the_sorted_ones():
+    # Run.build sorts steps by start time; an error must still point at the row as given.
+    # Row 2 (start 10, end 5) is the bad one; sorted, it would be row 1.
+    with pytest.raises(SchemaError, match=r"rows \[2\] have start_s=\[10\.0\] end_s=\[5\.0\]"):
+        Run.build({"step": [0, 1, 2, 3], "start_s": [30.0, 0.0, 10.0, 20.0], "end_s": [31.0, 1.0, 5.0, 21.0]})
+    with pytest.raises(SchemaError, match=r"rows \[1\] hold \['evall'\]"):
+        Run.build(None, [{"kind": "eval", "start_s": 5.0, "end_s": 6.0},
+                         {"kind": "evall", "start_s": 0.0, "end_s": 1.0}])
