@@ -23,6 +23,10 @@ Neither source has per-step timestamps. What they carry, and how it becomes a Ru
   logging interval is inferred from ``train_runtime × train_steps_per_second`` ÷ the number of
   loss lines (recorded in ``meta.extra["logging_steps_inferred"]``). Each ``train_runtime`` line
   closes an attempt; lines after it open the next.
+- Bad entries are counted with their line (the entry's first line in ``trainer_state.json``)
+  and field, or raise with ``strict=True``: an entry with a bad step or runtime is skipped; a
+  non-numeric ``loss``/``grad_norm``/``learning_rate``/``epoch`` is left missing and the entry
+  (its step) kept; a non-integer ``global_step`` is ignored.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ _NAMED_CONSTANTS = {
 }
 _RESULT_FILES = ("all_results.json", "train_results.json", "eval_results.json")
 _POINT_FIELDS = ("loss", "grad_norm", "learning_rate", "epoch")
+_NUMERIC_FIELDS = (*_POINT_FIELDS, "train_steps_per_second")  # read as numbers: checked per entry
 
 
 # --- safe reading of Python-dict-looking lines ---------------------------------------------
@@ -155,6 +160,11 @@ def _num(v: Any) -> float:
     return float(v)
 
 
+def _is_count(v: Any) -> bool:
+    """A non-negative integer (an int, or a float with no fraction)."""
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 and v == int(v)
+
+
 def _check_entry(reader: Reader, e: Any, line: int | None, *, need_step: bool) -> dict[str, Any] | None:
     """Validate one log entry (dict, finite non-negative runtimes, integer step)."""
     if not isinstance(e, dict):
@@ -173,11 +183,14 @@ def _check_entry(reader: Reader, e: Any, line: int | None, *, need_step: bool) -
             if f < 0:
                 reader.bad("negative duration", line=line, field=k, example=repr(e)[:160])
                 return None
-    if "step" in e:
-        s = e["step"]
-        if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s < 0 or s != int(s):
-            reader.bad("step is not a non-negative integer", line=line, field="step", example=repr(e)[:160])
-            return None
+    if "step" in e and not _is_count(e["step"]):
+        reader.bad("step is not a non-negative integer", line=line, field="step", example=repr(e)[:160])
+        return None
+    for k in _NUMERIC_FIELDS:  # a bad value is left missing; the entry (its step) stays
+        v = e.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            reader.bad("non-numeric value (left missing, entry kept)", line=line, field=k, example=repr(v)[:120])
+            e[k] = None
     return e
 
 
@@ -363,6 +376,12 @@ def _load_state(path: Path, reader: Reader) -> tuple[dict[str, Any], list[tuple[
             m = re.search(rf'"{key}"\s*:\s*(\d+)', text)
             if m:
                 doc[key] = int(m.group(1))
+    gs = doc.get("global_step")
+    if gs is not None and not _is_count(gs):
+        m = re.search(r'"global_step"\s*:', text)
+        line = text.count("\n", 0, m.start()) + 1 if m else None
+        reader.bad("global_step is not a non-negative integer (ignored)", line=line, field="global_step", example=repr(gs)[:120])
+        del doc["global_step"]
     entries, _ = _scan_log_history(text, reader)
     rep.lines_read = text.count("\n") + 1
     if not doc and not entries:
@@ -470,7 +489,7 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
             entries.append((line, ok))
     segments = _segments(entries)
     gs = doc.get("global_step")
-    global_step = int(gs) if isinstance(gs, int) and gs > 0 else None
+    global_step = int(gs) if _is_count(gs) and gs > 0 else None
     cols, events, facts = _timeline(segments, reader, global_step=global_step, stdout=stdout)
     steps = cols if cols["step"] else None
     if steps is None and not entries:

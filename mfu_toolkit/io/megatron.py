@@ -15,6 +15,10 @@ What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
 - ``number of skipped iterations`` / ``number of nan iterations`` are kept per row
   (``skipped_iterations``, ``nan_iterations``) and totalled in the report notes: those steps
   took time, so they stay in the timeline.
+- A known field (``lm loss``, ``global batch size``, ...) whose value is not a number is a bad
+  record (line and field in the report; ``strict=True`` raises): the line's timing is kept and
+  that value is left missing. ``samples`` comes from each interval's own ``global batch size``
+  only, never from a neighbouring line. Unknown fields with text values are left out (noted).
 - ``saving checkpoint at iteration N`` / ``successfully saved checkpoint ... iteration N`` are
   ``checkpoint_save`` events after step N; the duration comes from the ``save-checkpoint`` timer
   when printed, else from the gap to the next timestamped line, else it is unknown (zero length,
@@ -70,6 +74,7 @@ _RENAME = {
     "num zeros": "num_zeros",
     "params norm": "params_norm",
 }
+_NON_NUMERIC = "non-numeric value (left missing, line kept)"
 _INTERVAL_FIELDS = ("tflops_per_gpu",)  # means over the interval: valid for every step of it
 _SNIFF_ITER = re.compile(rb"iteration\s+\d+\s*/\s*(?:\d+|infinity)\s*\|.*elapsed time per iteration")
 _SCAN_BYTES = 8 << 20
@@ -131,6 +136,7 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     other = 0
     dup_lines = 0
     units_seen: set[str] = set()
+    text_fields: Counter[str] = Counter()  # fields the toolkit does not know, with non-numeric values
 
     for ln, text in iter_lines(p):
         if not text.strip():
@@ -219,7 +225,13 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
                 units_seen.add(unit)
                 dur = v * _UNITS[unit]
                 continue
-            fields[_RENAME.get(key, _snake(key))] = num(raw.split("/")[0])
+            try:
+                fields[_RENAME.get(key, _snake(key))] = num(float(raw.split("/")[0]))
+            except ValueError:
+                if key in _RENAME:  # a known numeric field: the line's timing stays, this value does not
+                    reader.bad(_NON_NUMERIC, line=ln, field=key, example=f"{key}: {raw}")
+                else:
+                    text_fields[key] += 1
         if bad:
             continue
         if dur is None:
@@ -239,6 +251,8 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
 
     if dup_lines:
         rep.note(f"{dup_lines} iteration lines repeated verbatim (several ranks printing); collapsed")
+    for key, n in text_fields.items():
+        rep.note(f"field {key!r} is not a number on {n} iteration lines; left out")
     if other:
         rep.note(f"{other} lines are not iteration records (setup output, warnings, ...); ignored")
     if not lines and not straggler and not memory:
@@ -276,6 +290,7 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     save_after: dict[tuple[int, int], dict[str, Any]] = {(s["attempt"], s["iteration"]): s for s in saves}
     cols: dict[str, list[Any]] = {k: [] for k in ("attempt", "step", "start_s", "end_s", "interval_steps", "logged")}
     point_cols: dict[str, list[float]] = {}
+    samples: list[float] = []  # each step's batch: its own interval's line, never a neighbour's
     interval_ends: list[tuple[int, int, float, float]] = []  # attempt, iteration, start, end
     cursor = 0.0
     prev: dict[str, Any] | None = None
@@ -307,6 +322,7 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
             cols["interval_steps"].append(n)
             logged = j == n - 1
             cols["logged"].append(logged)
+            samples.append(r["fields"].get("global_batch_size", math.nan))
             for k in r["fields"]:
                 point_cols.setdefault(k, [math.nan] * (len(cols["step"]) - 1))
             for k, lst in point_cols.items():
@@ -327,8 +343,7 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
         steps["start_s"] = steps["start_s"] - shift
         steps["end_s"] = steps["end_s"] - shift
         if "global_batch_size" in steps:
-            gb = steps["global_batch_size"]
-            steps["samples"] = gb.where(steps["logged"]).bfill()
+            steps["samples"] = samples
         drop = [c for c in steps.columns if c not in ("attempt", "step", "rank", "start_s", "end_s") and steps[c].isna().all()]
         steps = steps.drop(columns=drop)
     skipped_it = int(np.nansum(steps["skipped_iterations"])) if "skipped_iterations" in steps else 0

@@ -9,9 +9,11 @@ attempt and rank in step order, and ``meta.timing = "duration_only"``).
 ``time_unit`` (s, ms, us, ns, min, h, epoch_s, epoch_ms) applies to every time and duration
 column; with an ``epoch_*`` unit times are absolute and are shifted so the first start is 0
 (``meta.extra['t0_epoch_s']`` keeps the origin). Other numeric columns are kept as extra step
-columns. Bad rows (missing or non-numeric values, negative durations, end before start, a
-start that goes backwards within a rank, repeated (attempt, step, rank)) are skipped and
-counted per reason with their line numbers (CSV/JSONL: line in the file; Parquet: row + 1).
+columns; a non-numeric cell in one is counted with its line and column and left missing (the
+row stays), and a column holding no number (text) is left out with a note. Bad rows (missing
+or non-numeric values in schema columns, negative durations, end before start, a start that
+goes backwards within a rank, repeated (attempt, step, rank)) are skipped and counted per
+reason with their line numbers (CSV/JSONL: line in the file; Parquet: row + 1).
 
 Large Parquet tables: the file is read row group by row group (``progress=True|False|None``
 shows a ``tqdm.auto`` bar; None: for files of at least ``mfu_toolkit.run.PROGRESS_MIN_BYTES``),
@@ -313,6 +315,13 @@ def _numeric(raw: pd.DataFrame, col: str) -> tuple[np.ndarray, np.ndarray]:
     return vals, given & ~np.isfinite(vals)
 
 
+def _text_cells(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(float values, mask of cells given but not numbers) of a text column; 'nan' is a number."""
+    v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    given = s.notna().to_numpy() & ~s.astype(str).str.strip().str.lower().isin(("", "nan", "+nan", "-nan")).to_numpy()
+    return v, given & np.isnan(v)
+
+
 def load(
     path: str | Path,
     *,
@@ -507,16 +516,27 @@ def _load(
             v = kept(vals[c])
             out[c] = v if (scale == 1.0 and v.dtype == np.float64) else v * scale
     used = set(mapping.values())
+    not_numeric: list[str] = []
     for col in available:
         if col in used or col in STEP_COLUMNS or col in STEP_OPTIONAL_COLUMNS or col in out:
             continue
         s = raw[col]
         if pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s):
             out[col] = kept(s.to_numpy())
-        elif kind == "csv":
-            v = pd.to_numeric(s, errors="coerce")
-            if v.notna().sum() == s.astype(str).str.strip().ne("").sum() and v.notna().any():
-                out[col] = v.to_numpy(dtype=float)[keep]
+            continue
+        if kind == "parquet":  # typed by the file as something other than numbers
+            not_numeric.append(col)
+            continue
+        v, bad = _text_cells(s)
+        if np.isnan(v).all():  # no number in the column: text
+            if bad.any():
+                not_numeric.append(col)
+            continue
+        # a number column with some bad cells: each is counted and left missing, its row kept
+        _skip_rows(reader, f"non-numeric value in {col!r} (left missing, row kept)", bad, lines, keep.copy(), col, raw)
+        out[col] = kept(v)
+    if not_numeric:
+        reader.report.note(f"column(s) {', '.join(map(repr, not_numeric))} hold no numbers; left out")
     reader.raise_first()
     if n == 0:
         reader.fail("no data rows")

@@ -20,6 +20,9 @@ files are told apart by their content, not their names):
   memory_pct, memory_bytes, mem_busy_pct, power_w, power_pct, temp_c``. ``gpu.process.N.*``
   repeats GPU N for the logging process and is left out.
 - ``wandb-summary.json``: last values, to ``meta.extra["summary"]``.
+- A non-numeric cell in a numeric column is a bad value (line and column in the report;
+  ``strict=True`` raises): left missing, its row kept. A column with no number at all (text)
+  is left out, with a note; a row without a number in ``_timestamp`` is skipped.
 
 Times are seconds since the earliest of: the run start (``_timestamp − _runtime``), the first
 system sample.
@@ -112,8 +115,28 @@ def sniff(path: Path, head: bytes) -> float:
         return 0.0
 
 
+def _cell(c: str) -> float | None:
+    """A CSV cell as a float: NaN when empty, None when it is not a number."""
+    c = c.strip()
+    if not c:
+        return math.nan
+    try:
+        return float(c)
+    except ValueError:
+        return None
+
+
+def _finite(v: float | None) -> bool:
+    return v is not None and math.isfinite(v)
+
+
 def _read_csv(path: Path, reader: Reader, required: tuple[str, ...]) -> tuple[pd.DataFrame, np.ndarray]:
-    """Numeric table + 1-based line numbers; bad rows counted with their line and field."""
+    """Numeric table + 1-based line numbers; bad rows and values counted with their line and field.
+
+    A row without a number in a ``required`` column is skipped. A non-numeric cell elsewhere is
+    a bad value: counted, left missing, its row kept. A column holding no number at all (text,
+    media references) is left out, with a note.
+    """
     text = open_bytes(path).decode("utf-8", errors="replace").lstrip("\ufeff")
     sub = Reader(path, NAME, strict=reader.strict, report=reader.report)  # errors name this file
     rows = CsvRows(text, sub)
@@ -124,28 +147,34 @@ def _read_csv(path: Path, reader: Reader, required: tuple[str, ...]) -> tuple[pd
     idx = [header.index(r) for r in required]
     data: list[list[float]] = []
     lines: list[int] = []
-    non_numeric = 0
+    has_num = [False] * len(header)
+    pending: dict[int, list[tuple[int, str]]] = {}  # bad cells of columns with no number yet
+
+    def bad_value(ln: int, j: int, cell: str) -> None:
+        sub.bad("non-numeric value (left missing, row kept)", line=ln, field=header[j], example=cell.strip()[:160])
+
     for ln, row in rows:
-        vals = []
-        for c in row:
-            c = c.strip()
-            if not c:
-                vals.append(math.nan)
-                continue
-            try:
-                vals.append(float(c))
-            except ValueError:
-                vals.append(math.nan)
-                non_numeric += 1
-        bad = next((required[j] for j, i in enumerate(idx) if not math.isfinite(vals[i])), None)
+        vals = [_cell(c) for c in row]
+        bad = next((required[k] for k, i in enumerate(idx) if not _finite(vals[i])), None)
         if bad is not None:
             sub.bad("missing or non-numeric required value", line=ln, field=bad, example=",".join(row)[:160])
             continue
-        data.append(vals)
+        for j, v in enumerate(vals):
+            if v is None:
+                if has_num[j]:
+                    bad_value(ln, j, row[j])
+                else:
+                    pending.setdefault(j, []).append((ln, row[j]))
+            elif not has_num[j] and math.isfinite(v):
+                has_num[j] = True  # a number column after all: its earlier text cells were bad
+                for pl, pc in pending.pop(j, []):
+                    bad_value(pl, j, pc)
+        data.append([math.nan if v is None else v for v in vals])
         lines.append(ln)
     reader.report.lines_read += rows.n_rows + 1
-    if non_numeric:
-        reader.report.note(f"{path.name}: {non_numeric} non-numeric cells in metric columns read as missing")
+    if pending:
+        names = ", ".join(repr(header[j]) for j in sorted(pending))
+        reader.report.note(f"{path.name}: column(s) {names} hold text, not numbers; left out")
     return pd.DataFrame(data, columns=header, dtype=float), np.asarray(lines, dtype=np.int64)
 
 
