@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from _realdata import realdata  # noqa: F401
 from _samples import GP_T0, goodput_payloads, write_goodput_log
 
 from mfu_toolkit.io import goodput, load_run, write_goodput
@@ -189,3 +190,34 @@ def test_a_failure_with_no_downtime_stays_in_its_attempt(tmp_path):
     s, b = run.steps, back.steps
     for a in (0, 1):
         assert b[b["attempt"] == a]["step"].tolist() == s[s["attempt"] == a]["step"].tolist()
+
+
+def _evals(run: Run) -> list[float]:
+    """Start and end of each eval, flat: [start0, end0, start1, end1, ...]."""
+    return run.events[run.events["kind"] == "eval"][["start_s", "end_s"]].to_numpy().ravel().tolist()
+
+
+def test_back_to_back_evals_that_overlap_by_float_noise_stay_two(tmp_path):
+    # sums of different terms: the first eval ends 1e-12 s after the second starts
+    steps = {"step": [1, 2], "start_s": [0.0, 9886.0], "end_s": [1.0, 9887.0]}
+    events = [
+        {"kind": "eval", "start_s": 1.0, "end_s": 9885.353500000001},
+        {"kind": "eval", "start_s": 9885.3535, "end_s": 9886.0},
+    ]
+    run = Run.build(steps, events, RunMeta(name="hf"))
+    p = write_goodput(run, tmp_path / "g.jsonl", t0_epoch_s=0.0)
+    recs = [json.loads(x) for x in p.read_text().splitlines()]
+    times = [min(v for k, v in r.items() if k.endswith("_time")) for r in recs]
+    assert times == sorted(times)
+    back = load_run(p)
+    assert back.meta.report.total_skipped == 0
+    assert _evals(back) == pytest.approx(_evals(run), abs=1e-9)
+    assert back.steps[["step", "start_s", "end_s"]].values.tolist() == run.steps[["step", "start_s", "end_s"]].values.tolist()
+
+
+def test_real_hf_run_round_trips_with_all_its_evals(realdata, tmp_path):  # noqa: F811
+    run = load_run(realdata / "hf_trainer" / "Jaong_Checkpoint-of-CPT_trainer_state.json")
+    back = load_run(write_goodput(run, tmp_path / "g.jsonl"))
+    assert len(_evals(run)) == 2 * 20 and back.meta.report.total_skipped == 0
+    assert _evals(back) == pytest.approx(_evals(run), abs=1e-6)
+    assert len(back.steps) == len(run.steps)

@@ -107,6 +107,28 @@ def test_non_monotonic_clock_is_skipped(tmp_path):
         lightning.load(p, strict=True)
 
 
+
+def test_clock_and_duration_errors_name_the_line(tmp_path):
+    # the timestamp goes back at step 3 (line 5); the val row of step 1 (line 4) has no clock
+    p = tmp_path / "lm2.csv"
+    p.write_text("epoch,step,loss,val_loss,timestamp\n0,0,2,,100\n0,1,2,,101\n0,1,,2.5,\n0,3,2,,99\n0,4,2,,104\n")
+    run = load_quiet(p)
+    assert run.meta.report.first_lines == {"non-monotonic timestamps": [5]}
+    with pytest.raises(LoadError) as exc:
+        lightning.load(p, strict=True)
+    assert (exc.value.path, exc.value.line, exc.value.field) == (str(p), 5, "timestamp")
+    # a negative duration in a version folder: the error names that version's metrics.csv
+    d = make_version(tmp_path / "logs", 0, "epoch,step,loss,step_time\n0,1,2.0,\n0,1,,0.5\n0,2,1.9,-1\n", hparams=None)
+    make_version(tmp_path / "logs", 1, "epoch,step,loss\n0,3,1.8\n", hparams=None)  # no time column
+    run = load_quiet(d.parent)
+    assert run.meta.report.first_lines == {"negative duration": [4]}
+    assert run.steps["step"].tolist() == [1]
+    assert any("attempt 1: metrics.csv has no 'step_time' column" in n for n in run.meta.report.notes)
+    with pytest.raises(LoadError) as exc:
+        lightning.load(d.parent, strict=True)
+    assert (exc.value.path, exc.value.line, exc.value.field) == (str(d / "metrics.csv"), 4, "step_time")
+
+
 def test_missing_column_empty_file_and_empty_folder(tmp_path):
     p = tmp_path / "metrics.csv"
     p.write_text("epoch,loss\n0,1.0\n")

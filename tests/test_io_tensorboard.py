@@ -137,6 +137,55 @@ def test_no_event_files(tmp_path):
         tensorboard.load(tmp_path)
 
 
+
+# --- folders of several runs -------------------------------------------------------------------------
+def _two_runs(root):
+    """Two jobs in two subfolders (as TensorBoard lays out runs); the second restarted once."""
+    a, b = root / "job_a", root / "job_b"
+    a.mkdir(parents=True)
+    b.mkdir()
+    write_tb_launch(a, 1_700_000_000.0, 100, steps=[1, 2])
+    write_tb_launch(b, 1_705_000_000.0, 200, steps=[1, 2, 3])
+    write_tb_launch(b, 1_705_000_100.0, 300, steps=[3, 4])
+    return a, b
+
+
+def test_runs_in_different_folders_are_not_merged(tmp_path):
+    a, b = _two_runs(tmp_path / "tb")
+    (tmp_path / "tb" / "notes.txt").write_text("not an event file")
+    for path in (tmp_path / "tb", tmp_path):  # also from higher up, auto-detected
+        with pytest.raises(LoadError) as info:
+            load_run(path)
+        msg = str(info.value)
+        assert "2 TensorBoard runs" in msg and "job_a (1 event files, first 2023-11-14" in msg and "job_b (2 event files" in msg
+        assert f"load_run({str(a)!r})" in msg and "1 other file(s), not TensorBoard" in msg
+    # each folder on its own is one run; restarts in one folder stay attempts of it
+    assert load_run(a).n_attempts == 1
+    run = load_run(b)
+    assert run.n_attempts == 2 and run.steps["step"].tolist() == [1, 2, 3, 3, 4]
+
+
+def test_a_run_folder_loads_its_own_files_and_names_the_runs_below(tmp_path):
+    root = tmp_path / "tb"
+    root.mkdir()
+    write_tb_launch(root, 1_700_000_000.0, 1, steps=[1, 2])
+    _two_runs(root)
+    run = load_run(root)
+    assert run.n_attempts == 1 and len(run.steps) == 2
+    note = next(n for n in run.meta.report.notes if "other run folder" in n)
+    assert note.startswith("2 other run folder(s) below, not loaded") and "job_a" in note and "job_b" in note
+
+
+def test_a_single_run_folder_below_is_found(tmp_path):
+    d = tmp_path / "job" / "tensorboard"
+    d.mkdir(parents=True)
+    write_tb_launch(d, 1_700_000_000.0, 1)
+    write_tb_launch(d, 1_700_000_100.0, 2, steps=[1, 2])
+    run = load_run(tmp_path / "job")
+    assert run.n_attempts == 2 and len(run.steps) == 2
+    assert not any("other run folder" in n for n in run.meta.report.notes)
+
+
 # --- real directories ------------------------------------------------------------------------------
 def _records(data: bytes):
     """TFRecord payloads, read here with plain struct (no checksum check)."""
@@ -175,3 +224,14 @@ def test_real_noua_run(realdata):  # noqa: F811
     durations = (run.steps["end_s"] - run.steps["start_s"]).tolist()
     assert durations[0] > 10 * durations[-1]  # warm-up: the first timed step is far slower
     assert run.meta.n_accelerators == int(run.meta.extra["args"]["world_size"])
+
+
+def test_real_tensorboard_parent_lists_its_runs_instead_of_merging(realdata):  # noqa: F811
+    dirs = sorted(p for p in (realdata / "tensorboard").iterdir() if p.is_dir())
+    assert len(dirs) > 1
+    with pytest.raises(LoadError) as info:
+        load_run(realdata / "tensorboard")
+    assert all(d.name in str(info.value) for d in dirs)
+    # the whole mixed folder of many formats is no TensorBoard run either
+    with pytest.raises(LoadError):
+        load_run(realdata)

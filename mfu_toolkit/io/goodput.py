@@ -28,6 +28,7 @@ Mapping to a :class:`~mfu_toolkit.run.Run` (the library's own reading, made expl
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -378,8 +379,9 @@ def goodput_records(run: Run, *, job_name: str | None = None, t0_epoch_s: float 
         restart = e_a[e_a["kind"] == "restart"]
         job_start = float(restart["start_s"].min()) if len(restart) else float(min(starts))
         add(base + job_start, {"job_start_time": base + job_start})
-        for _, e in e_a.iterrows():
-            t0, t1, kind, detail = float(e["start_s"]), float(e["end_s"]), e["kind"], str(e["detail"])
+        e_a = e_a.sort_values(["start_s", "end_s"], kind="stable")
+        for (_, e), t1 in zip(e_a.iterrows(), _clamped_ends(e_a), strict=True):
+            t0, kind, detail = float(e["start_s"]), e["kind"], str(e["detail"])
             if kind == "init":
                 what = "tpu_init" if "tpu_init" in detail else "training_prep"
                 add(base + t0, {f"{what}_start_time": base + t0})
@@ -426,6 +428,25 @@ def goodput_records(run: Run, *, job_name: str | None = None, t0_epoch_s: float 
             add(base + t_end, {"job_end_time": base + t_end})
     recs.sort(key=lambda r: r[:3])
     return [r[3] for r in recs]
+
+
+# Float noise: an interval that runs past the next one's start by no more than this is back to back.
+_NOISE_S = 1e-6
+
+
+def _clamped_ends(events: pd.DataFrame) -> list[float]:
+    """Each event's end, pulled back to a later event's start that it passes by float noise only.
+
+    Back-to-back intervals computed by different sums (end 9885.353500000001, next start
+    9885.3535) then meet exactly, so the end is written before the next start (records of equal
+    time keep the order written) and the pair reads back as two intervals, not one unmatched end.
+    """
+    starts = sorted(float(t) for t in events["start_s"])
+    out = []
+    for t0, t1 in zip(events["start_s"].astype(float), events["end_s"].astype(float), strict=True):
+        i = max(bisect.bisect_right(starts, t0), bisect.bisect_left(starts, t1 - _NOISE_S))
+        out.append(starts[i] if i < len(starts) and starts[i] < t1 else t1)
+    return out
 
 
 _FAILED_STEP_RE = re.compile(r"\bstep (\d+) started\b")

@@ -37,6 +37,7 @@ NAME = "lightning"
 _ABS_TIME = ("timestamp", "time", "wall_time", "walltime", "unix_time")
 _CUM_TIME = ("elapsed", "elapsed_s", "elapsed_time", "train_time", "runtime", "time_s")
 _DUR_TIME = ("step_time", "batch_time", "iter_time", "train_step_time", "step_time_s", "time_per_step")
+_TIME_COLS = frozenset(_ABS_TIME + _CUM_TIME + _DUR_TIME)
 _VERSION_RE = re.compile(r"^version_(\d+)$")
 
 
@@ -117,8 +118,11 @@ def _hparams(csv_path: Path, reader: Reader) -> dict[str, Any] | None:
     return None
 
 
-def _read_metrics(path: Path, reader: Reader) -> pd.DataFrame:
-    """Parse metrics.csv row by row (line numbers for every bad row), merge rows per step."""
+def _read_metrics(path: Path, reader: Reader) -> tuple[pd.DataFrame, dict[str, pd.Series]]:
+    """Parse metrics.csv row by row (line numbers for every bad row), merge rows per step.
+
+    Also returns, per time column, the line each step's (first) value of it came from.
+    """
     text = open_bytes(path).decode("utf-8", errors="replace").lstrip("\ufeff")
     rep = reader.report
     rows = CsvRows(text, reader)
@@ -126,6 +130,7 @@ def _read_metrics(path: Path, reader: Reader) -> pd.DataFrame:
     if "step" not in header:
         reader.fail(f"missing column 'step' (header: {header[:10]})", line=1, field="step")
     data: list[list[float]] = []
+    lines: list[int] = []
     for ln, row in rows:
         vals: list[float] = []
         bad = None
@@ -147,13 +152,15 @@ def _read_metrics(path: Path, reader: Reader) -> pd.DataFrame:
             reader.bad("step is not a non-negative integer", line=ln, field="step", example=",".join(row))
             continue
         data.append(vals)
+        lines.append(ln)
     rep.lines_read += rows.n_rows + 1
     df = pd.DataFrame(data, columns=header, dtype=float)
     df["step"] = df["step"].astype("int64")
+    lined = df.assign(_line=np.array(lines, dtype=np.int64))
+    where = {c: lined.dropna(subset=[c]).groupby("step")["_line"].first() for c in header if c in _TIME_COLS}
     if df.empty:
-        return df
-    merged = df.groupby("step", sort=True).first().reset_index()
-    return merged
+        return df, where
+    return df.groupby("step", sort=True).first().reset_index(), where
 
 
 def _time_kind(cols: list[str]) -> tuple[str, str] | None:
@@ -164,17 +171,21 @@ def _time_kind(cols: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def _steps_for(m: pd.DataFrame, attempt: int, col: str, kind: str, reader: Reader, offset: float) -> pd.DataFrame:
-    """Steps rows of one attempt from its time column (see the module docstring)."""
+def _steps_for(m: pd.DataFrame, lines: pd.Series, attempt: int, col: str, kind: str, reader: Reader, offset: float) -> pd.DataFrame:
+    """Steps rows of one attempt from its time column (see the module docstring).
+
+    ``lines`` maps each step to the file line its ``col`` value came from, for ``reader.bad``.
+    """
     t = m[["step", col]].dropna()
     if len(t) < len(m):
         reader.report.note(f"attempt {attempt}: {len(m) - len(t)} logged rows have no {col!r}: no step row for them")
     steps = t["step"].to_numpy(np.int64)
     v = t[col].to_numpy(float)
+    ln = lines.reindex(steps).to_numpy()
     if kind == "dur":
         neg = v < 0
         for i in np.flatnonzero(neg):
-            reader.bad("negative duration", field=col, example=f"step {steps[i]}: {v[i]}")
+            reader.bad("negative duration", line=int(ln[i]), field=col, example=f"step {steps[i]}: {v[i]}")
         steps, v = steps[~neg], v[~neg]
         end = offset + np.cumsum(v)
         return pd.DataFrame({"attempt": attempt, "step": steps, "start_s": end - v, "end_s": end, col: v})
@@ -186,7 +197,7 @@ def _steps_for(m: pd.DataFrame, attempt: int, col: str, kind: str, reader: Reade
     for i, x in enumerate(v):
         if x < hi:
             keep[i] = False
-            reader.bad("non-monotonic timestamps", field=col, example=f"step {steps[i]}: {x}")
+            reader.bad("non-monotonic timestamps", line=int(ln[i]), field=col, example=f"step {steps[i]}: {x}")
         else:
             hi = x
     steps, v = steps[keep], v[keep]
@@ -231,12 +242,14 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     reader = Reader(path, NAME, strict=strict)
     rep = reader.report
     metrics = []
+    line_of: list[tuple[Reader, dict[str, pd.Series]]] = []  # per attempt: its file, lines of time values
     hparams: dict[str, Any] = {}
     for attempt, f in enumerate(files):
         sub = Reader(f, NAME, strict=strict, report=rep)
-        m = _read_metrics(f, sub)
+        m, where = _read_metrics(f, sub)
         m.insert(0, "attempt", attempt)
         metrics.append(m)
+        line_of.append((sub, where))
         hp = _hparams(f, sub)
         if hp is not None:
             hparams[f.parent.name if len(files) > 1 else "hparams"] = hp
@@ -257,6 +270,10 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
         offset = 0.0
         t0 = None
         for attempt, m in enumerate(metrics):
+            sub, where = line_of[attempt]
+            if col not in where:
+                rep.note(f"attempt {attempt}: {sub.path.name} has no {col!r} column: no step rows")
+                continue
             if kind == "abs":
                 # One clock for all attempts: seconds since the first time point of the job.
                 if t0 is None:
@@ -264,9 +281,9 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
                     t0 = float(vals.min()) if len(vals) else 0.0
                     if t0 > 1e11:
                         t0 /= 1000.0
-                part = _steps_for(m, attempt, col, kind, reader, -t0)
+                part = _steps_for(m, where[col], attempt, col, kind, sub, -t0)
             else:
-                part = _steps_for(m, attempt, col, kind, reader, offset)
+                part = _steps_for(m, where[col], attempt, col, kind, sub, offset)
             if len(part):
                 offset = float(part["end_s"].max())
                 parts.append(part.drop(columns=["_t"], errors="ignore"))

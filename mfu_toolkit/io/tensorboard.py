@@ -10,6 +10,11 @@ What it maps to a :class:`~mfu_toolkit.run.Run`:
 
 - A directory's event files are launches of the job: files of one process (same host and pid
   in the name) are one launch, and each launch is an attempt, in time order.
+- Event files in different directories are different runs, as TensorBoard shows them (restarts
+  of one job write new files into the same directory). A directory that holds event files is
+  loaded with its own files (run folders below it are named in a note, not merged); a folder
+  whose event files all sit in one subfolder loads that subfolder; a folder with several run
+  subfolders is a ``LoadError`` that lists them, like a Kineto folder of several jobs.
 - ``iteration-time`` (seconds; Megatron's mean over the log interval) at step N, written at wall
   time T, gives the interval ending at T: ``interval_steps`` rows (one per step, each as long as
   the mean), ``logged`` on step N. ``meta.timing`` is ``"interval_mean"`` when the log interval
@@ -249,13 +254,27 @@ def read_events(path: Path, reader: Reader, *, verify_crc: bool = True) -> list[
 
 
 # --- sniffing ---------------------------------------------------------------------------------
-def _event_files(path: Path) -> list[Path]:
+def _run_dirs(path: Path) -> dict[Path, list[Path]]:
+    """Event files under ``path`` by directory: each directory is one run (a file: its own)."""
     if path.is_file():
-        return [path]
-    direct = sorted(f for f in path.iterdir() if f.is_file() and "tfevents" in f.name)
-    if direct:
-        return direct
-    return sorted(f for f in path.rglob("*tfevents*") if f.is_file())
+        return {path.parent: [path]}
+    runs: dict[Path, list[Path]] = {}
+    for f in sorted(path.rglob("*tfevents*")):
+        if f.is_file():
+            runs.setdefault(f.parent, []).append(f)
+    return runs
+
+
+def _describe_runs(root: Path, runs: dict[Path, list[Path]], limit: int = 10) -> str:
+    """'sub/dir (N event files, first 2026-03-25T11:17:24+00:00)' for each run folder."""
+    out = []
+    for d, fs in list(runs.items())[:limit]:
+        stamps = [int(m.group(1)) for f in fs if (m := _NAME_RE.search(f.name))]
+        when = f", first {wallclock(min(stamps))}" if stamps else ""
+        out.append(f"{d.relative_to(root).as_posix() or '.'} ({len(fs)} event files{when})")
+    if len(runs) > limit:
+        out.append(f"and {len(runs) - limit} more")
+    return "; ".join(out)
 
 
 def _valid_frame_start(head: bytes) -> bool:
@@ -269,7 +288,7 @@ def sniff(path: Path, head: bytes) -> float:
     p = Path(path)
     try:
         if p.is_dir():
-            return 0.95 if _event_files(p) else 0.0
+            return 0.95 if any(f.is_file() for f in p.rglob("*tfevents*")) else 0.0
         if _valid_frame_start(head):
             return 0.95 if (b"brain.Event" in head[:200] or "tfevents" in p.name) else 0.7
         return 0.0
@@ -292,9 +311,22 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     p = Path(path)
     reader = Reader(p, NAME, strict=strict)
     rep = reader.report
-    files = _event_files(p) if p.exists() else []
-    if not files:
+    runs = _run_dirs(p) if p.exists() else {}
+    if not runs:
         reader.fail("no TensorBoard event files (*tfevents*) found")
+    if p.is_dir() and p not in runs and len(runs) > 1:
+        n_other = sum(1 for f in p.rglob("*") if f.is_file() and "tfevents" not in f.name)
+        reader.fail(
+            f"{len(runs)} TensorBoard runs in subfolders, not one: event files in different folders are "
+            f"different runs (restarts of one job write into one folder). Candidates: {_describe_runs(p, runs)}. "
+            f"Load one folder, e.g. load_run({str(next(iter(runs)))!r})"
+            + (f". The folder also holds {n_other} other file(s), not TensorBoard: load each log by its own path" if n_other else "")
+        )
+    home = p.parent if p.is_file() else (p if p in runs else next(iter(runs)))
+    files = runs[home]
+    others = {d: fs for d, fs in runs.items() if d != home}
+    if others:
+        rep.note(f"{len(others)} other run folder(s) below, not loaded (each is its own run): {_describe_runs(p, others)}")
 
     # one launch per (host.pid); launches ordered by their first wall time
     per_file: list[tuple[Path, list[dict[str, Any]]]] = []
