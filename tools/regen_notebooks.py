@@ -38,6 +38,7 @@ def regen(path: Path, timeout: int = 600) -> None:
         timeout=timeout,
         kernel_name="python3",
         record_timing=False,
+        coalesce_streams=True,  # one print may reach the kernel's stdout in two flushes
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
