@@ -6,7 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mfu_toolkit.analysis import account, checkpoint_report, gpu_idle_share, mfu_summary, scorecard
+from mfu_toolkit.analysis import (
+    account,
+    checkpoint_report,
+    gpu_idle_share,
+    mfu_summary,
+    scaling_from_runs,
+    scorecard,
+)
 from mfu_toolkit.analysis.scorecard import FAMILIES
 from mfu_toolkit.run import Run
 from mfu_toolkit.simulate import SimConfig, simulate
@@ -55,6 +62,7 @@ def test_unknowns_carry_a_note():
     assert np.isnan(sc.loc["steady_state_mfu", "value"]) and "FLOPs" in sc.loc["steady_state_mfu", "note"]
     assert np.isnan(sc.loc["samples_per_s_steady", "value"]) and "global_batch" in sc.loc["samples_per_s_steady", "note"]
     assert "others=" in sc.loc["scaling_efficiency", "note"]
+    assert "others=" in sc.loc["scaling_efficiency_actual", "note"]
     assert "no accelerator utilisation trace" in sc.loc["gpu_idle_share", "note"]
 
 
@@ -62,6 +70,12 @@ def test_scaling_family_with_other_runs_and_gpu_idle_share(run):
     small = simulate(SimConfig(n_ranks=4, n_steps=40, seq_len=2048, samples_per_step=128))
     sc = scorecard(run, others=[small])
     assert 0.5 < _val(sc, "scaling_efficiency") <= 1.01
+    # the same comparison on the mean actual step (stragglers' waits included): what the
+    # scaling table gives with step_time="actual", never above the ideal-step figure here
+    actual = scaling_from_runs([run, small], names=["big", "small"], step_time="actual")
+    assert _val(sc, "scaling_efficiency_actual") == pytest.approx(
+        actual.set_index("run").loc["big", "scaling_efficiency"], rel=1e-12)
+    assert _val(sc, "scaling_efficiency_actual") <= _val(sc, "scaling_efficiency")
     util = pd.DataFrame({"t": [0, 30, 60, 90], "gpu_utilization_pct": [90.0, 80.0, 70.0, 60.0]})
     with_trace = run.replace(tables={"gpu_util": util})
     idle, why = gpu_idle_share(with_trace)
