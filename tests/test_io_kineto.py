@@ -186,6 +186,58 @@ def test_unusable_inputs_raise_load_error(tmp_path):
         kineto.load(mixed)
 
 
+def _ranks(folder: Path, shifts: list[float]) -> Path:
+    folder.mkdir()
+    for r, sh in enumerate(shifts):
+        write_trace(folder / f"rank{r}.json", r, ws=len(shifts), shift=sh)
+    return folder
+
+
+def _clock_notes(run) -> list[str]:
+    return [n for n in run.meta.report.notes if n.startswith("clock offset?")]
+
+
+def test_a_rank_with_an_offset_clock_is_reported_not_rewritten(tmp_path):
+    hour = 3600e6  # µs
+    folder = _ranks(tmp_path / "off", [0.0, 0.0, hour, 0.0])
+    with pytest.warns(LoadWarning, match=r"clock offset\? .*rank 2 \+3600\.000 s"):
+        run = kineto.load(folder)
+    (note,) = _clock_notes(run)
+    assert "rank 2" in note and "rank 0" not in note and "align_clocks=True" in note
+    assert run.meta.extra["clock_offsets_s"].keys() == {2}
+    assert run.meta.extra["clock_offsets_s"][2] == pytest.approx(3600.0, abs=1e-3)
+    assert run.meta.extra["clocks_aligned"] is False
+    s = run.steps
+    assert s.loc[s["rank"] == 2, "start_s"].min() == pytest.approx(3600.0, abs=1e-6)  # timestamps kept
+    assert (s["end_s"] - s["start_s"]).tolist() == pytest.approx([0.001] * 8)  # durations unaffected
+    with pytest.raises(LoadError, match=r"rank 2 \+3600\.000 s"):
+        kineto.load(folder, strict=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LoadWarning)
+        aligned = kineto.load(folder, align_clocks=True)
+    a = aligned.steps
+    assert a.groupby("step")["start_s"].agg(np.ptp).max() == pytest.approx(0.0, abs=1e-6)
+    assert a["start_s"].min() == pytest.approx(0.0) and aligned.meta.extra["clocks_aligned"] is True
+    assert "aligned" in _clock_notes(aligned)[0]
+
+
+def test_two_ranks_with_an_offset_are_both_named(tmp_path):
+    run = load_quiet(_ranks(tmp_path / "two", [0.0, -7200e6]))
+    (note,) = _clock_notes(run)
+    assert "either may be the one off" in note
+    assert run.meta.extra["clock_offsets_s"] == pytest.approx({0: 3600.0, 1: -3600.0}, abs=1e-3)
+
+
+@pytest.mark.parametrize("shifts", [[0.0, 0.0, 0.0], [0.0, 3000.0, -2000.0, 4500.0], [0.0, 900e3]])
+def test_synchronised_or_jittery_clocks_are_not_flagged(tmp_path, shifts):
+    # Equal clocks; a few ms of jitter; 0.9 s on 1 ms steps (under the 1 s floor).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LoadWarning)
+        run = kineto.load(_ranks(tmp_path / "ok", shifts), strict=True)
+    assert not _clock_notes(run) and run.meta.extra["clock_offsets_s"] == {}
+    assert run.steps.groupby("rank")["start_s"].min().tolist() == pytest.approx([(x - min(shifts)) / 1e6 for x in shifts])
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.one_of(st.binary(max_size=300), st.text(alphabet='{}[]":,0123456789.-eXphtsdur ', max_size=300).map(str.encode)))
 def test_random_bytes_raise_only_load_error(data):
@@ -272,6 +324,25 @@ def test_two_ranks_of_the_128_rank_job_load_as_one_run(tmp_path):
     with pytest.raises(LoadError, match="different jobs|world_size"):
         kineto.load(folder)
     assert not math.isnan(run.steps["gpu_busy_s"].sum())
+    assert not _clock_notes(run) and run.meta.extra["clock_offsets_s"] == {}
+
+
+@pytest.mark.realdata
+def test_the_128_rank_job_with_one_clock_an_hour_off_is_reported(tmp_path):
+    from mfu_toolkit.io import load_run
+
+    for p in sorted(realdata_dir("kineto").glob("HTA_trace_filter_sampled_rank-*_ws128.json.gz")):
+        doc = _raw(p)
+        if "rank-1" in p.name:
+            for e in doc["traceEvents"]:
+                if isinstance(e.get("ts"), (int, float)):
+                    e["ts"] += 3600e6
+        (tmp_path / p.name).write_bytes(gzip.compress(json.dumps(doc).encode()))
+    with pytest.warns(LoadWarning, match="clock offset"):
+        run = load_run(tmp_path)
+    assert run.meta.extra["clock_offsets_s"] == pytest.approx({0: -1800.0, 1: 1800.0}, abs=0.01)
+    aligned = load_run(tmp_path, align_clocks=True)
+    assert aligned.steps.groupby("step")["start_s"].agg(np.ptp).max() < 0.01
 
 
 def test_caller_overrides_and_pattern(tmp_path):

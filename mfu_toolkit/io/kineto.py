@@ -31,6 +31,22 @@ Gzipped traces are inflated into one buffer (``gzip.decompress`` holds several c
 peak). The interval arithmetic is numpy (sorted unions and prefix sums), not per-event rows.
 A truncated file (a profiler killed while writing) is read up to its last complete event.
 Times are seconds since the earliest step start across the ranks.
+
+Clocks: each rank's trace is on its host's clock, and the ranks are aligned by those absolute
+timestamps, never silently rewritten. The loader checks them: for every step that several ranks
+share (same attempt and step number), a rank's deviation is its step start minus the median start
+of that step over the ranks; its estimated clock offset is the median of its deviations. In
+synchronous training every rank starts a step within about one step of the others (they wait for
+each other in the collectives), so an |offset| above ``max(1 s, 5 × the median step duration)``
+means the hosts' clocks disagree (the 1 s floor keeps ordinary NTP skew and launch jitter of
+millisecond steps below it). Such ranks are named with their offsets in a report note and a
+``LoadWarning``; ``meta.extra["clock_offsets_s"]`` maps them to the offset (empty when none).
+Per-rank step durations are unaffected; cross-rank timing (stragglers, spans) is not to be
+trusted. Offsets are relative to the median rank: with two ranks, either may be the one off.
+``align_clocks=True`` subtracts each flagged rank's offset from its times (then re-bases to the
+earliest start) and sets ``meta.extra["clocks_aligned"]``. ``strict=True`` without
+``align_clocks`` raises ``LoadError`` naming the ranks and offsets, since the cross-rank
+analyses would be wrong.
 """
 
 from __future__ import annotations
@@ -38,6 +54,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import warnings
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,7 +63,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..run import LoadError, LoadReport, Run, RunMeta
+from ..run import LoadError, LoadReport, LoadWarning, Run, RunMeta
 from ._build import _apply_overrides, split_kwargs
 from ._common import Reader, read_head
 
@@ -60,6 +77,8 @@ _KERNEL_CATS = {"kernel"}
 _MEM_CATS = {"gpu_memcpy", "gpu_memset", "memcpy", "memset"}
 _RANK_NAME_RE = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 _WS_RE = re.compile(r"[\s,]*")
+_CLOCK_MIN_S = 1.0  # a rank's clock offset above max(this, _CLOCK_STEPS × median step) is flagged
+_CLOCK_STEPS = 5.0
 
 
 def sniff(path: Path, head: bytes) -> float:
@@ -543,6 +562,20 @@ def _rank_tables(tr: _Trace, rank: int, reader: Reader) -> tuple[dict[str, np.nd
     return cols, kern, base, float(ss.min())
 
 
+def _clock_offsets(steps: pd.DataFrame) -> tuple[pd.Series, float]:
+    """Per rank: median over shared steps of (its start − the step's median start over ranks), s.
+
+    Also the threshold above which an offset is implausible for synchronous training (see the
+    module docstring). Ranks that share no step with another are absent.
+    """
+    g = steps.groupby(["attempt", "step"])["start_s"]
+    shared = (g.transform("size") > 1).to_numpy()
+    dev = (steps["start_s"] - g.transform("median"))[shared]
+    offsets = dev.groupby(steps["rank"][shared]).median()
+    limit = max(_CLOCK_MIN_S, _CLOCK_STEPS * float((steps["end_s"] - steps["start_s"]).median()))
+    return offsets, limit
+
+
 def _resolve_files(path: str | Path | Sequence[str | Path], pattern: str | None) -> tuple[Path, list[Path]]:
     if isinstance(path, (list, tuple)):
         files = [Path(p) for p in path]
@@ -564,9 +597,14 @@ def load(
     *,
     strict: bool = False,
     pattern: str | None = None,
+    align_clocks: bool = False,
     **kwargs: Any,
 ) -> Run:
-    """Read one trace, a folder of per-rank traces (``pattern`` picks files), or a list of files."""
+    """Read one trace, a folder of per-rank traces (``pattern`` picks files), or a list of files.
+
+    ``align_clocks=True`` subtracts the estimated clock offset of each rank flagged as off (see
+    the module docstring); by default timestamps are kept and an offset is only reported.
+    """
     # Keywords naming RunMeta fields state what the log does not carry; others are an error.
     _, overrides = split_kwargs(kwargs, (), fmt=NAME)
     root, files = _resolve_files(path, pattern)
@@ -633,6 +671,27 @@ def load(
             )
         )
     steps = pd.concat(step_frames, ignore_index=True)
+    offsets, limit = _clock_offsets(steps)
+    off = offsets[offsets.abs() > limit]
+    clock_msg = None
+    if len(off):
+        listed = ", ".join(f"rank {r} {v:+.3f} s" for r, v in off.items())
+        clock_msg = (
+            f"clock offset? estimated offsets {listed} (relative to the median of {len(offsets)} ranks' step starts"
+            f"{'; with two ranks either may be the one off' if len(offsets) == 2 else ''}) exceed {limit:.3g} s, "
+            "implausible for synchronous training: per-rank step durations are unaffected; "
+            "cross-rank timing (stragglers, spans) is not trustworthy"
+        )
+        if align_clocks:
+            by_rank = steps["rank"].map(off).fillna(0.0)
+            rebase = float((steps["start_s"] - by_rank).min())  # the earliest start is 0 again
+            steps[["start_s", "end_s"]] = steps[["start_s", "end_s"]].sub(by_rank + rebase, axis=0)
+            t0 += rebase * 1e6  # the trace time of 0 s on the reference (median rank) clock
+            report.note(clock_msg + "; aligned: those offsets were subtracted (align_clocks=True)")
+        elif strict:
+            raise LoadError(clock_msg + "; pass align_clocks=True to align", path=root)
+        else:
+            report.note(clock_msg + "; pass align_clocks=True to align")
     kernels = pd.DataFrame(
         {
             "rank": np.concatenate([np.full(len(k["step"]), r, dtype=np.int32) for r, k in kparts]),
@@ -654,6 +713,8 @@ def load(
         "device_names": devices,
         "t0_trace_us": t0,
         "base_time_ns": [tr.base_ns for _, tr, _ in traces],
+        "clock_offsets_s": {int(r): float(v) for r, v in off.items()},
+        "clocks_aligned": bool(align_clocks and len(off)),
     }
     if world is not None and len(traces) < world:
         report.note(f"{len(traces)} of {world} ranks' traces read")
@@ -672,5 +733,7 @@ def load(
         run = Run.build(steps, None, meta, {"kernels": kernels})
     except ValueError as exc:
         raise LoadError(f"trace steps do not fit the Run schema: {exc}", path=root) from None
+    if clock_msg is not None and not align_clocks:
+        warnings.warn(f"{report.source} ({NAME}): {clock_msg}", LoadWarning, stacklevel=2)
     report.warn_if_skipped()
     return run
