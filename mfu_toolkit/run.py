@@ -127,23 +127,31 @@ class LoadWarning(UserWarning):
 
 @dataclass
 class LoadReport:
-    """What a loader read, kept and skipped (by reason, with the first line numbers)."""
+    """What a loader read, kept and skipped (by reason, with the first line numbers).
+
+    A location in ``first_lines`` is a plain line number when the load read one file, and
+    ``"<file>:<line>"`` (the file relative to the loaded folder, e.g. ``"version_1/metrics.csv:3"``)
+    when it read several.
+    """
 
     source: str = ""
     format: str = ""
     lines_read: int = 0
     rows_kept: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
-    first_lines: dict[str, list[int]] = field(default_factory=dict)
+    first_lines: dict[str, list[int | str]] = field(default_factory=dict)
     examples: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
-    def skip(self, reason: str, line: int | None = None, example: str | None = None) -> None:
-        """Count one skipped record under ``reason`` (a short phrase), remembering its line."""
+    def skip(self, reason: str, line: int | None = None, example: str | None = None, file: str | None = None) -> None:
+        """Count one skipped record under ``reason`` (a short phrase), remembering its line.
+
+        ``file`` names the file of a load that read several; the line is then kept as ``"file:line"``.
+        """
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
         lines = self.first_lines.setdefault(reason, [])
         if line is not None and len(lines) < _MAX_LINES_KEPT:
-            lines.append(int(line))
+            lines.append(f"{file}:{int(line)}" if file else int(line))
         if example is not None and reason not in self.examples:
             self.examples[reason] = example[:200]
 
@@ -164,7 +172,7 @@ class LoadReport:
         parts = []
         for reason, n in sorted(self.skipped.items(), key=lambda kv: -kv[1]):
             lines = self.first_lines.get(reason) or []
-            at = f" (first at line {', '.join(map(str, lines))})" if lines else ""
+            at = f" (first at {self._where(lines)})" if lines else ""
             parts.append(f"{n} × {reason}{at}")
         return head + f", skipped {self.total_skipped}: " + "; ".join(parts) + "."
 
@@ -208,6 +216,13 @@ class LoadReport:
     def from_dict(cls, d: Mapping[str, Any]) -> LoadReport:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in known})
+
+    @staticmethod
+    def _where(locations: list[int | str]) -> str:
+        """``line 3, 4`` for line numbers; ``version_0/metrics.csv:3, version_1/metrics.csv:4`` for file:line."""
+        if all(not isinstance(v, str) for v in locations):
+            return "line " + ", ".join(map(str, locations))
+        return ", ".join(v if isinstance(v, str) else f"line {v}" for v in locations)
 
 
 @dataclass(frozen=True)

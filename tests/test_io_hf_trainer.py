@@ -94,6 +94,27 @@ def test_results_beside_the_state_and_checkpoint_folders(tmp_path):
     assert only.steps.empty and only.meta.extra["results"]["all_results.json"]["epoch"] == 1.0
 
 
+
+def test_a_folder_load_names_the_trainer_files_it_left_out(tmp_path):
+    (tmp_path / "trainer_state.json").write_text(state(HISTORY))
+    (tmp_path / "all_results.json").write_text(json.dumps({"train_runtime": 250.0}))  # read with the state
+    (tmp_path / "other_run_stdout.txt").write_text(stdout_text())
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 8}))  # not a Trainer log: not named
+    (tmp_path / "checkpoint-50").mkdir()
+    (tmp_path / "checkpoint-50" / "trainer_state.json").write_text(state(HISTORY[:2], global_step=50))
+    notes = load_quiet(tmp_path).meta.report.notes
+    (left,) = [n for n in notes if "not read (load each by its own path)" in n]
+    assert "other_run_stdout.txt (Trainer stdout dict lines" in left and left.startswith("1 other Trainer file(s)")
+    assert "all_results.json" not in left and "config.json" not in left
+    assert any(n.startswith("1 checkpoint state(s) not read (checkpoint-50/trainer_state.json)") for n in notes)
+    # a results-only folder: the stdout log beside it is named too
+    (tmp_path / "trainer_state.json").unlink()
+    (tmp_path / "checkpoint-50" / "trainer_state.json").unlink()
+    notes = load_quiet(tmp_path).meta.report.notes
+    assert any("other_run_stdout.txt (Trainer stdout dict lines" in n for n in notes)
+    # a single file loads as before: no such note
+    assert not any("not read" in n for n in load_quiet(tmp_path / "other_run_stdout.txt").meta.report.notes)
+
 def test_state_without_train_runtime_has_no_invented_times(tmp_path):
     p = tmp_path / "trainer_state.json"
     p.write_text(state(HISTORY[:4]))
@@ -227,6 +248,19 @@ def test_real_trainer_state_matches_the_raw_json():
     only = load_run(realdata_dir("hf_trainer", "Jaong_Checkpoint-of-CPT_all_results.json"))
     assert only.steps.empty and only.meta.source_format == "hf_trainer"
 
+
+
+@pytest.mark.realdata
+def test_real_folder_names_the_stdout_log_it_does_not_read():
+    from mfu_toolkit.io import load_run
+
+    d = realdata_dir("hf_trainer")
+    run = load_run(d)
+    assert run.meta.source_format == "hf_trainer"
+    assert len(run.steps) == json.loads((d / "Jaong_Checkpoint-of-CPT_trainer_state.json").read_text())["global_step"]
+    (left,) = [n for n in run.meta.report.notes if "not read" in n]
+    assert "alpaca7b_fsdp8xA100_run-v7i3k2p0_trainer_stdout_dicts.txt (Trainer stdout dict lines" in left
+    assert "Jaong_Checkpoint-of-CPT" not in left  # the state and its results were read
 
 @pytest.mark.realdata
 def test_real_stdout_dict_lines_match_the_raw_text():

@@ -97,6 +97,29 @@ def test_bad_rows_are_counted_with_lines_or_raised(tmp_path):
     assert exc.value.line == 3 and exc.value.field == "loss"
 
 
+
+def test_several_version_folders_name_the_file_of_each_skipped_line(tmp_path):
+    logs = tmp_path / "lightning_logs"
+    make_version(logs, 0, "epoch,step,loss\n0,0,2.0\n0,1,abc\n0,2,1.8\n", hparams=None)  # bad: line 3
+    make_version(logs, 1, "epoch,step,loss\n0,3,1.7\n0,4,1.6\n0,5,x\n", hparams=None)  # bad: line 4
+    run = load_quiet(logs)
+    rep = run.meta.report
+    assert rep.skipped == {"non-numeric value": 2}
+    assert rep.first_lines == {"non-numeric value": ["version_0/metrics.csv:3", "version_1/metrics.csv:4"]}
+    assert "2 × non-numeric value (first at version_0/metrics.csv:3, version_1/metrics.csv:4)" in rep.summary()
+    assert rep.to_frame()["first_lines"].tolist() == ["version_0/metrics.csv:3, version_1/metrics.csv:4"]
+    # strict: the error names the version's file and its line, not the folder
+    with pytest.raises(LoadError) as exc:
+        lightning.load(logs, strict=True)
+    assert (exc.value.path, exc.value.line, exc.value.field) == (str(logs / "version_0" / "metrics.csv"), 3, "loss")
+    assert str(exc.value).startswith(f"{logs / 'version_0' / 'metrics.csv'}, line 3, field 'loss': non-numeric value")
+    # one version folder, or its file: plain line numbers as before
+    for one in (logs / "version_1", logs / "version_1" / "metrics.csv"):
+        rep1 = load_quiet(one).meta.report
+        assert rep1.first_lines == {"non-numeric value": [4]}
+        assert "1 × non-numeric value (first at line 4)" in rep1.summary()
+
+
 def test_non_monotonic_clock_is_skipped(tmp_path):
     p = tmp_path / "metrics.csv"
     p.write_text("epoch,step,loss,timestamp\n0,0,2,100\n0,1,2,105\n0,2,2,103\n0,3,2,110\n")
@@ -121,7 +144,7 @@ def test_clock_and_duration_errors_name_the_line(tmp_path):
     d = make_version(tmp_path / "logs", 0, "epoch,step,loss,step_time\n0,1,2.0,\n0,1,,0.5\n0,2,1.9,-1\n", hparams=None)
     make_version(tmp_path / "logs", 1, "epoch,step,loss\n0,3,1.8\n", hparams=None)  # no time column
     run = load_quiet(d.parent)
-    assert run.meta.report.first_lines == {"negative duration": [4]}
+    assert run.meta.report.first_lines == {"negative duration": ["version_0/metrics.csv:4"]}  # two files: named
     assert run.steps["step"].tolist() == [1]
     assert any("attempt 1: metrics.csv has no 'step_time' column" in n for n in run.meta.report.notes)
     with pytest.raises(LoadError) as exc:
@@ -150,8 +173,9 @@ def test_unreadable_hparams_is_a_counted_record(tmp_path):
     run = load_quiet(d)
     assert any("hparams" in r for r in run.meta.report.skipped)
     assert "hparams" not in run.meta.extra
-    with pytest.raises(LoadError, match="hparams"):
+    with pytest.raises(LoadError, match="hparams") as exc:
         lightning.load(d, strict=True)
+    assert exc.value.path == str(d / "hparams.yaml")  # the YAML itself, not the metrics.csv beside it
 
 
 @settings(max_examples=40, deadline=None)

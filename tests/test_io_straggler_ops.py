@@ -121,6 +121,17 @@ def test_bad_rows_are_counted_with_lines_or_raised(tmp_path):
     assert exc.value.line == 3 and exc.value.field == "duration"
 
 
+
+def test_unreadable_meta_yaml_is_counted_or_named_in_strict_mode(tmp_path):
+    p = write_csv(tmp_path)
+    (tmp_path / "meta-TOY.yaml").write_text("trial_name: [TOY\n")
+    run = load_quiet(p)
+    (reason,) = run.meta.report.skipped
+    assert reason.startswith("unreadable metadata YAML") and run.meta.report.first_lines[reason] == []
+    with pytest.raises(LoadError) as exc:
+        straggler_ops.load(p, strict=True)
+    assert exc.value.path == str(tmp_path / "meta-TOY.yaml") and exc.value.field == "meta"  # the YAML, not the trace
+
 def test_missing_columns_empty_and_folders(tmp_path):
     p = tmp_path / "t.csv"
     p.write_text("rank,step,optype,start_ts\n0,1,forward-compute,0.0\n")

@@ -118,6 +118,35 @@ def test_nan_and_negative_iteration_time(tmp_path):
     assert info.value.line == 2 and info.value.field == "iteration-time"
 
 
+
+def test_skipped_records_of_a_folder_name_their_event_file(tmp_path):
+    d = tmp_path / "tb"
+    d.mkdir()
+    first = write_tb_launch(d, 100.0, 1, steps=[1, 2])
+    second = write_tb_launch(d, 200.0, 2, steps=[1, 2])
+    n = 2 + 2 * 2  # records in each file
+    corrupt = bytearray(frame(event(220.0, 9, scalars={"iteration-time": 0.5})))
+    corrupt[-6] ^= 0xFF  # data checksum fails: record n + 1 of the first file
+    first.write_bytes(first.read_bytes() + bytes(corrupt))
+    second.write_bytes(second.read_bytes() + frame(event(230.0, 3, scalars={"iteration-time": float("nan")})))
+    with pytest.warns(LoadWarning, match=re.escape(f"(first at {first.name}:{n + 1})")):
+        run = load_run(d)
+    assert run.meta.report.first_lines == {
+        "record checksum mismatch": [f"{first.name}:{n + 1}"],
+        "iteration-time is NaN, infinite or negative": [f"{second.name}:{n + 1}"],
+    }
+    # strict: the error names the event file and its record, not the folder
+    with pytest.raises(LoadError) as info:
+        load_run(d, strict=True)
+    assert (info.value.path, info.value.line) == (str(first), n + 1)
+    first.write_bytes(first.read_bytes()[: -len(corrupt)])
+    with pytest.raises(LoadError) as info:
+        load_run(d, strict=True)
+    assert (info.value.path, info.value.line, info.value.field) == (str(second), n + 1, "iteration-time")
+    # the file alone: plain record numbers
+    with pytest.warns(LoadWarning):
+        assert load_run(second).meta.report.first_lines == {"iteration-time is NaN, infinite or negative": [n + 1]}
+
 def test_malformed_protobuf_is_skipped(tmp_path):
     p = tmp_path / "events.out.tfevents.1.h.1.0"
     p.write_bytes(frame(event(1.0, file_version="brain.Event:2")) + frame(b"\x0a\xff\xff\xff") + frame(event(2.0, 1, scalars={"iteration-time": 0.5})))

@@ -88,6 +88,22 @@ def test_single_files_load_alone(tmp_path):
     assert summ.steps.empty and summ.meta.extra["summary"]["train/loss"] == 1.6
 
 
+
+def test_bad_rows_of_a_folder_name_their_file(tmp_path):
+    d = make_dir(tmp_path)
+    lines = HISTORY.splitlines()
+    lines[2] = lines[2].replace("1.9,", "oops,", 1)  # a non-numeric loss on line 3 of history.csv
+    (d / "history.csv").write_text("\n".join(lines) + "\n")
+    (d / "stats.csv").write_text(SYSTEM + f"{T0 + 55},x,1,1,1,1,1,1,1,1\n")  # bad cpu on line 4
+    run = load_quiet(d)
+    reason = "non-numeric value (left missing, row kept)"
+    assert run.meta.report.first_lines == {reason: ["history.csv:3", "stats.csv:4"]}
+    assert f"2 × {reason} (first at history.csv:3, stats.csv:4)" in run.meta.report.summary()
+    with pytest.raises(LoadError) as exc:
+        wandb.load(d, strict=True)
+    assert (exc.value.path, exc.value.line, exc.value.field) == (str(d / "history.csv"), 3, "train/loss")
+    assert load_quiet(d / "stats.csv").meta.report.first_lines == {reason: [4]}  # one file: plain lines
+
 def test_restart_and_bad_rows(tmp_path):
     p = tmp_path / "h.csv"
     text = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -153,6 +154,39 @@ def test_report_merge_and_dict_round_trip():
     assert LoadReport.from_dict(a.to_dict()) == a
 
 
+
+def _report_of_two_files() -> LoadReport:
+    """A report of a load that read two files: its locations are "file:line"."""
+    rep = LoadReport(source="logs", format="demo", lines_read=8, rows_kept=4)
+    rep.skip("non-numeric value", line=3, example="abc", file="version_0/metrics.csv")
+    rep.skip("non-numeric value", line=4, example="x", file="version_1/metrics.csv")
+    rep.skip("no line known", file="version_1/metrics.csv")
+    return rep
+
+
+def test_report_locations_name_the_file_when_a_load_read_several():
+    rep = _report_of_two_files()
+    assert rep.first_lines == {
+        "non-numeric value": ["version_0/metrics.csv:3", "version_1/metrics.csv:4"],
+        "no line known": [],
+    }
+    assert "2 × non-numeric value (first at version_0/metrics.csv:3, version_1/metrics.csv:4)" in rep.summary()
+    assert "1 × no line known." in rep.summary()
+    frame = rep.to_frame()
+    assert frame.loc[0, "first_lines"] == "version_0/metrics.csv:3, version_1/metrics.csv:4"
+    # a mix (a plain-numbered report merged in) keeps both kinds readable
+    plain = LoadReport()
+    plain.skip("non-numeric value", line=7)
+    plain.merge(rep)
+    assert plain.first_lines["non-numeric value"] == [7, "version_0/metrics.csv:3", "version_1/metrics.csv:4"]
+    assert "(first at line 7, version_0/metrics.csv:3, version_1/metrics.csv:4)" in plain.summary()
+    # dict and JSON round trips keep "file:line" text and plain ints apart
+    for d in (rep.to_dict(), json.loads(json.dumps(rep.to_dict()))):
+        back = LoadReport.from_dict(d)
+        assert back == rep and back.summary() == rep.summary()
+    back = LoadReport.from_dict(json.loads(json.dumps(plain.to_dict())))
+    assert back.first_lines["non-numeric value"][0] == 7 and back == plain
+
 def test_load_error_names_file_line_field():
     e = LoadError("expected a number", path="f.log", line=7, field="time_ms")
     assert str(e) == "f.log, line 7, field 'time_ms': expected a number"
@@ -211,6 +245,18 @@ def test_parquet_round_trip_is_lossless(tmp_path):
     pd.testing.assert_frame_equal(back.tables["evals"], run.tables["evals"])
     assert Run.from_parquet(run.to_parquet(tmp_path / "again.parquet")) == run
 
+
+
+def test_parquet_round_trip_keeps_file_line_locations(tmp_path):
+    run = _rich_run()
+    run = run.replace(meta=run.meta.replace(report=_report_of_two_files()))
+    back = read_run(save_run(run, tmp_path / "run.parquet"))
+    assert back == run
+    assert back.meta.report.first_lines == {
+        "non-numeric value": ["version_0/metrics.csv:3", "version_1/metrics.csv:4"],
+        "no line known": [],
+    }
+    assert back.meta.report.summary() == run.meta.report.summary()
 
 def test_parquet_round_trip_of_an_empty_run(tmp_path):
     run = Run.build(meta=RunMeta(name="empty"))

@@ -62,24 +62,57 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 
 
 class Reader:
-    """Skip-or-raise for one source file: ``bad(...)`` counts or raises, never drops silently."""
+    """Skip-or-raise for one source file: ``bad(...)`` counts or raises, never drops silently.
 
-    def __init__(self, path: str | Path, fmt: str, *, strict: bool = False, report: LoadReport | None = None):
+    A load that reads several files gives each its own Reader (:meth:`for_file`) sharing one
+    report; with ``root`` (the loaded folder, set only when there is more than one file) the
+    skipped records are remembered as ``"<file relative to root>:<line>"``. Strict-mode errors
+    always name the Reader's own file.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        fmt: str,
+        *,
+        strict: bool = False,
+        report: LoadReport | None = None,
+        root: str | Path | None = None,
+    ):
         self.path = Path(path)
+        self.fmt = fmt
         self.strict = strict
         self.report = report if report is not None else LoadReport(source=str(path), format=fmt)
+        self.root = None if root is None else Path(root)
+
+    @property
+    def file(self) -> str | None:
+        """This file relative to ``root`` (``None`` without a root, or for the root itself)."""
+        if self.root is None or self.path == self.root:
+            return None
+        try:
+            return self.path.relative_to(self.root).as_posix()
+        except ValueError:
+            return self.path.as_posix()
+
+    def for_file(self, path: str | Path, *, root: str | Path | None = None) -> Reader:
+        """A Reader for one of this load's files: same report and mode, its errors name ``path``.
+
+        ``root`` defaults to this Reader's; pass the loaded folder when the load reads more than
+        one file, so that skipped lines carry their file.
+        """
+        return Reader(path, self.fmt, strict=self.strict, report=self.report, root=self.root if root is None else root)
 
     def bad(self, reason: str, *, line: int | None = None, field: str | None = None, example: str | None = None) -> None:
         """A malformed record: raise in strict mode, otherwise count it under ``reason``."""
         if self.strict:
             detail = f"{reason}" + (f": {example[:120]!r}" if example else "")
             raise LoadError(detail, path=self.path, line=line, field=field)
-        self.report.skip(reason, line=line, example=example)
+        self.report.skip(reason, line=line, example=example, file=self.file)
 
     def fail(self, message: str, *, line: int | None = None, field: str | None = None) -> None:
         """An error that no mode can skip (e.g. no records at all)."""
         raise LoadError(message, path=self.path, line=line, field=field)
-
 
 
 class CsvRows:

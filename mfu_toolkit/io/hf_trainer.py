@@ -43,7 +43,7 @@ import pandas as pd
 
 from ..run import LoadError, Run, RunMeta
 from ._build import _apply_overrides, split_kwargs
-from ._common import Reader, iter_lines, open_bytes
+from ._common import Reader, iter_lines, open_bytes, read_head
 
 NAME = "hf_trainer"
 
@@ -426,6 +426,42 @@ def _pick_state(path: Path) -> Path | None:
     return named[0] if len(named) == 1 else None
 
 
+def _note_left_out(folder: Path, read: list[Path], reader: Reader) -> None:
+    """Name the Trainer logs in ``folder`` (and its checkpoint states) that this load left out, and why."""
+    done = {f.resolve() for f in read}
+    left: list[str] = []
+    for f in sorted(folder.iterdir()):
+        if not f.is_file() or f.name.startswith(".") or f.resolve() in done:
+            continue
+        try:
+            head = read_head(f)
+        except OSError:
+            continue
+        if sniff(f, head) <= 0:
+            continue  # not a Trainer log (model weights, configs, tokenizer files, ...)
+        h = head.lstrip()
+        if h[:1] == b"{" and b'"log_history"' in head:
+            why = "another trainer_state.json: one state per load"
+        elif h[:1] == b"{" and b'"train_runtime"' in head and b"'" not in h[:200]:
+            why = "a results JSON not paired with the file read"
+        else:
+            why = "Trainer stdout dict lines: a log of its own, possibly of another run"
+        left.append(f"{f.name} ({why})")
+    if left:
+        reader.report.note(
+            f"{len(left)} other Trainer file(s) in {folder.name}/ not read (load each by its own path): " + "; ".join(left)
+        )
+    states = sorted(
+        (c for c in folder.glob("checkpoint-*/trainer_state.json") if c.resolve() not in done),
+        key=lambda c: (len(c.parent.name), c.parent.name),
+    )
+    if states:
+        shown = ", ".join(c.relative_to(folder).as_posix() for c in states[:3]) + (", ..." if len(states) > 3 else "")
+        reader.report.note(
+            f"{len(states)} checkpoint state(s) not read ({shown}): the state read holds the latest history of the run"
+        )
+
+
 def _segments(entries: list[tuple[int | None, Any]]) -> list[list[tuple[int | None, dict[str, Any]]]]:
     segs: list[list[tuple[int | None, dict[str, Any]]]] = [[]]
     for line, e in entries:
@@ -448,7 +484,9 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
         if state is None:
             res = [path / f for f in _RESULT_FILES if (path / f).is_file()]
             if res:
-                return _results_run(res[0], Reader(res[0], NAME, strict=strict), overrides)
+                sub = Reader(res[0], NAME, strict=strict)
+                _note_left_out(path, [res[0]], sub)
+                return _results_run(res[0], sub, overrides)
             raise LoadError(
                 "no trainer_state.json (nor checkpoint-*/trainer_state.json, nor results JSON) here",
                 path=path,
@@ -504,6 +542,8 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     results = _read_results(path) if not stdout else {}
     if results:
         extra["results"] = results
+    if src.is_dir():
+        _note_left_out(src, [path, *(path.parent / n for n in results)], reader)
     for f in facts.get("final", []):
         if "total_flos" in f:
             extra.setdefault("total_flos", f["total_flos"])

@@ -611,7 +611,7 @@ def load(
     report = LoadReport(source=str(path if not isinstance(path, (list, tuple)) else root), format=NAME)
     traces: list[tuple[Path, _Trace, Reader]] = []
     for f in files:
-        r = Reader(f, NAME, strict=strict, report=report)
+        r = Reader(f, NAME, strict=strict, report=report, root=root if len(files) > 1 else None)  # file:line
         traces.append((f, _Trace(f, r), r))
     # Ranks: distributedInfo, else the file name, else -1 (one file) or the file order.
     ranks: list[int] = []

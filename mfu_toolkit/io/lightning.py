@@ -112,7 +112,8 @@ def _hparams(csv_path: Path, reader: Reader) -> dict[str, Any] | None:
             try:
                 data = yaml.safe_load(open_bytes(c).decode("utf-8", errors="replace"))
             except yaml.YAMLError as exc:
-                reader.bad(f"unreadable hparams.yaml ({type(exc).__name__})", field="hparams", example=str(c))
+                # the error names the YAML file itself, not the metrics.csv beside it
+                reader.for_file(c).bad(f"unreadable hparams.yaml ({type(exc).__name__})", field="hparams", example=str(c))
                 return None
             return _plain(data) if isinstance(data, dict) else {"value": _plain(data)}
     return None
@@ -239,13 +240,14 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
             raise LoadError("no metrics.csv here nor in version_N folders", path=path)
     else:
         files = [_companion_csv(path) or path]
-    reader = Reader(path, NAME, strict=strict)
+    # Several version_N files: each skipped line is remembered as "version_1/metrics.csv:3".
+    reader = Reader(path, NAME, strict=strict, root=path if len(files) > 1 else None)
     rep = reader.report
     metrics = []
     line_of: list[tuple[Reader, dict[str, pd.Series]]] = []  # per attempt: its file, lines of time values
     hparams: dict[str, Any] = {}
     for attempt, f in enumerate(files):
-        sub = Reader(f, NAME, strict=strict, report=rep)
+        sub = reader.for_file(f)
         m, where = _read_metrics(f, sub)
         m.insert(0, "attempt", attempt)
         metrics.append(m)

@@ -130,7 +130,8 @@ def _meta_yaml(path: Path, reader: Reader) -> dict[str, Any] | None:
             try:
                 data = yaml.safe_load(open_bytes(c).decode("utf-8", errors="replace"))
             except yaml.YAMLError as exc:
-                reader.bad(f"unreadable metadata YAML ({type(exc).__name__})", field="meta", example=str(c))
+                # the error names the YAML file itself, not the trace beside it
+                reader.for_file(c).bad(f"unreadable metadata YAML ({type(exc).__name__})", field="meta", example=str(c))
                 return None
             if isinstance(data, dict):
                 return {str(k): (v if isinstance(v, (int, float, str, bool)) or v is None else str(v)) for k, v in data.items()}

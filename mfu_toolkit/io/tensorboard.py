@@ -329,9 +329,14 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
         rep.note(f"{len(others)} other run folder(s) below, not loaded (each is its own run): {_describe_runs(p, others)}")
 
     # one launch per (host.pid); launches ordered by their first wall time
+    if len(files) > 1:  # several event files: each skipped record carries its file (relative to p)
+        reader.root = p
     per_file: list[tuple[Path, list[dict[str, Any]]]] = []
     for f in files:
-        evs = read_events(f, reader, verify_crc=bool(opts.get("verify_crc", True)))
+        sub = reader.for_file(f)  # strict errors name the event file, not the folder
+        evs = read_events(f, sub, verify_crc=bool(opts.get("verify_crc", True)))
+        for e in evs:
+            e["reader"] = sub
         if evs:
             per_file.append((f, evs))
         else:
@@ -372,13 +377,13 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
                 if tag != time_tag:
                     continue
                 if not math.isfinite(value) or value < 0:
-                    reader.bad(f"{time_tag} is NaN, infinite or negative", line=e["record"], field=time_tag, example=f"step {e['step']}: {value}")
+                    e["reader"].bad(f"{time_tag} is NaN, infinite or negative", line=e["record"], field=time_tag, example=f"step {e['step']}: {value}")
                     continue
                 if e["step"] in seen_steps:
-                    reader.bad(f"{time_tag} logged twice for one step", line=e["record"], field=time_tag, example=f"step {e['step']}")
+                    e["reader"].bad(f"{time_tag} logged twice for one step", line=e["record"], field=time_tag, example=f"step {e['step']}")
                     continue
                 if e["wall_time"] < last_t:
-                    reader.bad("non-monotonic wall_time", line=e["record"], field="wall_time")
+                    e["reader"].bad("non-monotonic wall_time", line=e["record"], field="wall_time")
                     continue
                 last_t = e["wall_time"]
                 seen_steps.add(e["step"])

@@ -138,7 +138,7 @@ def _read_csv(path: Path, reader: Reader, required: tuple[str, ...]) -> tuple[pd
     media references) is left out, with a note.
     """
     text = open_bytes(path).decode("utf-8", errors="replace").lstrip("\ufeff")
-    sub = Reader(path, NAME, strict=reader.strict, report=reader.report)  # errors name this file
+    sub = reader.for_file(path)  # errors name this file; in a folder load, skips carry its name
     rows = CsvRows(text, sub)
     header = rows.header
     for r in required:
@@ -182,7 +182,7 @@ def _summary(path: Path, reader: Reader) -> dict[str, Any]:
     try:
         doc = json.loads(open_bytes(path))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        Reader(path, NAME, strict=reader.strict, report=reader.report).bad(
+        reader.for_file(path).bad(
             f"unreadable summary JSON ({exc})", field="summary"
         )
         return {}
@@ -375,6 +375,8 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
         if k is None:
             reader.fail("not a W&B export: no _timestamp/_step columns nor summary keys")
         files = {k: path}
+    if len(files) > 1:  # a folder of several exports: each skipped line carries its file name
+        reader.root = path
     hist = syst = None
     if "history" in files:
         hist = _read_csv(files["history"], reader, ("_timestamp",))
@@ -396,7 +398,7 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     events: list[dict[str, Any]] = []
     extra: dict[str, Any] = {"files": {k: str(v) for k, v in files.items()}, "t0_epoch_s": t0}
     if hist is not None:
-        steps, events, final = _history_steps(hist[0], hist[1], t0, Reader(files["history"], NAME, strict=strict, report=rep))
+        steps, events, final = _history_steps(hist[0], hist[1], t0, reader.for_file(files["history"]))
         if final:
             extra["final"] = final
         if steps is None:
