@@ -66,6 +66,29 @@ def test_megatron_bad_loss_alone_and_unknown_text_field(tmp_path):
     assert any("'phase'" in n and "left out" in n for n in run.meta.report.notes)
 
 
+
+def test_megatron_bad_straggler_and_memory_values_are_counted(tmp_path):
+    p = tmp_path / "train.log"
+    p.write_text(
+        "[2024-03-14 23:07:56] | MnRtt/Rnk: 3453.08ms/8 | MxRtt/Rnk: nanms/0 | MnUtl/Rnk: 97%/8 | MxUtl/Rnk: N/A/6\n"
+        "[Rank 1] (after 1 iterations) memory (MB) | allocated: 100.5 | max allocated: n/a | reserved: 300.0\n"
+        + megatron_line(1, 1000.0, ts="2024-03-14 23:08:00")
+        + "\n"
+    )
+    run = load_warned(megatron, p)
+    rep, reason = run.meta.report, "non-numeric value (left missing, line kept)"
+    assert rep.skipped == {reason: 3} and rep.first_lines[reason] == [1, 1, 2]
+    st = run.tables["straggler"].set_index("metric")
+    assert st.loc["Rtt", ["unit", "min", "min_rank", "max_rank"]].tolist() == ["ms", 3453.08, 8, 0]
+    assert math.isnan(st.loc["Rtt", "max"]) and math.isnan(st.loc["Utl", "max"]) and st.loc["Utl", "min"] == 97.0
+    mem = run.tables["memory"].iloc[0]
+    assert math.isnan(mem["max_allocated_mb"]) and (mem["allocated_mb"], mem["reserved_mb"]) == (100.5, 300.0)
+    err = strict_error(megatron, p)
+    assert (err.line, err.field) == (1, "MxRtt/Rnk") and "nanms" in str(err)
+    p.write_text(p.read_text().replace("nanms", "3468.2ms").replace("N/A", "100%"))
+    err = strict_error(megatron, p)
+    assert (err.line, err.field) == (2, "max allocated") and "n/a" in str(err)
+
 # --- W&B history CSV ------------------------------------------------------------------------------
 def test_wandb_bad_metric_cell_is_counted(tmp_path):
     p = tmp_path / "history.csv"

@@ -215,6 +215,37 @@ def test_back_to_back_evals_that_overlap_by_float_noise_stay_two(tmp_path):
     assert back.steps[["step", "start_s", "end_s"]].values.tolist() == run.steps[["step", "start_s", "end_s"]].values.tolist()
 
 
+
+@pytest.mark.parametrize(
+    ("first", "second", "named"),
+    [
+        (("eval", 1.0, 20.0, ""), ("eval", 10.0, 29.0, ""), "eval event 1.0-20.0 s and eval event 10.0-29.0 s of attempt 0"),
+        (("init", 1.0, 29.0, "tpu_init"), ("init", 5.0, 6.0, "tpu_init"), "init event 1.0-29.0 s and init event 5.0-6.0 s"),
+        (("eval", 1.0, 20.0, ""), ("other", 19.0, 29.0, "eval"), "eval event 1.0-20.0 s and other event 19.0-29.0 s"),
+    ],
+)
+def test_overlapping_intervals_of_one_type_are_an_error_not_a_wrong_log(tmp_path, first, second, named):
+    steps = {"step": [1, 2], "start_s": [0.0, 30.0], "end_s": [1.0, 31.0]}
+    events = [dict(zip(("kind", "start_s", "end_s", "detail"), e, strict=True)) for e in (first, second)]
+    run = Run.build(steps, events, RunMeta(name="x"))
+    with pytest.raises(ValueError, match="overlap") as exc:
+        write_goodput(run, tmp_path / "g.jsonl", t0_epoch_s=0.0)
+    assert named in str(exc.value) and "read back" in str(exc.value)
+    assert not (tmp_path / "g.jsonl").exists()
+
+
+def test_overlapping_intervals_of_different_types_round_trip(tmp_path):
+    steps = {"step": [1, 2], "start_s": [0.0, 30.0], "end_s": [1.0, 31.0]}
+    events = [
+        {"kind": "data_load", "start_s": 1.0, "end_s": 20.0},
+        {"kind": "eval", "start_s": 10.0, "end_s": 29.0},
+        {"kind": "other", "start_s": 12.0, "end_s": 25.0, "detail": "PROFILE"},
+    ]
+    run = Run.build(steps, events, RunMeta(name="x"))
+    back = load_run(write_goodput(run, tmp_path / "g.jsonl", t0_epoch_s=0.0), format="goodput")
+    got = back.events[back.events["end_s"] > back.events["start_s"]][["kind", "start_s", "end_s"]].values.tolist()
+    assert got == run.events[["kind", "start_s", "end_s"]].values.tolist() and back.meta.report.total_skipped == 0
+
 def test_real_hf_run_round_trips_with_all_its_evals(realdata, tmp_path):  # noqa: F811
     run = load_run(realdata / "hf_trainer" / "Jaong_Checkpoint-of-CPT_trainer_state.json")
     back = load_run(write_goodput(run, tmp_path / "g.jsonl"))

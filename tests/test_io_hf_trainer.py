@@ -95,6 +95,24 @@ def test_results_beside_the_state_and_checkpoint_folders(tmp_path):
 
 
 
+def test_an_unreadable_results_file_is_counted_with_file_and_line(tmp_path):
+    p = tmp_path / "run_trainer_state.json"
+    p.write_text(state(HISTORY))
+    (tmp_path / "run_all_results.json").write_text('{\n  "epoch": 1.0,\n  "train_runtime": 250.0,\n')  # half-written
+    (tmp_path / "eval_results.json").write_text("[1, 2]")
+    reason = "unreadable results JSON, left out (Expecting property name enclosed in double quotes)"
+    with pytest.warns(LoadWarning, match="unreadable results JSON"):
+        run = hf_trainer.load(p)
+    rep = run.meta.report
+    assert rep.skipped == {reason: 1, "results JSON is not an object, left out": 1}
+    assert rep.first_lines[reason] == ["run_all_results.json:4"] and "results" not in run.meta.extra
+    assert len(run.steps) == 100  # the state itself loads as before
+    with pytest.raises(LoadError) as exc:
+        hf_trainer.load(p, strict=True)
+    err = exc.value
+    assert (err.line, err.field) == (4, "run_all_results.json") and str(tmp_path / "run_all_results.json") in str(err)
+
+
 def test_a_folder_load_names_the_trainer_files_it_left_out(tmp_path):
     (tmp_path / "trainer_state.json").write_text(state(HISTORY))
     (tmp_path / "all_results.json").write_text(json.dumps({"train_runtime": 250.0}))  # read with the state

@@ -146,10 +146,31 @@ def test_clock_and_duration_errors_name_the_line(tmp_path):
     run = load_quiet(d.parent)
     assert run.meta.report.first_lines == {"negative duration": ["version_0/metrics.csv:4"]}  # two files: named
     assert run.steps["step"].tolist() == [1]
-    assert any("attempt 1: metrics.csv has no 'step_time' column" in n for n in run.meta.report.notes)
+    assert "1 of 2 metrics file(s) without step times, not attempts: version_1 (no 'step_time' column)" in run.meta.report.notes
     with pytest.raises(LoadError) as exc:
         lightning.load(d.parent, strict=True)
     assert (exc.value.path, exc.value.line, exc.value.field) == (str(d / "metrics.csv"), 4, "step_time")
+
+
+@pytest.mark.parametrize("kind", ["step_time", "timestamp"])
+def test_versions_without_step_times_take_no_attempt_number(tmp_path, kind):
+    logs = tmp_path / "lightning_logs"
+    make_version(logs, 0, "epoch,step,loss\n0,3,1.8\n", hparams=None)  # no time column
+    make_version(logs, 1, f"epoch,step,loss,{kind}\n", hparams=None)  # header only: no rows
+    t = (0.5, 0.5) if kind == "step_time" else (1_700_000_000.0, 1_700_000_000.5)
+    make_version(logs, 2, f"epoch,step,loss,{kind}\n0,4,1.7,{t[0]}\n0,5,1.6,{t[1]}\n", hparams=None)
+    make_version(logs, 3, f"epoch,step,loss,{kind}\n0,6,1.5,\n0,7,1.4,{t[1] + 0.5}\n", hparams=None)
+    run = lightning.load(logs)
+    assert run.steps.groupby("attempt")["step"].apply(list).to_dict() == {0: [4, 5], 1: [7]}
+    m = run.tables["metrics"]
+    assert m["version"].tolist() == ["version_0", "version_2", "version_2", "version_3", "version_3"]
+    assert m["attempt"].tolist()[1:] == [0, 0, 1, 1] and m["attempt"].isna().tolist() == [True, False, False, False, False]
+    notes = run.meta.report.notes
+    assert (
+        f"2 of 4 metrics file(s) without step times, not attempts: version_0 (no {kind!r} column); version_1 (no {kind!r} value)"
+        in notes
+    )
+    assert "4 version_N folders read as attempts 0..1 (those with step times)" in notes
 
 
 def test_missing_column_empty_file_and_empty_folder(tmp_path):

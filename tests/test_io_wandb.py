@@ -104,6 +104,19 @@ def test_bad_rows_of_a_folder_name_their_file(tmp_path):
     assert (exc.value.path, exc.value.line, exc.value.field) == (str(d / "history.csv"), 3, "train/loss")
     assert load_quiet(d / "stats.csv").meta.report.first_lines == {reason: [4]}  # one file: plain lines
 
+
+def test_unreadable_summary_is_counted_with_its_line(tmp_path):
+    d = make_dir(tmp_path)
+    (d / "wandb-summary.json").write_text('{"_wandb": {"runtime": 40},\n "train/loss": 1.6,\n "x": \n')
+    reason = "unreadable summary JSON (Expecting value)"
+    run = load_quiet(d)
+    assert run.meta.report.skipped == {reason: 1} and run.meta.report.first_lines[reason] == ["wandb-summary.json:4"]
+    assert "summary" not in run.meta.extra and len(run.steps) > 0
+    with pytest.raises(LoadError) as exc:
+        wandb.load(d, strict=True)
+    assert (exc.value.path, exc.value.line, exc.value.field) == (str(d / "wandb-summary.json"), 4, "summary")
+
+
 def test_restart_and_bad_rows(tmp_path):
     p = tmp_path / "h.csv"
     text = (

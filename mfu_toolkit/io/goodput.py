@@ -353,6 +353,10 @@ def goodput_records(run: Run, *, job_name: str | None = None, t0_epoch_s: float 
     the step number the failure's detail names (``step N started``, as :func:`load` writes it)
     or else the attempt's last step + 1. Read back, the attempt's steps keep their numbers and
     ends (the last one ends at the failure), and the failure starts where it did.
+
+    Two intervals written as start/end pairs of one type (``init`` of one kind, ``data_load``,
+    custom badput of one type) that overlap by more than float noise cannot be told apart when
+    read, so they raise a ValueError naming both (kind, attempt, start-end) instead.
     """
     name = job_name or run.meta.name or "mfu_toolkit_run"
     base = t0_epoch_s if t0_epoch_s is not None else num(run.meta.extra.get("t0_epoch_s", 0.0))
@@ -380,17 +384,19 @@ def goodput_records(run: Run, *, job_name: str | None = None, t0_epoch_s: float 
         job_start = float(restart["start_s"].min()) if len(restart) else float(min(starts))
         add(base + job_start, {"job_start_time": base + job_start})
         e_a = e_a.sort_values(["start_s", "end_s"], kind="stable")
-        for (_, e), t1 in zip(e_a.iterrows(), _clamped_ends(e_a), strict=True):
+        ends = _clamped_ends(e_a)
+        _check_pairs(e_a, ends, a)
+        for (_, e), t1 in zip(e_a.iterrows(), ends, strict=True):
             t0, kind, detail = float(e["start_s"]), e["kind"], str(e["detail"])
             if kind == "init":
-                what = "tpu_init" if "tpu_init" in detail else "training_prep"
+                what = _pair_key(kind, detail)
                 add(base + t0, {f"{what}_start_time": base + t0})
                 add(base + t1, {f"{what}_end_time": base + t1})
             elif kind == "data_load":
                 add(base + t0, {"data_loading_start_time": base + t0})
                 add(base + t1, {"data_loading_end_time": base + t1})
             elif kind in ("eval", "other") and t1 > t0:
-                typ = "EVAL" if kind == "eval" else (detail or "OTHER")
+                typ = _custom_type(kind, detail)
                 add(base + t0, {"custom_badput_event_type": typ, "custom_badput_event_start_time": base + t0})
                 add(base + t1, {"custom_badput_event_type": typ, "custom_badput_event_end_time": base + t1})
             elif kind == "checkpoint_save":
@@ -449,6 +455,42 @@ def _clamped_ends(events: pd.DataFrame) -> list[float]:
     return out
 
 
+def _custom_type(kind: str, detail: str) -> str:
+    """The ``custom_badput_event_type`` an ``eval``/``other`` event is written with."""
+    return "EVAL" if kind == "eval" else (detail or "OTHER")
+
+
+def _pair_key(kind: str, detail: str) -> str | None:
+    """What :func:`load` pairs an event's start and end records by; ``None``: not written as a pair."""
+    if kind == "init":
+        return "tpu_init" if "tpu_init" in detail else "training_prep"
+    if kind == "data_load":
+        return "data_loading"
+    if kind in ("eval", "other"):
+        return "custom:" + _custom_type(kind, detail).upper()
+    return None
+
+
+def _check_pairs(events: pd.DataFrame, ends: list[float], attempt: int) -> None:
+    """Raise a ValueError naming two intervals of one record type that overlap (``events`` sorted
+    by start; ``ends`` clamped): the format pairs each end with the latest start of its type, so
+    they would read back as other intervals. Back to back (float noise included) is fine."""
+    last: dict[str, tuple[float, float, str]] = {}
+    for (_, e), t1 in zip(events.iterrows(), ends, strict=True):
+        t0, kind, detail = float(e["start_s"]), str(e["kind"]), str(e["detail"])
+        key = _pair_key(kind, detail)
+        if key is None or (kind in ("eval", "other") and not t1 > t0):
+            continue
+        if key in last and t0 < last[key][1]:
+            p0, p1, pk = last[key]
+            raise ValueError(
+                f"cannot write a goodput log: {pk} event {p0}-{p1} s and {kind} event {t0}-{t1} s of attempt "
+                f"{attempt} overlap and are both {key!r} records; the format pairs each end with the latest "
+                "start of its type, so they would read back as other intervals"
+            )
+        last[key] = (t0, t1, kind)
+
+
 _FAILED_STEP_RE = re.compile(r"\bstep (\d+) started\b")
 _STEP_RE = re.compile(r"\bstep (\d+)\b")
 
@@ -463,7 +505,11 @@ def _restored_step(s_a: pd.DataFrame, t: float, detail: str) -> int:
 
 
 def write_goodput(run: Run, path: str | Path, *, job_name: str | None = None, t0_epoch_s: float | None = None) -> Path:
-    """Write ``run`` as a goodput-library event log (JSON lines); see :func:`goodput_records`."""
+    """Write ``run`` as a goodput-library event log (JSON lines); see :func:`goodput_records`.
+
+    Nothing is written when the Run cannot be expressed in the format (overlapping intervals of
+    one record type: a ValueError names them).
+    """
     p = Path(path)
     lines: Iterable[str] = (json.dumps(r) for r in goodput_records(run, job_name=job_name, t0_epoch_s=t0_epoch_s))
     try:

@@ -16,7 +16,8 @@ Neither source has per-step timestamps. What they carry, and how it becomes a Ru
 - ``all_results.json`` / ``train_results.json`` / ``eval_results.json`` beside the state (same
   name prefix or same folder) go to ``meta.extra["results"]``. ``total_flos`` is kept in
   ``meta.extra`` only: it is HF's 6·params·tokens estimate and under FSDP/sharding it counts
-  the local shard's parameters, so it is not used as model FLOPs.
+  the local shard's parameters, so it is not used as model FLOPs. A results file that is not a
+  readable JSON object is counted (file and line of the JSON error) and left out.
 - stdout lines look like Python dicts (``{'loss': 1.2, 'learning_rate': 1e-05, 'epoch': 0.01}``);
   they are read by a converter that accepts literals only (numbers, strings, ``nan``/``inf``,
   ``tensor(x, ...)`` wrappers) and never evaluates code. They carry no step number: the
@@ -340,23 +341,41 @@ def _scan_log_history(text: str, reader: Reader) -> tuple[list[tuple[int, Any]],
         pos = end
 
 
-def _read_results(path: Path) -> dict[str, Any]:
+def _result_files(path: Path) -> list[Path]:
     """all_results.json & friends beside the state file (same name prefix, or same folder)."""
-    found: dict[str, Any] = {}
     name = path.name
-    cands: list[Path] = []
+    out: list[Path] = []
     for rf in _RESULT_FILES:
+        cands = [path.parent / rf]
         if name.endswith("trainer_state.json"):
-            cands.append(path.with_name(name[: -len("trainer_state.json")] + rf))
-        cands.append(path.parent / rf)
-    for c in cands:
-        if c.is_file() and c.resolve() != path.resolve() and c.name not in found:
-            try:
-                d = json.loads(open_bytes(c))
-            except (ValueError, LoadError):
-                continue
-            if isinstance(d, dict):
-                found[c.name] = {k: v for k, v in d.items() if isinstance(v, (int, float, str))}
+            cands.insert(0, path.with_name(name[: -len("trainer_state.json")] + rf))
+        for c in cands:
+            if c.is_file() and c.resolve() != path.resolve() and c.name not in {o.name for o in out}:
+                out.append(c)
+    return out
+
+
+def _read_results(files: list[Path], reader: Reader) -> dict[str, Any]:
+    """The scalar facts of each results file, by file name.
+
+    One that is not a JSON object is counted (its file, and the line of the JSON error) and
+    left out; ``strict=True`` raises naming it.
+    """
+    found: dict[str, Any] = {}
+    for c in files:
+        sub = reader.for_file(c, root=c.parent)
+        try:
+            d = json.loads(open_bytes(c))
+        except (ValueError, LoadError) as exc:
+            js = exc if isinstance(exc, json.JSONDecodeError) else None
+            why = js.msg if js else str(exc)
+            at = js.doc[max(0, js.pos - 60) : js.pos + 20] if js else None
+            sub.bad(f"unreadable results JSON, left out ({why})", line=js.lineno if js else None, field=c.name, example=at)
+            continue
+        if not isinstance(d, dict):
+            sub.bad("results JSON is not an object, left out", line=1, field=c.name)
+            continue
+        found[c.name] = {k: v for k, v in d.items() if isinstance(v, (int, float, str))}
     return found
 
 
@@ -539,11 +558,12 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
         )
     extra: dict[str, Any] = {k: v for k, v in doc.items() if k != "log_history" and isinstance(v, (int, float, str, bool))}
     extra.update(facts)
-    results = _read_results(path) if not stdout else {}
+    result_files = _result_files(path) if not stdout else []
+    results = _read_results(result_files, reader)
     if results:
         extra["results"] = results
     if src.is_dir():
-        _note_left_out(src, [path, *(path.parent / n for n in results)], reader)
+        _note_left_out(src, [path, *result_files], reader)
     for f in facts.get("final", []):
         if "total_flos" in f:
             extra.setdefault("total_flos", f["total_flos"])

@@ -15,7 +15,10 @@ What the format carries and how it becomes a Run:
 - ``hparams.yaml`` (read with ``yaml.safe_load``) goes to ``meta.extra["hparams"]``; beside a
   file named ``<prefix>metrics.csv`` a ``<prefix>hparams.yaml`` is used.
 - A ``lightning_logs/`` folder (or any folder of ``version_N`` folders) is one job whose
-  versions are attempts, in order of N.
+  versions are attempts, in order of N; ``tables["metrics"]`` then has a ``version`` column.
+  When the log has a time column, a version without step times (no such column, or no value in
+  it) is not an attempt: the versions with steps are numbered 0, 1, ... in order, the rows of
+  the others keep ``attempt`` missing in ``tables["metrics"]``, and a note names them.
 """
 
 from __future__ import annotations
@@ -250,6 +253,8 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
         sub = reader.for_file(f)
         m, where = _read_metrics(f, sub)
         m.insert(0, "attempt", attempt)
+        if len(files) > 1:
+            m.insert(1, "version", f.parent.name)
         metrics.append(m)
         line_of.append((sub, where))
         hp = _hparams(f, sub)
@@ -271,10 +276,13 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
         parts = []
         offset = 0.0
         t0 = None
-        for attempt, m in enumerate(metrics):
-            sub, where = line_of[attempt]
-            if col not in where:
-                rep.note(f"attempt {attempt}: {sub.path.name} has no {col!r} column: no step rows")
+        attempt_of: dict[int, int] = {}  # version index -> attempt (versions with step times only)
+        untimed: list[str] = []
+        for i, m in enumerate(metrics):
+            sub, where = line_of[i]
+            name, attempt = files[i].parent.name if len(files) > 1 else files[i].name, len(parts)
+            if col not in where or where[col].empty:
+                untimed.append(f"{name} (no {col!r} {'column' if col not in where else 'value'})")
                 continue
             if kind == "abs":
                 # One clock for all attempts: seconds since the first time point of the job.
@@ -289,6 +297,14 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
             if len(part):
                 offset = float(part["end_s"].max())
                 parts.append(part.drop(columns=["_t"], errors="ignore"))
+                attempt_of[i] = attempt
+            else:
+                untimed.append(f"{name} (no valid {col!r} value)")
+        if untimed:
+            tail = ", not attempts" if parts else ""
+            rep.note(f"{len(untimed)} of {len(files)} metrics file(s) without step times{tail}: " + "; ".join(untimed))
+        if parts and untimed:  # the metrics table's attempts match the steps'
+            table["attempt"] = table["attempt"].map(attempt_of).astype("Int64")
         if parts:
             steps = pd.concat(parts, ignore_index=True)
             timing = "duration_only" if kind == "dur" else "interval_mean"
@@ -296,7 +312,8 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
                 rep.note("elapsed-time counters restart per version: attempts laid end to end")
     rep.rows_kept = 0 if steps is None else len(steps)
     if len(files) > 1:
-        rep.note(f"{len(files)} version_N folders read as attempts 0..{len(files) - 1}")
+        n_att = steps["attempt"].nunique() if steps is not None else len(files)
+        rep.note(f"{len(files)} version_N folders read as attempts 0..{n_att - 1}" + (" (those with step times)" if n_att < len(files) else ""))
     extra: dict[str, Any] = {
         "versions": [f.parent.name for f in files if _VERSION_RE.match(f.parent.name)]
     }

@@ -27,7 +27,9 @@ What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
   logged steps, starts a new attempt.
 - The straggler detector's ``MnRtt/Rnk: ... | MxRtt/Rnk: ...`` lines go to the ``straggler``
   table (one row per metric: min and max with their ranks), ``[Rank r] (after N iterations)
-  memory (MB)`` lines to the ``memory`` table.
+  memory (MB)`` lines to the ``memory`` table. A value there that is not a number (``nanms``,
+  ``n/a``) is a bad record like one on an iteration line: counted with line and field (e.g.
+  ``MxRtt/Rnk``), left missing, the rest of the line kept; ``strict=True`` raises.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ _LOAD_RE = re.compile(r"successfully loaded checkpoint from .*?at iteration\s+(\
 _TIMER_RE = re.compile(r"(?:^|[\s:])(save-checkpoint|load-checkpoint)\s*\.*\s*:\s*\(?\s*([0-9.eE+-]+)(?:\s*,\s*([0-9.eE+-]+))?\s*\)?")
 _DATETIME_RE = re.compile(r"\[([^\]]+)\]\s*datetime:\s*(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)")
 _BANNER_RE = re.compile(r"-{5,}\s*arguments\s*-{5,}|using world size:")
-_STRAGGLER_RE = re.compile(r"(Mn|Mx)([A-Za-z]+)/Rnk:\s*([0-9.eE+-]+)\s*([A-Za-z%]*)\s*/\s*(\d+)")
+_STRAGGLER_RE = re.compile(r"(Mn|Mx)([A-Za-z]+)/Rnk:\s*([^\s|]*?)\s*/\s*(\d+)")
+_VALUE_UNIT_RE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)([A-Za-z%]*)$")
 _MEMORY_RE = re.compile(r"\[Rank (\d+)\]\s*\(after (\d+) iterations\)\s*memory \(MB\)\s*\|(.*)$")
 _UNITS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "us": 1e-6}
 _RENAME = {
@@ -175,9 +178,14 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
                 tsm = _TS_RE.search(text)
                 t = _parse_ts(tsm.group(1)) if tsm else None
                 by_metric: dict[str, dict[str, Any]] = {}
-                for mnmx, metric, value, unit, rank in pairs:
-                    row = by_metric.setdefault(metric, {"line": ln, "time": t, "metric": metric, "unit": unit})
-                    row["min" if mnmx == "Mn" else "max"] = num(value)
+                for mnmx, metric, token, rank in pairs:
+                    vu = _VALUE_UNIT_RE.match(token)
+                    row = by_metric.setdefault(metric, {"line": ln, "time": t, "metric": metric, "unit": vu.group(2) if vu else ""})
+                    if vu is None:  # 'nanms', 'N/A': the pair's rank stays, its value does not
+                        reader.bad(_NON_NUMERIC, line=ln, field=f"{mnmx}{metric}/Rnk", example=f"{mnmx}{metric}/Rnk: {token}/{rank}")
+                    elif not row["unit"]:
+                        row["unit"] = vu.group(2)
+                    row["min" if mnmx == "Mn" else "max"] = num(float(vu.group(1))) if vu else math.nan
                     row["min_rank" if mnmx == "Mn" else "max_rank"] = int(rank)
                 straggler.extend(by_metric.values())
                 continue
@@ -186,7 +194,11 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
                 for part in mm.group(3).split("|"):
                     fm = _FIELD_RE.match(part)
                     if fm:
-                        row[_snake(fm.group(1)) + "_mb"] = num(fm.group(2))
+                        try:
+                            row[_snake(fm.group(1)) + "_mb"] = num(float(fm.group(2)))
+                        except ValueError:
+                            reader.bad(_NON_NUMERIC, line=ln, field=fm.group(1), example=part.strip())
+                            row[_snake(fm.group(1)) + "_mb"] = math.nan
                 memory.append(row)
                 continue
             other += 1

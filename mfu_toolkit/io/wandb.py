@@ -19,7 +19,8 @@ files are told apart by their content, not their names):
   prefix is accepted). Kept as the tidy table ``tables["gpu_util"]``: ``time_s, gpu, util_pct,
   memory_pct, memory_bytes, mem_busy_pct, power_w, power_pct, temp_c``. ``gpu.process.N.*``
   repeats GPU N for the logging process and is left out.
-- ``wandb-summary.json``: last values, to ``meta.extra["summary"]``.
+- ``wandb-summary.json``: last values, to ``meta.extra["summary"]``. One that is not a JSON
+  object is counted with the line of the JSON error (``strict=True`` raises).
 - A non-numeric cell in a numeric column is a bad value (line and column in the report;
   ``strict=True`` raises): left missing, its row kept. A column with no number at all (text)
   is left out, with a note; a row without a number in ``_timestamp`` is skipped.
@@ -179,14 +180,19 @@ def _read_csv(path: Path, reader: Reader, required: tuple[str, ...]) -> tuple[pd
 
 
 def _summary(path: Path, reader: Reader) -> dict[str, Any]:
+    """The summary's scalar values; an unreadable or non-object file is counted (with the
+    line of the JSON error) and gives none."""
     try:
         doc = json.loads(open_bytes(path))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        reader.for_file(path).bad(
-            f"unreadable summary JSON ({exc})", field="summary"
-        )
+    except json.JSONDecodeError as exc:
+        at = exc.doc[max(0, exc.pos - 60) : exc.pos + 20]
+        reader.for_file(path).bad(f"unreadable summary JSON ({exc.msg})", line=exc.lineno, field="summary", example=at)
+        return {}
+    except UnicodeDecodeError as exc:
+        reader.for_file(path).bad(f"unreadable summary JSON ({exc.reason})", field="summary")
         return {}
     if not isinstance(doc, dict):
+        reader.for_file(path).bad("summary JSON is not an object", line=1, field="summary")
         return {}
     out: dict[str, Any] = {}
     for k, v in doc.items():
