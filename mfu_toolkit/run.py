@@ -249,6 +249,12 @@ class RunMeta:
     timing: str = "exact"  # one of TIMING_KINDS
     extra: dict[str, Any] = field(default_factory=dict)  # format-specific facts, JSON-able
     report: LoadReport = field(default_factory=LoadReport)
+    # What the log states about the job and what the caller gave, each a dict with ``name``,
+    # ``value``, ``source`` ("stated" or "given"), ``where`` (file:line) and ``text`` as printed.
+    facts: list[dict[str, Any]] = field(default_factory=list)
+    # Throughput the framework printed about itself: ``metric``, ``value``, ``unit``, ``counts``
+    # (what it counts), ``where``, ``n`` (values seen) and ``statistic`` (how they were reduced).
+    claims: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.timing not in TIMING_KINDS:
@@ -275,6 +281,20 @@ class RunMeta:
 
     def replace(self, **changes: Any) -> RunMeta:
         return dataclasses.replace(self, **changes)
+
+    def fact(self, name: str, *, source: str | None = None) -> dict[str, Any] | None:
+        """The first fact called ``name`` (``source="stated"``/``"given"`` to choose), else None."""
+        for f in self.facts:
+            if f.get("name") == name and (source is None or f.get("source") == source):
+                return f
+        return None
+
+    def claim(self, metric: str) -> dict[str, Any] | None:
+        """The first claim of ``metric`` the log makes (e.g. ``"tflops_per_accelerator"``), else None."""
+        for c in self.claims:
+            if c.get("metric") == metric:
+                return c
+        return None
 
     def with_accelerator(
         self, name: str, dtype: str = "bf16", *, n: int | None = None, sparse: bool = False, per: str = "package"

@@ -148,36 +148,57 @@ def test_meta_keywords_override_and_unknown_keywords_fail(tmp_path):
         load_run(p, favourite_colour="blue")
 
 
-def test_unexpected_loader_failures_become_load_errors(tmp_path, monkeypatch):
+def test_unexpected_loader_failures_are_internal_errors_not_damage(tmp_path, monkeypatch):
+    # A bug of ours on an input is a LoadError (the contract) that says it is ours, naming the
+    # format and the foreign exception: never passed off as "could not read" the log.
+    from mfu_toolkit.io.base import InternalLoadError
+
     p = write_mlperf(tmp_path)
     mod = detect.get_loader("mlperf")
 
-    def broken(path, **kw):
+    def broken(*args, **kw):
         raise KeyError("boom")
 
-    monkeypatch.setattr(mod, "load", broken)
-    with pytest.raises(LoadError, match=r"the mlperf loader could not read this input \(KeyError"):
+    monkeypatch.setattr(mod, "parse" if hasattr(mod, "parse") else "load", broken)
+    with pytest.raises(InternalLoadError, match=r"internal error in the mlperf format \(KeyError: 'boom'") as info:
         load_run(p)
+    assert str(p) in str(info.value) and "bug in mfu_toolkit" in str(info.value)
 
 
-def test_a_missing_module_is_left_out(tmp_path, monkeypatch):
+def test_a_missing_format_module_is_an_error_naming_it(tmp_path, monkeypatch):
+    # Before, a format that failed to import silently dropped out of the candidates and its
+    # files became "could not recognise the file's format".
     monkeypatch.setattr(detect, "FORMATS", (*detect.FORMATS, "not_written_yet"))
     assert "not_written_yet" not in detect.available_formats()
-    assert "not_written_yet" not in sniff_all(write_mlperf(tmp_path))
-    assert detect_format(write_mlperf(tmp_path)) == "mlperf"
+    with pytest.raises(LoadError, match="format 'not_written_yet' is broken in this installation \\(module missing\\)"):
+        sniff_all(write_mlperf(tmp_path))
     with pytest.raises(LoadError, match="format 'not_written_yet' is not available"):
         detect.get_loader("not_written_yet")
 
 
-def test_sniffer_errors_do_not_break_detection(tmp_path, monkeypatch):
+def test_a_format_that_fails_to_import_names_the_cause(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    bad = types.ModuleType("mfu_toolkit.io.formats.half_written")
+    monkeypatch.setitem(sys.modules, "mfu_toolkit.io.formats.half_written", None)  # import fails
+    monkeypatch.setattr(detect, "FORMATS", (*detect.FORMATS, "half_written"))
+    del bad
+    with pytest.raises(LoadError, match="format 'half_written' is broken"):
+        detect_format(write_mlperf(tmp_path))
+
+
+def test_a_sniffer_that_raises_is_an_error_naming_the_format(tmp_path, monkeypatch):
     mod = detect.get_loader("megatron")
 
     def bad_sniff(path, head):
         raise RuntimeError("oops")
 
     monkeypatch.setattr(mod, "sniff", bad_sniff)
-    scores = sniff_all(write_mlperf(tmp_path))
-    assert scores["megatron"] == 0.0 and scores["mlperf"] > 0.5
+    with pytest.raises(LoadError, match=r"the megatron format's sniffer failed on this input \(RuntimeError: oops\)"):
+        sniff_all(write_mlperf(tmp_path))
+    # Naming the format bypasses detection.
+    assert load_run(write_mlperf(tmp_path), format="mlperf").meta.source_format == "mlperf"
 
 
 def test_load_table_and_write_goodput_are_exported():

@@ -32,8 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from ..run import LoadError, Run, SchemaError
+from . import base
 from ._build import META_KWARGS, LoaderArgumentError, apply_overrides
 from .detect import FORMATS, available_formats, detect_format, get_loader, sniff_all
+from .reading import spool_input
 
 __all__ = [
     "FORMATS",
@@ -47,28 +49,56 @@ __all__ = [
 
 
 def load_run(path: str | Path, format: str = "auto", *, strict: bool = False, **kwargs: Any) -> Run:
-    """Load a training log (file or directory) into a Run; ``format="auto"`` sniffs the content."""
-    p = Path(path)
+    """Load a training log (file or directory) into a Run; ``format="auto"`` sniffs the content.
+
+    ``path`` may be ``"-"`` (standard input), ``/dev/stdin``, a pipe or a FIFO: such a stream is
+    read once into a temporary file, so detection and parsing see the same bytes.
+    """
     if not isinstance(format, str):
-        raise LoadError(f"format must be a string; got {format!r}", path=p, field="format")
+        raise LoadError(f"format must be a string; got {format!r}", path=path, field="format")
+    if not isinstance(path, (str, Path)):
+        raise LoadError(f"path must be a str or Path; got {type(path).__name__}", field="path")
+    spool = spool_input(path) if str(path) == "-" or Path(path).exists() else None
+    try:
+        p = spool.path if spool else Path(path)
+        display = spool.display if spool else None
+        return _load(p, format, strict=strict, display=display, kwargs=kwargs)
+    finally:
+        if spool is not None:
+            spool.close()
+
+
+def _load(p: Path, format: str, *, strict: bool, display: str | None, kwargs: dict[str, Any]) -> Run:
     if format == "auto":
-        name = detect_format(p)
+        try:
+            name = detect_format(p)
+        except LoadError as exc:
+            if display is None:
+                raise
+            raise LoadError(str(exc).replace(str(p), display)) from None
     else:
         name = format
         get_loader(name)  # a wrong name lists the valid ones
         if not p.exists():
             raise LoadError("no such file or directory", path=p)
     mod = get_loader(name)
+    if hasattr(mod, "parse"):
+        return base.load(mod, p, strict=strict, display=display, **kwargs)
+    return _load_legacy(mod, name, p, strict, kwargs)
+
+
+def _load_legacy(mod: Any, name: str, p: Path, strict: bool, kwargs: dict[str, Any]) -> Run:
     meta_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in META_KWARGS}
     try:
         run = mod.load(p, strict=strict, **kwargs)
     except (LoadError, SchemaError, LoaderArgumentError):
         raise
     except MemoryError:
-        raise
+        raise LoadError(f"ran out of memory reading this input as {name}", path=p) from None
     except Exception as exc:  # the documented contract: only the toolkit's own errors escape
-        raise LoadError(
-            f"the {name} loader could not read this input ({type(exc).__name__}: {exc})", path=p
+        raise base.InternalLoadError(
+            f"internal error in the {name} format ({type(exc).__name__}: {exc}); this is a bug in "
+            "mfu_toolkit, not necessarily in the log", path=p
         ) from exc
     # What the caller states about the run wins over what the file says; applied here so every
     # format treats these keywords alike (an unknown accelerator is the registry's own error).

@@ -54,7 +54,7 @@ TIME_UNITS: dict[str, float] = {
 META_KWARGS: frozenset[str] = frozenset(
     f.name
     for f in dataclasses.fields(RunMeta)
-    if f.name not in {"report", "source_path", "source_format", "timing", "time_unit"}
+    if f.name not in {"report", "source_path", "source_format", "timing", "time_unit", "facts", "claims"}
 )
 
 

@@ -1,14 +1,16 @@
 """Format detection by content: every loader sniffs the file, the most confident one wins.
 
-Each loader module has ``NAME``, ``sniff(path, head) -> float`` (0..1) and ``load(path, ...)``.
-``head`` is the first 8 KiB (decompressed when gzipped), ``b""`` for a directory. The best score
+Each format module (``mfu_toolkit.io.formats.<name>``, see :mod:`mfu_toolkit.io.base`) has
+``NAME``, ``sniff(path, head) -> float`` (0..1) and ``parse(reader, options)``. ``head`` is the
+first 8 KiB (decompressed when gzipped), ``b""`` for a directory. The best score
 of at least 0.5 wins; two scores within 0.1 of each other are an ambiguity that names the
 candidates; no score of 0.5 is an error that lists what was tried and advises ``format=``.
 The generic ``table`` loader is a fallback: it is considered only when no specific format
 claims the file.
 
-Loader modules are imported lazily; a module that is missing (or fails to import) is left out
-of detection, and asking for it by name says why.
+Format modules are imported lazily. A format that fails to import, or whose ``sniff`` raises,
+is an error naming the format and the cause: a broken format never silently drops out of the
+candidates (which would turn its files into "could not recognise the file's format").
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ..run import LoadError
-from ._common import read_head
+from .reading import read_head
 
 __all__ = ["FORMATS", "FALLBACK_FORMATS", "available_formats", "get_loader", "sniff_all", "detect_format"]
 
@@ -51,17 +53,35 @@ _import_errors: dict[str, str] = {}
 def _import(name: str) -> ModuleType | None:
     if name in _modules:
         return _modules[name]
-    try:
-        mod = importlib.import_module(f"{__package__}.{name}")
-    except Exception as exc:  # a missing or half-written module must not break detection
-        _import_errors[name] = f"{type(exc).__name__}: {exc}"
+    mod = None
+    for qual in (f"{__package__}.formats.{name}", f"{__package__}.{name}"):
+        try:
+            mod = importlib.import_module(qual)
+            break
+        except ModuleNotFoundError as exc:
+            if exc.name != qual:  # the module exists but imports something missing
+                _import_errors[name] = f"{type(exc).__name__}: {exc}"
+                return None
+        except Exception as exc:
+            _import_errors[name] = f"{type(exc).__name__}: {exc}"
+            return None
+    if mod is None:
+        _import_errors[name] = "module missing"
         return None
-    if not (hasattr(mod, "sniff") and hasattr(mod, "load")):
-        _import_errors[name] = "module has no sniff()/load()"
+    if not (hasattr(mod, "sniff") and (hasattr(mod, "parse") or hasattr(mod, "load"))):
+        _import_errors[name] = "module has no sniff()/parse()"
         return None
     _import_errors.pop(name, None)
     _modules[name] = mod
     return mod
+
+
+def _broken(name: str) -> LoadError:
+    return LoadError(
+        f"format {name!r} is broken in this installation ({_import_errors.get(name, 'module missing')}); "
+        "reinstall mfu_toolkit, or pass format=<another format>",
+        field="format",
+    )
 
 
 def available_formats() -> list[str]:
@@ -111,18 +131,24 @@ def _check_path(path: Path) -> bytes:
 
 
 def sniff_all(path: str | Path) -> dict[str, float]:
-    """Every available loader's confidence for ``path`` (sniffers that fail score 0)."""
+    """Every format's confidence for ``path``; a format that cannot import or sniff is an error."""
     p = Path(path)
     head = _check_path(p)
     scores: dict[str, float] = {}
     for name in FORMATS:
         mod = _import(name)
         if mod is None:
-            continue
+            raise _broken(name)
         try:
             s = float(mod.sniff(p, head))
-        except Exception:  # a sniffer must never break detection
-            s = 0.0
+        except LoadError:
+            raise
+        except Exception as exc:
+            raise LoadError(
+                f"the {name} format's sniffer failed on this input ({type(exc).__name__}: {exc}); "
+                "this is a bug in mfu_toolkit; pass format=<name> to bypass detection",
+                path=p,
+            ) from exc
         scores[name] = s if s == s else 0.0  # NaN -> 0
     return scores
 

@@ -1,0 +1,342 @@
+"""The loader shape: a format parses, one pipeline assembles.
+
+A format is a module under :mod:`mfu_toolkit.io.formats` with
+
+- ``NAME``: its name in ``load_run(path, format=NAME)``;
+- ``Options``: a frozen dataclass of what it accepts besides the RunMeta keywords (so
+  ``help(formats.megatron.Options)`` shows them); formats without options may leave it out;
+- ``sniff(path, head) -> float``: its confidence (0..1) that ``path`` holds it, from ``head``
+  (the first 8 KiB, decompressed) or, for a folder, ``b""``;
+- ``parse(reader, options) -> Parsed``: the records, never a Run.
+
+A format never builds ``RunMeta``, applies the caller's keywords, validates or warns:
+:func:`assemble` does that once for every format. It fills the LoadReport's totals, builds
+``RunMeta`` from what the log states (each :class:`Fact` with the file and line it was read
+from), marks what the caller gave as given and notes a conflict between the two (the given value
+is used, the conflict is never resolved silently), resolves the peak, builds and validates the
+Run and issues one :class:`~mfu_toolkit.run.LoadWarning` when anything was skipped or
+contradicted. :func:`load` wraps it: foreign exceptions become a ``LoadError`` naming the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import traceback
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Protocol
+
+import pandas as pd
+
+from ..run import LoadError, LoadWarning, Run, RunMeta, SchemaError
+from .reading import Limits, Reader
+
+__all__ = [
+    "FACT_NAMES",
+    "CLAIM_METRICS",
+    "META_KWARGS",
+    "READING_KWARGS",
+    "Claim",
+    "Fact",
+    "Format",
+    "InternalLoadError",
+    "LoaderArgumentError",
+    "NoOptions",
+    "Parsed",
+    "apply_overrides",
+    "assemble",
+    "load",
+    "split_options",
+]
+
+
+class LoaderArgumentError(TypeError):
+    """A loader was called with a keyword argument it does not know (a caller's mistake)."""
+
+
+class InternalLoadError(LoadError):
+    """A format failed on an input with an error of its own code (a bug, not a damaged log)."""
+
+
+# What a log can state about its job. The first four fill RunMeta fields the log leaves unset.
+FACT_NAMES: tuple[str, ...] = (
+    "n_accelerators",
+    "global_batch",
+    "seq_len",
+    "dtype",
+    "accelerator",
+    "n_ranks",
+    "n_nodes",
+    "accelerators_per_node",
+    "micro_batch",
+    "model",
+    "parallelism",
+    "framework",
+    "platform",
+)
+_FILLS_META = ("n_accelerators", "global_batch", "seq_len")
+
+# What a framework claims about its own throughput.
+CLAIM_METRICS: tuple[str, ...] = (
+    "tflops_per_accelerator",  # model (or hardware) TFLOP/s per GPU/device, as the framework counts
+    "mfu",  # a fraction 0..1
+    "tokens_per_s_per_accelerator",
+    "tokens_per_s",
+    "samples_per_s",
+    "model_flops_per_step",  # FLOPs per training step the framework says it counts
+    "total_flos",  # FLOPs of the whole run (HF Trainer)
+)
+
+
+@dataclass(frozen=True)
+class Fact:
+    """Something the log states about the job, and where (``file:line``) it said so."""
+
+    name: str
+    value: Any
+    where: str
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        if self.name not in FACT_NAMES:
+            raise ValueError(f"Fact.name must be one of {', '.join(FACT_NAMES)}; got {self.name!r}")
+
+    def to_dict(self, source: str = "stated") -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "source": source, "where": self.where, "text": self.text[:200]}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A throughput the framework printed about itself: value, unit and what it counts.
+
+    ``value`` is the ``statistic`` (``"median"`` over the ``n`` values the log printed, or
+    ``"value"`` for a single one); ``where`` is the first line it appeared on.
+    """
+
+    metric: str
+    value: float
+    unit: str
+    counts: str
+    where: str
+    n: int = 1
+    statistic: str = "value"
+
+    def __post_init__(self) -> None:
+        if self.metric not in CLAIM_METRICS:
+            raise ValueError(f"Claim.metric must be one of {', '.join(CLAIM_METRICS)}; got {self.metric!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def summarise(
+        cls, metric: str, values: Iterable[float], *, unit: str, counts: str, where: str
+    ) -> Claim | None:
+        """The median of the finite ``values`` as one claim (``None`` when there are none)."""
+        finite = sorted(float(v) for v in values if v is not None and math.isfinite(float(v)))
+        if not finite:
+            return None
+        n = len(finite)
+        mid = finite[n // 2] if n % 2 else 0.5 * (finite[n // 2 - 1] + finite[n // 2])
+        return cls(metric, mid, unit, counts, where, n=n, statistic="median" if n > 1 else "value")
+
+
+@dataclass
+class Parsed:
+    """What a format read: records, their timing and unit, facts and claims.
+
+    ``steps``: a DataFrame or a dict of columns in the Run's step schema (extra columns kept);
+    ``events``: a DataFrame or a list of event dicts; ``tables``: auxiliary tables by name;
+    ``meta``: RunMeta fields the format derives that are not facts (``name``, model FLOPs a CI
+    file records, ...); ``extra``: format-specific, JSON-able details for ``meta.extra``.
+    """
+
+    steps: pd.DataFrame | Mapping[str, Any] | None = None
+    events: pd.DataFrame | list[Mapping[str, Any]] | None = None
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    timing: str = "exact"
+    time_unit: str | None = None
+    facts: list[Fact] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def fact(self, name: str, value: Any, where: str, text: str = "") -> None:
+        """Add a fact (``None`` values are ignored)."""
+        if value is not None:
+            self.facts.append(Fact(name, value, where, text))
+
+    def claim(self, claim: Claim | None) -> None:
+        if claim is not None:
+            self.claims.append(claim)
+
+
+class Format(Protocol):
+    """The module protocol every format follows (see the module docstring)."""
+
+    NAME: str
+
+    def sniff(self, path: Path, head: bytes) -> float: ...
+
+    def parse(self, reader: Reader, options: Any) -> Parsed: ...
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """This format takes no options besides the RunMeta keywords."""
+
+
+# RunMeta fields a caller may set through load_run's keyword arguments.
+META_KWARGS: frozenset[str] = frozenset(
+    f.name
+    for f in dataclasses.fields(RunMeta)
+    if f.name not in {"report", "source_path", "source_format", "timing", "time_unit", "facts", "claims"}
+)
+# Keywords every format accepts: the reading limits (see reading.Limits).
+READING_KWARGS: dict[str, str] = {
+    "max_inflate_factor": "inflate_factor",
+    "max_line_bytes": "max_line_bytes",
+}
+
+
+def options_of(mod: ModuleType) -> type:
+    return getattr(mod, "Options", NoOptions)
+
+
+def split_options(mod: ModuleType, kwargs: Mapping[str, Any]) -> tuple[Any, dict[str, Any], Limits]:
+    """``(Options instance, RunMeta overrides, Limits)`` from load_run's keywords; rejects the rest."""
+    opt_cls = options_of(mod)
+    names = {f.name for f in dataclasses.fields(opt_cls)}
+    opts = {k: v for k, v in kwargs.items() if k in names}
+    meta = {k: v for k, v in kwargs.items() if k in META_KWARGS and k not in names}
+    reading = {READING_KWARGS[k]: v for k, v in kwargs.items() if k in READING_KWARGS}
+    unknown = sorted(set(kwargs) - set(opts) - set(meta) - set(READING_KWARGS))
+    if unknown:
+        raise LoaderArgumentError(
+            f"the {mod.NAME} format got unexpected keyword argument(s) {unknown}; it accepts "
+            f"{sorted(names) or 'no options'} (see help(mfu_toolkit.io.formats.{mod.NAME}.Options)), "
+            f"the reading limits {sorted(READING_KWARGS)} and the RunMeta fields {sorted(META_KWARGS)}"
+        )
+    try:
+        options = opt_cls(**opts)
+    except (TypeError, ValueError) as exc:
+        raise LoaderArgumentError(f"the {mod.NAME} format's options: {exc}") from None
+    return options, meta, Limits.from_env(**reading)
+
+
+def apply_overrides(meta: RunMeta, overrides: Mapping[str, Any]) -> RunMeta:
+    """``meta`` with the caller's RunMeta fields set (``extra`` merged, peak resolved)."""
+    if not overrides:
+        return meta
+    changes = dict(overrides)
+    extra = changes.pop("extra", None)
+    if extra:
+        changes["extra"] = {**meta.extra, **dict(extra)}
+    meta = meta.replace(**changes)
+    # With an accelerator and a dtype but no peak, resolve the peak from the registry (never a
+    # fallback: an unknown name is the registry's error).
+    if meta.accelerator and meta.dtype and meta.peak_flops_per_accelerator is None:
+        meta = meta.with_accelerator(meta.accelerator, meta.dtype, sparse=meta.peak_sparse)
+    return meta
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-9)
+    return str(a).strip().lower() == str(b).strip().lower()
+
+
+def _facts(parsed: Parsed, overrides: Mapping[str, Any], reader: Reader) -> tuple[list[dict[str, Any]], list[str]]:
+    """Stated facts, given facts, and a note for each given value the log contradicts."""
+    facts = [f.to_dict("stated") for f in parsed.facts]
+    conflicts = []
+    for name, value in overrides.items():
+        if name not in FACT_NAMES or value is None:
+            continue
+        facts.append({"name": name, "value": value, "source": "given", "where": "load_run keyword", "text": ""})
+        stated = [f for f in parsed.facts if f.name == name and not _same(f.value, value)]
+        if stated:
+            f = stated[0]
+            conflicts.append(
+                f"conflict: {name} given as {value!r}, but the log states {f.value!r} at {f.where}"
+                + (f" ({f.text.strip()[:80]!r})" if f.text else "") + "; the given value is used"
+            )
+    for text in conflicts:
+        reader.note(text)
+    return facts, conflicts
+
+
+def assemble(parsed: Parsed, reader: Reader, overrides: Mapping[str, Any] | None = None, *, warn: bool = True) -> Run:
+    """Build the Run from a format's records: report, RunMeta, overrides, validation, one warning."""
+    overrides = dict(overrides or {})
+    rep = reader.report
+    rep.source = reader.display or str(reader.path)
+    rep.format = reader.fmt
+    events = parsed.events
+    ev = events if isinstance(events, pd.DataFrame) else pd.DataFrame(list(events or []))
+    st = parsed.steps if isinstance(parsed.steps, pd.DataFrame) else pd.DataFrame(parsed.steps or {})
+    rep.rows_kept = int(len(st) + len(ev))
+    fields = dict(parsed.meta)
+    fields.setdefault("name", Path(reader.display or reader.path).name)
+    for f in parsed.facts:
+        if f.name in _FILLS_META and fields.get(f.name) is None:
+            fields[f.name] = f.value
+    facts, conflicts = _facts(parsed, overrides, reader)
+    meta = RunMeta(
+        source_path=reader.display or str(reader.path),
+        source_format=reader.fmt,
+        time_unit=parsed.time_unit,
+        timing=parsed.timing,
+        extra=dict(parsed.extra),
+        report=rep,
+        facts=facts,
+        claims=[c.to_dict() for c in parsed.claims],
+        **fields,
+    )
+    meta = apply_overrides(meta, overrides)
+    run = Run.build(st if len(st.columns) else None, ev if len(ev.columns) else None, meta, parsed.tables)
+    if warn and (rep.skipped or conflicts):
+        text = rep.summary() if rep.skipped else f"{rep.source} ({rep.format}): skipped none."
+        if conflicts:
+            text += " " + " ".join(conflicts) + "."
+        warnings.warn(text, LoadWarning, stacklevel=4)
+    return run
+
+
+def _where_in_toolkit(exc: BaseException) -> str:
+    """``megatron.py:123`` for the innermost frame of the toolkit's own code, else ''."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "mfu_toolkit" in f.filename]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f"{Path(f.filename).name}:{f.lineno}"
+
+
+def load(mod: ModuleType, path: Path, *, strict: bool = False, display: str | None = None, **kwargs: Any) -> Run:
+    """Parse ``path`` with format module ``mod`` and assemble the Run; only the toolkit's errors leave."""
+    options, overrides, limits = split_options(mod, kwargs)
+    reader = Reader(path, mod.NAME, strict=strict, limits=limits, display=display)
+    try:
+        parsed = mod.parse(reader, options)
+    except (LoadError, SchemaError, LoaderArgumentError):
+        raise
+    except MemoryError:
+        raise LoadError(
+            f"ran out of memory reading this input as {mod.NAME}; lower the reading limits "
+            "(max_inflate_factor=, max_line_bytes=) or load a smaller part", path=display or path) from None
+    except RecursionError:
+        raise LoadError(f"the input nests too deeply to read as {mod.NAME}", path=display or path) from None
+    except Exception as exc:  # a bug of ours on this input: said so, never passed off as damage
+        at = _where_in_toolkit(exc)
+        raise InternalLoadError(
+            f"internal error in the {mod.NAME} format ({type(exc).__name__}: {exc}"
+            + (f", at {at}" if at else "") + "); this is a bug in mfu_toolkit, not necessarily in the log",
+            path=display or path,
+        ) from exc
+    # The caller's keywords are applied outside the guard: an unknown accelerator is the
+    # registry's own error, a schema error names its rows.
+    return assemble(parsed, reader, overrides)

@@ -1,0 +1,125 @@
+"""Rules every format shares: the skip reasons, and the interval, attempt and clock rules.
+
+Skip reasons are the keys of :attr:`LoadReport.skipped`. Every format spells a shared reason
+with the constant here, so reports compare across formats (``"non-numeric value"`` means the
+same thing in a Megatron log and in a W&B history). A format may add detail after the constant
+in parentheses (``f"{MALFORMED_JSON} (Expecting ',' delimiter)"``); a reason of its own (a
+TFRecord checksum) it spells itself.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = [
+    "NON_NUMERIC",
+    "BAD_STEP",
+    "MALFORMED_JSON",
+    "JSON_TOO_DEEP",
+    "NOT_AN_OBJECT",
+    "LINE_TOO_LONG",
+    "UNREADABLE_CSV_ROW",
+    "WRONG_FIELD_COUNT",
+    "HALF_WRITTEN",
+    "NON_MONOTONIC",
+    "NEGATIVE_DURATION",
+    "NON_FINITE_TIME",
+    "DUPLICATE",
+    "MISSING_FIELD",
+    "VALUE_OUT_OF_RANGE",
+    "INTERVAL_TOO_LONG",
+    "MAX_LOG_INTERVAL",
+    "MAX_INT64",
+    "start_without_end",
+    "end_without_start",
+    "end_before_start",
+    "as_step",
+    "as_count",
+    "interval_ok",
+]
+
+# --- skip reasons ----------------------------------------------------------------------------
+NON_NUMERIC = "non-numeric value (left missing, record kept)"
+BAD_STEP = "step is not a non-negative integer"
+MALFORMED_JSON = "malformed JSON record"
+JSON_TOO_DEEP = "JSON nested too deeply to read"
+NOT_AN_OBJECT = "record is not a JSON object"
+LINE_TOO_LONG = "line too long"
+UNREADABLE_CSV_ROW = "unreadable CSV row"
+WRONG_FIELD_COUNT = "wrong number of fields"
+HALF_WRITTEN = "half-written last line"
+NON_MONOTONIC = "non-monotonic timestamp"
+NEGATIVE_DURATION = "negative duration"
+NON_FINITE_TIME = "time is missing, NaN or infinite"
+DUPLICATE = "duplicate record (kept the first)"
+MISSING_FIELD = "required field missing"
+VALUE_OUT_OF_RANGE = "value out of range"
+INTERVAL_TOO_LONG = "step gap too long to be one log interval (record kept as one step)"
+
+
+def start_without_end(kind: str) -> str:
+    return f"{kind} start without an end"
+
+
+def end_without_start(kind: str) -> str:
+    return f"{kind} end without a start"
+
+
+def end_before_start(kind: str) -> str:
+    return f"{kind} end before its start"
+
+
+# --- bounds ----------------------------------------------------------------------------------
+MAX_INT64 = 2**63 - 1
+# A log interval (steps between two printed lines) longer than this is not expanded into one
+# row per step: the record stays one row, and the skipped steps are a count
+# (``interval_steps``) and a skip entry, never millions of invented rows.
+MAX_LOG_INTERVAL = 100_000
+
+
+def as_step(value: Any) -> int | None:
+    """A step number (a non-negative integer that fits int64) or ``None``.
+
+    ``1e308``, ``-1``, ``3.5``, ``"nan"``, ``True`` are all ``None``: a format counts the record
+    under :data:`BAD_STEP` instead of wrapping it to a negative int64.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isdigit():
+            value = int(text)
+        else:
+            try:
+                value = float(text)
+            except ValueError:
+                return None
+    if isinstance(value, float):
+        if not math.isfinite(value) or value != int(value):
+            return None
+        value = int(value)
+    try:
+        out = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if out != value or out < 0 or out > MAX_INT64:
+        return None
+    return out
+
+
+def as_count(value: Any, *, upper: int = 10_000_000) -> int | None:
+    """A positive count (ranks, GPUs, batch) no larger than ``upper``, else ``None``.
+
+    A rank of 3e9 or a world size of 0 is not a fact about a job: the format counts it under
+    :data:`VALUE_OUT_OF_RANGE` and leaves the value missing.
+    """
+    out = as_step(value)
+    if out is None or out <= 0 or out > upper:
+        return None
+    return out
+
+
+def interval_ok(n_steps: int) -> bool:
+    """Whether a gap of ``n_steps`` between two logged steps may be expanded row by row."""
+    return 0 < n_steps <= MAX_LOG_INTERVAL
