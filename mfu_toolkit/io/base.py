@@ -50,6 +50,7 @@ __all__ = [
     "apply_overrides",
     "assemble",
     "load",
+    "loader_for",
     "split_options",
 ]
 
@@ -340,3 +341,21 @@ def load(mod: ModuleType, path: Path, *, strict: bool = False, display: str | No
     # The caller's keywords are applied outside the guard: an unknown accelerator is the
     # registry's own error, a schema error names its rows.
     return assemble(parsed, reader, overrides)
+
+
+def loader_for(name: str) -> Any:
+    """``load(path, *, strict=False, **kwargs)`` for one format: ``load_run(path, format=name, ...)``.
+
+    Each format module binds it as ``load``, so ``formats.megatron.load(path)`` reads like the
+    format's own entry point while every load still goes through one pipeline.
+    """
+
+    def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
+        from . import load_run
+
+        return load_run(path, format=name, strict=strict, **kwargs)
+
+    load.__name__ = "load"
+    load.__qualname__ = f"{name}.load"
+    load.__doc__ = f"Load a {name} log: ``load_run(path, format={name!r}, ...)``."
+    return load
