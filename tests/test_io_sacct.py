@@ -6,7 +6,8 @@ import pytest
 from _realdata import files, realdata  # noqa: F401
 from _samples import SACCT_DEFAULT, SACCT_TIMES, write_sacct
 
-from mfu_toolkit.io import load_run, sacct
+from mfu_toolkit.io import load_run
+from mfu_toolkit.io.formats import sacct
 from mfu_toolkit.run import LoadError, LoadWarning
 
 
@@ -55,7 +56,7 @@ def test_bad_lines_are_counted(tmp_path):
     assert run.meta.report.first_lines == {
         "wrong number of fields (expected 10)": [5],
         "JobID is not a SLURM job id": [6],
-        "End before Start": [7],
+        "job end before its start": [7],
         "unreadable submit time": [8],
     }
     with pytest.raises(LoadError) as info:

@@ -26,17 +26,24 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ..run import Run
-from ._build import finish, split_kwargs
-from ._common import Reader, iter_lines
+from .. import rules
+from ..base import Parsed, loader_for
+from ..reading import Reader
 
 NAME = "sacct"
+
+
+@dataclass(frozen=True)
+class Options:
+    """The sacct format takes no options besides the RunMeta keywords."""
+
 
 _FAIL_STATES = ("FAILED", "NODE_FAIL", "TIMEOUT", "PREEMPTED", "REQUEUED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "CANCELLED")
 _JOBID_RE = re.compile(r"^(\d+)(?:_(\d+|\[[^\]]*\]))?(?:\+(\d+))?(?:\.(\S+))?$")
@@ -88,15 +95,9 @@ def _spans(dashes: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in re.finditer(r"-+", dashes)]
 
 
-def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
-    """Load sacct output; see the module docstring for the mapping."""
-    _, overrides = split_kwargs(kwargs, (), fmt=NAME)
-    p = Path(path)
-    reader = Reader(p, NAME, strict=strict)
-    rep = reader.report
-    if p.is_dir():
-        reader.fail("is a directory; the sacct loader reads one text file")
-    raw = [(ln, t.rstrip("\n")) for ln, t in iter_lines(p) if t.strip()]
+def _header(reader: Reader) -> tuple[list[str], list[tuple[int, int]], bool, list[tuple[int, str]]]:
+    """Column names, fixed-width spans (empty for ``|`` output), parsable?, and the record lines."""
+    raw = [(ln, t) for ln, t in reader.lines() if t.strip()]
     if not raw:
         reader.fail("empty file: nothing to load")
     hline, header_text = raw[0]
@@ -115,70 +116,75 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
         body = body[1:]
     if "jobid" not in names:
         reader.fail("header has no JobID column", line=hline, field="JobID")
+    return names, spans, parsable, body
 
+
+def _cells(text: str, names: list[str], spans: list[tuple[int, int]], parsable: bool) -> list[str] | None:
+    if not parsable:
+        return [text[a:b] if i < len(spans) - 1 else text[a:] for i, (a, b) in enumerate(spans)]
+    parts = text.split("|")
+    if len(parts) == len(names) + 1 and not parts[-1].strip():
+        parts = parts[:-1]  # --parsable ends every line with '|'
+    return parts if len(parts) == len(names) else None
+
+
+def _record(reader: Reader, ln: int, text: str, rec: dict[str, str]) -> dict[str, Any] | None:
+    """One job record as a ``jobs`` row (absolute times in ``*_abs``), or None when it is bad."""
+    m = _JOBID_RE.match(rec.get("jobid", ""))
+    if m is None:
+        reader.bad("JobID is not a SLURM job id", line=ln, field="JobID", example=text)
+        return None
+    row: dict[str, Any] = {
+        "line": ln,
+        "job_id": m.group(1) + (f"_{m.group(2)}" if m.group(2) else ""),
+        "job_step": m.group(4) or "",
+        "name": rec.get("jobname", ""),
+        "state": rec.get("state", ""),
+        "exit_code": rec.get("exitcode", ""),
+    }
+    for col in ("submit", "eligible", "start", "end"):
+        if col in rec:
+            t = _parse_time(rec[col])
+            if t is not None and math.isnan(t):
+                reader.bad(f"unreadable {col} time", line=ln, field=col.capitalize(), example=rec[col])
+                t = None
+            row[f"{col}_abs"] = t
+    if "elapsed" in rec:
+        row["elapsed_s"] = _parse_elapsed(rec["elapsed"])
+    for col in ("partition", "account", "alloccpus", "nnodes", "alloctres"):
+        if col in rec:
+            row[col] = rec[col]
+    if "alloctres" in rec and (g := _GPU_RE.search(rec["alloctres"])):
+        row["gpus"] = rules.as_count(g.group(1))
+        if row["gpus"] is None:
+            reader.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field="AllocTRES", example=rec["alloctres"])
+    if row.get("start_abs") is not None and row.get("end_abs") is not None and row["end_abs"] < row["start_abs"]:
+        reader.bad(rules.end_before_start("job"), line=ln, field="End", example=text)
+        return None
+    return row
+
+
+def _records(reader: Reader) -> list[dict[str, Any]]:
+    names, spans, parsable, body = _header(reader)
     records: list[dict[str, Any]] = []
-    truncated = False
     for ln, text in body:
-        rep.lines_read += 1
-        if parsable:
-            parts = text.split("|")
-            if len(parts) == len(names) + 1 and not parts[-1].strip():
-                parts = parts[:-1]  # --parsable ends every line with '|'
-            if len(parts) != len(names):
-                reader.bad(f"wrong number of fields (expected {len(names)})", line=ln, example=text)
-                continue
-        else:
-            parts = [text[a:b] if i < len(spans) - 1 else text[a:] for i, (a, b) in enumerate(spans)]
-        rec = {n: v.strip() for n, v in zip(names, parts, strict=False)}
-        m = _JOBID_RE.match(rec.get("jobid", ""))
-        if m is None:
-            reader.bad("JobID is not a SLURM job id", line=ln, field="JobID", example=text)
+        reader.report.lines_read += 1
+        parts = _cells(text, names, spans, parsable)
+        if parts is None:
+            reader.bad(f"{rules.WRONG_FIELD_COUNT} (expected {len(names)})", line=ln, example=text)
             continue
-        job_step = m.group(4) or ""
-        if job_step.endswith("+"):
-            truncated = True
-        row: dict[str, Any] = {
-            "line": ln,
-            "job_id": m.group(1) + (f"_{m.group(2)}" if m.group(2) else ""),
-            "job_step": job_step,
-            "name": rec.get("jobname", ""),
-            "state": rec.get("state", ""),
-            "exit_code": rec.get("exitcode", ""),
-        }
-        if row["name"].endswith("+"):
-            truncated = True
-        for col in ("submit", "eligible", "start", "end"):
-            if col in rec:
-                t = _parse_time(rec[col])
-                if t is not None and math.isnan(t):
-                    reader.bad(f"unreadable {col} time", line=ln, field=col.capitalize(), example=rec[col])
-                    t = None
-                row[f"{col}_abs"] = t
-        if "elapsed" in rec:
-            row["elapsed_s"] = _parse_elapsed(rec["elapsed"])
-        for col in ("partition", "account", "alloccpus", "nnodes", "alloctres"):
-            if col in rec:
-                row[col] = rec[col]
-        if "alloctres" in rec and (g := _GPU_RE.search(rec["alloctres"])):
-            row["gpus"] = int(g.group(1))
-        if row.get("start_abs") is not None and row.get("end_abs") is not None and row["end_abs"] < row["start_abs"]:
-            reader.bad("End before Start", line=ln, field="End", example=text)
-            continue
-        records.append(row)
+        row = _record(reader, ln, text, {n: v.strip() for n, v in zip(names, parts, strict=False)})
+        if row is not None:
+            records.append(row)
     if not records:
         reader.fail("no sacct records")
-    if truncated:
-        rep.note("some names or ids end in '+': sacct truncated them to the column width (use --format=JobName%40)")
+    if any(r["job_step"].endswith("+") or r["name"].endswith("+") for r in records):
+        reader.note("some names or ids end in '+': sacct truncated them to the column width (use --format=JobName%40)")
+    return records
 
-    # --- attempts and events ----------------------------------------------------------------
-    allocs = [r for r in records if r["job_step"] == ""]
-    timed = sorted((r for r in allocs if r.get("start_abs") is not None), key=lambda r: r["start_abs"])
-    if len({r["job_id"] for r in allocs}) > 1:
-        rep.note(f"{len({r['job_id'] for r in allocs})} different jobs in one file: attempts are numbered across them in start order")
-    if allocs and not timed:
-        rep.note("no Start/End columns (or all Unknown): job-level times unavailable; only the jobs table is filled")
-    abs_times = [r[k] for r in records for k in ("submit_abs", "eligible_abs", "start_abs", "end_abs") if r.get(k) is not None]
-    t0 = min(abs_times) if abs_times else 0.0
+
+def _attempt_events(timed: list[dict[str, Any]], t0: float) -> list[dict[str, Any]]:
+    """queue / restart / failure events of the allocations with a known start, in start order."""
     events: list[dict[str, Any]] = []
     for a, r in enumerate(timed):
         r["attempt"] = a
@@ -192,11 +198,13 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
             nxt = r["end_abs"]
             if a + 1 < len(timed):  # down until the next attempt queues (or starts)
                 n_r = timed[a + 1]
-                nxt = n_r.get("eligible_abs") or n_r["start_abs"]
-                nxt = min(nxt, n_r["start_abs"])
+                nxt = min(n_r.get("eligible_abs") or n_r["start_abs"], n_r["start_abs"])
             end = max(nxt, r["end_abs"])
             events.append({"kind": "failure", "start_s": r["end_abs"] - t0, "end_s": end - t0, "attempt": a, "detail": f"job {r['job_id']} {r['state']} (exit {r['exit_code']})"})
+    return events
 
+
+def _jobs_table(records: list[dict[str, Any]], t0: float) -> pd.DataFrame:
     jobs = pd.DataFrame(records)
     for col in ("submit", "eligible", "start", "end"):
         if f"{col}_abs" in jobs:
@@ -204,30 +212,40 @@ def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     if "attempt" not in jobs:
         jobs["attempt"] = pd.NA
     jobs["attempt"] = jobs["attempt"].astype("Int64")
-    found: dict[str, Any] = {}
+    return jobs
+
+
+def parse(reader: Reader, options: Options) -> Parsed:
+    """Read sacct output; see the module docstring for the mapping."""
+    if reader.path.is_dir():
+        reader.fail("is a directory; the sacct loader reads one text file")
+    records = _records(reader)
+    allocs = [r for r in records if r["job_step"] == ""]
+    timed = sorted((r for r in allocs if r.get("start_abs") is not None), key=lambda r: r["start_abs"])
+    if len({r["job_id"] for r in allocs}) > 1:
+        reader.note(f"{len({r['job_id'] for r in allocs})} different jobs in one file: attempts are numbered across them in start order")
+    if allocs and not timed:
+        reader.note("no Start/End columns (or all Unknown): job-level times unavailable; only the jobs table is filled")
+    abs_times = [r[k] for r in records for k in ("submit_abs", "eligible_abs", "start_abs", "end_abs") if r.get(k) is not None]
+    t0 = min(abs_times) if abs_times else 0.0
+    events = _attempt_events(timed, t0)
+    out = Parsed(events=events, tables={"jobs": _jobs_table(records, t0)}, timing="exact",
+                 time_unit="epoch_s" if abs_times else None)
     first = allocs[0] if allocs else records[0]
     if first.get("name"):
-        found["name"] = first["name"]
-    gpus = [r["gpus"] for r in allocs if r.get("gpus")]
-    if gpus and len(set(gpus)) == 1:
-        found["n_accelerators"] = gpus[0]
-    extra: dict[str, Any] = {
+        out.meta["name"] = first["name"]
+    gpus = [r for r in allocs if r.get("gpus")]
+    if gpus and len({r["gpus"] for r in gpus}) == 1:
+        out.fact("n_accelerators", gpus[0]["gpus"], f"{reader.name}:{gpus[0]['line']}", gpus[0].get("alloctres", ""))
+    out.extra.update({
         "job_ids": sorted({r["job_id"] for r in records}),
         "states": [r["state"] for r in allocs],
         "exit_codes": [r["exit_code"] for r in allocs],
-    }
+    })
     if abs_times:
-        extra["t0_wallclock"] = (datetime(1970, 1, 1) + timedelta(seconds=t0)).isoformat(sep=" ")
-        extra["t0_timezone"] = "unknown (cluster local time)"
-    return finish(
-        reader,
-        fmt=NAME,
-        steps=None,
-        events=events,
-        tables={"jobs": jobs},
-        timing="exact",
-        time_unit="epoch_s" if abs_times else None,
-        found=found,
-        overrides=overrides,
-        extra=extra,
-    )
+        out.extra["t0_wallclock"] = (datetime(1970, 1, 1) + timedelta(seconds=t0)).isoformat(sep=" ")
+        out.extra["t0_timezone"] = "unknown (cluster local time)"
+    return out
+
+
+load = loader_for(NAME)
