@@ -105,6 +105,13 @@ def _load_legacy(mod: Any, name: str, p: Path, strict: bool, kwargs: dict[str, A
     return run.replace(meta=apply_overrides(run.meta, meta_kw)) if meta_kw else run
 
 
+def __getattr__(name: str) -> Any:
+    """``from mfu_toolkit.io import megatron`` gives the format module (``io.formats.megatron``)."""
+    if name in FORMATS:
+        return get_loader(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def load_table(
     path: str | Path,
     *,
