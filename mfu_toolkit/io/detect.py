@@ -39,6 +39,7 @@ FORMATS: tuple[str, ...] = (
     "wandb",
     "kineto",
     "straggler_ops",
+    "maxtext",
     "table",
 )
 FALLBACK_FORMATS: frozenset[str] = frozenset({"table"})
