@@ -31,7 +31,7 @@ def _load(args: argparse.Namespace) -> Any:
     from ..run import LoadError, read_run
 
     path = Path(args.path)
-    if not path.exists():
+    if args.path != "-" and not path.exists():
         raise FileNotFoundError(f"no such file or directory: {str(path)!r}")
     if args.format in (None, "auto") and path.suffix == ".parquet" and path.is_file():
         try:
@@ -42,7 +42,8 @@ def _load(args: argparse.Namespace) -> Any:
         from ..io import load_run
     except ImportError as exc:  # pragma: no cover - only while the loaders are missing
         raise ValueError(f"no log loaders available to read {str(path)!r} ({exc})") from None
-    return load_run(path, args.format or "auto")
+    # "-" (standard input), /dev/stdin, pipes and FIFOs are read once by load_run.
+    return load_run(args.path if args.path == "-" else path, args.format or "auto")
 
 
 def _apply_meta(run: Any, args: argparse.Namespace) -> Any:
@@ -248,7 +249,7 @@ def add_parsers(subparsers: Any) -> None:
             "scorecard and the waterfall of where the wall time went."
         ),
     )
-    a.add_argument("path", help="log file or folder, or a Run .parquet")
+    a.add_argument("path", help="log file or folder, a Run .parquet, or - for standard input")
     a.add_argument("--format", default=None, help="log format (default: detect)")
     a.add_argument("--accelerator", help="accelerator name for the peak (from the registry)")
     a.add_argument("--dtype", default="bf16", action=_DtypeAction, help="dtype of the peak (default bf16)")

@@ -89,6 +89,8 @@ def _load(p: Path, format: str, *, strict: bool, display: str | None, kwargs: di
 
 def _load_legacy(mod: Any, name: str, p: Path, strict: bool, kwargs: dict[str, Any]) -> Run:
     meta_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in META_KWARGS}
+    for k in base.READING_KWARGS:
+        kwargs.pop(k, None)
     try:
         run = mod.load(p, strict=strict, **kwargs)
     except (LoadError, SchemaError, LoaderArgumentError):

@@ -461,12 +461,15 @@ def _is_stream(p: Path) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def spool_input(path: str | Path, *, timeout_s: float = 60.0) -> SpooledInput | None:
+def spool_input(path: str | Path, *, timeout_s: float | None = None) -> SpooledInput | None:
     """Copy stdin or a pipe/FIFO into a temporary file once, so sniffing and parsing both see it.
 
     ``None`` for a regular file or folder (read in place). A stream on which no byte arrives and
-    which no writer closes within ``timeout_s`` is a LoadError, never an endless wait.
+    which no writer closes within ``timeout_s`` (default ``MFU_STREAM_TIMEOUT_S`` or 60) is a
+    LoadError, never an endless wait.
     """
+    if timeout_s is None:
+        timeout_s = float(_env_int("MFU_STREAM_TIMEOUT_S", 60))
     text = str(path)
     if text == "-":
         fd, display, close = sys.stdin.fileno(), "<stdin>", False
