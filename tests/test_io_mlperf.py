@@ -12,8 +12,9 @@ import pytest
 from _realdata import files, realdata  # noqa: F401
 from _samples import T0_MS, mllog, mlperf_lines, write_mlperf
 
-from mfu_toolkit.io import load_run, mlperf
-from mfu_toolkit.io._common import read_head
+from mfu_toolkit.io import load_run, rules
+from mfu_toolkit.io.formats import mlperf
+from mfu_toolkit.io.reading import read_head
 from mfu_toolkit.run import LoadError, LoadWarning
 
 
@@ -126,12 +127,15 @@ def test_malformed_records_are_skipped_and_counted(tmp_path):
         run = load_run(write_mlperf(tmp_path, lines=lines))
     assert sum(w.category is LoadWarning for w in caught) == 1
     rep = run.meta.report
-    assert rep.first_lines["malformed JSON record (truncated or garbled)"] == [7, 11, n + 8]
-    assert rep.first_lines["missing or non-numeric time_ms"] == [8]
-    assert rep.first_lines["missing field 'key'"] == [9]
-    assert rep.first_lines["non-monotonic timestamp (more than 1 s before an earlier record)"] == [10]
-    assert rep.first_lines["negative time_ms"] == [12]
-    assert rep.first_lines["block_stop without block_start"] == [n + 7]
+    # the shared skip reasons (mfu_toolkit.io.rules), with the JSON parser's own message
+    assert rep.first_lines[f"{rules.MALFORMED_JSON} (Expecting ',' delimiter)"] == [7, n + 8]
+    assert rep.first_lines[f"{rules.MALFORMED_JSON} (Expecting value)"] == [11]
+    assert rep.first_lines[f"{rules.NON_FINITE_TIME} (time_ms)"] == [8]
+    assert rep.first_lines[f"{rules.MISSING_FIELD} (key)"] == [9]
+    assert rep.first_lines[f"{rules.NON_MONOTONIC} (more than 1 s before an earlier record)"] == [10]
+    assert rep.first_lines[f"{rules.VALUE_OUT_OF_RANGE} (time_ms before 1970 or after 9999)"] == [12]
+    assert rep.first_lines[rules.end_without_start("block")] == [n + 7]
+    assert rep.total_skipped == 8
     assert len(run.steps) == 3  # the good records still give the run
 
 

@@ -129,7 +129,7 @@ def load_table(
 
 
 def write_goodput(run: Run, path: str | Path, **kwargs: Any) -> Path:
-    """Export a Run as a goodput-library event log (see :mod:`mfu_toolkit.io.goodput`)."""
-    from . import goodput
+    """Export a Run as a goodput-library event log (see :mod:`mfu_toolkit.io.formats.goodput`)."""
+    from .formats import goodput
 
     return goodput.write_goodput(run, path, **kwargs)

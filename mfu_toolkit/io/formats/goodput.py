@@ -38,9 +38,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..run import LoadError, Run
-from ._build import finish, num, split_kwargs, wallclock
-from ._common import Reader, open_bytes
+from ...run import LoadError, Run
+from .._build import finish, num, split_kwargs, wallclock
+from .._common import Reader, open_bytes
 
 NAME = "goodput"
 

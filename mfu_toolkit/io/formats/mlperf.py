@@ -1,0 +1,749 @@
+"""MLPerf Training result logs: ``:::MLLOG {json}`` lines (``time_ms`` = epoch ms) and ``:::SYSJSON``.
+
+What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
+
+- ``init_start``→``init_stop`` (or ``run_start`` when ``init_stop`` is missing) is an ``init``
+  event; ``run_start``→``run_stop`` is the timed run (``meta.extra['run_duration_s']``, the
+  benchmark's time-to-train, and ``run_status``).
+- ``block_start``→``block_stop`` are the training blocks between evaluations; each becomes one
+  step row (``step`` = block ordinal, ``rank = -1``, ``meta.timing = "exact"``). ``samples`` is
+  the ``samples_count`` difference across the block where the log gives it. ``epoch_count`` is
+  kept as logged: its unit differs between benchmarks (epochs, samples, or tokens: MLPerf GPT-3
+  counts tokens, so there it fills ``tokens``). Where a block contains evaluations (BERT) the
+  block is split around them, so no second is counted twice. Without blocks, the epochs (or the
+  run) minus the evaluations are the training segments (DLRM logs only epochs).
+- ``eval_start``→``eval_stop`` are ``eval`` events; ``eval_accuracy`` values go to the ``evals``
+  table and into the event's detail. ``epoch_start``/``epoch_stop`` go to the ``epochs`` table;
+  ``tracked_stats`` and other per-step values (``train_loss``) to the ``metrics`` table.
+- Per-rank duplicates (the GPT-3 log has ``init_start`` 512 times) are collapsed to one record
+  and reported in ``meta.report.notes``; they are not skipped records and not double counted.
+- Records more than ``clock_tolerance_s`` (default 1 s) earlier than a record already read are
+  skipped as non-monotonic; smaller offsets between ranks are accepted. A lone record far ahead
+  of the records before and after it (a garbled ``time_ms``) is the one skipped, not every
+  record after it.
+
+Facts (each with ``file:line`` and the line as printed):
+
+- ``submission_platform`` is the ``platform`` fact (``"64xNVIDIA DGX H100"``); its ``N x SYSTEM``
+  form also states ``n_nodes`` = N. ``submission_benchmark`` is the ``model``;
+  ``global_batch_size`` the ``global_batch``; ``max_sequence_length`` (or ``seq_len``-type keys)
+  the ``seq_len``.
+- ``:::SYSJSON`` gives ``n_nodes`` (``number_of_nodes``), ``accelerators_per_node``, their
+  product as ``n_accelerators``, ``accelerator`` (``accelerator_model_name``, exactly as printed)
+  and ``framework``. Only SYSJSON states the accelerator count.
+- ``n_ranks``: the number of distinct ``metadata.rank`` values of the ``init_start`` records
+  where they carry one; otherwise, when ``init_start`` is logged more than once, the number of
+  copies (each rank logs it once). MLPerf jobs usually run one rank per accelerator, but the log
+  does not say so: this is an ``n_ranks`` fact, never an ``n_accelerators`` one, and its text
+  says how it was counted. A single ``init_start`` (a log written by one process) states none.
+
+Claims: ``tracked_stats`` ``throughput`` values are a ``samples_per_s`` claim (the median): the
+log names no unit; in the NVIDIA BERT and Llama 2 LoRA logs they are samples per second of the
+whole job (the ``samples_count`` difference over the time between records).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import rules
+from ..base import Claim, Parsed, loader_for
+from ..reading import Reader, read_head
+
+NAME = "mlperf"
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the MLPerf format accepts besides the RunMeta keywords.
+
+    ``clock_tolerance_s`` (default 1.0): a record more than this many seconds earlier than one
+    already read is skipped as non-monotonic; smaller offsets (ranks' clocks) are accepted.
+    """
+
+    clock_tolerance_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        v = self.clock_tolerance_s
+        try:
+            tol = float(v) if not isinstance(v, bool) else math.nan
+        except (TypeError, ValueError):
+            tol = math.nan
+        if not (math.isfinite(tol) and tol >= 0):
+            raise ValueError(f"clock_tolerance_s must be a finite number of seconds >= 0; got {v!r}")
+        object.__setattr__(self, "clock_tolerance_s", tol)
+
+
+_MLLOG = ":::MLLOG"
+_SYSJSON = ":::SYSJSON"
+_SCAN_BYTES = 4 << 20
+_PAIRS = {
+    "init_start": ("init", True),
+    "init_stop": ("init", False),
+    "run_start": ("run", True),
+    "run_stop": ("run", False),
+    "block_start": ("block", True),
+    "block_stop": ("block", False),
+    "eval_start": ("eval", True),
+    "eval_stop": ("eval", False),
+    "epoch_start": ("epoch", True),
+    "epoch_stop": ("epoch", False),
+}
+_ID_KEYS = ("samples_count", "epoch_num", "first_epoch_num", "epoch_count")
+# Benchmarks whose epoch counters are in tokens (MLPerf GPT-3 rules count training in tokens).
+_TOKEN_COUNTED = {"gpt3"}
+_PLATFORM_RE = re.compile(r"(\d+)\s*[xX]\s*(.+)", re.S)  # matched on the stripped value
+_SEQ_KEYS = ("max_sequence_length", "sequence_length", "seq_len", "seq_length", "max_seq_length")
+# Keys whose line is kept as printed, for the facts' text.
+_TEXT_KEYS = frozenset({"submission_platform", "submission_benchmark", "global_batch_size", "tracked_stats", *_SEQ_KEYS})
+# time_ms after the year 9999 is not a time a log was written at.
+_MAX_TIME_MS = 253_402_300_800_000
+_MAX_RANK = 10_000_000
+_NOT_PARAMS = ("cache_clear", "tracked_stats", "eval_accuracy", "train_loss", "weights_initialization")
+
+
+# Compressed or binary containers (the head is already gunzipped, so gzip magic here means a
+# file inside the gzip stream that is compressed again).
+_BINARY_MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"7z\xbc\xaf\x27\x1c", b"\x93NUMPY", b"\x89HDF")
+# bytes a text log holds: printable, UTF-8 lead/continuation bytes, whitespace, ESC, backspace
+_TEXT_BYTES = bytes(range(0x20, 0x100)) + b"\t\n\r\x0b\x0c\x1b\x08"
+_JSON_START = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*(?:\{\s*[\"}]|\[\s*[\[{\"\]])")
+
+
+def _looks_like_text(head: bytes) -> bool:
+    """Whether ``head`` reads as a text log: no binary magic, few NUL/control bytes, UTF-8."""
+    if head.startswith(_BINARY_MAGIC):
+        return False
+    if head.count(0) > len(head) // 100:
+        return False
+    controls = len(head.translate(None, _TEXT_BYTES))
+    undecodable = head.decode("utf-8", errors="replace").count("\ufffd")
+    return controls + undecodable <= len(head) // 20
+
+
+def sniff(path: Path, head: bytes) -> float:
+    """0.95 when ``:::MLLOG {`` records appear (in the head, or in the first 4 MiB).
+
+    Records after a long preamble (launcher or shell output) are searched for in the first
+    4 MiB, but only when the head is text that is not a JSON document: a binary file (a
+    compressed or binary container, NUL or other control bytes, bytes that are not UTF-8) or
+    one that starts as a JSON object or array (a trace, a metrics dump) is rejected from its
+    head alone, without reading further.
+    """
+    p = Path(path)
+    if p.is_dir() or not head:
+        return 0.0
+    if b":::MLLOG {" in head or b":::MLLOG{" in head:
+        return 0.95
+    if b":::SYSJSON" in head:
+        return 0.9
+    if not _looks_like_text(head) or _JSON_START.match(head):
+        return 0.0
+    try:
+        # more to read: a full head (a gzipped file's head is decompressed), or a longer file
+        if len(head) >= 8192 or p.stat().st_size > len(head):
+            data = read_head(p, _SCAN_BYTES)
+            if b":::MLLOG {" in data:
+                return 0.9
+    except Exception:
+        return 0.0
+    return 0.0
+
+
+def _num(value: Any) -> float:
+    """A finite float from a number or numeric string, else NaN (never raises)."""
+    if isinstance(value, bool):
+        return math.nan
+    try:
+        out = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+    return out if math.isfinite(out) else math.nan
+
+
+def _wallclock(epoch_s: float) -> str:
+    try:
+        return datetime.fromtimestamp(epoch_s, tz=timezone.utc).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return ""
+
+
+# --- reading the records ---------------------------------------------------------------------
+
+
+@dataclass
+class _Rec:
+    line: int
+    key: str
+    t: float  # seconds since the first valid record
+    value: Any
+    meta: dict[str, Any] = field(default_factory=dict)
+    text: str = ""  # the line as printed, for the keys in _TEXT_KEYS
+
+
+@dataclass
+class _Log:
+    recs: list[_Rec] = field(default_factory=list)
+    sysjson: list[tuple[int, dict[str, Any], str]] = field(default_factory=list)
+    other: int = 0
+    base_ms: float | None = None
+    init_starts: list[_Rec] = field(default_factory=list)
+    ranks: set[int] = field(default_factory=set)
+
+
+class _Clock:
+    """Times may run back by at most ``tol``; a lone record far ahead of its neighbours is the bad one.
+
+    ``check(t)`` says ``"ok"``, ``"late"`` (``t`` is more than ``tol`` before a record already
+    accepted: skip it) or ``"retract"``: ``t`` is late only against the record accepted just
+    before it, which had jumped ahead of everything earlier; that record is the bad one (a
+    garbled time), so the caller drops it and keeps ``t``. Constant time and memory per record.
+    """
+
+    def __init__(self, tol: float) -> None:
+        self.tol = tol
+        self.t_max = -math.inf
+        self.before = -math.inf  # the largest time before the record that set t_max
+        self.last_set_max = False  # whether the record accepted last set t_max
+
+    def check(self, t: float) -> str:
+        if t >= self.t_max - self.tol:
+            if t > self.t_max:
+                self.before, self.t_max, self.last_set_max = self.t_max, t, True
+            else:
+                self.last_set_max = False
+            return "ok"
+        if self.last_set_max and self.before > -math.inf and t >= self.before - self.tol:
+            self.t_max, self.last_set_max = (t, True) if t > self.before else (self.before, False)
+            return "retract"
+        return "late"
+
+
+def _sysjson(reader: Reader, log: _Log, ln: int, text: str) -> None:
+    j = text.find(_SYSJSON)
+    if j < 0:
+        log.other += 1
+        return
+    d, ok = reader.json(text[j + len(_SYSJSON) :].strip(), line=ln)
+    if not ok:
+        return
+    if not isinstance(d, dict):
+        reader.bad(f"{rules.NOT_AN_OBJECT} (SYSJSON)", line=ln, example=text)
+        return
+    log.sysjson.append((ln, d, text))
+
+
+def _mllog(reader: Reader, ln: int, text: str, payload: str) -> tuple[dict[str, Any], str, float] | None:
+    """The record, its key and ``time_ms``, or None after counting it as bad."""
+    d, ok = reader.json(payload, line=ln)
+    if not ok:
+        return None
+    if not isinstance(d, dict):
+        reader.bad(rules.NOT_AN_OBJECT, line=ln, example=text)
+        return None
+    key = d.get("key")
+    if not isinstance(key, str) or not key:
+        reader.bad(f"{rules.MISSING_FIELD} (key)", line=ln, field="key", example=text)
+        return None
+    t_ms = _num(d.get("time_ms"))
+    if math.isnan(t_ms):
+        reader.bad(f"{rules.NON_FINITE_TIME} (time_ms)", line=ln, field="time_ms", example=text)
+        return None
+    if not 0 <= t_ms <= _MAX_TIME_MS:
+        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (time_ms before 1970 or after 9999)", line=ln, field="time_ms", example=text)
+        return None
+    return d, key, t_ms
+
+
+def _init_rank(reader: Reader, log: _Log, rec: _Rec) -> None:
+    """Remember an ``init_start`` record and the rank it names, if any."""
+    log.init_starts.append(rec)
+    if "rank" not in rec.meta:
+        return
+    rank = rules.as_step(rec.meta["rank"])
+    if rank is None or rank >= _MAX_RANK:
+        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (metadata.rank)", line=rec.line, field="rank", example=str(rec.meta["rank"])[:80])
+        return
+    log.ranks.add(rank)
+
+
+def _read(reader: Reader, tol_s: float) -> _Log:
+    """Records with times in seconds relative to the first valid record (kept exact in ms)."""
+    log = _Log()
+    clock = _Clock(tol_s)
+    for ln, text in reader.lines():
+        if not text.strip():
+            continue
+        reader.report.lines_read += 1
+        i = text.find(_MLLOG)
+        if i < 0:
+            _sysjson(reader, log, ln, text)
+            continue
+        got = _mllog(reader, ln, text, text[i + len(_MLLOG) :].strip())
+        if got is None:
+            continue
+        d, key, t_ms = got
+        if log.base_ms is None:
+            log.base_ms = t_ms
+        t = (t_ms - log.base_ms) / 1000.0
+        verdict = clock.check(t)
+        if verdict == "late":
+            reader.bad(f"{rules.NON_MONOTONIC} (more than {tol_s:g} s before an earlier record)", line=ln, field="time_ms", example=text)
+            continue
+        if verdict == "retract":
+            bad = log.recs.pop()
+            if log.init_starts and log.init_starts[-1] is bad:
+                log.init_starts.pop()
+            reader.bad(f"{rules.NON_MONOTONIC} (far ahead of the records before and after it)", line=bad.line, field="time_ms")
+        meta = d.get("metadata")
+        rec = _Rec(ln, key, t, d.get("value"), meta if isinstance(meta, dict) else {}, text if key in _TEXT_KEYS else "")
+        log.recs.append(rec)
+        if key == "init_start":
+            _init_rank(reader, log, rec)
+    return log
+
+
+# --- intervals ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Interval:
+    kind: str
+    t0: float
+    line: int
+    meta0: dict[str, Any]
+    t1: float = math.nan
+    meta1: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Timeline:
+    closed: dict[str, list[_Interval]]
+    open_: dict[str, _Interval]
+    copies: dict[str, int]
+    points: dict[str, list[_Rec]]
+
+
+def _ident(meta: dict[str, Any]) -> tuple:
+    return tuple((k, str(meta[k])) for k in _ID_KEYS if k in meta)
+
+
+def _start(reader: Reader, tl: _Timeline, kind: str, r: _Rec) -> None:
+    cur = tl.open_.get(kind)
+    if cur is not None and _ident(cur.meta0) == _ident(r.meta):
+        tl.copies[r.key] = tl.copies.get(r.key, 0) + 1
+        cur.t0 = min(cur.t0, r.t)
+        return
+    if cur is not None:
+        reader.bad(rules.start_without_end(kind), line=cur.line, field="key")
+    tl.open_[kind] = _Interval(kind, r.t, r.line, r.meta)
+
+
+def _stop(reader: Reader, tl: _Timeline, kind: str, r: _Rec) -> None:
+    cur = tl.open_.get(kind)
+    if cur is None:
+        last = tl.closed[kind][-1] if tl.closed[kind] else None
+        if last is not None and _ident(last.meta1) == _ident(r.meta):
+            tl.copies[r.key] = tl.copies.get(r.key, 0) + 1
+            return
+        reader.bad(rules.end_without_start(kind), line=r.line, field="key")
+        return
+    del tl.open_[kind]
+    if r.t < cur.t0:
+        reader.bad(rules.end_before_start(kind), line=r.line, field="time_ms")
+        return
+    cur.t1 = r.t
+    cur.meta1 = r.meta
+    tl.closed[kind].append(cur)
+
+
+def _timeline(reader: Reader, recs: list[_Rec]) -> _Timeline:
+    """Start/stop pairs as intervals (per-rank copies collapsed), the other records as points."""
+    tl = _Timeline({k: [] for k in ("init", "run", "block", "eval", "epoch")}, {}, {}, {})
+    for r in recs:
+        pair = _PAIRS.get(r.key)
+        if pair is None:
+            tl.points.setdefault(r.key, []).append(r)
+        elif pair[1]:
+            _start(reader, tl, pair[0], r)
+        else:
+            _stop(reader, tl, pair[0], r)
+    for key, n in sorted(tl.copies.items()):
+        reader.note(f"{key} logged {n + 1} times (per-rank copies); collapsed to one record")
+    return tl
+
+
+def _run_and_init(reader: Reader, tl: _Timeline) -> tuple[_Interval | None, float | None]:
+    """The timed run (first run_start/run_stop pair) and its start; an open init ends at run_start."""
+    init_open = tl.open_.pop("init", None)
+    run_open = tl.open_.pop("run", None)
+    for kind, iv in tl.open_.items():
+        reader.bad(f"{rules.start_without_end(kind)} (log ends)", line=iv.line, field="key")
+    runs = tl.closed["run"]
+    run_iv = runs[0] if runs else None
+    if len(runs) > 1:
+        reader.note(f"{len(runs)} run_start/run_stop pairs; the first is the timed run")
+    run_start_t = run_iv.t0 if run_iv else (run_open.t0 if run_open else None)
+    if run_iv is None:
+        reader.note("no run_stop: the run did not finish, or the log is truncated")
+    if init_open is not None:
+        if run_start_t is not None and run_start_t >= init_open.t0:
+            init_open.t1 = run_start_t
+            tl.closed["init"].append(init_open)
+            reader.note("no init_stop: init taken to end at run_start")
+        else:
+            reader.bad("init start without an end or a run_start", line=init_open.line, field="key")
+    return run_iv, run_start_t
+
+
+# --- facts and claims --------------------------------------------------------------------------
+
+
+def _first(tl: _Timeline, key: str) -> _Rec | None:
+    lst = tl.points.get(key)
+    return lst[0] if lst else None
+
+
+def _count_fact(out: Parsed, reader: Reader, r: _Rec | None, name: str) -> int | None:
+    """A positive count stated by record ``r`` as fact ``name``; a bad value is counted, not used."""
+    if r is None or r.value is None:
+        return None
+    n = rules.as_count(r.value)
+    if n is None:
+        why = rules.VALUE_OUT_OF_RANGE if not math.isnan(_num(r.value)) else rules.NON_NUMERIC
+        reader.bad(f"{why} ({r.key})", line=r.line, field=r.key, example=str(r.value)[:80])
+        return None
+    out.fact(name, n, f"{reader.name}:{r.line}", r.text)
+    return n
+
+
+def _point_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str, Any]) -> None:
+    """Platform, nodes, benchmark, global batch and sequence length as the submission states them."""
+    plat = _first(tl, "submission_platform")
+    if plat is not None and isinstance(plat.value, str) and plat.value.strip():
+        where = f"{reader.name}:{plat.line}"
+        out.fact("platform", plat.value, where, plat.text)
+        m = _PLATFORM_RE.fullmatch(plat.value.strip())
+        if m:
+            nodes = rules.as_count(m.group(1))
+            if nodes is None:
+                reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (submission_platform node count)", line=plat.line, field="submission_platform", example=plat.value[:80])
+            else:
+                out.fact("n_nodes", nodes, where, plat.text)
+                extra["platform_nodes"] = nodes
+                extra["platform_system"] = m.group(2).strip()
+    bench = _first(tl, "submission_benchmark")
+    if bench is not None and isinstance(bench.value, str) and bench.value.strip():
+        out.fact("model", bench.value, f"{reader.name}:{bench.line}", bench.text)
+    _count_fact(out, reader, _first(tl, "global_batch_size"), "global_batch")
+    for key in _SEQ_KEYS:
+        if _count_fact(out, reader, _first(tl, key), "seq_len") is not None:
+            break
+
+
+def _snippet(raw: str, key: str) -> str:
+    """``"key":"value"`` as printed in a SYSJSON line (the key's own text), else ``key``."""
+    m = re.search(r'"' + re.escape(key) + r'"\s*:\s*(?:"[^"]{0,200}"|[^,}]{0,200})', raw)
+    return m.group(0) if m else key
+
+
+def _sysjson_facts(out: Parsed, reader: Reader, sysjson: list[tuple[int, dict[str, Any], str]], extra: dict[str, Any]) -> None:
+    """Nodes, accelerators per node (and their product), accelerator name and framework."""
+    ln0, sysd, raw = sysjson[0]
+    differing = sum(1 for _, d, _ in sysjson[1:] if d != sysd)
+    if len(sysjson) > 1:
+        reader.note(f"SYSJSON logged {len(sysjson)} times; collapsed to one" + (f" ({differing} copies differ; the first kept)" if differing else ""))
+    keys = ("system_name", "number_of_nodes", "accelerators_per_node", "accelerator_model_name", "framework")
+    extra["system"] = {k: sysd.get(k) for k in keys if k in sysd}
+    where = f"{reader.name}:{ln0}"
+    for key, name in (("accelerator_model_name", "accelerator"), ("framework", "framework")):
+        v = sysd.get(key)
+        if isinstance(v, str) and v.strip():
+            out.fact(name, v, where, _snippet(raw, key))
+    if "number_of_nodes" not in sysd and "accelerators_per_node" not in sysd:
+        return
+    nodes, per = rules.as_count(sysd.get("number_of_nodes")), rules.as_count(sysd.get("accelerators_per_node"))
+    if nodes is not None:
+        out.fact("n_nodes", nodes, where, _snippet(raw, "number_of_nodes"))
+    if per is not None:
+        out.fact("accelerators_per_node", per, where, _snippet(raw, "accelerators_per_node"))
+    total = rules.as_count(nodes * per) if nodes is not None and per is not None else None
+    if total is None:
+        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (SYSJSON number_of_nodes/accelerators_per_node not positive integers)", line=ln0, field="accelerators_per_node")
+        return
+    text = f"{_snippet(raw, 'number_of_nodes')} x {_snippet(raw, 'accelerators_per_node')}"
+    out.fact("n_accelerators", total, where, text)
+
+
+def _rank_facts(out: Parsed, reader: Reader, log: _Log, tl: _Timeline, extra: dict[str, Any]) -> None:
+    """``n_ranks`` from the ``init_start`` records (see the module docstring for the rule)."""
+    if not log.init_starts:
+        return
+    copies = tl.copies.get("init_start", 0) + 1 if "init_start" in tl.copies else 1
+    if copies > 1:
+        extra["init_start_copies"] = copies
+    where = f"{reader.name}:{log.init_starts[0].line}"
+    if log.ranks:
+        text = f"{len(log.ranks)} distinct metadata.rank values in {len(log.init_starts)} init_start records"
+        out.fact("n_ranks", len(log.ranks), where, text)
+    elif copies > 1:
+        text = (f"init_start logged {copies} times with no rank ids, each copy counted as one rank "
+                "(one rank per accelerator is usual in MLPerf, not stated here)")
+        out.fact("n_ranks", copies, where, text)
+
+
+def _claims(out: Parsed, reader: Reader, tl: _Timeline) -> None:
+    """``tracked_stats`` ``throughput`` as a samples-per-second claim of the whole job."""
+    recs = [r for r in tl.points.get("tracked_stats", []) if isinstance(r.value, dict) and "throughput" in r.value]
+    if not recs:
+        return
+    counts = ("samples per second of the whole job (tracked_stats 'throughput'; the log states no unit: "
+              "samples over the time between records in the NVIDIA logs)")
+    out.claim(Claim.summarise("samples_per_s", [_num(r.value["throughput"]) for r in recs], unit="samples/s",
+                              counts=counts, where=f"{reader.name}:{recs[0].line}"))
+
+
+def _submission_extra(tl: _Timeline, extra: dict[str, Any]) -> str | None:
+    """Submission fields and single-valued parameters for ``meta.extra``; returns the run's name."""
+    for key, label in (("submission_benchmark", "benchmark"), ("submission_org", "org"), ("submission_division", "division"),
+                       ("submission_status", "status"), ("submission_platform", "platform")):
+        r = _first(tl, key)
+        if r is not None and r.value is not None:
+            extra[label] = str(r.value)
+    params: dict[str, Any] = {}
+    for key, lst in tl.points.items():
+        if key.startswith("submission_") or key in _NOT_PARAMS:
+            continue
+        v = lst[0].value
+        if len(lst) == 1 and (v is None or isinstance(v, (str, int, float, bool))):
+            params[key] = v if not (isinstance(v, float) and not math.isfinite(v)) else str(v)
+    if params:
+        extra["params"] = params
+    bits = [str(r.value) for r in (_first(tl, k) for k in ("submission_benchmark", "submission_org", "submission_platform")) if r is not None and r.value is not None]
+    return " ".join(bits) if bits else None
+
+
+def _time_extra(tl: _Timeline, run_iv: _Interval | None, run_start_t: float | None, t0: float, base_ms: float, extra: dict[str, Any]) -> None:
+    extra["t0_epoch_s"] = (base_ms + t0 * 1000.0) / 1000.0
+    extra["t0_wallclock"] = _wallclock(extra["t0_epoch_s"])
+    if run_start_t is not None:
+        extra["run_start_s"] = run_start_t - t0
+    if run_iv is not None:
+        extra["run_stop_s"] = run_iv.t1 - t0
+        extra["run_duration_s"] = run_iv.t1 - run_iv.t0
+        status = run_iv.meta1.get("status")
+        if status is not None:
+            extra["run_status"] = str(status)
+    if tl.closed["init"]:
+        extra["init_duration_s"] = tl.closed["init"][0].t1 - tl.closed["init"][0].t0
+    for key in ("train_samples", "eval_samples", "trained_samples"):
+        r = _first(tl, key)
+        v = _num(r.value) if r is not None else math.nan
+        if not math.isnan(v):
+            extra[key] = v
+
+
+# --- events, steps, tables ---------------------------------------------------------------------
+
+
+def _accuracy_for(evals: list[_Interval], accs: list[_Rec]) -> list[_Rec | None]:
+    """The ``eval_accuracy`` record of each evaluation, each used once.
+
+    An evaluation takes the unused accuracy that lies inside it in time (the earliest such) or,
+    if one comes earlier in the log, the first unused one that names the same counters
+    (``samples_count``, ``epoch_num``, ...). Linear: a pointer per counter value, and a
+    skip-list over the accuracies in time order.
+    """
+    order = sorted(range(len(accs)), key=lambda i: (accs[i].t, i))
+    times = [accs[i].t for i in order]
+    nxt = list(range(len(order) + 1))  # nxt[k]: the first unused position >= k in time order
+    by_ident: dict[tuple, list[int]] = {}
+    for i, a in enumerate(accs):
+        if _ident(a.meta):
+            by_ident.setdefault(_ident(a.meta), []).append(i)
+    ptr = dict.fromkeys(by_ident, 0)
+    pos_of = {i: k for k, i in enumerate(order)}
+    used = [False] * len(accs)
+
+    def first_unused(k: int) -> int:
+        root = k
+        while nxt[root] != root:
+            root = nxt[root]
+        while nxt[k] != root:
+            nxt[k], k = root, nxt[k]
+        return root
+
+    out: list[_Rec | None] = []
+    for iv in evals:
+        k = first_unused(bisect.bisect_left(times, iv.t0 - 1e-9))
+        by_time = order[k] if k < len(order) and times[k] <= iv.t1 + 1e-9 else None
+        ident, by_id = _ident(iv.meta0), None
+        if ident in by_ident:
+            lst = by_ident[ident]
+            while ptr[ident] < len(lst) and used[lst[ptr[ident]]]:
+                ptr[ident] += 1
+            by_id = lst[ptr[ident]] if ptr[ident] < len(lst) else None
+        pick = min((i for i in (by_time, by_id) if i is not None), default=None)
+        if pick is not None:
+            used[pick] = True
+            nxt[pos_of[pick]] = pos_of[pick] + 1
+        out.append(accs[pick] if pick is not None else None)
+    return out
+
+
+def _events(reader: Reader, tl: _Timeline, t0: float) -> list[dict[str, Any]]:
+    """The init event and one eval event per eval_start/eval_stop, with its accuracy."""
+    events: list[dict[str, Any]] = []
+    for iv in tl.closed["init"][:1]:
+        events.append({"kind": "init", "start_s": iv.t0 - t0, "end_s": iv.t1 - t0, "detail": "init_start to init_stop"})
+    accs = tl.points.get("eval_accuracy", [])
+    for iv, a in zip(tl.closed["eval"], _accuracy_for(tl.closed["eval"], accs), strict=True):
+        acc_txt = f"; eval_accuracy={a.value}" if a is not None else ""
+        at = ", ".join(f"{k}={v}" for k, v in _ident(iv.meta0))
+        events.append({"kind": "eval", "start_s": iv.t0 - t0, "end_s": iv.t1 - t0, "detail": f"eval_start to eval_stop{(' at ' + at) if at else ''}{acc_txt}"})
+    if accs and not tl.closed["eval"]:
+        reader.note(f"{len(accs)} eval_accuracy records but no eval_start/eval_stop: evaluation time is not logged separately")
+    return events
+
+
+@dataclass
+class _Holes:
+    """Sorted evaluation intervals, searchable: the training segments are the blocks minus these."""
+
+    spans: list[tuple[float, float]]
+    reach: list[float] = field(default_factory=list)  # reach[i]: the largest end among spans[: i + 1]
+
+    def __post_init__(self) -> None:
+        self.spans.sort()
+        top = -math.inf
+        for _, h1 in self.spans:
+            top = max(top, h1)
+            self.reach.append(top)
+
+    def subtract(self, a: float, b: float) -> list[tuple[float, float]]:
+        """Parts of [a, b] not covered by the spans; only the spans that can overlap it are visited."""
+        out = []
+        cur = a
+        for i in range(bisect.bisect_right(self.reach, a), len(self.spans)):
+            h0, h1 = self.spans[i]
+            if h0 >= b:
+                break
+            if h1 <= cur:
+                continue
+            if h0 > cur:
+                out.append((cur, h0))
+            cur = max(cur, h1)
+        if cur < b:
+            out.append((cur, b))
+        return out
+
+
+def _bases(reader: Reader, tl: _Timeline, run_iv: _Interval | None) -> tuple[list[_Interval], str]:
+    if tl.closed["block"]:
+        return tl.closed["block"], "block"
+    if tl.closed["epoch"]:
+        reader.note("no block_start/block_stop: steps are the epochs' training time between evaluations")
+        return tl.closed["epoch"], "epoch"
+    if run_iv is not None:
+        reader.note("no blocks or epochs: steps are the run's time between evaluations")
+        return [run_iv], "run"
+    return [], "none"
+
+
+def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, token_counted: bool, extra: dict[str, Any]) -> pd.DataFrame:
+    """One step row per training segment: blocks (or epochs, or the run) minus evaluations."""
+    bases, base_kind = _bases(reader, tl, run_iv)
+    holes = _Holes([(iv.t0, iv.t1) for iv in tl.closed["eval"]])
+    rows = []
+    split_any = False
+    for b_i, iv in enumerate(bases):
+        segs = holes.subtract(iv.t0, iv.t1) if holes.spans and iv.t1 != iv.t0 else [(iv.t0, iv.t1)]
+        whole = len(segs) == 1 and segs[0] == (iv.t0, iv.t1)
+        split_any |= not whole
+        samples = math.nan
+        s0, s1 = _num(iv.meta0.get("samples_count")), _num(iv.meta1.get("samples_count"))
+        if whole and not math.isnan(s0) and not math.isnan(s1) and s1 >= s0:
+            samples = s1 - s0
+        ec = _num(iv.meta0.get("epoch_count", iv.meta1.get("epoch_count")))
+        first = _num(iv.meta0.get("first_epoch_num", iv.meta0.get("epoch_num")))
+        for a, b in segs:
+            rows.append({
+                "attempt": 0, "step": len(rows), "rank": -1, "start_s": a - t0, "end_s": b - t0,
+                "samples": samples, "tokens": ec if (whole and token_counted) else math.nan, "block": b_i,
+                "epoch_count": ec if whole else math.nan, "first_epoch_num": first,
+            })
+    extra["steps_from"] = base_kind
+    if split_any:
+        reader.note(f"evaluations inside a training {base_kind}: it is split around them (no time counted twice)")
+    if token_counted and any(not math.isnan(r["tokens"]) for r in rows):
+        reader.note("MLPerf GPT-3 counts epoch_count in tokens: block epoch_count fills tokens")
+    if not rows:
+        reader.note("no training blocks, epochs or finished run: no step rows")
+    steps = pd.DataFrame(rows)
+    if len(steps):
+        steps = steps.drop(columns=[c for c in ("samples", "tokens", "epoch_count", "first_epoch_num") if steps[c].isna().all()])
+    return steps
+
+
+def _tables(tl: _Timeline, t0: float) -> dict[str, pd.DataFrame]:
+    tables: dict[str, pd.DataFrame] = {}
+    evals = [{"time_s": a.t - t0, "accuracy": _num(a.value), **{k: _num(a.meta[k]) for k in _ID_KEYS if k in a.meta}}
+             for a in tl.points.get("eval_accuracy", [])]
+    if evals:
+        tables["evals"] = pd.DataFrame(evals)
+    if tl.closed["epoch"]:
+        tables["epochs"] = pd.DataFrame(
+            [{"epoch_num": _num(iv.meta0.get("epoch_num")), "start_s": iv.t0 - t0, "end_s": iv.t1 - t0} for iv in tl.closed["epoch"]]
+        )
+    rows = []
+    for key in ("tracked_stats", "train_loss"):
+        for r in tl.points.get(key, []):
+            counter = next(((k, _num(r.meta[k])) for k in ("step", "samples_count", "epoch_num") if k in r.meta), ("", math.nan))
+            values = r.value.items() if isinstance(r.value, dict) else [(key, r.value)]
+            for name, v in values:
+                rows.append({"time_s": r.t - t0, "name": str(name), "value": _num(v), "counter_name": counter[0], "counter": counter[1]})
+    if rows:
+        tables["metrics"] = pd.DataFrame(rows)
+    return tables
+
+
+def parse(reader: Reader, options: Options) -> Parsed:
+    """Read one MLPerf result log; see the module docstring for the mapping."""
+    if reader.path.is_dir():
+        reader.fail("is a directory; the MLPerf loader reads one result_*.txt file")
+    log = _read(reader, options.clock_tolerance_s)
+    if not log.recs:
+        reader.fail(f"no valid {_MLLOG} records found")
+    if log.other:
+        reader.note(f"{log.other} lines hold no MLLOG record (other program output); ignored")
+    tl = _timeline(reader, log.recs)
+    run_iv, run_start_t = _run_and_init(reader, tl)
+    out = Parsed(timing="exact", time_unit="epoch_ms")
+    extra = out.extra
+    name = _submission_extra(tl, extra)
+    if name:
+        out.meta["name"] = name
+    _point_facts(out, reader, tl, extra)
+    if log.sysjson:
+        _sysjson_facts(out, reader, log.sysjson, extra)
+    _rank_facts(out, reader, log, tl, extra)
+    _claims(out, reader, tl)
+    t0 = min(r.t for r in log.recs)
+    _time_extra(tl, run_iv, run_start_t, t0, log.base_ms or 0.0, extra)
+    out.events = _events(reader, tl, t0)
+    bench = _first(tl, "submission_benchmark")
+    token_counted = bench is not None and str(bench.value).lower() in _TOKEN_COUNTED
+    out.steps = _steps(reader, tl, run_iv, t0, token_counted, extra)
+    out.tables = _tables(tl, t0)
+    return out
+
+
+load = loader_for(NAME)
