@@ -40,6 +40,7 @@ FORMATS: tuple[str, ...] = (
     "kineto",
     "straggler_ops",
     "maxtext",
+    "dcgm",
     "table",
 )
 FALLBACK_FORMATS: frozenset[str] = frozenset({"table"})
