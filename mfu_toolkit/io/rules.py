@@ -29,6 +29,7 @@ __all__ = [
     "MISSING_FIELD",
     "VALUE_OUT_OF_RANGE",
     "INTERVAL_TOO_LONG",
+    "NOT_UTF8",
     "MAX_LOG_INTERVAL",
     "MAX_INT64",
     "start_without_end",
@@ -56,6 +57,7 @@ DUPLICATE = "duplicate record (kept the first)"
 MISSING_FIELD = "required field missing"
 VALUE_OUT_OF_RANGE = "value out of range"
 INTERVAL_TOO_LONG = "step gap too long to be one log interval (record kept as one step)"
+NOT_UTF8 = "bytes that are not UTF-8 (replaced, record kept)"
 
 
 def start_without_end(kind: str) -> str:
