@@ -1,0 +1,810 @@
+"""PyTorch profiler (Kineto) Chrome traces: per-rank step spans, GPU busy time, compute vs NCCL.
+
+One trace file per rank (``.json`` or ``.json.gz``; ``ts``/``dur`` in µs). What is read:
+
+- Steps: the CPU-side ``ProfilerStep#N`` annotations (``user_annotation``/``cpu_op``; the GPU
+  copies in ``gpu_user_annotation`` are ignored). One row per (rank, step), ``timing = "exact"``.
+- GPU activity: ``kernel`` events, split by name into communication (NCCL/RCCL kernels) and
+  compute (every other kernel), plus ``gpu_memcpy``/``gpu_memset`` (memory). Each is clipped to
+  the step span it overlaps (a kernel crossing a boundary is split between the two steps).
+- Per step: ``compute_s`` and ``comm_s`` are the time covered by compute / communication kernels
+  (union of their intervals, so kernels overlapping on several streams count once; the sum of
+  kernel durations is in the ``kernels`` table); ``gpu_busy_s`` is the union of all GPU activity
+  and ``gpu_idle_s`` the rest of the step span.
+- ``tables["kernels"]``: per rank, step and category (compute, comm, memory): ``count`` (kernels
+  starting in the step), ``sum_s`` (clipped durations summed), ``union_s``.
+- Rank and world size from ``distributedInfo``; without it (or with a value that is no rank) the
+  rank is read from the file name (``rank-3``, ``rank3``, ``rank_3``) or, for a single file, left
+  at -1. A rank or world size that is not a whole number in range (a rank of 3e9, a world size
+  of 0) is counted under ``value out of range`` with its file, line and field.
+
+Facts (each with its file and line): ``accelerator`` is the ``deviceProperties[].name`` as
+printed (``NVIDIA A100-PG509-200``; ROCm names an MI250 GCD ``AMD Radeon Graphics``), when the
+traces name one kind of device; ``n_ranks`` is ``distributedInfo.world_size`` when the traces
+agree on it, and ``n_accelerators`` the same number: a PyTorch world size counts framework
+devices, one per GPU but two per MI250X/MI250 package (one per GCD), as the fact's text says.
+
+Speed and memory: a step table needs only the kernels, memory copies and ``ProfilerStep#N``
+spans, a tenth of a typical trace's events. So a trace is first read selectively: those events
+are located by their ``"cat"`` / ``ProfilerStep#`` text and decoded one by one (the same
+``object_hook`` as below turns each into a 4-tuple); the CPU ops, runtime calls and flow
+events that make up the rest are never decoded. The selective read applies only to a complete,
+well-formed document (a JSON object, valid UTF-8 without NUL bytes, balanced braces and
+brackets, one ``traceEvents`` key, every located event decoding to an event that contains its
+match); anything else, and ``strict=True``, takes the full parse: the standard library's
+decoder with that ``object_hook``, so the full event dicts never live together. Damage inside
+events the loader does not use (a CPU op's broken value) is noticed only by the full parse.
+Files are read through the shared bounded reader: a gzipped trace is inflated as a stream
+within the reading limits, so a gzip bomb or a trailer that claims gigabytes is a LoadError
+naming the file, never an allocation of that size. The interval arithmetic is numpy (sorted
+unions and prefix sums), not per-event rows. A truncated (or too deeply nested) file is read up
+to its last complete event. Times are seconds since the earliest step start across the ranks.
+
+Clocks: each rank's trace is on its host's clock, and the ranks are aligned by those absolute
+timestamps, never silently rewritten. The loader checks them: for every step that several ranks
+share (same attempt and step number), a rank's deviation is its step start minus the median start
+of that step over the ranks; its estimated clock offset is the median of its deviations. In
+synchronous training every rank starts a step within about one step of the others (they wait for
+each other in the collectives), so an |offset| above ``max(1 s, 5 × the median step duration)``
+means the hosts' clocks disagree (the 1 s floor keeps ordinary NTP skew and launch jitter of
+millisecond steps below it). Such ranks are named with their offsets in a report note;
+``meta.extra["clock_offsets_s"]`` lists them as ``{"rank": r, "offset_s": s}`` (empty when
+none; a list, so a saved Run reads back equal). Per-rank step durations are unaffected;
+cross-rank timing (stragglers, spans) is not to be trusted. Offsets are relative to the median
+rank: with two ranks, either may be the one off. ``align_clocks=True`` subtracts each flagged
+rank's offset from its times (then re-bases to the earliest start) and sets
+``meta.extra["clocks_aligned"]``. ``strict=True`` without ``align_clocks`` raises ``LoadError``
+naming the ranks and offsets, since the cross-rank analyses would be wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import rules
+from ..base import Parsed, loader_for
+from ..reading import Reader, read_head
+
+NAME = "kineto"
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the Kineto format accepts besides the RunMeta keywords.
+
+    ``pattern``: a glob that picks the trace files of one job in a folder (``"job_rank*.json"``);
+    by default every ``.json`` / ``.json.gz`` file holding ``traceEvents`` is read.
+    ``align_clocks``: subtract the estimated clock offset of each rank flagged as off (see the
+    module docstring); by default timestamps are kept and an offset is only reported.
+    """
+
+    pattern: str | None = None
+    align_clocks: bool = False
+
+    def __post_init__(self) -> None:
+        if self.pattern is not None and (not isinstance(self.pattern, str) or not self.pattern.strip()):
+            raise ValueError(f"pattern must be a non-empty glob string or None; got {self.pattern!r}")
+        if not isinstance(self.align_clocks, bool):
+            raise ValueError(f"align_clocks must be True or False; got {self.align_clocks!r}")
+
+
+_STEP, _COMPUTE, _COMM, _MEM, _BAD = 0, 1, 2, 3, 9
+_CATEGORIES = ("compute", "comm", "memory")
+_COMM_WORDS = ("nccl", "rccl")  # in a kernel's name, any case: a communication kernel
+_STEP_CATS = {"user_annotation", "cpu_op", "operator", "python_function"}
+_KERNEL_CATS = {"kernel"}
+_MEM_CATS = {"gpu_memcpy", "gpu_memset", "memcpy", "memset"}
+_RANK_NAME_RE = re.compile(r"rank[-_]?(\d{1,9})(?!\d)", re.IGNORECASE)
+_WS_RE = re.compile(r"[\s,]*")
+_MAX_RANK = 10_000_000  # ranks and world sizes above this are not a job's
+_MAX_STEP_DIGITS = 15  # ProfilerStep numbers are kept exactly in float64 below 2**53
+_CLOCK_MIN_S = 1.0  # a rank's clock offset above max(this, _CLOCK_STEPS × median step) is flagged
+_CLOCK_STEPS = 5.0
+_WORLD_TEXT = ("a PyTorch world size counts framework devices: one per GPU, but two per "
+               "MI250X/MI250 package (one rank per GCD)")
+
+
+def sniff(path: Path, head: bytes) -> float:
+    """Confidence that ``path`` is a Kineto trace (or a folder of them), by content."""
+    try:
+        p = Path(path)
+        if p.is_dir():
+            for f in _trace_files(p)[:8]:
+                if _sniff_head(read_head(f)) >= 0.6:
+                    return 0.85
+            return 0.0
+        return _sniff_head(head)
+    except Exception:
+        return 0.0
+
+
+def _sniff_head(head: bytes) -> float:
+    h = head.lstrip()
+    if h[:1] not in (b"{", b"["):
+        return 0.0
+    if b'"traceEvents"' in head:
+        kineto_keys = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"', b'"cpu_op"', b'"kernel"', b"ProfilerStep#")
+        return 0.95 if any(k in head for k in kineto_keys) else 0.6
+    if h[:1] == b"[" and b'"ph"' in head and b'"ts"' in head:
+        return 0.5
+    return 0.0
+
+
+def _trace_files(path: Path) -> list[Path]:
+    return [p for p in sorted(path.iterdir()) if p.is_file() and (p.name.endswith(".json") or p.name.endswith(".json.gz"))]
+
+
+# --- events -------------------------------------------------------------------------------------
+def _is_comm(name: str) -> bool:
+    low = name.lower()
+    return any(w in low for w in _COMM_WORDS)
+
+
+def _step_number(text: str) -> int | None:
+    """N of ``ProfilerStep#N``: ASCII digits that float64 holds exactly, else None."""
+    if not (0 < len(text) <= _MAX_STEP_DIGITS and text.isascii() and text.isdigit()):
+        return None
+    return int(text)
+
+
+def _time_value(v: Any) -> float | None:
+    """A finite ``ts``/``dur`` (a number, or a number written as a string), else None."""
+    if isinstance(v, str):
+        try:
+            v = float(v)
+        except ValueError:
+            return None
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:  # an integer too large for a float
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _hook(d: dict[str, Any]) -> Any:
+    """Compact each trace event as soon as it is decoded; other objects pass through."""
+    ph = d.get("ph")
+    if ph is None:
+        return d
+    if ph != "X":
+        return None
+    cat = d.get("cat")
+    if not isinstance(cat, str):
+        return None
+    c = cat.lower()
+    extra = 0
+    if c in _KERNEL_CATS:
+        name = d.get("name")
+        code = _COMM if isinstance(name, str) and _is_comm(name) else _COMPUTE
+    elif c in _MEM_CATS:
+        code = _MEM
+    elif c in _STEP_CATS:
+        name = d.get("name")
+        if not (isinstance(name, str) and name.startswith("ProfilerStep#")):
+            return None
+        n = _step_number(name[13:])
+        if n is None:
+            return (_BAD, f"{rules.BAD_STEP} (ProfilerStep#N)", "name", 0)
+        code, extra = _STEP, n
+    else:
+        return None
+    ts, dur = _time_value(d.get("ts")), _time_value(d.get("dur"))
+    if ts is None:
+        return (_BAD, f"{rules.NON_FINITE_TIME} (ts)", "ts", 0)
+    if dur is None:
+        return (_BAD, f"{rules.NON_FINITE_TIME} (dur)", "dur", 0)
+    if dur < 0:
+        return (_BAD, rules.NEGATIVE_DURATION, "dur", 0)
+    return (code, ts, dur, extra)
+
+
+# --- the selective read -------------------------------------------------------------------------
+FAST_PATH = True  # the selective read; tests switch it off to compare it with the full parse
+_TRACE_EVENTS_RE = re.compile(r'"traceEvents"\s*:\s*\[')
+_COLON_RE = re.compile(r"\s*:\s*")
+_DOC_KEYS = ("distributedInfo", "deviceProperties", "baseTimeNanoseconds")
+_STEP_MARK = "ProfilerStep#"
+# A GPU event's category; then, optionally, the rest of the layout the profiler writes, up to
+# "dur" (no escapes in the name, plain numbers), read without decoding the event. Events in any
+# other layout are decoded.
+_NUM = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+_GPU_CAT_RE = re.compile(
+    r'"cat"\s*:\s*"((?i:kernel|gpu_memcpy|gpu_memset|memcpy|memset))"'
+    r'(?:\s*,\s*"name"\s*:\s*"([^"\\]*)"\s*,'
+    r'\s*"pid"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,\s*"tid"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,'
+    rf'\s*"ts"\s*:\s*({_NUM})\s*,\s*"dur"\s*:\s*({_NUM})\s*[,}}])?'
+)
+_EVENT_HEAD_RE = re.compile(r'\{\s*"ph"\s*:\s*"X"\s*,\s*')
+
+_Picked = tuple[dict[str, Any], list[tuple], list[tuple[int, tuple]], int]
+
+
+def _pick(text: str) -> _Picked | None:
+    """The selective read (see the module docstring); None when it does not apply."""
+    try:
+        return _pick_events(text)
+    except Exception:  # any surprise: the full parse decides
+        return None
+
+
+def _doc_keys(text: str) -> dict[str, Any] | None:
+    """The top-level facts (``distributedInfo``, ...) decoded alone; None if a key repeats."""
+    plain = json.JSONDecoder()
+    doc: dict[str, Any] = {}
+    for key in _DOC_KEYS:
+        quoted = f'"{key}"'
+        count = text.count(quoted)
+        if count > 1:
+            return None
+        if count == 1:
+            at = text.find(quoted) + len(quoted)
+            colon = _COLON_RE.match(text, at)
+            if colon is None or colon.end() == at:
+                return None
+            doc[key], _ = plain.raw_decode(text, colon.end())
+    return doc
+
+
+def _quick(text: str, s: int, h: int, g: re.Match[str]) -> tuple | None:
+    """The compact tuple of a GPU event in the profiler's own layout, read from its text."""
+    if g.group(4) is None or not _EVENT_HEAD_RE.fullmatch(text, s, h):
+        return None
+    t, d = float(g.group(3)), float(g.group(4))
+    if not (math.isfinite(t) and math.isfinite(d) and d >= 0):
+        return None
+    if g.group(1).lower() in _KERNEL_CATS:
+        return (_COMM if _is_comm(g.group(2)) else _COMPUTE, t, d, 0)
+    return (_MEM, t, d, 0)
+
+
+def _locate(text: str, begin: int) -> tuple[dict[int, int], dict[int, tuple]] | None:
+    """Start of every event holding a GPU category or a step mark (-> its last match), and the
+    tuples of those read without decoding. Linear: each event start is searched for back to
+    the previous match only."""
+    hits: list[tuple[int, re.Match[str] | None]] = [(g.start(), g) for g in _GPU_CAT_RE.finditer(text, begin)]
+    at = text.find(_STEP_MARK, begin)
+    while at != -1:
+        hits.append((at, None))
+        at = text.find(_STEP_MARK, at + len(_STEP_MARK))
+    hits.sort(key=lambda x: x[0])
+    starts: dict[int, int] = {}
+    quick: dict[int, tuple] = {}
+    prev_h, prev_s = begin, -1
+    for h, g in hits:
+        s = text.rfind("{", prev_h, h)
+        if s < 0:
+            s = prev_s  # no brace since the previous match: the same event
+        if s < 0:
+            return None
+        prev_h, prev_s = h, s
+        if s in starts:
+            quick.pop(s, None)  # two matches in one event: decode it
+            starts[s] = max(starts[s], h)
+            continue
+        starts[s] = h
+        q = _quick(text, s, h, g) if g is not None else None
+        if q is not None:
+            quick[s] = q
+    return starts, quick
+
+
+def _pick_events(text: str) -> _Picked | None:
+    first = _WS_RE.match(text, 0).end()  # type: ignore[union-attr]
+    last = len(text) - 1
+    while last > first and text[last] in " \t\r\n":
+        last -= 1
+    if first >= len(text) or text[first] != "{" or text[last] != "}" or "\x00" in text:
+        return None
+    if text.count("{") != text.count("}") or text.count('"traceEvents"') != 1:
+        return None  # truncated (or unbalanced braces inside strings): the full parse judges
+    m = _TRACE_EVENTS_RE.search(text)
+    doc = _doc_keys(text) if m is not None else None
+    located = _locate(text, m.end()) if m is not None and doc is not None else None
+    if located is None:
+        return None
+    starts, quick = located
+    dec = json.JSONDecoder(object_hook=_hook)
+    kept: list[tuple] = []
+    bad: list[tuple[int, tuple]] = []
+    line, counted_to = 1, 0  # line numbers of bad events, counted forward once
+    for s in sorted(starts):
+        q = quick.get(s)
+        if q is not None:
+            kept.append(q)
+            continue
+        obj, end = dec.raw_decode(text, s)
+        if end <= starts[s] or not (obj is None or isinstance(obj, tuple)):
+            return None  # the match was not inside the event found: the layout is unusual
+        if obj is None:
+            continue
+        if obj[0] == _BAD:
+            line += text.count("\n", counted_to, s)
+            counted_to = s
+            bad.append((line, obj))
+        else:
+            kept.append(obj)
+    return doc, kept, bad, text.count('"ph"')
+
+
+# --- the full parse -----------------------------------------------------------------------------
+def _line_at(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _decode_at(dec: json.JSONDecoder, text: str, pos: int) -> tuple[Any, int, str | None]:
+    """``(value, end, None)`` or ``(None, pos, why)``: a broken or too deeply nested value."""
+    try:
+        obj, end = dec.raw_decode(text, pos)
+    except json.JSONDecodeError as exc:
+        return None, pos, f"{rules.MALFORMED_JSON} (truncated or broken: {exc.msg}; read up to it)"
+    except RecursionError:
+        return None, pos, f"{rules.JSON_TOO_DEEP} (read up to it)"
+    except ValueError as exc:  # an integer with too many digits
+        return None, pos, f"{rules.MALFORMED_JSON} ({exc}; read up to it)"
+    return obj, end, None
+
+
+def _salvage_array(text: str, pos: int, dec: json.JSONDecoder, reader: Reader) -> tuple[list[Any], int, bool]:
+    """The events of a ``[`` ... array up to its end or its first broken event (counted)."""
+    out: list[Any] = []
+    pos += 1
+    while True:
+        pos = _WS_RE.match(text, pos).end()  # type: ignore[union-attr]
+        if pos >= len(text):
+            reader.bad(f"{rules.MALFORMED_JSON} (truncated: the trace ends inside traceEvents)", line=_line_at(text, pos), field="traceEvents")
+            return out, pos, False
+        if text[pos] == "]":
+            return out, pos + 1, True
+        obj, pos, why = _decode_at(dec, text, pos)
+        if why is not None:
+            reader.bad(why, line=_line_at(text, pos), field="traceEvents", example=text[pos : pos + 80])
+            return out, pos, False
+        out.append(obj)
+
+
+def _salvage(text: str, reader: Reader) -> Any:
+    """Read a damaged trace object up to its first broken value (counted, with its line)."""
+    dec = json.JSONDecoder(object_hook=_hook)
+    pos = _WS_RE.match(text, 0).end()  # type: ignore[union-attr]
+    if pos >= len(text) or text[pos] not in "{[":
+        reader.fail("not a Chrome trace: the file does not start with a JSON object or array", line=_line_at(text, pos))
+    if text[pos] == "[":
+        return _salvage_array(text, pos, dec, reader)[0]
+    doc: dict[str, Any] = {}
+    pos += 1
+    while True:
+        pos = _WS_RE.match(text, pos).end()  # type: ignore[union-attr]
+        if pos >= len(text) or text[pos] == "}":
+            if pos >= len(text):
+                reader.bad(f"{rules.MALFORMED_JSON} (truncated: the trace object is not closed)", line=_line_at(text, pos))
+            return doc
+        key, end, why = _decode_at(dec, text, pos)
+        colon = _COLON_RE.match(text, end) if why is None else None
+        if why is None and (not isinstance(key, str) or colon is None or ":" not in colon.group()):
+            why = f"{rules.MALFORMED_JSON} (expected a key and ':'; read up to it)"
+        if why is not None:
+            reader.bad(why, line=_line_at(text, pos), example=text[pos : pos + 80])
+            return doc
+        pos = colon.end()  # type: ignore[union-attr]
+        if key == "traceEvents" and text[pos : pos + 1] == "[":
+            doc[key], pos, ok = _salvage_array(text, pos, dec, reader)
+            if not ok:
+                return doc
+            continue
+        doc[key], pos, why = _decode_at(dec, text, pos)
+        if why is not None:
+            reader.bad(why, line=_line_at(text, pos), field=str(key)[:80], example=text[pos : pos + 80])
+            return doc
+
+
+def _event_lines(text: str, wanted: list[int]) -> dict[int, int]:
+    """Line numbers of the events at the given traceEvents indices (error path only)."""
+    out: dict[int, int] = {}
+    m = _TRACE_EVENTS_RE.search(text) if wanted else None
+    if not m:
+        return out
+    dec = json.JSONDecoder()
+    pos, i, last = m.end(), 0, max(wanted)
+    want = set(wanted)
+    line, counted_to = 1, 0
+    while i <= last:
+        pos = _WS_RE.match(text, pos).end()  # type: ignore[union-attr]
+        if pos >= len(text) or text[pos] == "]":
+            break
+        if i in want:
+            line += text.count("\n", counted_to, pos)
+            counted_to = pos
+            out[i] = line
+        _, pos, why = _decode_at(dec, text, pos)
+        if why is not None:
+            break
+        i += 1
+    return out
+
+
+def _parse_all(reader: Reader, raw: bytes) -> tuple[dict[str, Any], list[tuple], int]:
+    """The full parse: every event decoded (through the hook), damage salvaged or raised."""
+    try:
+        doc = json.loads(raw, object_hook=_hook)
+    except (ValueError, RecursionError) as exc:  # JSON or UTF-8 damage, or nesting too deep
+        text = raw.decode("utf-8", errors="replace")
+        if reader.strict:
+            line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
+            why = rules.JSON_TOO_DEEP if isinstance(exc, RecursionError) else f"invalid or truncated JSON ({exc})"
+            reader.fail(why, line=line, field="traceEvents")
+        doc = _salvage(text, reader)
+        del text
+    if isinstance(doc, list):
+        doc = {"traceEvents": doc}
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        reader.fail("not a Chrome trace: no traceEvents list", field="traceEvents")
+    events = doc.pop("traceEvents")
+    bad = [(i, e) for i, e in enumerate(events) if isinstance(e, tuple) and e[0] == _BAD]
+    if bad:
+        need = [i for i, _ in bad[:5]] if not reader.strict else [bad[0][0]]
+        lines = _event_lines(raw.decode("utf-8", errors="replace"), need)
+        for i, e in bad:
+            reader.bad(e[1], line=lines.get(i), field=f"traceEvents[{i}].{e[2]}")
+    kept = [e for e in events if isinstance(e, tuple) and e[0] != _BAD]
+    return doc, kept, len(events)
+
+
+# --- one trace ----------------------------------------------------------------------------------
+@dataclass
+class _Trace:
+    """One rank's compact events (arrays of code, ts, dur, step number) and what it states."""
+
+    path: Path
+    where: str  # the file's name in facts: ``<path>``
+    code: np.ndarray
+    ts: np.ndarray
+    dur: np.ndarray
+    num: np.ndarray
+    rank: int | None = None
+    world_size: int | None = None
+    backend: str | None = None
+    devices: list[str] = field(default_factory=list)
+    base_ns: int | float | None = None
+    lines: dict[str, int] = field(default_factory=dict)  # line of each top-level key found
+
+
+def _key_lines(raw: bytes) -> dict[str, int]:
+    """Line of the first ``"distributedInfo"`` / ``"deviceProperties"`` / ``"world_size"``."""
+    out: dict[str, int] = {}
+    info = raw.find(b'"distributedInfo"')
+    for key, start in (("distributedInfo", 0), ("deviceProperties", 0), ("world_size", max(info, 0))):
+        i = raw.find(b'"' + key.encode() + b'"', start) if key != "world_size" or info >= 0 else -1
+        if i >= 0:
+            out[key] = raw.count(b"\n", 0, i) + 1
+    return out
+
+
+def _events_of(reader: Reader, raw: bytes) -> tuple[dict[str, Any], list[tuple], int]:
+    """The selective read when it applies, else the full parse."""
+    if FAST_PATH and not reader.strict:
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            text = None
+        picked = _pick(text) if text is not None else None
+        del text
+        if picked is not None:
+            doc, kept, bad_lines, n_read = picked
+            for line, e in bad_lines:
+                reader.bad(e[1], line=line, field=f"traceEvents.{e[2]}")
+            return doc, kept, n_read
+    return _parse_all(reader, raw)
+
+
+def _read_trace(reader: Reader) -> _Trace:
+    raw = reader.bytes()
+    if not raw or raw.isspace():
+        reader.fail("empty file")
+    lines = _key_lines(raw)
+    doc, kept, n_read = _events_of(reader, raw)
+    del raw
+    reader.report.lines_read += n_read
+    arr = np.array(kept, dtype=np.float64).reshape(-1, 4)
+    del kept
+    tr = _Trace(reader.path, reader.name, arr[:, 0].astype(np.int8), arr[:, 1], arr[:, 2],
+                arr[:, 3].astype(np.int64), lines=lines)
+    _doc_facts(tr, doc, reader)
+    return tr
+
+
+def _in_range(reader: Reader, info: dict[str, Any], key: str, line: int | None, *, lowest: int) -> int | None:
+    """``distributedInfo[key]`` as a whole number in ``[lowest, _MAX_RANK]``; else counted, None."""
+    v = info.get(key)
+    if v is None:
+        return None
+    n = rules.as_step(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    if n is None or n < lowest or n > _MAX_RANK:
+        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (distributedInfo.{key})", line=line, field=f"distributedInfo.{key}", example=repr(v)[:80])
+        return None
+    return n
+
+
+def _doc_facts(tr: _Trace, doc: dict[str, Any], reader: Reader) -> None:
+    """Rank, world size, backend, device names and base time from the trace's top level."""
+    info = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
+    at = tr.lines.get("world_size", tr.lines.get("distributedInfo"))
+    tr.world_size = _in_range(reader, info, "world_size", at, lowest=1)
+    tr.rank = _in_range(reader, info, "rank", tr.lines.get("distributedInfo"), lowest=0)
+    if tr.rank is not None and tr.world_size is not None and tr.rank >= tr.world_size:
+        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (distributedInfo.rank is not below world_size)",
+                   line=tr.lines.get("distributedInfo"), field="distributedInfo.rank", example=f"rank {tr.rank} of {tr.world_size}")
+        tr.rank = None
+    backend = info.get("backend")
+    tr.backend = backend[:80] if isinstance(backend, str) else None
+    props = doc.get("deviceProperties")
+    if isinstance(props, list):
+        tr.devices = sorted({p["name"][:200] for p in props if isinstance(p, dict) and isinstance(p.get("name"), str)})
+    base = doc.get("baseTimeNanoseconds")
+    ok = isinstance(base, (int, float)) and not isinstance(base, bool) and abs(base) < 2**63 and math.isfinite(base)
+    tr.base_ns = base if ok else None
+
+
+# --- interval arithmetic ------------------------------------------------------------------------
+def _union(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint sorted intervals covering the same time as [s, e)."""
+    if not len(s):
+        return s, e
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], e[o]
+    cm = np.maximum.accumulate(e)
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    new[1:] = s[1:] > cm[:-1]
+    idx = np.flatnonzero(new)
+    last = np.append(idx[1:] - 1, len(s) - 1)
+    return s[idx], cm[last]
+
+
+def _covered(us: np.ndarray, ue: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Length of the disjoint union (us, ue) that lies before each time in ``t``."""
+    if not len(us):
+        return np.zeros(len(t))
+    cum = np.concatenate([[0.0], np.cumsum(ue - us)])
+    i = np.searchsorted(us, t, side="right")
+    j = np.maximum(i - 1, 0)
+    part = np.where(i > 0, np.clip(t - us[j], 0.0, ue[j] - us[j]), 0.0)
+    return cum[j] + part
+
+
+def _summed(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Sum over intervals of their length before each time in ``t`` (overlaps count twice)."""
+    if not len(s):
+        return np.zeros(len(t))
+    ss, se = np.sort(s), np.sort(e)
+    cs = np.concatenate([[0.0], np.cumsum(ss)])
+    ce = np.concatenate([[0.0], np.cumsum(se)])
+    n1 = np.searchsorted(ss, t, side="right")
+    n2 = np.searchsorted(se, t, side="right")
+    return (n1 * t - cs[n1]) - (n2 * t - ce[n2])
+
+
+def _step_spans(tr: _Trace, rank: int, reader: Reader) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+    """Step starts and ends (µs after the trace's first step) and numbers, duplicates counted."""
+    is_step = tr.code == _STEP
+    if not is_step.any():
+        reader.bad("trace without ProfilerStep#N events", field="traceEvents")
+        return None
+    base = float(tr.ts[is_step].min())
+    ss = tr.ts[is_step] - base
+    se = ss + tr.dur[is_step]
+    sn = tr.num[is_step]
+    o = np.lexsort((ss, sn))
+    ss, se, sn = ss[o], se[o], sn[o]
+    dup = np.concatenate([[False], sn[1:] == sn[:-1]])
+    for n in sn[dup]:
+        reader.bad(f"{rules.DUPLICATE} (ProfilerStep number)", field=f"ProfilerStep#{n}")
+    ss, se, sn = ss[~dup], se[~dup], sn[~dup]
+    o = np.argsort(ss, kind="stable")
+    ss, se, sn = ss[o], se[o], sn[o]
+    overlap = np.concatenate([[False], ss[1:] < se[:-1]])
+    if overlap.any():
+        reader.note(f"rank {rank}: {int(overlap.sum())} ProfilerStep spans overlap the previous one")
+    return ss, se, sn, base
+
+
+def _rank_tables(tr: _Trace, rank: int, reader: Reader) -> tuple[dict[str, np.ndarray], list[dict[str, np.ndarray]], float] | None:
+    """Step rows (µs, relative to the trace's own first step) and kernel summaries for one rank."""
+    spans = _step_spans(tr, rank, reader)
+    if spans is None:
+        return None
+    ss, se, sn, base = spans
+    cols: dict[str, np.ndarray] = {"step": sn, "_s": ss, "_e": se}
+    kern: list[dict[str, np.ndarray]] = []
+    all_s, all_e = [], []
+    outside = 0.0
+    for code, cat in ((_COMPUTE, "compute"), (_COMM, "comm"), (_MEM, "memory")):
+        m = tr.code == code
+        ks = tr.ts[m] - base
+        ke = ks + tr.dur[m]
+        all_s.append(ks)
+        all_e.append(ke)
+        us, ue = _union(ks, ke)
+        union_s = (_covered(us, ue, se) - _covered(us, ue, ss)) / 1e6
+        sum_s = (_summed(ks, ke, se) - _summed(ks, ke, ss)) / 1e6
+        sks = np.sort(ks)
+        count = np.searchsorted(sks, se, side="left") - np.searchsorted(sks, ss, side="left")
+        kern.append({"step": sn, "category": np.full(len(sn), cat), "count": count, "sum_s": sum_s, "union_s": union_s})
+        if cat in ("compute", "comm"):
+            cols[f"{cat}_s"] = union_s
+        outside += max(float((ke - ks).sum()) - float(sum_s.sum()) * 1e6, 0.0)
+    us, ue = _union(np.concatenate(all_s), np.concatenate(all_e))
+    busy = (_covered(us, ue, se) - _covered(us, ue, ss)) / 1e6
+    cols["gpu_busy_s"] = busy
+    cols["gpu_idle_s"] = np.maximum((se - ss) / 1e6 - busy, 0.0)
+    if outside > 1.0:  # µs; below that it is rounding
+        reader.note(f"rank {rank}: {outside / 1e6:.6f} s of GPU activity lies outside every ProfilerStep span (not counted)")
+    return cols, kern, base
+
+
+# --- the job: files, ranks, clocks ----------------------------------------------------------------
+def _clock_offsets(steps: pd.DataFrame) -> tuple[pd.Series, float]:
+    """Per rank: median over shared steps of (its start − the step's median start over ranks), s.
+
+    Also the threshold above which an offset is implausible for synchronous training (see the
+    module docstring). Ranks that share no step with another are absent.
+    """
+    g = steps.groupby(["attempt", "step"])["start_s"]
+    shared = (g.transform("size") > 1).to_numpy()
+    dev = (steps["start_s"] - g.transform("median"))[shared]
+    offsets = dev.groupby(steps["rank"][shared]).median()
+    limit = max(_CLOCK_MIN_S, _CLOCK_STEPS * float((steps["end_s"] - steps["start_s"]).median()))
+    return offsets, limit
+
+
+def _files(reader: Reader, pattern: str | None) -> list[Path]:
+    p = reader.path
+    if not p.is_dir():
+        return [p]
+    files = sorted(p.glob(pattern)) if pattern else _trace_files(p)
+    files = [f for f in files if f.is_file() and _sniff_head(read_head(f)) >= 0.5]
+    if not files:
+        reader.fail("no Kineto trace files (.json / .json.gz with traceEvents) here")
+    return files
+
+
+def _ranks(traces: list[_Trace], reader: Reader) -> list[int]:
+    """Each trace's rank: distributedInfo, else the file name, else -1 (one file) or file order."""
+    ranks: list[int] = []
+    for i, tr in enumerate(traces):
+        m = _RANK_NAME_RE.search(tr.path.name)
+        why = "no distributedInfo" if "distributedInfo" not in tr.lines else "no usable distributedInfo rank"
+        if tr.rank is not None:
+            ranks.append(tr.rank)
+        elif m and int(m.group(1)) <= _MAX_RANK:
+            ranks.append(int(m.group(1)))
+            reader.note(f"{tr.path.name}: {why}; rank {int(m.group(1))} taken from the file name")
+        elif len(traces) == 1:
+            ranks.append(-1)
+            reader.note(f"{tr.path.name}: {why}; rank unknown (-1)")
+        else:
+            ranks.append(i)
+            reader.note(f"{tr.path.name}: {why} nor rank in the name; rank {i} = file order")
+    if len(set(ranks)) != len(ranks):
+        seen: set[int] = set()
+        dups = sorted({r for r in ranks if r in seen or seen.add(r)})  # type: ignore[func-returns-value]
+        reader.fail(
+            f"several traces claim rank(s) {dups} ({', '.join(tr.path.name for tr in traces)}): "
+            "are they from different jobs? Pass one job's files (pattern=..., or a folder of them)"
+        )
+    return ranks
+
+
+def _step_frame(rank: int, c: dict[str, np.ndarray], off: float) -> pd.DataFrame:
+    return pd.DataFrame({
+        "attempt": 0, "step": c["step"], "rank": rank,
+        "start_s": (c["_s"] + off) / 1e6, "end_s": (c["_e"] + off) / 1e6,
+        "compute_s": c["compute_s"], "comm_s": c["comm_s"],
+        "gpu_busy_s": c["gpu_busy_s"], "gpu_idle_s": c["gpu_idle_s"],
+    })
+
+
+def _kernels_table(kparts: list[tuple[int, dict[str, np.ndarray]]]) -> pd.DataFrame:
+    return pd.DataFrame({
+        "rank": np.concatenate([np.full(len(k["step"]), r, dtype=np.int32) for r, k in kparts]),
+        "step": np.concatenate([k["step"] for _, k in kparts]),
+        "category": pd.Categorical(np.concatenate([k["category"] for _, k in kparts]), categories=list(_CATEGORIES)),
+        "count": np.concatenate([k["count"] for _, k in kparts]).astype(np.int32),
+        "sum_s": np.concatenate([k["sum_s"] for _, k in kparts]),
+        "union_s": np.concatenate([k["union_s"] for _, k in kparts]),
+    }).sort_values(["rank", "step", "category"], kind="stable").reset_index(drop=True)
+
+
+def _check_clocks(steps: pd.DataFrame, reader: Reader, align: bool) -> tuple[pd.Series, float]:
+    """Name the ranks whose clock is off; align them when asked (returns offsets, re-base in s)."""
+    offsets, limit = _clock_offsets(steps)
+    off = offsets[offsets.abs() > limit]
+    if not len(off):
+        return off, 0.0
+    listed = ", ".join(f"rank {r} {v:+.3f} s" for r, v in off.items())
+    msg = (
+        f"clock offset? estimated offsets {listed} (relative to the median of {len(offsets)} ranks' step starts"
+        f"{'; with two ranks either may be the one off' if len(offsets) == 2 else ''}) exceed {limit:.3g} s, "
+        "implausible for synchronous training: per-rank step durations are unaffected; "
+        "cross-rank timing (stragglers, spans) is not trustworthy"
+    )
+    if not align:
+        if reader.strict:
+            reader.fail(msg + "; pass align_clocks=True to align")
+        reader.note(msg + "; pass align_clocks=True to align")
+        return off, 0.0
+    by_rank = steps["rank"].map(off).fillna(0.0)
+    rebase = float((steps["start_s"] - by_rank).min())  # the earliest start is 0 again
+    steps[["start_s", "end_s"]] = steps[["start_s", "end_s"]].sub(by_rank + rebase, axis=0)
+    reader.note(msg + "; aligned: those offsets were subtracted (align_clocks=True)")
+    return off, rebase
+
+
+def _job_facts(out: Parsed, traces: list[_Trace], reader: Reader) -> int | None:
+    """accelerator, n_ranks and n_accelerators, each from the first trace that states it."""
+    sizes = {tr.world_size for tr in traces if tr.world_size is not None}
+    if len(sizes) > 1:
+        reader.fail(f"traces disagree on world_size ({sorted(sizes)}): not one job")
+    world = next(iter(sizes)) if sizes else None
+    if world is not None:
+        tr = next(t for t in traces if t.world_size is not None)
+        where = f"{tr.where}:{tr.lines.get('world_size', tr.lines.get('distributedInfo', 1))}"
+        text = f'"world_size": {world} (distributedInfo; {_WORLD_TEXT})'
+        out.fact("n_ranks", world, where, text)
+        out.fact("n_accelerators", world, where, text)
+    names = sorted({d for tr in traces for d in tr.devices})
+    if len(names) == 1:
+        tr = next(t for t in traces if t.devices)
+        out.fact("accelerator", names[0], f"{tr.where}:{tr.lines.get('deviceProperties', 1)}",
+                 f'deviceProperties[].name "{names[0]}"')
+    elif names:
+        reader.note(f"deviceProperties name {len(names)} kinds of device ({', '.join(names)}): no accelerator stated")
+    return world
+
+
+def parse(reader: Reader, options: Options) -> Parsed:
+    """Read one trace, or a folder of one job's per-rank traces (``pattern`` picks the files)."""
+    files = _files(reader, options.pattern)
+    root = reader.path if len(files) > 1 else None
+    subs = [reader if f == reader.path else reader.for_file(f, root=root) for f in files]
+    traces = [_read_trace(sub) for sub in subs]
+    ranks = _ranks(traces, reader)
+    out = Parsed(timing="exact", time_unit="us")
+    world = _job_facts(out, traces, reader)
+    parts, kparts = [], []
+    for tr, rank, sub in zip(traces, ranks, subs, strict=True):
+        res = _rank_tables(tr, rank, sub)
+        if res is not None:
+            parts.append((rank, res[0], res[2]))
+            kparts.extend((rank, k) for k in res[1])
+    if not parts:
+        reader.fail("no ProfilerStep#N events in any trace: no steps to read")
+    t0 = min(base + float(c["_s"].min()) for _, c, base in parts)
+    steps = pd.concat([_step_frame(rank, c, base - t0) for rank, c, base in parts], ignore_index=True)
+    off, rebase = _check_clocks(steps, reader, options.align_clocks)
+    t0 += rebase * 1e6  # with aligned clocks: the trace time of 0 s on the reference (median rank) clock
+    if world is not None and len(traces) < world:
+        reader.note(f"{len(traces)} of {world} ranks' traces read")
+    out.steps, out.tables = steps, {"kernels": _kernels_table(kparts)}
+    out.meta["name"] = reader.path.name if len(files) > 1 else files[0].name.split(".")[0]
+    out.extra.update({
+        "files": [str(f) for f in files], "ranks": sorted(ranks), "world_size": world,
+        "backend": next((tr.backend for tr in traces if tr.backend), None),
+        "device_names": sorted({d for tr in traces for d in tr.devices}), "t0_trace_us": t0,
+        "base_time_ns": [tr.base_ns for tr in traces],
+        "clock_offsets_s": [{"rank": int(r), "offset_s": float(v)} for r, v in off.items()],
+        "clocks_aligned": bool(options.align_clocks and len(off)),
+    })
+    return out
+
+
+load = loader_for(NAME)
