@@ -100,8 +100,8 @@ def test_wandb_bad_metric_cell_is_counted(tmp_path):
     )
     run = load_warned(wandb, p)
     rep, s = run.meta.report, run.steps.set_index("step")
-    assert rep.skipped == {"non-numeric value (left missing, row kept)": 1}
-    assert rep.first_lines["non-numeric value (left missing, row kept)"] == [3]
+    assert rep.skipped == {"non-numeric value (left missing, record kept)": 1}
+    assert rep.first_lines["non-numeric value (left missing, record kept)"] == [3]
     assert s.loc[[10, 30], "loss"].tolist() == [1.0, 0.9] and math.isnan(s.loc[20, "loss"])
     assert s.loc[20, "end_s"] == pytest.approx(20.0)  # the row's step and time are kept
     err = strict_error(wandb, p)
@@ -143,8 +143,8 @@ def test_hf_non_numeric_point_value_is_counted(tmp_path):
     p = write_state(tmp_path, grad_norm="bad")
     run = load_warned(hf_trainer, p)
     rep, s = run.meta.report, run.steps.set_index("step")
-    assert rep.skipped == {"non-numeric value (left missing, entry kept)": 1}
-    assert rep.first_lines["non-numeric value (left missing, entry kept)"] == [entry_line(p, 1)]
+    assert rep.skipped == {"non-numeric value (left missing, record kept)": 1}
+    assert rep.first_lines["non-numeric value (left missing, record kept)"] == [entry_line(p, 1)]
     assert len(s) == 30 and s.loc[20, "loss"] == 0.9 and math.isnan(s.loc[20, "grad_norm"])
     err = strict_error(hf_trainer, p)
     assert (err.line, err.field) == (entry_line(p, 1), "grad_norm") and "bad" in str(err)
@@ -155,8 +155,8 @@ def test_hf_non_integer_global_step_is_counted(tmp_path):
     with pytest.warns(LoadWarning, match="global_step"):
         run = hf_trainer.load(p)
     rep = run.meta.report
-    assert rep.skipped == {"global_step is not a non-negative integer (ignored)": 1}
-    assert rep.first_lines["global_step is not a non-negative integer (ignored)"] == [2]
+    assert rep.skipped == {"step is not a non-negative integer (global_step ignored)": 1}
+    assert rep.first_lines["step is not a non-negative integer (global_step ignored)"] == [2]
     assert "global_step" not in run.meta.extra and len(run.steps) == 30  # steps from the log
     err = strict_error(hf_trainer, p)
     assert (err.line, err.field) == (2, "global_step") and "x30" in str(err)

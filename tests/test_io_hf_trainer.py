@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mfu_toolkit.io import hf_trainer
-from mfu_toolkit.io._common import read_head
+from mfu_toolkit.io.reading import read_head
 from mfu_toolkit.run import LoadError, LoadWarning
 
 
@@ -100,11 +100,11 @@ def test_an_unreadable_results_file_is_counted_with_file_and_line(tmp_path):
     p.write_text(state(HISTORY))
     (tmp_path / "run_all_results.json").write_text('{\n  "epoch": 1.0,\n  "train_runtime": 250.0,\n')  # half-written
     (tmp_path / "eval_results.json").write_text("[1, 2]")
-    reason = "unreadable results JSON, left out (Expecting property name enclosed in double quotes)"
-    with pytest.warns(LoadWarning, match="unreadable results JSON"):
+    reason = "malformed JSON record (Expecting property name enclosed in double quotes); results file left out"
+    with pytest.warns(LoadWarning, match="results file left out"):
         run = hf_trainer.load(p)
     rep = run.meta.report
-    assert rep.skipped == {reason: 1, "results JSON is not an object, left out": 1}
+    assert rep.skipped == {reason: 1, "record is not a JSON object; results file left out": 1}
     assert rep.first_lines[reason] == ["run_all_results.json:4"] and "results" not in run.meta.extra
     assert len(run.steps) == 100  # the state itself loads as before
     with pytest.raises(LoadError) as exc:
@@ -165,7 +165,7 @@ def test_negative_or_nan_runtimes_are_bad_records(tmp_path):
     p = tmp_path / "trainer_state.json"
     p.write_text(state(hist).replace('"eval_runtime": 20.0', '"eval_runtime": NaN'))
     run = load_quiet(p)
-    assert run.meta.report.skipped == {"negative duration": 1, "runtime is not a finite number": 1}
+    assert run.meta.report.skipped == {"negative duration": 1, "time is missing, NaN or infinite": 1}
     assert run.events.empty and run.wall_seconds == pytest.approx(250.0)
     with pytest.raises(LoadError, match="negative duration") as exc:
         hf_trainer.load(p, strict=True)

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mfu_toolkit.io import wandb
-from mfu_toolkit.io._common import read_head
+from mfu_toolkit.io.reading import read_head
 from mfu_toolkit.run import LoadError, LoadWarning
 
 T0 = 1_700_000_000.0
@@ -96,7 +96,7 @@ def test_bad_rows_of_a_folder_name_their_file(tmp_path):
     (d / "history.csv").write_text("\n".join(lines) + "\n")
     (d / "stats.csv").write_text(SYSTEM + f"{T0 + 55},x,1,1,1,1,1,1,1,1\n")  # bad cpu on line 4
     run = load_quiet(d)
-    reason = "non-numeric value (left missing, row kept)"
+    reason = "non-numeric value (left missing, record kept)"
     assert run.meta.report.first_lines == {reason: ["history.csv:3", "stats.csv:4"]}
     assert f"2 × {reason} (first at history.csv:3, stats.csv:4)" in run.meta.report.summary()
     with pytest.raises(LoadError) as exc:
@@ -108,7 +108,7 @@ def test_bad_rows_of_a_folder_name_their_file(tmp_path):
 def test_unreadable_summary_is_counted_with_its_line(tmp_path):
     d = make_dir(tmp_path)
     (d / "wandb-summary.json").write_text('{"_wandb": {"runtime": 40},\n "train/loss": 1.6,\n "x": \n')
-    reason = "unreadable summary JSON (Expecting value)"
+    reason = "malformed JSON record (Expecting value); summary left out"
     run = load_quiet(d)
     assert run.meta.report.skipped == {reason: 1} and run.meta.report.first_lines[reason] == ["wandb-summary.json:4"]
     assert "summary" not in run.meta.extra and len(run.steps) > 0
@@ -133,13 +133,13 @@ def test_restart_and_bad_rows(tmp_path):
         run = wandb.load(p)
     rep = run.meta.report
     assert rep.skipped == {
-        "non-monotonic timestamps": 1,
-        "missing or non-numeric required value": 1,
+        "non-monotonic timestamp": 1,
+        "time is missing, NaN or infinite (_timestamp)": 1,
         "half-written last line": 1,
     }
     assert rep.first_lines == {
-        "non-monotonic timestamps": [3],
-        "missing or non-numeric required value": [5],
+        "non-monotonic timestamp": [3],
+        "time is missing, NaN or infinite (_timestamp)": [5],
         "half-written last line": [7],
     }
     assert run.n_attempts == 2
