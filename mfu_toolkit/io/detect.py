@@ -41,6 +41,7 @@ FORMATS: tuple[str, ...] = (
     "straggler_ops",
     "maxtext",
     "dcgm",
+    "nemo",
     "table",
 )
 FALLBACK_FORMATS: frozenset[str] = frozenset({"table"})
