@@ -298,6 +298,15 @@ def test_notebook_with_two_runs_is_refused_and_cell_picks_one(tmp_path):
         load_run(p, cell=0)
 
 
+def test_a_notebook_whose_first_8_kib_never_names_nemo_is_still_found(tmp_path):
+    filler = [{"cell_type": "markdown", "metadata": {}, "source": ["x" * 100 + "\n"] * 100}]
+    nb = json.loads(_notebook([_lines(2)]))
+    nb["cells"] = filler + nb["cells"]
+    p = _write(tmp_path, json.dumps(nb, indent=1, sort_keys=True), "plain.ipynb")
+    assert b"NeMo" not in p.read_bytes()[:8192] and nemo.sniff(p, p.read_bytes()[:8192]) == 1.0
+    assert load_run(p).steps["step"].tolist() == [0, 1]
+
+
 def test_notebook_output_split_across_strings_and_minified(tmp_path):
     line = _lines(1)[0]
     nb = json.loads(_notebook([[]]))

@@ -93,7 +93,7 @@ class Options:
 # --- sniffing --------------------------------------------------------------------------------
 
 _SNIFF_SCAN = 8 << 20
-_SNIFF_MARK = re.compile(rb"NeMo|nemo_run|nemo\.|megatron\.bridge|\"nbformat\"")
+_SNIFF_MARK = re.compile(rb"NeMo|nemo_run|nemo\.|megatron\.bridge|\"nbformat\"|\"cells\"")
 _SNIFF_STEP = re.compile(rb"global_step\s{0,4}[:=]\s{0,4}[0-9]")
 _TIMING_KEY = b"train_step_timing in s"
 
