@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import random
+import time
+import warnings
 
 import pytest
+from _corpus import mutations
 from _realdata import realdata  # noqa: F401
 from _samples import GP_T0, goodput_payloads, write_goodput_log
 
-from mfu_toolkit.io import goodput, load_run, write_goodput
-from mfu_toolkit.run import LoadError, LoadWarning, Run, RunMeta
+from mfu_toolkit.io import load_run, rules, write_goodput
+from mfu_toolkit.io.base import InternalLoadError
+from mfu_toolkit.io.formats import goodput
+from mfu_toolkit.run import LoadError, LoadWarning, Run, RunMeta, SchemaError
 
 
 def test_attempts_steps_and_lost_work(tmp_path):
@@ -84,12 +90,14 @@ def test_malformed_records(tmp_path):
     with pytest.warns(LoadWarning) as caught:
         run = load_run(p, format="goodput")
     assert sum(w.category is LoadWarning for w in caught) == 1
+    # the shared skip reasons (mfu_toolkit.io.rules), with the JSON parser's own message
     assert run.meta.report.first_lines == {
-        "malformed JSON (truncated or garbled line)": [4, 9, len(lines)],
-        "step_start_time is missing, not a number or negative": [5],
-        "step_count is missing or not a non-negative integer": [6],
+        f"{rules.MALFORMED_JSON} (Unterminated string starting at)": [4, len(lines)],
+        f"{rules.MALFORMED_JSON} (Expecting value)": [9],
+        f"{rules.NON_FINITE_TIME} (step_start_time)": [5],
+        f"{rules.BAD_STEP} (step_count)": [6],
         "unrecognised goodput record (no known key)": [7],
-        "non-monotonic timestamp (earlier than a record already read)": [8],
+        f"{rules.NON_MONOTONIC} (more than 1 s before an earlier record)": [8],
     }
     assert len(run.steps) == 7
     with pytest.raises(LoadError) as info:
@@ -252,3 +260,98 @@ def test_real_hf_run_round_trips_with_all_its_evals(realdata, tmp_path):  # noqa
     assert len(_evals(run)) == 2 * 20 and back.meta.report.total_skipped == 0
     assert _evals(back) == pytest.approx(_evals(run), abs=1e-6)
     assert len(back.steps) == len(run.steps)
+
+
+# --- one bad record never refuses the file -----------------------------------------------------------
+def _steady(n: int = 50) -> list[dict]:
+    """A job of steps 1..n-1, one per second from GP_T0 + 1, ending at GP_T0 + n + 10."""
+    j = {"job_name": "g"}
+    return [{**j, "job_start_time": GP_T0}, *({**j, "step_count": s, "step_start_time": GP_T0 + s} for s in range(1, n)), {**j, "job_end_time": GP_T0 + n + 10}]
+
+
+@pytest.mark.parametrize(("bad", "reason"), [
+    ({"step_start_time": GP_T0 + 1e6}, f"{rules.NON_MONOTONIC} (far ahead of the records before and after it)"),
+    ({"step_start_time": 1e308}, f"{rules.VALUE_OUT_OF_RANGE} (step_start_time negative or after the year 9999)"),
+    ({"step_count": 1e308}, f"{rules.BAD_STEP} (step_count)"),
+    ({"step_count": "1" * 5000}, f"{rules.BAD_STEP} (step_count)"),
+])
+def test_one_garbled_record_is_the_only_one_skipped(tmp_path, bad, reason):
+    # the old loader skipped the 40 records after a time far ahead (all later steps lost) and kept
+    # a step numbered 1e308
+    pay = _steady()
+    pay[10] = {**pay[10], **bad}  # step 10, on line 11
+    with pytest.warns(LoadWarning):
+        run = load_run(write_goodput_log(tmp_path, pay))
+    assert run.meta.report.first_lines == {reason: [11]}
+    assert run.steps["step"].tolist() == [s for s in range(1, 50) if s != 10]
+
+
+def test_a_deeply_nested_line_is_counted(tmp_path):
+    p = write_goodput_log(tmp_path, _steady())
+    lines = p.read_text().split("\n")
+    lines.insert(5, "[" * 100_000 + "]" * 100_000)  # was an InternalLoadError
+    lines.insert(6, json.dumps({"job_name": [[[["g"]]]], "mystery": 1}))  # a job name that is not text
+    p.write_text("\n".join(lines))
+    with pytest.warns(LoadWarning):
+        run = load_run(p, format="goodput")
+    assert run.meta.report.first_lines == {rules.JSON_TOO_DEEP: [6], "unrecognised goodput record (no known key)": [7]}
+    assert len(run.steps) == 49
+
+
+def test_a_json_array_with_a_bom(tmp_path):
+    p = tmp_path / "g.json"
+    p.write_bytes(b"\xef\xbb\xbf" + json.dumps(goodput_payloads(), indent=1).encode())
+    run = load_run(p)
+    assert run.meta.source_format == "goodput" and run.n_attempts == 2 and len(run.steps) == 7
+
+
+def test_steps_are_cut_at_blocking_activities_in_linear_time(tmp_path):
+    # 20,000 steps, each followed by an eval: the old loader compared every step with every eval (36 s here)
+    j = {"job_name": "g"}
+    pay = [{**j, "job_start_time": GP_T0}]
+    for s in range(20_000):
+        t = GP_T0 + 3 * s
+        pay += [{**j, "step_count": s, "step_start_time": t},
+                {**j, "custom_badput_event_type": "eval", "custom_badput_event_start_time": t + 1},
+                {**j, "custom_badput_event_type": "eval", "custom_badput_event_end_time": t + 2}]
+    pay.append({**j, "job_end_time": GP_T0 + 60_000})
+    p = write_goodput_log(tmp_path, pay)
+    t0 = time.perf_counter()
+    run = load_run(p)
+    assert time.perf_counter() - t0 < 15
+    assert len(run.steps) == 20_000 and (run.steps["end_s"] - run.steps["start_s"]).eq(1.0).all()
+
+
+@pytest.mark.parametrize("text", ["[" * 80_000, "0" * 80_000, " " * 80_000])
+def test_long_lines_of_one_character_are_quick(tmp_path, text):
+    p = write_goodput_log(tmp_path)
+    p.write_text(text + "\n" + p.read_text())
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadWarning)
+        run = load_run(p, format="goodput")
+    assert time.perf_counter() - t0 < 1.0 and len(run.steps) == 7
+
+
+def test_options_are_checked():
+    assert goodput.Options(clock_tolerance_s="2").clock_tolerance_s == 2.0
+    with pytest.raises(ValueError):
+        goodput.Options(clock_tolerance_s=-1)
+
+
+def test_damaged_copies_of_a_real_run_load_or_fail_cleanly(realdata, tmp_path):  # noqa: F811
+    # no goodput log is among the real files: a real Hugging Face run written in the format is
+    src = write_goodput(load_run(realdata / "hf_trainer" / "Jaong_Checkpoint-of-CPT_trainer_state.json"), tmp_path / "src.jsonl")
+    for seed in range(2):
+        for kind, data in mutations(src.read_bytes(), random.Random(f"goodput:{seed}")):
+            p = tmp_path / "g.jsonl"
+            p.write_bytes(data)
+            for strict in (False, True):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", LoadWarning)
+                    try:
+                        load_run(p, format="goodput", strict=strict)
+                    except InternalLoadError as exc:
+                        pytest.fail(f"{kind} (seed {seed}, strict={strict}): {exc}")
+                    except (LoadError, SchemaError):
+                        pass

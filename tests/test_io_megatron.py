@@ -1,16 +1,14 @@
-"""Megatron-LM stdout logs and CI golden-values JSON: synthetic cases, then the real files."""
+"""Megatron-LM stdout logs: synthetic cases, then the real files (the CI golden-values JSON: test_io_megatron_json.py)."""
 
 from __future__ import annotations
 
-import json
-import math
 import re
 
 import pytest
 from _realdata import files, realdata  # noqa: F401
-from _samples import RESUME_CONFIG, megatron_line, write_megatron, write_megatron_json
+from _samples import megatron_line, write_megatron
 
-from mfu_toolkit.io import load_run, megatron, megatron_json
+from mfu_toolkit.io import load_run, megatron
 from mfu_toolkit.run import LoadError, LoadWarning
 
 
@@ -153,65 +151,6 @@ def test_repeated_lines_from_several_ranks_collapse(tmp_path):
     assert any("repeated verbatim" in n for n in run.meta.report.notes)
 
 
-# --- CI JSON: synthetic ----------------------------------------------------------------------------
-def test_golden_values_steps_and_nan(tmp_path):
-    p = write_megatron_json(tmp_path)
-    with pytest.warns(LoadWarning):
-        run = load_run(p)
-    assert run.meta.source_format == "megatron_json" and run.meta.timing == "duration_only"
-    assert run.steps["step"].tolist() == list(range(2, 11))
-    assert run.steps["end_s"].iloc[-1] == pytest.approx(4.5)
-    assert run.meta.report.skipped == {"nan iteration-time": 1}
-    lines = p.read_text().splitlines()
-    (ln,) = run.meta.report.first_lines["nan iteration-time"]
-    assert '"1": "nan"' in lines[ln - 1]
-    assert run.tables["metrics"]["lm loss"].notna().all()
-
-
-def test_resume_from_config(tmp_path):
-    p = write_megatron_json(tmp_path, config=RESUME_CONFIG)
-    with pytest.warns(LoadWarning):
-        run = load_run(p)
-    assert run.n_attempts == 2
-    assert run.steps.groupby("attempt")["step"].min().tolist() == [2, 6]
-    kinds = run.events.sort_values("start_s")["kind"].tolist()
-    assert kinds == ["checkpoint_save", "restart"]
-    assert run.meta.global_batch == 32.0 and run.meta.seq_len == 1024
-    assert any("resume at step 6" in n for n in run.meta.report.notes)
-    # the caller can switch the config off, or say where the resume is
-    with pytest.warns(LoadWarning):
-        assert load_run(p, config=False).n_attempts == 1
-    with pytest.warns(LoadWarning):
-        assert load_run(p, config=False, resume_at=[4, 8]).n_attempts == 3
-
-
-def test_list_values_and_bad_values(tmp_path):
-    doc = {"iteration-time": {"start_step": 0, "end_step": 8, "step_interval": 2, "values": [1.0, "x", 2.0, -1.0, 3.0]}}
-    p = tmp_path / "g.json"
-    p.write_text(json.dumps(doc))
-    with pytest.warns(LoadWarning):
-        run = megatron_json.load(p)
-    assert run.steps["step"].tolist() == [0, 4, 8]
-    assert run.meta.report.skipped == {"non-numeric value in 'iteration-time'": 1, "nan iteration-time": 1, "negative iteration-time": 1}
-    assert any("sampled every 2 steps" in n for n in run.meta.report.notes)
-
-
-def test_truncated_json_names_the_line(tmp_path):
-    p = write_megatron_json(tmp_path)
-    text = p.read_text()
-    p.write_text(text[: len(text) // 2])
-    with pytest.raises(LoadError, match="not valid JSON") as info:
-        megatron_json.load(p)
-    assert info.value.line is not None
-
-
-def test_config_yaml_loads_its_values(tmp_path):
-    write_megatron_json(tmp_path, config=RESUME_CONFIG)
-    with pytest.warns(LoadWarning):
-        run = load_run(tmp_path / "model_config.yaml")
-    assert run.meta.source_format == "megatron_json" and run.n_attempts == 2
-
-
 # --- real files -------------------------------------------------------------------------------------
 _ITER = re.compile(r"iteration\s+(\d+)\s*/\s*\d+\s*\|.*elapsed time per iteration \(ms\):\s*([0-9.]+)")
 
@@ -252,59 +191,6 @@ def test_real_straggler_line(realdata):  # noqa: F811
     mn_rtt = re.search(r"MnRtt/Rnk: ([0-9.]+)ms/(\d+)", text)
     row = run.tables["straggler"].set_index("metric").loc["Rtt"]
     assert (row["min"], row["min_rank"]) == (float(mn_rtt.group(1)), int(mn_rtt.group(2)))
-
-
-def test_real_golden_values(realdata):  # noqa: F811
-    for path in files(realdata / "megatron", "*.json"):
-        doc = json.loads(path.read_text())
-        vals = doc["iteration-time"]["values"]
-        finite = {int(k): float(v) for k, v in vals.items() if not (isinstance(v, str) or math.isnan(v))}
-        with pytest.warns(LoadWarning) if len(finite) < len(vals) else _no_warning():
-            run = load_run(path)
-        assert run.meta.source_format == "megatron_json" and run.meta.time_unit == "s"
-        assert run.steps["step"].tolist() == sorted(finite)
-        assert (run.steps["end_s"] - run.steps["start_s"]).sum() == pytest.approx(sum(finite.values()))
-        assert run.meta.report.skipped.get("nan iteration-time", 0) == len(vals) - len(finite)
-
-
-def test_real_resume_case_counts_the_restart(realdata):  # noqa: F811
-    (path,) = files(realdata / "megatron", "*resume*.json")
-    (cfg,) = files(realdata / "megatron", "*resume*model_config.yaml")
-    save = int(re.search(r"--save-interval:\s*(\d+)", cfg.read_text()).group(1))
-    assert "ckpt-resume" in cfg.read_text()
-    with pytest.warns(LoadWarning):
-        run = load_run(path)
-    assert run.n_attempts == 2
-    first_of_1 = run.steps.loc[run.steps["attempt"] == 1, "step"].min()
-    last_of_0 = run.steps.loc[run.steps["attempt"] == 0, "step"].max()
-    assert (last_of_0, first_of_1) == (save, save + 1)
-    assert (run.events["kind"] == "restart").sum() == 1 and (run.events["kind"] == "checkpoint_save").sum() == 1
-    gbs = int(re.search(r"--global-batch-size:\s*(\d+)", cfg.read_text()).group(1))
-    assert run.meta.global_batch == gbs
-    # loading the config file itself gives the same Run
-    with pytest.warns(LoadWarning):
-        assert load_run(cfg).steps.equals(run.steps)
-
-
-def test_real_fp8_run_warmup_is_kept(realdata):  # noqa: F811
-    (path,) = files(realdata / "megatron", "*fp8*.json")
-    vals = json.loads(path.read_text())["iteration-time"]["values"]
-    run = load_run(path)
-    first = min(vals, key=int)
-    assert run.steps.iloc[0]["end_s"] - run.steps.iloc[0]["start_s"] == pytest.approx(float(vals[first]))
-    assert run.n_attempts == 1 and len(run.steps) == len(vals)
-
-
-class _no_warning:
-    def __enter__(self):
-        import warnings
-
-        self._cm = warnings.catch_warnings()
-        self._cm.__enter__()
-        warnings.simplefilter("error", LoadWarning)
-
-    def __exit__(self, *exc):
-        return self._cm.__exit__(*exc)
 
 
 def test_checkpoint_at_an_unlogged_step_is_placed_after_it(tmp_path):

@@ -7,15 +7,20 @@ import json
 import math
 import random
 import re
+import statistics
+import time
+import warnings
 
 import pytest
+from _corpus import mutations
 from _realdata import files, realdata  # noqa: F401
 from _samples import T0_MS, mllog, mlperf_lines, write_mlperf
 
 from mfu_toolkit.io import load_run, rules
+from mfu_toolkit.io.base import InternalLoadError
 from mfu_toolkit.io.formats import mlperf
 from mfu_toolkit.io.reading import read_head
-from mfu_toolkit.run import LoadError, LoadWarning
+from mfu_toolkit.run import LoadError, LoadWarning, SchemaError
 
 
 def test_intervals_blocks_evals_and_meta(tmp_path):
@@ -314,3 +319,252 @@ def test_real_sysjson_gives_accelerator_count(realdata):  # noqa: F811
     samples = [r["metadata"]["samples_count"] for r in _mllog(path) if r["key"] == "block_stop"]
     assert run.steps["samples"].tolist() == [b - a for a, b in zip([0, *samples[:-1]], samples, strict=True)]
     assert not math.isnan(run.meta.extra["train_samples"])
+
+
+# --- facts and claims, pinned to the raw lines ----------------------------------------------------
+def _raw(path, key):
+    """(line number, line, value) of the first record with ``key``, read here from the raw bytes."""
+    for ln, line in enumerate(path.read_bytes().decode().split("\n"), start=1):
+        if f'"key": "{key}"' in line:
+            return ln, line, json.loads(line.split(":::MLLOG", 1)[1])["value"]
+    return None
+
+
+def _fact(run, name):
+    found = [f for f in run.meta.facts if f["name"] == name]
+    assert len(found) <= 1, found
+    return found[0] if found else None
+
+
+def test_real_gpt3_facts(realdata):  # noqa: F811
+    path = realdata / "mlperf" / "v4.1_NVIDIA_eos_n64_ngc24.09_nemo_gpt3_result_0.txt"
+    run = load_run(path)
+    ln, line, value = _raw(path, "submission_platform")
+    assert value == "64xNVIDIA DGX H100"
+    assert _fact(run, "platform") == {"name": "platform", "value": value, "source": "stated", "where": f"{path}:{ln}", "text": line[:200]}
+    nodes = _fact(run, "n_nodes")
+    assert nodes["value"] == int(re.match(r"(\d+)x", value).group(1)) == 64 and nodes["where"] == f"{path}:{ln}"
+    for key, name, want in (("submission_benchmark", "model", "gpt3"), ("global_batch_size", "global_batch", 2048), ("max_sequence_length", "seq_len", 2048)):
+        ln, line, value = _raw(path, key)
+        f = _fact(run, name)
+        assert (f["value"], f["where"], f["text"]) == (value, f"{path}:{ln}", line[:200]) and value == want, name
+    # n_ranks: the init_start records (one per rank; no rank ids in them), counted here by regex
+    inits = [i for i, t in enumerate(path.read_text().split("\n"), start=1) if re.search(r'"key": "init_start"', t)]
+    ranks = _fact(run, "n_ranks")
+    assert ranks["value"] == len(inits) == 512 and ranks["where"] == f"{path}:{inits[0]}"
+    assert "512" in ranks["text"] and "not stated" in ranks["text"]
+    assert _fact(run, "n_accelerators") is None and _fact(run, "accelerator") is None  # no SYSJSON
+    assert run.meta.seq_len == 2048 and run.meta.global_batch == 2048
+
+
+def test_real_sysjson_facts(realdata):  # noqa: F811
+    (path,) = files(realdata / "mlperf", "*SYSJSON*")
+    lines = path.read_text().split("\n")
+    ln = next(i for i, t in enumerate(lines, start=1) if t.startswith(":::SYSJSON"))
+    raw = lines[ln - 1]
+
+    def stated(key):  # '"key":"value"' exactly as printed
+        return re.search(rf'"{key}":"[^"]*"', raw).group(0)
+
+    run = load_run(path)
+    want = {
+        "accelerator": (re.search(r'"accelerator_model_name":"([^"]*)"', raw).group(1), stated("accelerator_model_name")),
+        "framework": (re.search(r'"framework":"([^"]*)"', raw).group(1), stated("framework")),
+        "accelerators_per_node": (8, stated("accelerators_per_node")),
+        "n_accelerators": (8, f"{stated('number_of_nodes')} x {stated('accelerators_per_node')}"),
+    }
+    assert want["accelerator"][0] == "NVIDIA H200-SXM5-141GB"  # as printed, not a registry name
+    for name, (value, text) in want.items():
+        f = _fact(run, name)
+        assert (f["value"], f["where"], f["text"]) == (value, f"{path}:{ln}", text), name
+    sys_nodes = [f for f in run.meta.facts if f["name"] == "n_nodes" and f["where"] == f"{path}:{ln}"]
+    assert [f["value"] for f in sys_nodes] == [int(re.search(r'"number_of_nodes":"(\d+)"', raw).group(1))] == [1]
+    assert run.meta.n_accelerators == 8
+
+
+def test_real_submission_facts_of_every_file(realdata):  # noqa: F811
+    for path in files(realdata / "mlperf"):
+        run = load_run(path)
+        assert _fact(run, "platform")["value"] == _raw(path, "submission_platform")[2], path.name
+        assert _fact(run, "model")["value"] == _raw(path, "submission_benchmark")[2], path.name
+        assert _fact(run, "global_batch")["value"] == _raw(path, "global_batch_size")[2], path.name
+        seq = _raw(path, "max_sequence_length")
+        assert (_fact(run, "seq_len") or {}).get("value") == (seq[2] if seq else None), path.name
+        # the "NxSYSTEM" form states the node count; "tpu-v5p" does not
+        m = re.fullmatch(r"(\d+)x.+", _raw(path, "submission_platform")[2])
+        platform_nodes = [f["value"] for f in run.meta.facts if f["name"] == "n_nodes" and "submission_platform" in f["text"]]
+        assert platform_nodes == ([int(m.group(1))] if m else []), path.name
+
+
+def _stats(path):
+    """(time_ms, throughput, metadata) of every tracked_stats record that carries a throughput."""
+    return [(r["time_ms"], r["value"]["throughput"], r["metadata"]) for r in _mllog(path)
+            if r["key"] == "tracked_stats" and "throughput" in r["value"]]
+
+
+def test_real_throughput_claims_and_their_unit(realdata):  # noqa: F811
+    mlp = realdata / "mlperf"
+    # Llama 2 LoRA: each value is the block's samples over the block's seconds
+    path = mlp / "v4.1_NVIDIA_h200_ngc24.09_nemo_llama2_70b_lora_result_0.txt"
+    recs = _mllog(path)
+    starts, stops = [r for r in recs if r["key"] == "block_start"], [r for r in recs if r["key"] == "block_stop"]
+    rates = [(b["metadata"]["samples_count"] - a["metadata"]["samples_count"]) / ((b["time_ms"] - a["time_ms"]) / 1000)
+             for a, b in zip(starts, stops, strict=True)]
+    stats = _stats(path)
+    assert [s[1] for s in stats[1:]] == pytest.approx(rates[1:], rel=1e-3)
+    assert stats[0][1] == pytest.approx(rates[0], rel=2e-2)  # the first block's time includes the start-up
+    (claim,) = load_run(path).meta.claims
+    assert (claim["metric"], claim["unit"], claim["n"]) == ("samples_per_s", "samples/s", len(stats))
+    assert claim["value"] == pytest.approx(statistics.median(s[1] for s in stats))
+    assert claim["where"] == f"{path}:{_raw(path, 'tracked_stats')[0]}"
+    # BERT: samples (epoch_num counts samples) over the time between records
+    path = mlp / "v4.1_NVIDIA_h200_ngc23.09_pytorch_bert_result_0.txt"
+    stats = [s for s in _stats(path) if "epoch_num" in s[2]]
+    rates = [(b[2]["epoch_num"] - a[2]["epoch_num"]) / ((b[0] - a[0]) / 1000) for a, b in zip(stats, stats[1:], strict=False)]
+    assert [s[1] for s in stats[1:]] == pytest.approx(rates, rel=1e-3)
+    assert load_run(path).meta.claims[0]["metric"] == "samples_per_s"
+    # GPT-3 counts tokens: tokens since the first block over the seconds since it
+    path = mlp / "v4.1_NVIDIA_eos_n64_ngc24.09_nemo_gpt3_result_0.txt"
+    ((t, value, meta),) = _stats(path)
+    first_block = next(r["time_ms"] for r in _mllog(path) if r["key"] == "block_start")
+    assert value == pytest.approx(meta["step"] / ((t - first_block) / 1000), rel=1e-5)
+    (claim,) = load_run(path).meta.claims
+    assert (claim["metric"], claim["value"], claim["unit"]) == ("tokens_per_s", value, "tokens/s")
+    # the TPU log prints no throughput: no claim
+    assert load_run(mlp / "v4.1_Google_cloud-tpu-trillium-1024-maxtext_gpt3_result_0.txt").meta.claims == []
+
+
+def test_ranks_named_in_the_records_are_counted_distinct(tmp_path):
+    lines = mlperf_lines(sysjson=False, ranks=1)
+    extra = [mllog("init_start", T0_MS + 1, event_type="INTERVAL_START", rank=r) for r in (0, 1, 1, 2, 3e9, "1" * 5000)]
+    with pytest.warns(LoadWarning):
+        run = load_run(write_mlperf(tmp_path, lines=extra + lines))
+    assert _fact(run, "n_ranks")["value"] == 3  # ranks 0, 1, 2; a rank of 3e9 and a 5000-digit one are counted
+    assert run.meta.report.first_lines == {f"{rules.VALUE_OUT_OF_RANGE} (metadata.rank)": [5, 6]}
+
+
+def test_a_single_init_start_states_no_rank_count(realdata):  # noqa: F811
+    path = realdata / "mlperf" / "v4.1_Google_cloud-tpu-trillium-1024-maxtext_gpt3_result_0.txt"
+    assert len(re.findall(r'"key": "init_start"', path.read_text())) == 1
+    assert _fact(load_run(path), "n_ranks") is None
+
+
+# --- line ends, and one bad record never refuses the file -------------------------------------------
+GPT3 = "v4.1_NVIDIA_eos_n64_ngc24.09_nemo_gpt3_result_0.txt"
+
+
+@pytest.mark.parametrize("kind", ["cr", "crlf", "bom"])
+def test_line_ends_and_bom_give_the_same_run(realdata, tmp_path, kind):  # noqa: F811
+    # a CR-only copy loaded 0 rows before the shared reader (29c0f58): a lone \r now ends a line
+    src = (realdata / "mlperf" / GPT3).read_bytes()
+    data = {"cr": src.replace(b"\n", b"\r"), "crlf": src.replace(b"\n", b"\r\n"), "bom": b"\xef\xbb\xbf" + src}[kind]
+    p = tmp_path / GPT3
+    p.write_bytes(data)
+    run, ref = load_run(p), load_run(realdata / "mlperf" / GPT3)
+    assert len(run.steps) == 24  # one per block_start/block_stop pair
+    assert run.steps.equals(ref.steps) and run.events.equals(ref.events)
+    assert run.meta.report.lines_read == ref.meta.report.lines_read and run.meta.facts == [
+        {**f, "where": f["where"].replace(str(realdata / "mlperf" / GPT3), str(p))} for f in ref.meta.facts]
+
+
+def _gpt3_lines(folder):
+    return (folder / "mlperf" / GPT3).read_bytes().split(b"\n")
+
+
+def test_a_deeply_nested_record_is_counted(realdata, tmp_path):  # noqa: F811
+    lines = _gpt3_lines(realdata)
+    lines.insert(100, b":::MLLOG " + b"[" * 100_000 + b"]" * 100_000)  # was an InternalLoadError
+    p = tmp_path / "deep.txt"
+    p.write_bytes(b"\n".join(lines))
+    with pytest.warns(LoadWarning):
+        run = load_run(p)
+    assert run.meta.report.first_lines == {rules.JSON_TOO_DEEP: [101]} and len(run.steps) == 24
+
+
+def test_a_garbled_time_skips_its_record_only(realdata, tmp_path):  # noqa: F811
+    lines = _gpt3_lines(realdata)
+    assert lines[199].count(b'"time_ms": 17') == 1
+    lines[199] = lines[199].replace(b'"time_ms": 17', b'"time_ms": 97')  # one digit: 250 years ahead
+    p = tmp_path / "spike.txt"
+    p.write_bytes(b"\n".join(lines))
+    with pytest.warns(LoadWarning):
+        run = load_run(p)
+    # the old loader skipped every record after it as non-monotonic (885 records, no steps left)
+    assert run.meta.report.first_lines == {f"{rules.NON_MONOTONIC} (far ahead of the records before and after it)": [200]}
+    assert run.steps.equals(load_run(realdata / "mlperf" / GPT3).steps)
+
+
+@pytest.mark.parametrize(("value", "why"), [(b"1e308", rules.VALUE_OUT_OF_RANGE), (b'"' + b"1" * 5000 + b'"', rules.VALUE_OUT_OF_RANGE), (b'"many"', rules.NON_NUMERIC)])
+def test_a_bad_global_batch_is_counted_not_used(realdata, tmp_path, value, why):  # noqa: F811
+    lines = _gpt3_lines(realdata)
+    i = next(k for k, t in enumerate(lines) if b'"key": "global_batch_size"' in t)
+    lines[i] = lines[i].replace(b'"value": 2048', b'"value": ' + value)
+    p = tmp_path / "gbs.txt"
+    p.write_bytes(b"\n".join(lines))
+    with pytest.warns(LoadWarning):  # the old loader took 1e308 as the global batch, silently
+        run = load_run(p)
+    assert run.meta.global_batch is None and _fact(run, "global_batch") is None
+    assert run.meta.report.first_lines == {f"{why} (global_batch_size)": [i + 1]}
+
+
+def test_non_utf8_bytes_inside_a_value_keep_the_record(realdata, tmp_path):  # noqa: F811
+    lines = _gpt3_lines(realdata)
+    i = next(k for k, t in enumerate(lines) if b'"key": "submission_platform"' in t)
+    lines[i] = lines[i].replace(b"DGX H100", b"DGX \xff\xfeH100")
+    p = tmp_path / "utf.txt"
+    p.write_bytes(b"\n".join(lines))
+    run = load_run(p)
+    assert _fact(run, "platform")["value"] == "64xNVIDIA DGX \ufffd\ufffdH100" and not run.meta.report.skipped
+
+
+def test_many_evaluations_are_matched_in_linear_time(tmp_path):
+    # 10,000 blocks, evaluations and accuracies that match no evaluation: the old loader compared
+    # every evaluation with every accuracy (15 s here) and every block with every evaluation
+    lines, t = [mllog("run_start", T0_MS)], T0_MS
+    for i in range(10_000):
+        lines += [mllog("block_start", t, samples_count=10 * i), mllog("eval_accuracy", t, 0.5)]
+        t += 100
+        lines += [mllog("block_stop", t, samples_count=10 * i + 10), mllog("eval_start", t, samples_count=10 * i + 10)]
+        t += 10
+        lines.append(mllog("eval_stop", t, samples_count=10 * i + 10))
+    lines.append(mllog("run_stop", t))
+    p = write_mlperf(tmp_path, lines=lines)
+    t0 = time.perf_counter()
+    run = load_run(p)
+    assert time.perf_counter() - t0 < 8
+    assert len(run.steps) == 10_000 and (run.events["kind"] == "eval").sum() == 10_000
+
+
+@pytest.mark.parametrize("text", ["[" * 80_000, "0" * 80_000, " " * 80_000])
+def test_long_lines_of_one_character_are_quick(tmp_path, text):
+    lines = [mllog("submission_platform", T0_MS, "1x" + text + "b"), ":::MLLOG " + text, ":::SYSJSON " + text, *mlperf_lines(sysjson=False)]
+    p = write_mlperf(tmp_path, lines=lines)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadWarning)
+        run = load_run(p)
+    assert time.perf_counter() - t0 < 1.0 and len(run.steps) == 3
+
+
+def test_options_are_checked():
+    assert mlperf.Options(clock_tolerance_s="0.5").clock_tolerance_s == 0.5
+    for bad in (-1, math.nan, "soon", True):
+        with pytest.raises(ValueError):
+            mlperf.Options(clock_tolerance_s=bad)
+
+
+def test_damaged_copies_of_the_gpt3_log_load_or_fail_cleanly(realdata, tmp_path):  # noqa: F811
+    src = realdata / "mlperf" / GPT3
+    for seed in range(2):
+        for kind, data in mutations(src.read_bytes(), random.Random(f"mlperf:{seed}")):
+            p = tmp_path / "result_0.txt"
+            p.write_bytes(data)
+            for strict in (False, True):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", LoadWarning)
+                    try:
+                        load_run(p, format="mlperf", strict=strict)
+                    except InternalLoadError as exc:
+                        pytest.fail(f"{kind} (seed {seed}, strict={strict}): {exc}")
+                    except (LoadError, SchemaError):
+                        pass

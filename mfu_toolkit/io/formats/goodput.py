@@ -24,7 +24,13 @@ Mapping to a :class:`~mfu_toolkit.run.Run` (the library's own reading, made expl
   ``activities`` table, as the library excludes it), custom badput events are ``eval`` when
   their type says so, else ``other``; checkpoint save/restore are ``checkpoint_save`` /
   ``checkpoint_load``.
+
+Records more than ``clock_tolerance_s`` earlier than one already read are skipped as
+non-monotonic; a lone record far ahead of the records before and after it (a garbled time) is
+the one skipped, not every record after it. The format states nothing about the hardware: the
+only thing read into ``meta`` is the job name (``meta.name``).
 """
+
 
 from __future__ import annotations
 
@@ -32,17 +38,44 @@ import bisect
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ...run import LoadError, Run
-from .._build import finish, num, split_kwargs, wallclock
-from .._common import Reader, open_bytes
+from .. import rules
+from ..base import Parsed, loader_for
+from ..reading import Reader, parse_json
 
 NAME = "goodput"
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the goodput format accepts besides the RunMeta keywords.
+
+    ``job_name`` (default None): read only the records of this job (a log that holds several
+    jobs is read whole, with a note naming them). ``clock_tolerance_s`` (default 1.0): a record
+    more than this many seconds earlier than one already read is skipped as non-monotonic.
+    """
+
+    job_name: str | None = None
+    clock_tolerance_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        v = self.clock_tolerance_s
+        try:
+            tol = float(v) if not isinstance(v, bool) else math.nan
+        except (TypeError, ValueError):
+            tol = math.nan
+        if not (math.isfinite(tol) and tol >= 0):
+            raise ValueError(f"clock_tolerance_s must be a finite number of seconds >= 0; got {v!r}")
+        object.__setattr__(self, "clock_tolerance_s", tol)
+
 
 _PAIRS = {
     "tpu_init": ("tpu_init_start_time", "tpu_init_end_time", "init"),
@@ -59,14 +92,20 @@ _KNOWN_KEYS = (
     b'"custom_badput_event_type"',
     b'"checkpoint_manager_blocking_start_time"',
 )
+# POSIX seconds after the year 9999 are not a time a log was written at.
+_MAX_TIME_S = 253_402_300_800.0
+_CHECKPOINT = {
+    "save": ("checkpoint_manager_blocking_start_time", "checkpoint_manager_blocking_duration_secs", "checkpoint_save"),
+    "restore": ("checkpoint_manager_start_time", "checkpoint_manager_duration_secs", "checkpoint_load"),
+    "emergency_restore": ("checkpoint_manager_start_time", "checkpoint_manager_duration_secs", "checkpoint_load"),
+}
 
 
 def sniff(path: Path, head: bytes) -> float:
     """0.9 for JSON records with ``job_name`` and goodput timestamp keys."""
     if Path(path).is_dir() or not head:
         return 0.0
-    s = head.lstrip()
-    if not s.startswith((b"{", b"[")):
+    if not _strip_head(head).startswith((b"{", b"[")):
         return 0.0
     hits = sum(1 for k in _KNOWN_KEYS if k in head)
     if hits and b'"job_name"' in head:
@@ -76,265 +115,480 @@ def sniff(path: Path, head: bytes) -> float:
     return 0.0
 
 
-def _records(reader: Reader, text: str) -> list[tuple[int, Any]]:
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            arr = json.loads(text)
-        except json.JSONDecodeError as exc:
-            reader.fail(f"not valid JSON ({exc.msg}; truncated or garbled?)", line=exc.lineno)
-            raise
-        if not isinstance(arr, list):
-            reader.fail("expected a JSON array of goodput records")
-        reader.report.lines_read += len(arr)
-        reader.report.note("JSON array: line numbers are record numbers")
-        return list(enumerate(arr, start=1))
-    out = []
-    for i, line in enumerate(text.splitlines(), start=1):
-        s = line.strip()
+def _step(value: Any) -> int | None:
+    """A step number (:func:`rules.as_step`); a digit string too long for int64 is None, not an error."""
+    if isinstance(value, str) and len(value.strip()) > 40:
+        return None
+    return rules.as_step(value)
+
+
+def _num(value: Any) -> float:
+    """A finite float from a number or numeric string, else NaN (never raises)."""
+    if isinstance(value, bool):
+        return math.nan
+    try:
+        out = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+    return out if math.isfinite(out) else math.nan
+
+
+def _wallclock(epoch_s: float) -> str:
+    try:
+        return datetime.fromtimestamp(epoch_s, tz=timezone.utc).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return ""
+
+
+def _text(value: Any) -> str:
+    """A scalar as text (at most 200 characters); a list or object only by its type."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return str(value)[:200]
+    return f"<{type(value).__name__}>"
+
+
+def _brief(rec: dict[str, Any]) -> str:
+    """A short, non-recursive description of a record for the report's examples."""
+    keys = list(rec)
+    return "{" + ", ".join(str(k)[:40] for k in keys[:8]) + (", ..." if len(keys) > 8 else "") + "}"
+
+
+# --- reading the records ---------------------------------------------------------------------
+
+
+def _strip_head(head: bytes) -> bytes:
+    return (head[3:] if head.startswith(b"\xef\xbb\xbf") else head).lstrip()
+
+
+def _array(reader: Reader) -> list[Any] | None:
+    """The records of a JSON-array file; None when the file is JSON lines after all (its first
+    line is damaged: it starts with ``[`` but the text is no array, and later lines are records)."""
+    text = reader.text()
+    arr, why, at = parse_json(text)
+    if why is None and isinstance(arr, list):
+        return arr
+    if why is None:
+        reader.fail("expected a JSON array of goodput records")
+    if any(t.startswith("{") and t.endswith("}") for t in (line.strip() for line in text.splitlines()[1:])):
+        reader.note("the first line starts with '[' but the file is no JSON array: read as JSON lines")
+        return None
+    reader.fail(f"not valid JSON: {why} (truncated or garbled?)", line=at)
+    return None
+
+
+def _payloads(reader: Reader) -> Iterator[tuple[int, Any]]:
+    """``(line, value)`` per record: a JSON array (record numbers) or JSON lines."""
+    if _strip_head(reader.head()).startswith(b"["):
+        arr = _array(reader)
+        if arr is not None:
+            reader.report.lines_read += len(arr)
+            reader.note("JSON array: line numbers are record numbers")
+            yield from enumerate(arr, start=1)
+            return
+    for ln, text in reader.lines():
+        s = text.strip()
         if not s:
             continue
         reader.report.lines_read += 1
-        try:
-            out.append((i, json.loads(s)))
-        except ValueError:
-            reader.bad("malformed JSON (truncated or garbled line)", line=i, example=s)
-    return out
+        value, ok = reader.json(s, line=ln)
+        if ok:
+            yield ln, value
 
 
-def _time(reader: Reader, rec: dict[str, Any], key: str, line: int) -> float | None:
-    v = num(rec.get(key))
-    if math.isnan(v) or v < 0:
-        reader.bad(f"{key} is missing, not a number or negative", line=line, field=key, example=json.dumps(rec)[:200])
-        return None
-    return v
+class _Clock:
+    """Times may run back by at most ``tol``; a lone record far ahead of its neighbours is the bad one.
+
+    ``check(t)`` says ``"ok"``, ``"late"`` (``t`` is more than ``tol`` before a record already
+    accepted: skip it) or ``"retract"``: ``t`` is late only against the record accepted just
+    before it, which had jumped ahead of everything earlier; that record is the bad one (a
+    garbled time), so the caller drops it and keeps ``t``. Constant time and memory per record.
+    """
+
+    def __init__(self, tol: float) -> None:
+        self.tol = tol
+        self.t_max = -math.inf
+        self.before = -math.inf  # the largest time before the record that set t_max
+        self.last_set_max = False  # whether the record accepted last set t_max
+
+    def check(self, t: float) -> str:
+        if t >= self.t_max - self.tol:
+            if t > self.t_max:
+                self.before, self.t_max, self.last_set_max = self.t_max, t, True
+            else:
+                self.last_set_max = False
+            return "ok"
+        if self.last_set_max and self.before > -math.inf and t >= self.before - self.tol:
+            self.t_max, self.last_set_max = (t, True) if t > self.before else (self.before, False)
+            return "retract"
+        return "late"
 
 
-def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
-    """Load a goodput event log; see the module docstring for the mapping."""
-    opts, overrides = split_kwargs(kwargs, ("job_name", "clock_tolerance_s"), fmt=NAME)
-    tol = float(opts.get("clock_tolerance_s", 1.0))
-    p = Path(path)
-    reader = Reader(p, NAME, strict=strict)
-    rep = reader.report
-    if p.is_dir():
-        reader.fail("is a directory; the goodput loader reads one JSON(-lines) file")
-    text = open_bytes(p).decode("utf-8", errors="replace")
-    if not text.strip():
-        reader.fail("empty file: nothing to load")
-    want = opts.get("job_name")
-    names: dict[str, int] = {}
-    others = 0
+@dataclass
+class _Records:
+    """The job's records in log order, and what was passed over."""
 
-    attempts: list[dict[str, Any]] = []
+    recs: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    names: dict[str, int] = field(default_factory=dict)
+    other_jobs: int = 0
 
-    def new_attempt(start: float | None) -> dict[str, Any]:
-        a = {"job_start": start, "steps": {}, "acts": [], "open": {}, "end": None, "n": 0}
-        attempts.append(a)
-        return a
 
-    cur: dict[str, Any] | None = None
-    t_max = -math.inf
-    for line, rec in _records(reader, text):
+def _records(reader: Reader, options: Options) -> _Records:
+    """Objects (Cloud Logging's ``jsonPayload`` unwrapped) of the wanted job, in time order."""
+    out = _Records()
+    want = options.job_name
+    tol = options.clock_tolerance_s
+    clock = _Clock(tol)
+    last_timed: int | None = None  # index in out.recs of the last record with a time
+    for line, rec in _payloads(reader):
         if isinstance(rec, dict) and isinstance(rec.get("jsonPayload"), dict):
             rec = rec["jsonPayload"]
         if not isinstance(rec, dict):
-            reader.bad("record is not a JSON object", line=line, example=str(rec)[:200])
+            reader.bad(rules.NOT_AN_OBJECT, line=line, example=str(type(rec).__name__))
             continue
         jn = rec.get("job_name")
         if jn is not None:
-            names[str(jn)] = names.get(str(jn), 0) + 1
-            if want is not None and str(jn) != str(want):
-                others += 1
+            jn = _text(jn)
+            out.names[jn] = out.names.get(jn, 0) + 1
+            if want is not None and jn != str(want):
+                out.other_jobs += 1
                 continue
-        times = [num(v) for k, v in rec.items() if k.endswith("_time") and not isinstance(v, bool)]
-        times = [t for t in times if not math.isnan(t)]
+        times = [t for k, v in rec.items() if k.endswith("_time") and 0 <= (t := _num(v)) <= _MAX_TIME_S]
         if times:
-            t_rec = min(times)
-            if t_rec < t_max - tol:
-                reader.bad("non-monotonic timestamp (earlier than a record already read)", line=line, field="time", example=json.dumps(rec)[:200])
+            verdict = clock.check(min(times))
+            if verdict == "late":
+                reader.bad(f"{rules.NON_MONOTONIC} (more than {tol:g} s before an earlier record)", line=line, field="time", example=_brief(rec))
                 continue
-            t_max = max(t_max, t_rec)
+            if verdict == "retract" and last_timed is not None:
+                bad_line, _ = out.recs.pop(last_timed)
+                reader.bad(f"{rules.NON_MONOTONIC} (far ahead of the records before and after it)", line=bad_line, field="time")
+            last_timed = len(out.recs)
+        out.recs.append((line, rec))
+    return out
 
+
+# --- attempts ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Attempt:
+    job_start: float | None
+    steps: dict[int, float] = field(default_factory=dict)
+    acts: list[dict[str, Any]] = field(default_factory=list)
+    open: dict[str, tuple[float, int]] = field(default_factory=dict)
+    end: float | None = None
+    n: int = 0
+
+
+class _Attempts:
+    """The library's reading of the records: attempts of steps, activities and job start/end."""
+
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+        self.all: list[_Attempt] = []
+        self.cur: _Attempt | None = None
+        self.unknown = 0
+
+    def _new(self, start: float | None) -> _Attempt:
+        self.cur = _Attempt(start)
+        self.all.append(self.cur)
+        return self.cur
+
+    def time(self, rec: dict[str, Any], key: str, line: int) -> float | None:
+        """A time (or duration) in seconds, or None after counting the record as bad."""
+        v = _num(rec.get(key))
+        if math.isnan(v):
+            self.reader.bad(f"{rules.NON_FINITE_TIME} ({key})", line=line, field=key, example=_brief(rec))
+            return None
+        if not 0 <= v <= _MAX_TIME_S:
+            self.reader.bad(f"{rules.VALUE_OUT_OF_RANGE} ({key} negative or after the year 9999)", line=line, field=key, example=_brief(rec))
+            return None
+        return v
+
+    def feed(self, line: int, rec: dict[str, Any]) -> None:
         if "job_start_time" in rec:
-            t = _time(reader, rec, "job_start_time", line)
-            if t is None:
-                continue
-            if cur is None or cur["n"] > 0:
-                cur = new_attempt(t)
-            else:
-                cur["job_start"] = t
-            continue
-        if cur is None:
-            cur = new_attempt(None)
-        if "step_start_time" in rec or "step_count" in rec:
-            t = _time(reader, rec, "step_start_time", line)
-            step = num(rec.get("step_count"))
-            if t is None:
-                continue
-            if math.isnan(step) or step != int(step) or step < 0:
-                reader.bad("step_count is missing or not a non-negative integer", line=line, field="step_count", example=json.dumps(rec)[:200])
-                continue
-            step = int(step)
-            if step in cur["steps"]:
-                rep.note("a step number repeated without a job_start_time record: taken as a restart")
-                cur = new_attempt(None)
-            cur["steps"][step] = t
-            cur["n"] += 1
-            continue
-        if "job_end_time" in rec:
-            t = _time(reader, rec, "job_end_time", line)
+            t = self.time(rec, "job_start_time", line)
             if t is not None:
-                cur["end"] = t
-                cur["n"] += 1
-            continue
-        handled = False
+                if self.cur is None or self.cur.n > 0:
+                    self._new(t)
+                else:
+                    self.cur.job_start = t
+            return
+        cur = self.cur if self.cur is not None else self._new(None)
+        if "step_start_time" in rec or "step_count" in rec:
+            self._step_record(line, rec)
+        elif "job_end_time" in rec:
+            t = self.time(rec, "job_end_time", line)
+            if t is not None:
+                cur.end = t
+                cur.n += 1
+        elif any(k0 in rec or k1 in rec for k0, k1, _ in _PAIRS.values()):
+            self._pair(line, rec)
+        elif "custom_badput_event_type" in rec:
+            self._custom(line, rec)
+        elif rec.get("event_type") in _CHECKPOINT:
+            self._checkpoint(line, rec)
+        else:
+            self.unknown += 1
+            self.reader.bad("unrecognised goodput record (no known key)", line=line, example=_brief(rec))
+
+    def _step_record(self, line: int, rec: dict[str, Any]) -> None:
+        t = self.time(rec, "step_start_time", line)
+        if t is None:
+            return
+        step = _step(rec.get("step_count"))
+        if step is None:
+            self.reader.bad(f"{rules.BAD_STEP} (step_count)", line=line, field="step_count", example=_brief(rec))
+            return
+        cur = self.cur
+        if step in cur.steps:
+            self.reader.note("a step number repeated without a job_start_time record: taken as a restart")
+            cur = self._new(None)
+        cur.steps[step] = t
+        cur.n += 1
+
+    def _close(self, key: str, t: float, line: int, field_: str, kind: str, what: str, label: str) -> None:
+        """End the open interval ``key`` at ``t`` as an activity (or count the end as bad)."""
+        started = self.cur.open.pop(key, None)
+        if started is None:
+            self.reader.bad(rules.end_without_start(label), line=line, field=field_)
+        elif t < started[0]:
+            self.reader.bad(rules.end_before_start(label), line=line, field=field_)
+        else:
+            self.cur.acts.append({"kind": kind, "what": what, "start": started[0], "end": t})
+            self.cur.n += 1
+
+    def _pair(self, line: int, rec: dict[str, Any]) -> None:
         for kind, (k_start, k_end, ev_kind) in _PAIRS.items():
             if k_start in rec:
-                t = _time(reader, rec, k_start, line)
+                t = self.time(rec, k_start, line)
                 if t is not None:
-                    cur["open"][kind] = (t, line)
-                handled = True
-                break
+                    self.cur.open[kind] = (t, line)
+                return
             if k_end in rec:
-                t = _time(reader, rec, k_end, line)
+                t = self.time(rec, k_end, line)
                 if t is not None:
-                    started = cur["open"].pop(kind, None)
-                    if started is None:
-                        reader.bad(f"{k_end} without {k_start}", line=line, field=k_end)
-                    elif t < started[0]:
-                        reader.bad(f"{k_end} before its {k_start}", line=line, field=k_end)
-                    else:
-                        cur["acts"].append({"kind": ev_kind, "what": kind, "start": started[0], "end": t})
-                        cur["n"] += 1
-                handled = True
-                break
-        if handled:
-            continue
-        if "custom_badput_event_type" in rec:
-            typ = str(rec.get("custom_badput_event_type"))
-            key = "custom:" + typ.upper()
-            if "custom_badput_event_start_time" in rec:
-                t = _time(reader, rec, "custom_badput_event_start_time", line)
-                if t is not None:
-                    cur["open"][key] = (t, line)
-            elif "custom_badput_event_end_time" in rec:
-                t = _time(reader, rec, "custom_badput_event_end_time", line)
-                started = cur["open"].pop(key, None) if t is not None else None
-                if t is not None and started is None:
-                    reader.bad("custom_badput_event_end_time without a start", line=line, field="custom_badput_event_end_time")
-                elif t is not None and t < started[0]:
-                    reader.bad("custom badput event ends before it starts", line=line, field="custom_badput_event_end_time")
-                elif t is not None:
-                    kind = "eval" if "EVAL" in typ.upper() else "other"
-                    cur["acts"].append({"kind": kind, "what": typ, "start": started[0], "end": t})
-                    cur["n"] += 1
-            else:
-                reader.bad("custom badput record without a start or end time", line=line, field="custom_badput_event_type")
-            continue
-        et = rec.get("event_type")
-        if et in ("save", "restore", "emergency_restore"):
-            if et == "save":
-                k_t, k_d, ev_kind = "checkpoint_manager_blocking_start_time", "checkpoint_manager_blocking_duration_secs", "checkpoint_save"
-            else:
-                k_t, k_d, ev_kind = "checkpoint_manager_start_time", "checkpoint_manager_duration_secs", "checkpoint_load"
-            t = _time(reader, rec, k_t, line)
-            d = _time(reader, rec, k_d, line) if t is not None else None
-            if t is not None and d is not None:
-                cur["acts"].append({"kind": ev_kind, "what": f"{et} step {rec.get('step', '?')}", "start": t, "end": t + d})
-                cur["n"] += 1
-            continue
-        others += 1
-        reader.bad("unrecognised goodput record (no known key)", line=line, example=json.dumps(rec)[:200])
-    if want is not None and others:
-        rep.note(f"{others} records of other jobs than {want!r} ignored")
-    if len(names) > 1 and want is None:
-        rep.note(f"records of {len(names)} job names read together: {sorted(names)} (pass job_name= to pick one)")
-    for a in attempts:
-        for kind, (_, ln) in a["open"].items():
-            reader.bad(f"{kind} start without an end", line=ln, field=kind)
-    attempts = [a for a in attempts if a["n"] > 0 or a["job_start"] is not None]
-    if not attempts:
-        reader.fail("no goodput records (job/step/activity timestamps) found")
+                    self._close(kind, t, line, k_end, ev_kind, kind, kind)
+                return
 
-    # --- steps and events ----------------------------------------------------------------------
+    def _custom(self, line: int, rec: dict[str, Any]) -> None:
+        typ = _text(rec.get("custom_badput_event_type"))
+        key = "custom:" + typ.upper()
+        if "custom_badput_event_start_time" in rec:
+            t = self.time(rec, "custom_badput_event_start_time", line)
+            if t is not None:
+                self.cur.open[key] = (t, line)
+        elif "custom_badput_event_end_time" in rec:
+            t = self.time(rec, "custom_badput_event_end_time", line)
+            if t is not None:
+                kind = "eval" if "EVAL" in typ.upper() else "other"
+                self._close(key, t, line, "custom_badput_event_end_time", kind, typ, "custom badput event")
+        else:
+            self.reader.bad(f"{rules.MISSING_FIELD} (custom_badput_event_start_time or _end_time)", line=line, field="custom_badput_event_type")
+
+    def _checkpoint(self, line: int, rec: dict[str, Any]) -> None:
+        et = rec["event_type"]
+        k_t, k_d, ev_kind = _CHECKPOINT[et]
+        t = self.time(rec, k_t, line)
+        d = self.time(rec, k_d, line) if t is not None else None
+        if t is not None and d is not None:
+            step = _text(rec.get("step", "?"))[:40]
+            self.cur.acts.append({"kind": ev_kind, "what": f"{et} step {step}", "start": t, "end": t + d})
+            self.cur.n += 1
+
+    def close(self) -> list[_Attempt]:
+        for a in self.all:
+            for kind, (_, ln) in a.open.items():
+                self.reader.bad(rules.start_without_end(kind), line=ln, field=kind)
+        return [a for a in self.all if a.n > 0 or a.job_start is not None]
+
+
+# --- steps and events ----------------------------------------------------------------------------
+
+
+def _blocking(a: _Attempt, idx: int, activities: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The attempt's blocking activities in start order (all but later data loading), and how
+    many later, asynchronous data-loading intervals there were; every activity is kept."""
+    blocking = []
+    seen_data = False
+    n_async = 0
+    for act in sorted(a.acts, key=lambda x: x["start"]):
+        activities.append({"attempt": idx, **act})
+        if act["kind"] == "data_load":
+            if seen_data:
+                n_async += 1
+                continue  # asynchronous: overlaps steps, excluded like the library does
+            seen_data = True
+        blocking.append(act)
+    return blocking, n_async
+
+
+def _failure(attempts: list[_Attempt], idx: int, step: int, t: float) -> dict[str, Any] | None:
+    """The failure from the last step start of attempt ``idx`` to the next attempt's first record."""
+    nxt = attempts[idx + 1]
+    later = [x for x in ([nxt.job_start] + list(nxt.steps.values()) + [x["start"] for x in nxt.acts]) if x is not None]
+    if later and min(later) >= t:
+        return {"kind": "failure", "start_s": t, "end_s": min(later), "attempt": idx,
+                "detail": f"step {step} started; no progress recorded until the next job start (lost work + recovery)"}
+    return None
+
+
+def _attempt_rows(reader: Reader, attempts: list[_Attempt], idx: int, blocking: list[dict[str, Any]],
+                  rows: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+    """Step rows of one attempt: each step ends at the next start, a blocking activity, or job end."""
+    a = attempts[idx]
+    order = sorted(a.steps.items(), key=lambda kv: kv[1])
+    cuts = [b["start"] for b in blocking]  # sorted: blocking is in start order
+    for i, (step, t) in enumerate(order):
+        if i + 1 < len(order):
+            end = order[i + 1][1]
+        elif idx == len(attempts) - 1 and a.end is not None and a.end >= t:
+            end = a.end
+        else:
+            if idx + 1 < len(attempts):
+                fail = _failure(attempts, idx, step, t)
+                if fail is not None:
+                    events.append(fail)
+            else:
+                reader.note(f"attempt {idx}: last step {step} has no end (no job_end_time); not a step row")
+            continue
+        k = bisect.bisect_right(cuts, t)
+        if k < len(cuts) and cuts[k] < end:
+            end = cuts[k]
+        rows.append({"attempt": idx, "step": step, "start_s": t, "end_s": end})
+
+
+def _timeline(reader: Reader, attempts: list[_Attempt]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Step rows, events and the activities table (absolute times)."""
     rows: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     activities: list[dict[str, Any]] = []
+    asynchronous: dict[int, int] = {}
     for idx, a in enumerate(attempts):
-        order = sorted(a["steps"].items(), key=lambda kv: kv[1])
-        blocking = []
-        seen_data = False
-        for act in sorted(a["acts"], key=lambda x: x["start"]):
-            activities.append({"attempt": idx, **act})
-            if act["kind"] == "data_load":
-                if seen_data:
-                    continue  # asynchronous: overlaps steps, excluded like the library does
-                seen_data = True
-            blocking.append(act)
-        n_async = sum(1 for act in a["acts"] if act["kind"] == "data_load") - (1 if seen_data else 0)
+        blocking, n_async = _blocking(a, idx, activities)
         if n_async:
-            rep.note(f"attempt {idx}: {n_async} later data-loading intervals are asynchronous; activities table only")
-        for i, (step, t) in enumerate(order):
-            if i + 1 < len(order):
-                end = order[i + 1][1]
-            elif idx == len(attempts) - 1 and a["end"] is not None and a["end"] >= t:
-                end = a["end"]
-            else:
-                nxt = attempts[idx + 1] if idx + 1 < len(attempts) else None
-                if nxt is not None:
-                    later = [x for x in ([nxt["job_start"]] + list(nxt["steps"].values()) + [x["start"] for x in nxt["acts"]]) if x is not None]
-                    if later and min(later) >= t:
-                        events.append({"kind": "failure", "start_s": t, "end_s": min(later), "attempt": idx, "detail": f"step {step} started; no progress recorded until the next job start (lost work + recovery)"})
-                else:
-                    rep.note(f"attempt {idx}: last step {step} has no end (no job_end_time); not a step row")
-                continue
-            cut = [b["start"] for b in blocking if t < b["start"] < end]
-            rows.append({"attempt": idx, "step": step, "start_s": t, "end_s": min([end, *cut])})
+            asynchronous[idx] = n_async
+        _attempt_rows(reader, attempts, idx, blocking, rows, events)
         for b in blocking:
             events.append({"kind": b["kind"], "start_s": b["start"], "end_s": b["end"], "attempt": idx, "detail": b["what"]})
-        if a["job_start"] is not None:
+        if a.job_start is not None:
             kind = "restart" if idx > 0 else "other"
-            events.append({"kind": kind, "start_s": a["job_start"], "end_s": a["job_start"], "attempt": idx, "detail": "job_start_time"})
-        if a["end"] is not None:
-            events.append({"kind": "other", "start_s": a["end"], "end_s": a["end"], "attempt": idx, "detail": "job_end_time"})
+            events.append({"kind": kind, "start_s": a.job_start, "end_s": a.job_start, "attempt": idx, "detail": "job_start_time"})
+        if a.end is not None:
+            events.append({"kind": "other", "start_s": a.end, "end_s": a.end, "attempt": idx, "detail": "job_end_time"})
+    if len(asynchronous) == 1:
+        ((idx, n),) = asynchronous.items()
+        reader.note(f"attempt {idx}: {n} later data-loading intervals are asynchronous; activities table only")
+    elif asynchronous:
+        reader.note(f"{sum(asynchronous.values())} later data-loading intervals in {len(asynchronous)} attempts are "
+                    "asynchronous; activities table only")
+    return rows, events, activities
+
+
+def parse(reader: Reader, options: Options) -> Parsed:
+    """Read a goodput event log; see the module docstring for the mapping."""
+    if reader.path.is_dir():
+        reader.fail("is a directory; the goodput loader reads one JSON(-lines) file")
+    got = _records(reader, options)
+    builder = _Attempts(reader)
+    for line, rec in got.recs:
+        builder.feed(line, rec)
+    want = options.job_name
+    if want is not None and got.other_jobs:
+        reader.note(f"{got.other_jobs} records of other jobs than {want!r} ignored")
+    if len(got.names) > 1 and want is None:
+        reader.note(f"records of {len(got.names)} job names read together: {sorted(got.names)[:20]} (pass job_name= to pick one)")
+    attempts = builder.close()
+    if not attempts:
+        reader.fail("no goodput records (job/step/activity timestamps) found")
+    rows, events, activities = _timeline(reader, attempts)
     times = [r["start_s"] for r in rows] + [e["start_s"] for e in events]
     if not times:
         reader.fail("no timed goodput records")
     t0 = min(times)
-    for r in rows:
+    for r in (*rows, *events):
         r["start_s"] -= t0
         r["end_s"] -= t0
-    for e in events:
-        e["start_s"] -= t0
-        e["end_s"] -= t0
     steps = pd.DataFrame(rows, columns=["attempt", "step", "start_s", "end_s"])
     steps["rank"] = -1
-    tables = {}
+    out = Parsed(steps=steps, events=events, timing="exact", time_unit="epoch_s")
     if activities:
         act = pd.DataFrame(activities)
         act["start_s"] = act.pop("start") - t0
         act["end_s"] = act.pop("end") - t0
-        tables["activities"] = act
-    found: dict[str, Any] = {}
-    if len(names) == 1 or want is not None:
-        found["name"] = str(want) if want is not None else next(iter(names))
-    extra = {"t0_epoch_s": t0, "t0_wallclock": wallclock(t0), "job_names": sorted(names)}
-    return finish(
-        reader,
-        fmt=NAME,
-        steps=steps,
-        events=events,
-        tables=tables,
-        timing="exact",
-        time_unit="epoch_s",
-        found=found,
-        overrides=overrides,
-        extra=extra,
-    )
+        out.tables["activities"] = act
+    if len(got.names) == 1 or want is not None:
+        out.meta["name"] = str(want) if want is not None else next(iter(got.names))
+    out.extra.update({"t0_epoch_s": t0, "t0_wallclock": _wallclock(t0), "job_names": sorted(got.names)})
+    return out
+
+
+load = loader_for(NAME)
 
 
 # --- export ---------------------------------------------------------------------------------------
+class _Out:
+    """The payloads being written, each kept with (time, attempt, order written) to sort by."""
+
+    def __init__(self, name: str, base: float) -> None:
+        self.name = name
+        self.base = base
+        self.attempt = 0
+        self.recs: list[tuple[float, int, int, dict[str, Any]]] = []
+
+    def add(self, t: float, payload: dict[str, Any]) -> None:
+        self.recs.append((t, self.attempt, len(self.recs) + 1, {"job_name": self.name, **payload}))
+
+
+def _event_payloads(out: _Out, e: pd.Series, t1: float, s_a: pd.DataFrame) -> None:
+    """The records of one event (``t1``: its end, clamped): a start/end pair or a checkpoint record."""
+    base = out.base
+    t0, kind, detail = float(e["start_s"]), e["kind"], str(e["detail"])
+    if kind == "init":
+        what = _pair_key(kind, detail)
+        out.add(base + t0, {f"{what}_start_time": base + t0})
+        out.add(base + t1, {f"{what}_end_time": base + t1})
+    elif kind == "data_load":
+        out.add(base + t0, {"data_loading_start_time": base + t0})
+        out.add(base + t1, {"data_loading_end_time": base + t1})
+    elif kind in ("eval", "other") and t1 > t0:
+        typ = _custom_type(kind, detail)
+        out.add(base + t0, {"custom_badput_event_type": typ, "custom_badput_event_start_time": base + t0})
+        out.add(base + t1, {"custom_badput_event_type": typ, "custom_badput_event_end_time": base + t1})
+    elif kind == "checkpoint_save":
+        prior = s_a[s_a["start_s"] <= t0]["step"]
+        out.add(base + t0, {
+            "step": int(prior.max()) if len(prior) else 0,
+            "event_type": "save",
+            "directory": "",
+            "checkpoint_manager_blocking_start_time": base + t0,
+            "checkpoint_manager_blocking_duration_secs": t1 - t0,
+        })
+    elif kind == "checkpoint_load":
+        out.add(base + t0, {
+            "step": _restored_step(s_a, t0, detail),
+            "event_type": "restore",
+            "directory": "",
+            "checkpoint_manager_start_time": base + t0,
+            "checkpoint_manager_duration_secs": t1 - t0,
+        })
+
+
+def _step_payloads(out: _Out, s_a: pd.DataFrame, e_a: pd.DataFrame, restarted: bool) -> None:
+    """One ``step_start_time`` per step, and the interrupted step of an attempt that failed."""
+    base = out.base
+    per_step = s_a.groupby("step", sort=False)["start_s"].min().sort_values()
+    for step, t in per_step.items():
+        out.add(base + float(t), {"step_count": int(step), "step_start_time": base + float(t)})
+    fail = e_a[e_a["kind"] == "failure"]
+    if restarted and len(fail):
+        t_fail = float(fail["start_s"].min())
+        last = int(s_a["step"].max())
+        if t_fail >= float(per_step.max()):
+            m = _FAILED_STEP_RE.search(str(fail.loc[fail["start_s"].idxmin(), "detail"]))
+            step = int(m.group(1)) if m and int(m.group(1)) > last else last + 1
+            out.add(base + t_fail, {"step_count": step, "step_start_time": base + t_fail})
+
+
 def goodput_records(run: Run, *, job_name: str | None = None, t0_epoch_s: float | None = None) -> list[dict[str, Any]]:
     """The goodput-library payloads that describe ``run`` (sorted by time).
 
@@ -358,23 +612,12 @@ def goodput_records(run: Run, *, job_name: str | None = None, t0_epoch_s: float 
     custom badput of one type) that overlap by more than float noise cannot be told apart when
     read, so they raise a ValueError naming both (kind, attempt, start-end) instead.
     """
-    name = job_name or run.meta.name or "mfu_toolkit_run"
-    base = t0_epoch_s if t0_epoch_s is not None else num(run.meta.extra.get("t0_epoch_s", 0.0))
-    base = 0.0 if math.isnan(base) else base
-    # sorted by time, then attempt, then the order written (job start first, job end last)
-    recs: list[tuple[float, int, int, dict[str, Any]]] = []
-    seq = 0
-    a = 0
-
-    def add(t: float, payload: dict[str, Any]) -> None:
-        nonlocal seq
-        seq += 1
-        recs.append((t, a, seq, {"job_name": name, **payload}))
-
-    st = run.steps
-    ev = run.events
-    n_att = run.n_attempts
+    base = t0_epoch_s if t0_epoch_s is not None else _num(run.meta.extra.get("t0_epoch_s", 0.0))
+    out = _Out(job_name or run.meta.name or "mfu_toolkit_run", 0.0 if math.isnan(base) else base)
+    base = out.base
+    st, ev, n_att = run.steps, run.events, run.n_attempts
     for a in range(n_att):
+        out.attempt = a
         s_a = st[st["attempt"] == a]
         e_a = ev[ev["attempt"] == a]
         starts = list(s_a["start_s"]) + list(e_a[e_a["kind"] != "failure"]["start_s"])
@@ -382,58 +625,20 @@ def goodput_records(run: Run, *, job_name: str | None = None, t0_epoch_s: float 
             continue
         restart = e_a[e_a["kind"] == "restart"]
         job_start = float(restart["start_s"].min()) if len(restart) else float(min(starts))
-        add(base + job_start, {"job_start_time": base + job_start})
+        out.add(base + job_start, {"job_start_time": base + job_start})
         e_a = e_a.sort_values(["start_s", "end_s"], kind="stable")
         ends = _clamped_ends(e_a)
         _check_pairs(e_a, ends, a)
         for (_, e), t1 in zip(e_a.iterrows(), ends, strict=True):
-            t0, kind, detail = float(e["start_s"]), e["kind"], str(e["detail"])
-            if kind == "init":
-                what = _pair_key(kind, detail)
-                add(base + t0, {f"{what}_start_time": base + t0})
-                add(base + t1, {f"{what}_end_time": base + t1})
-            elif kind == "data_load":
-                add(base + t0, {"data_loading_start_time": base + t0})
-                add(base + t1, {"data_loading_end_time": base + t1})
-            elif kind in ("eval", "other") and t1 > t0:
-                typ = _custom_type(kind, detail)
-                add(base + t0, {"custom_badput_event_type": typ, "custom_badput_event_start_time": base + t0})
-                add(base + t1, {"custom_badput_event_type": typ, "custom_badput_event_end_time": base + t1})
-            elif kind == "checkpoint_save":
-                prior = s_a[s_a["start_s"] <= t0]["step"]
-                add(base + t0, {
-                    "step": int(prior.max()) if len(prior) else 0,
-                    "event_type": "save",
-                    "directory": "",
-                    "checkpoint_manager_blocking_start_time": base + t0,
-                    "checkpoint_manager_blocking_duration_secs": t1 - t0,
-                })
-            elif kind == "checkpoint_load":
-                add(base + t0, {
-                    "step": _restored_step(s_a, t0, detail),
-                    "event_type": "restore",
-                    "directory": "",
-                    "checkpoint_manager_start_time": base + t0,
-                    "checkpoint_manager_duration_secs": t1 - t0,
-                })
+            _event_payloads(out, e, t1, s_a)
         if len(s_a):
-            per_step = s_a.groupby("step", sort=False)["start_s"].min().sort_values()
-            for step, t in per_step.items():
-                add(base + float(t), {"step_count": int(step), "step_start_time": base + float(t)})
-            fail = e_a[e_a["kind"] == "failure"]
-            if a < n_att - 1 and len(fail):
-                t_fail = float(fail["start_s"].min())
-                last = int(s_a["step"].max())
-                if t_fail >= float(per_step.max()):
-                    m = _FAILED_STEP_RE.search(str(fail.loc[fail["start_s"].idxmin(), "detail"]))
-                    step = int(m.group(1)) if m and int(m.group(1)) > last else last + 1
-                    add(base + t_fail, {"step_count": step, "step_start_time": base + t_fail})
+            _step_payloads(out, s_a, e_a, a < n_att - 1)
         if a == n_att - 1:
-            ends = list(s_a["end_s"]) + list(e_a["end_s"])
-            t_end = float(max(ends))
-            add(base + t_end, {"job_end_time": base + t_end})
-    recs.sort(key=lambda r: r[:3])
-    return [r[3] for r in recs]
+            t_end = float(max(list(s_a["end_s"]) + list(e_a["end_s"])))
+            out.add(base + t_end, {"job_end_time": base + t_end})
+    # sorted by time, then attempt, then the order written (job start first, job end last)
+    out.recs.sort(key=lambda r: r[:3])
+    return [r[3] for r in out.recs]
 
 
 # Float noise: an interval that runs past the next one's start by no more than this is back to back.

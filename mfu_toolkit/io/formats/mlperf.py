@@ -37,9 +37,11 @@ Facts (each with ``file:line`` and the line as printed):
   does not say so: this is an ``n_ranks`` fact, never an ``n_accelerators`` one, and its text
   says how it was counted. A single ``init_start`` (a log written by one process) states none.
 
-Claims: ``tracked_stats`` ``throughput`` values are a ``samples_per_s`` claim (the median): the
-log names no unit; in the NVIDIA BERT and Llama 2 LoRA logs they are samples per second of the
-whole job (the ``samples_count`` difference over the time between records).
+Claims: ``tracked_stats`` ``throughput`` values are a ``samples_per_s`` claim (the median), or
+``tokens_per_s`` for GPT-3, which counts training in tokens. The log names no unit; in the NVIDIA
+logs they are samples (tokens) per second of the whole job: the BERT and Llama 2 LoRA values are
+the samples trained over the time between records, the GPT-3 one the tokens since the first
+block over the time since it.
 """
 
 from __future__ import annotations
@@ -158,6 +160,20 @@ def sniff(path: Path, head: bytes) -> float:
     return 0.0
 
 
+def _step(value: Any) -> int | None:
+    """A step number (:func:`rules.as_step`); a digit string too long for int64 is None, not an error."""
+    if isinstance(value, str) and len(value.strip()) > 40:
+        return None
+    return rules.as_step(value)
+
+
+def _count(value: Any) -> int | None:
+    """A positive count (:func:`rules.as_count`); a digit string too long for int64 is None."""
+    if isinstance(value, str) and len(value.strip()) > 40:
+        return None
+    return rules.as_count(value)
+
+
 def _num(value: Any) -> float:
     """A finite float from a number or numeric string, else NaN (never raises)."""
     if isinstance(value, bool):
@@ -268,7 +284,7 @@ def _init_rank(reader: Reader, log: _Log, rec: _Rec) -> None:
     log.init_starts.append(rec)
     if "rank" not in rec.meta:
         return
-    rank = rules.as_step(rec.meta["rank"])
+    rank = _step(rec.meta["rank"])
     if rank is None or rank >= _MAX_RANK:
         reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (metadata.rank)", line=rec.line, field="rank", example=str(rec.meta["rank"])[:80])
         return
@@ -412,13 +428,24 @@ def _first(tl: _Timeline, key: str) -> _Rec | None:
     return lst[0] if lst else None
 
 
+def _is_number(value: Any) -> bool:
+    """Whether ``value`` reads as a number at all (however large, or NaN)."""
+    if isinstance(value, bool):
+        return False
+    try:
+        float(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True
+
+
 def _count_fact(out: Parsed, reader: Reader, r: _Rec | None, name: str) -> int | None:
     """A positive count stated by record ``r`` as fact ``name``; a bad value is counted, not used."""
     if r is None or r.value is None:
         return None
-    n = rules.as_count(r.value)
+    n = _count(r.value)
     if n is None:
-        why = rules.VALUE_OUT_OF_RANGE if not math.isnan(_num(r.value)) else rules.NON_NUMERIC
+        why = rules.VALUE_OUT_OF_RANGE if _is_number(r.value) else rules.NON_NUMERIC
         reader.bad(f"{why} ({r.key})", line=r.line, field=r.key, example=str(r.value)[:80])
         return None
     out.fact(name, n, f"{reader.name}:{r.line}", r.text)
@@ -433,7 +460,7 @@ def _point_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str, An
         out.fact("platform", plat.value, where, plat.text)
         m = _PLATFORM_RE.fullmatch(plat.value.strip())
         if m:
-            nodes = rules.as_count(m.group(1))
+            nodes = _count(m.group(1))
             if nodes is None:
                 reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (submission_platform node count)", line=plat.line, field="submission_platform", example=plat.value[:80])
             else:
@@ -470,12 +497,12 @@ def _sysjson_facts(out: Parsed, reader: Reader, sysjson: list[tuple[int, dict[st
             out.fact(name, v, where, _snippet(raw, key))
     if "number_of_nodes" not in sysd and "accelerators_per_node" not in sysd:
         return
-    nodes, per = rules.as_count(sysd.get("number_of_nodes")), rules.as_count(sysd.get("accelerators_per_node"))
+    nodes, per = _count(sysd.get("number_of_nodes")), _count(sysd.get("accelerators_per_node"))
     if nodes is not None:
         out.fact("n_nodes", nodes, where, _snippet(raw, "number_of_nodes"))
     if per is not None:
         out.fact("accelerators_per_node", per, where, _snippet(raw, "accelerators_per_node"))
-    total = rules.as_count(nodes * per) if nodes is not None and per is not None else None
+    total = _count(nodes * per) if nodes is not None and per is not None else None
     if total is None:
         reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (SYSJSON number_of_nodes/accelerators_per_node not positive integers)", line=ln0, field="accelerators_per_node")
         return
@@ -500,14 +527,16 @@ def _rank_facts(out: Parsed, reader: Reader, log: _Log, tl: _Timeline, extra: di
         out.fact("n_ranks", copies, where, text)
 
 
-def _claims(out: Parsed, reader: Reader, tl: _Timeline) -> None:
-    """``tracked_stats`` ``throughput`` as a samples-per-second claim of the whole job."""
+def _claims(out: Parsed, reader: Reader, tl: _Timeline, token_counted: bool) -> None:
+    """``tracked_stats`` ``throughput`` as a claim about the whole job: tokens/s where the
+    benchmark counts training in tokens (GPT-3), else samples/s."""
     recs = [r for r in tl.points.get("tracked_stats", []) if isinstance(r.value, dict) and "throughput" in r.value]
     if not recs:
         return
-    counts = ("samples per second of the whole job (tracked_stats 'throughput'; the log states no unit: "
-              "samples over the time between records in the NVIDIA logs)")
-    out.claim(Claim.summarise("samples_per_s", [_num(r.value["throughput"]) for r in recs], unit="samples/s",
+    unit = "tokens" if token_counted else "samples"
+    counts = (f"{unit} per second of the whole job (tracked_stats 'throughput'; the log states no unit: in the "
+              f"NVIDIA logs it is the {unit} trained over the time between records)")
+    out.claim(Claim.summarise(f"{unit}_per_s", [_num(r.value["throughput"]) for r in recs], unit=f"{unit}/s",
                               counts=counts, where=f"{reader.name}:{recs[0].line}"))
 
 
@@ -735,12 +764,12 @@ def parse(reader: Reader, options: Options) -> Parsed:
     if log.sysjson:
         _sysjson_facts(out, reader, log.sysjson, extra)
     _rank_facts(out, reader, log, tl, extra)
-    _claims(out, reader, tl)
+    bench = _first(tl, "submission_benchmark")
+    token_counted = bench is not None and str(bench.value).lower() in _TOKEN_COUNTED
+    _claims(out, reader, tl, token_counted)
     t0 = min(r.t for r in log.recs)
     _time_extra(tl, run_iv, run_start_t, t0, log.base_ms or 0.0, extra)
     out.events = _events(reader, tl, t0)
-    bench = _first(tl, "submission_benchmark")
-    token_counted = bench is not None and str(bench.value).lower() in _TOKEN_COUNTED
     out.steps = _steps(reader, tl, run_iv, t0, token_counted, extra)
     out.tables = _tables(tl, t0)
     return out
