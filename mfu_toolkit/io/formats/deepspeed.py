@@ -108,7 +108,8 @@ _LR = re.compile(r"\blr=\[([^\],]{0,64})")
 _TIMER_NEW = re.compile(r"epoch=(\d{1,18})/micro_step=(\d{1,18})/global_step=([^,\s]{0,64})")
 _TIMER_OLD = re.compile(r"(?<![\d/])(\d{1,18})/(\d{1,18}), RunningAvgSamplesPerSec=")
 _TIMER_KV = re.compile(r"\b(RunningAvgSamplesPerSec|CurrSamplesPerSec|MemAllocated|MaxMemAllocated)=([^,\s]{0,64})")
-_OVERFLOW = re.compile(r"(?:OVERFLOW! Rank (\d{1,9}) Skipping step|Overflow detected\. Skipping step)\.? Attempted loss scale: ([^,\s]{0,64})")
+_OVERFLOW = re.compile(
+    r"(?:OVERFLOW! Rank (\d{1,9}) Skipping step|Overflow detected\. Skipping step)\.? Attempted loss scale: ([^,\s]{0,64})")
 _PPO = re.compile(r"(?<!\w)epoch: ([^|]{0,40})\|step: ([^|]{0,40})(.*)$")
 _CONFIG = re.compile(r"\[config\.py:\d{1,6}:print\]\s{1,16}(\w{1,64})\s[ .]{0,200}(.{0,200})")
 _WORLD_INFO = re.compile(r"--world_info=([A-Za-z0-9+/=_-]{1,65536})")
@@ -183,6 +184,7 @@ _ARG_KEYS = frozenset({
     "max_prompt_seq_len", "max_answer_seq_len", "model_name_or_path", "actor_model_name_or_path",
     "critic_model_name_or_path", "zero_stage", "actor_zero_stage", "critic_zero_stage",
 })
+_STAGE_ARGS = (("zero_stage", ""), ("actor_zero_stage", "actor "), ("critic_zero_stage", "critic "))
 _DSCHAT_MARKS = ("***** Running training *****", "Total Micro Batches", "Total Generation Batches", "|E2E latency=")
 
 # --- sniffing ----------------------------------------------------------------------------------
@@ -412,7 +414,12 @@ def _engine_step(scan: _Scan, ln: int, text: str) -> None:
     if skipped is None:
         scan.reader.bad(rules.NON_NUMERIC, line=ln, field="skipped", example=text[:160])
     rank_m = _RANK.search(text)
-    rec = _new_record(scan, ln, step, int(rank_m.group(1)) if rank_m else 0, _stamp(scan, ln, text))
+    last = scan.engine[-1] if scan.engine else None
+    if (last is not None and last.get("from_timer") and "skipped" not in last and last["step"] == step
+            and last["launch"] == scan.launch and ln - last["line"] <= _NEAR):
+        rec = last  # the timer line came first: one record all the same
+    else:
+        rec = _new_record(scan, ln, step, int(rank_m.group(1)) if rank_m else 0, _stamp(scan, ln, text))
     rec["skipped"] = skipped
     lr = _LR.search(text)
     rec["learning_rate"] = _num(scan, lr.group(1), ln, "lr") if lr else math.nan
@@ -439,6 +446,7 @@ def _engine_timer(scan: _Scan, ln: int, text: str) -> None:
         scan.timer_mismatch += int(rec["step"] != step)
     else:  # a timer line on its own is a record too
         rec = _new_record(scan, ln, step, 0, _stamp(scan, ln, text))
+        rec["from_timer"] = True
     values = dict(_TIMER_KV.findall(text))
     rec.update({
         "timer_line": ln,
@@ -550,8 +558,9 @@ def _launcher(scan: _Scan, ln: int, text: str) -> None:
         scan.marker = scan.ppo_marker = bool(scan.engine or scan.ppo) or scan.marker
     if "cmd = " in text:
         _arguments(scan, ln, text)
-    if (m := _WORLD_INFO.search(text)) is not None:
-        _world_info(scan, ln, text, m.group(1))
+    if "--world_info=" in text:
+        m = _WORLD_INFO.search(text)
+        _world_info(scan, ln, text, m.group(1) if m else "")
     elif "WORLD INFO DICT" in text:
         hosts = {h: len([t for t in ids.split(",") if t.strip()]) for h, ids in _HOSTS.findall(text)}
         if hosts:
@@ -576,6 +585,8 @@ def _count(scan: _Scan, ln: int, text: str, name: str, raw: str) -> None:
 def _world_info(scan: _Scan, ln: int, text: str, token: str) -> None:
     """``--world_info=<base64 JSON {host: [device, ...]}>``, decoded without evaluating anything."""
     try:
+        if not token:
+            raise ValueError("empty")
         raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_" if "-" in token or "_" in token else None, validate=True)
     except (binascii.Error, ValueError):
         scan.reader.bad("--world_info is not base64", line=ln, field="world_info", example=token[:120])
@@ -584,7 +595,8 @@ def _world_info(scan: _Scan, ln: int, text: str, token: str) -> None:
     if not ok:
         return
     if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()) or not value:
-        scan.reader.bad(f"{rules.NOT_AN_OBJECT} (--world_info is not {{host: [devices]}})", line=ln, field="world_info", example=raw[:120].decode("utf-8", "replace"))
+        scan.reader.bad(f"{rules.NOT_AN_OBJECT} (--world_info is not {{host: [devices]}})", line=ln, field="world_info",
+                        example=raw[:120].decode("utf-8", "replace"))
         return
     scan.launcher.setdefault("hosts", ({str(h): len(v) for h, v in value.items()}, ln, text))
 
@@ -934,10 +946,29 @@ def _parallelism_fact(out: Parsed, scan: _Scan) -> None:
             text = ", ".join(f"{label} {rules.as_count(v[0])}" for label, v in sizes)
             out.fact("parallelism", text, scan.where(sizes[0][1][2]), sizes[0][1][3])
     else:
-        stages = [(k, scan.args[k]) for k in ("zero_stage", "actor_zero_stage", "critic_zero_stage") if k in scan.args]
+        stages = [(k, who, scan.args[k]) for k, who in _STAGE_ARGS if k in scan.args]
         if stages:
-            text = ", ".join(f"{k.replace('_zero_stage', '').replace('zero_stage', '').strip() or 'model'} ZeRO stage {v[0]}" for k, v in stages)
-            out.fact("parallelism", text.removeprefix("model "), scan.where(stages[0][1][1]), " ".join(f"--{k} {v[0]}" for k, v in stages))
+            text = ", ".join(f"{who}ZeRO stage {v[0]}" for _, who, v in stages)
+            out.fact("parallelism", text, scan.where(stages[0][2][1]), " ".join(f"--{k} {v[0]}" for k, _, v in stages))
+
+
+_COUNTS = {
+    "ppo_cur": "DeepSpeed-Chat CurSamplesPerSec: the samples of one PPO step (all ranks) / its E2E latency",
+    "ppo_avg": "DeepSpeed-Chat AvgSamplesPerSec: average since the first PPO step (the last value printed)",
+    "curr": "CurrSamplesPerSec of {whose}: samples of the last step over all ranks / its forward-to-optimizer "
+            "time, at each printed step",
+    "running": "RunningAvgSamplesPerSec of {whose}: average since the timer's start step (the last value printed)",
+    "profiler": "DeepSpeed Flops Profiler: 3 × forward FLOPs per GPU / (fwd + bwd latency) at the profiled step "
+                "(optimizer step excluded)",
+    "dschat": "DeepSpeed-Chat print_throughput TFLOPs per micro-batch, as printed: Megatron-formula FLOPs of one "
+              "device's micro-batch / (latency × world size), which reads world-size times lower than a per-GPU rate",
+}
+
+
+def _last(metric: str, values: list[float], unit: str, counts: str, where: str) -> Claim | None:
+    """The last finite value a framework printed (a running average) as one claim."""
+    finite = [v for v in values if math.isfinite(v)]
+    return Claim(metric, finite[-1], unit, counts, where, n=len(finite), statistic="last") if finite else None
 
 
 def _claims(out: Parsed, scan: _Scan, ppo: bool) -> None:
@@ -945,32 +976,26 @@ def _claims(out: Parsed, scan: _Scan, ppo: bool) -> None:
     steps = [r for r in scan.ppo if "e2e_line" in r]
     if steps:
         first = scan.where(steps[0]["e2e_line"])
-        out.claim(Claim.summarise("samples_per_s", [r.get("cur_samples_per_s") for r in steps], unit="samples/s", where=first,
-                                  counts="DeepSpeed-Chat CurSamplesPerSec: the samples of one PPO step (all ranks) / its E2E latency"))
-        avg = [r["avg_samples_per_s"] for r in steps if math.isfinite(r.get("avg_samples_per_s", math.nan))]
-        if avg:
-            out.claim(Claim("samples_per_s", avg[-1], "samples/s", "DeepSpeed-Chat AvgSamplesPerSec: average since the first PPO step (the last value printed)",
-                            first, n=len(avg), statistic="last"))
+        cur = [r.get("cur_samples_per_s", math.nan) for r in steps]
+        out.claim(Claim.summarise("samples_per_s", cur, unit="samples/s", counts=_COUNTS["ppo_cur"], where=first))
+        avg = [r.get("avg_samples_per_s", math.nan) for r in steps]
+        out.claim(_last("samples_per_s", avg, "samples/s", _COUNTS["ppo_avg"], first))
     timed = [r for r in scan.engine if r["engine"] == 0 and "timer_line" in r]
     if timed:
         first = scan.where(timed[0]["timer_line"])
         whose = "engine 0 (the actor in DeepSpeed-Chat step 3; its training phase only)" if ppo else "the DeepSpeed engine"
-        out.claim(Claim.summarise("samples_per_s", [r["samples_per_s"] for r in timed], unit="samples/s", where=first,
-                                  counts=f"CurrSamplesPerSec of {whose}: samples of the last step over all ranks / its forward-to-optimizer time, at each printed step"))
-        running = [r["samples_per_s_running"] for r in timed if math.isfinite(r["samples_per_s_running"])]
-        if running:
-            out.claim(Claim("samples_per_s", running[-1], "samples/s",
-                            f"RunningAvgSamplesPerSec of {whose}: average since the timer's start step (the last value printed)",
-                            first, n=len(running), statistic="last"))
+        curr = [r["samples_per_s"] for r in timed]
+        out.claim(Claim.summarise("samples_per_s", curr, unit="samples/s", counts=_COUNTS["curr"].format(whose=whose), where=first))
+        running = [r["samples_per_s_running"] for r in timed]
+        out.claim(_last("samples_per_s", running, "samples/s", _COUNTS["running"].format(whose=whose), first))
     if "fwd_bwd_flops_per_s_per_gpu" in scan.profiler:
         value, _, ln, _ = scan.profiler["fwd_bwd_flops_per_s_per_gpu"]
-        out.claim(Claim.summarise("tflops_per_accelerator", [value / 1e12], unit="TFLOP/s per GPU", where=scan.where(ln),
-                                  counts="DeepSpeed Flops Profiler: 3 × forward FLOPs per GPU / (fwd + bwd latency) at the profiled step (optimizer step excluded)"))
+        out.claim(Claim.summarise("tflops_per_accelerator", [value / 1e12], unit="TFLOP/s per GPU",
+                                  counts=_COUNTS["profiler"], where=scan.where(ln)))
     tp = [r for r in scan.dschat_tp if math.isfinite(r.get("tflops", math.nan))]
     if tp:
-        out.claim(Claim.summarise("tflops_per_accelerator", [r["tflops"] for r in tp], unit="TFLOP/s per GPU (as printed)", where=scan.where(tp[0]["line"]),
-                                  counts="DeepSpeed-Chat print_throughput TFLOPs per micro-batch, as printed: Megatron-formula FLOPs of one "
-                                         "device's micro-batch / (latency × world size), which reads world-size times lower than a per-GPU rate"))
+        out.claim(Claim.summarise("tflops_per_accelerator", [r["tflops"] for r in tp], unit="TFLOP/s per GPU (as printed)",
+                                  counts=_COUNTS["dschat"], where=scan.where(tp[0]["line"])))
 
 
 # --- the Run's parts ---------------------------------------------------------------------------
@@ -981,6 +1006,7 @@ def _tables(scan: _Scan, t0: float, ppo: bool) -> dict[str, pd.DataFrame]:
     if scan.engine:
         eng = pd.DataFrame(scan.engine)
         eng["time_s"] = pd.to_numeric(eng.pop("ts"), errors="coerce") - t0
+        eng = eng.drop(columns=["from_timer"], errors="ignore")
         tables["engine"] = eng.rename(columns={"launch": "attempt"})
     if scan.overflow:
         ov = pd.DataFrame(scan.overflow)
@@ -1000,7 +1026,8 @@ def _notes(scan: _Scan, info: dict[str, Any], out: Parsed, ppo: bool, batch: flo
         note(f"{scan.megatron} Megatron-LM iteration lines (a Megatron-DeepSpeed log): this format reads only its DeepSpeed "
              "lines; load it with format='megatron' for the iteration lines")
     if info.get("lost"):
-        note(f"{info['lost']} intervals between printed steps are longer than the log interval ({info['log_interval']}): lines lost; each kept as one row")
+        note(f"{info['lost']} intervals between printed steps are longer than the log interval ({info['log_interval']}): "
+             "lines lost; each kept as one row")
     if info.get("budget"):
         note(f"more than {_ROW_BUDGET:,} steps: the later intervals are kept as one row each (interval_steps)")
     if scan.engine and not ppo:
@@ -1016,7 +1043,11 @@ def _notes(scan: _Scan, info: dict[str, Any], out: Parsed, ppo: bool, batch: flo
         note("DeepSpeed-Chat lines carry no timestamps: PPO steps are placed back to back from their E2E latency")
     if scan.overflow and any(o["engine_step"] is None and o["ppo_step"] is None for o in scan.overflow):
         note("overflow lines after the last step record are attached to no step")
-    if scan.overflow and not any(f.name == "dtype" for f in out.facts):
+    stated = {f.name for f in out.facts}
+    if "n_ranks" in stated and "n_accelerators" not in stated:
+        note("the log states the number of ranks (processes), not of devices; DeepSpeed runs one rank per device as a "
+             "rule: pass n_accelerators= if so")
+    if scan.overflow and "dtype" not in stated:
         note("fp16 loss-scaler lines (OVERFLOW/Overflow detected) imply fp16 mixed precision; the dtype itself is not stated")
     _implied_batch(scan, info, batch)
     if scan.other:
