@@ -42,6 +42,7 @@ FORMATS: tuple[str, ...] = (
     "maxtext",
     "dcgm",
     "nemo",
+    "deepspeed",
     "table",
 )
 FALLBACK_FORMATS: frozenset[str] = frozenset({"table"})
