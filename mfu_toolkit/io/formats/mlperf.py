@@ -22,6 +22,9 @@ What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
   of the records before and after it (a garbled ``time_ms``) is the one skipped, not every
   record after it.
 
+The submission fields (benchmark, org, division, status, platform) and the parameters logged once
+go to ``meta.extra``; the Run is named "benchmark org platform".
+
 Facts (each with ``file:line`` and the line as printed):
 
 - ``submission_platform`` is the ``platform`` fact (``"64xNVIDIA DGX H100"``); its ``N x SYSTEM``
@@ -105,7 +108,7 @@ _TOKEN_COUNTED = {"gpt3"}
 _PLATFORM_RE = re.compile(r"(\d+)\s*[xX]\s*(.+)", re.S)  # matched on the stripped value
 _SEQ_KEYS = ("max_sequence_length", "sequence_length", "seq_len", "seq_length", "max_seq_length")
 # Keys whose line is kept as printed, for the facts' text.
-_TEXT_KEYS = frozenset({"submission_platform", "submission_benchmark", "global_batch_size", "tracked_stats", *_SEQ_KEYS})
+_TEXT_KEYS = frozenset({"submission_platform", "submission_benchmark", "global_batch_size", *_SEQ_KEYS})
 # time_ms after the year 9999 is not a time a log was written at.
 _MAX_TIME_MS = 253_402_300_800_000
 _MAX_RANK = 10_000_000
