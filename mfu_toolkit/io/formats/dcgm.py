@@ -17,8 +17,9 @@ Everything it read is in two tables:
   ``fp64_active``/``fp32_active``/``fp16_active`` (ratios 0..1), ``gpu_util`` and
   ``mem_copy_util`` (percent), ``power_w``, ``sm_clock_mhz``, ``mem_clock_mhz``,
   ``temperature_c``, ``memory_temperature_c``, ``memory_used_mib``/``memory_free_mib``/
-  ``memory_total_mib``; any other metric keeps its lower-cased name without ``DCGM_FI_``
-  (``dev_total_energy_consumption``) or its lower-cased dmon short name.
+  ``memory_total_mib``, ``power_limit_w``, ``pcie_tx_bytes_per_s``/``pcie_rx_bytes_per_s``,
+  ``nvlink_tx_bytes_per_s``/``nvlink_rx_bytes_per_s``; any other metric keeps its lower-cased
+  name without ``DCGM_FI_`` (``dev_total_energy_consumption``) or its lower-cased dmon short name.
 - ``tables["gpu_summary"]``: per entity the number of samples, the mean ``tensor_active``,
   ``sm_active``, ``power_w`` and ``sm_clock_mhz``, and ``apart``: why a whole GPU's mean SM
   clock or power sits apart from its peers (whole GPUs of the same model, at least
@@ -27,10 +28,12 @@ Everything it read is in two tables:
 
 Reading rules. Metric names match case-insensitively; the label aliases ``uuid``/``UUID``,
 ``container_name``/``container``, ``pod_name``/``pod``, ``pod_namespace``/``namespace`` are one
-label. The series key is (host, UUID, gpu, ``GPU_I_ID``): a MIG instance is its own entity, never
+label. The entity key is (host, UUID, gpu, ``GPU_I_ID``): a MIG instance is its own entity, never
 merged into nor counted as a whole GPU, and series of one entity with different pod labels still
-join. In a file, a scrape ends at a line of prose (text between scrapes, a shell prompt) or when
-a series repeats; ``# HELP``/``# TYPE`` comments, blank lines, a ``> `` quote prefix and
+join in one row. A series is its metric, its entity and any label not read as a column (a second
+one of an entity and metric in one sample keeps the first value and is counted as a duplicate).
+In a file, a scrape ends at a line of prose (text between scrapes, a shell prompt) or when a
+series repeats; ``# HELP``/``# TYPE`` comments, blank lines, a ``> `` quote prefix and
 indentation (a reStructuredText code block) are not records. A dmon pass ends when an entity
 repeats or a new header starts. ``N/A`` and DCGM's "blank" sentinels (int64 values from 9.2e18,
 e.g. ``9223372036854775794``, and the FP64 blank ``140737488355328`` and its codes) are missing
@@ -48,6 +51,7 @@ MFU (see the note each load carries).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -104,6 +108,11 @@ _PROM_NAMES = {
     "dev_fb_used": "memory_used_mib",
     "dev_fb_free": "memory_free_mib",
     "dev_fb_total": "memory_total_mib",
+    "dev_power_mgmt_limit": "power_limit_w",
+    "prof_pcie_tx_bytes": "pcie_tx_bytes_per_s",
+    "prof_pcie_rx_bytes": "pcie_rx_bytes_per_s",
+    "prof_nvlink_tx_bytes": "nvlink_tx_bytes_per_s",
+    "prof_nvlink_rx_bytes": "nvlink_rx_bytes_per_s",
 }
 _DMON_NAMES = {
     "GRACT": "gr_engine_active", "SMACT": "sm_active", "SMOCC": "sm_occupancy",
@@ -111,7 +120,9 @@ _DMON_NAMES = {
     "FP32A": "fp32_active", "FP16A": "fp16_active", "GPUTL": "gpu_util", "MCUTL": "mem_copy_util",
     "POWER": "power_w", "SMCLK": "sm_clock_mhz", "MMCLK": "mem_clock_mhz",
     "TMPTR": "temperature_c", "MMTMP": "memory_temperature_c", "FBUSD": "memory_used_mib",
-    "FBFRE": "memory_free_mib", "FBTTL": "memory_total_mib",
+    "FBFRE": "memory_free_mib", "FBTTL": "memory_total_mib", "PMLMT": "power_limit_w",
+    "PCITX": "pcie_tx_bytes_per_s", "PCIRX": "pcie_rx_bytes_per_s",
+    "NVLTX": "nvlink_tx_bytes_per_s", "NVLRX": "nvlink_rx_bytes_per_s",
 }
 _NON_NEGATIVE = frozenset(_PROM_NAMES.values())
 # Label (lower-case) -> entity column; the aliases name one label.
@@ -136,13 +147,19 @@ _NUM_CHARS = frozenset("0123456789.eE+-")
 _MAX_METRICS = 512
 _MAX_LISTED = 64
 _MAX_TS_MS = 10**15
+_CACHE_MAX = 4096  # label texts remembered (one per series of a scrape)
+# The table holds rows × metrics cells; refused when that is far more than the values read (a
+# file whose every sample names new metrics), so memory stays a bounded multiple of the input.
+_SPARSE_FACTOR = 16
+_SPARSE_FLOOR = 1_000_000
 
 _NAME_RE = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 _LABEL_RE = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\]|\\.)*)"')
 _WS_RE = re.compile(r"[ \t]*")
 _ESC_RE = re.compile(r"\\(.)")
 _ENTITY_TYPE_RE = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,15}")
-_TS_RE = re.compile(r"[-+]?\d{1,19}")
+_TS_RE = re.compile(r"[-+]?[0-9]{1,19}")
+_DIGITS_RE = re.compile(r"[0-9]+")
 
 _MALFORMED = "unreadable DCGM metric sample"
 _NO_ENTITY = f"{rules.MISSING_FIELD} (no gpu or UUID label)"
@@ -202,11 +219,19 @@ def _number(tok: str) -> tuple[float | None, str]:
     return v, ""
 
 
+def _index(text: str) -> int | None:
+    """A GPU, instance or entity id: ASCII digits that fit int64, else None."""
+    if len(text) > 19 or not _DIGITS_RE.fullmatch(text):
+        return None
+    return rules.as_step(int(text))
+
+
 def _snake(text: str) -> str:
     out = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "metric"
     return out if out not in _RESERVED else f"{out}_value"
 
 
+@functools.lru_cache(maxsize=1024)
 def _prom_column(name: str) -> str:
     low = name.lower()
     base = low[len("dcgm_fi_"):] if low.startswith("dcgm_fi_") else low
@@ -237,30 +262,42 @@ def _labels(s: str, pos: int, out: dict[str, str]) -> int:
             return -1
 
 
-def _sample(s: str) -> tuple[str, dict[str, str] | None, list[str]] | None:
-    """``(name, labels or None, [value, timestamp?])`` of a sample line, None if not one.
+def _sample(s: str, cache: dict[str, dict[str, str]]) -> tuple[str, dict[str, str] | None, list[str], str] | None:
+    """``(name, labels or None, [value, timestamp?], label text)`` of a sample line, else None.
 
-    ``labels`` is None when the line has braces that cannot be read.
+    ``labels`` is None when the line has braces that cannot be read. ``cache`` maps label texts
+    already read (a scrape repeats them) to their labels.
     """
     m = _NAME_RE.match(s)
     if m is None:
         return None
     name, pos = m.group(0), m.end()
-    labels: dict[str, str] = {}
+    labels: dict[str, str] | None = {}
     braced = pos < len(s) and s[pos] == "{"
+    text = ""
     if braced:
-        pos = _labels(s, pos + 1, labels)
-        if pos < 0:
-            return name, None, []
+        close = s.rfind("}")
+        labels = cache.get(s[pos + 1 : close]) if close > pos else None
+        if labels is not None:
+            text, pos = s[pos + 1 : close], close + 1
+        else:
+            labels = {}
+            end = _labels(s, pos + 1, labels)
+            if end < 0:
+                return name, None, [], ""
+            text, pos = s[pos + 1 : end - 1], end
+            if len(cache) >= _CACHE_MAX:
+                cache.clear()
+            cache[text] = labels
     elif not name.lower().startswith("dcgm_"):
         return None
     rest = s[pos:]
     toks = rest.split()
     if (rest and not rest[0].isspace()) or not 1 <= len(toks) <= 2:
-        return (name, None, []) if braced else None
+        return (name, None, [], "") if braced else None
     if not braced and toks[0][0] not in "0123456789+-.":
         return None  # prose that starts with a metric name
-    return name, labels, toks
+    return name, labels, toks, text
 
 
 # --- dmon tables -----------------------------------------------------------------------------
@@ -279,7 +316,7 @@ def _dmon_header(s: str) -> list[str] | None:
 def _dmon_tokens(s: str) -> list[str] | None:
     """``[type, id, value, ...]`` of a line shaped like a dmon row (``GPU 0 ...``), else None."""
     toks = s.split(None, 2)
-    if len(toks) < 2 or not toks[1].isdigit() or not _ENTITY_TYPE_RE.fullmatch(toks[0]):
+    if len(toks) < 2 or not _DIGITS_RE.fullmatch(toks[1]) or not _ENTITY_TYPE_RE.fullmatch(toks[0]):
         return None
     return s.split()
 
@@ -302,6 +339,9 @@ class _Collector:
     commands: list[str] = field(default_factory=list)
     unknown_labels: dict[str, None] = field(default_factory=dict)
     pending: tuple[str, int, str | None, str] | None = None  # a dropped line that may be the last
+    n_values: int = 0  # metric cells read (missing ones included)
+    label_cache: dict[str, dict[str, str]] = field(default_factory=dict)
+    entity_cache: dict[str, tuple[Any, dict[str, Any], Any]] = field(default_factory=dict)
 
     def count(self, what: str, line: int) -> None:
         self.counts[what] = self.counts.get(what, 0) + 1
@@ -370,6 +410,7 @@ class _Collector:
 
     def put(self, row: dict[str, Any], column: str, v: float | None, line: int, field: str, example: str) -> None:
         """Set one metric cell; a second series of one entity and metric keeps the first value."""
+        self.n_values += 1
         if column not in row:
             row[column] = v
         elif v is not None and row[column] is not None and row[column] != v:
@@ -378,12 +419,14 @@ class _Collector:
             row[column] = v
 
 
-def _prom_entity(c: _Collector, labels: dict[str, str], line: int, raw: str) -> tuple[Any, dict[str, Any]] | None:
-    """``(key, entity columns)`` of a sample's labels; None (counted) when it names no entity."""
+def _prom_entity(c: _Collector, labels: dict[str, str], line: int, raw: str) -> tuple[Any, dict[str, Any], Any] | None:
+    """``(key, entity columns, other labels)`` of a sample; None (counted) when it names no entity."""
     attrs: dict[str, Any] = {}
+    other = []
     for k, v in labels.items():
         col = _LABELS.get(k.lower())
         if col is None:
+            other.append((k, v))
             if len(c.unknown_labels) < _MAX_LISTED:
                 c.unknown_labels[k] = None
             continue
@@ -391,7 +434,7 @@ def _prom_entity(c: _Collector, labels: dict[str, str], line: int, raw: str) -> 
             attrs[col] = v.strip()
     for col, label in (("gpu", "gpu"), ("gpu_instance", "GPU_I_ID")):
         if col in attrs:
-            n = rules.as_step(attrs[col]) if attrs[col].isdigit() else None
+            n = _index(attrs[col])
             if n is None:
                 c.bad(_BAD_ID, line, label, raw)
                 return None
@@ -404,15 +447,15 @@ def _prom_entity(c: _Collector, labels: dict[str, str], line: int, raw: str) -> 
     attrs["kind"] = "gpu" if gi is None else "mig"
     where = f"GPU {attrs['gpu']}" if attrs.get("gpu") is not None else str(attrs["uuid"])
     attrs["entity"] = (f"{host}/" if host else "") + where + (f" GPU-I {gi}" if gi is not None else "")
-    return ("p", host, attrs.get("uuid"), attrs.get("gpu"), gi), attrs
+    return ("p", host, attrs.get("uuid"), attrs.get("gpu"), gi), attrs, tuple(sorted(other))
 
 
 def _prom_line(c: _Collector, line: int, s: str, raw: str) -> bool:
     """Read a sample line; False when ``s`` is not one (then it is noise)."""
-    got = _sample(s)
+    got = _sample(s, c.label_cache)
     if got is None:
         return False
-    name, labels, toks = got
+    name, labels, toks, text = got
     if labels is None:
         if name.lower().startswith("dcgm_"):
             c.drop(_MALFORMED, line, name, raw)
@@ -425,14 +468,21 @@ def _prom_line(c: _Collector, line: int, s: str, raw: str) -> bool:
     if len(toks) == 2 and not _TS_RE.fullmatch(toks[1]):
         c.drop(f"{_MALFORMED} (timestamp is not an integer)", line, name, raw)
         return True
-    entity = _prom_entity(c, labels, line, raw)
+    entity = c.entity_cache.get(text) if text else None
     if entity is None:
-        return True
-    key, attrs = entity
+        entity = _prom_entity(c, labels, line, raw)
+        if entity is None:
+            return True
+        if len(c.entity_cache) >= _CACHE_MAX:
+            c.entity_cache.clear()
+        c.entity_cache[text] = entity
+    key, attrs, other = entity
     column = _prom_column(name)
     if not c.column(column, line, name, raw):
         return True
-    ident = ("p", name.lower(), tuple(sorted((k.lower(), v) for k, v in labels.items())))
+    # A series is its metric, its entity and any label not read as a column (pod labels may
+    # change between scrapes: a series that repeats with new ones starts the next scrape too).
+    ident = (column, key, other)
     row = c.row(ident, key, line, attrs)
     c.put(row, column, c.value(toks[0], column, line, name, raw), line, name, raw)
     if len(toks) == 2:
@@ -444,15 +494,19 @@ def _prom_line(c: _Collector, line: int, s: str, raw: str) -> bool:
     return True
 
 
-def _dmon_start(c: _Collector, fields: list[str]) -> None:
-    cols: list[str] = []
+def _dmon_start(c: _Collector, line: int, fields: list[str], raw: str) -> None:
+    """Open a dmon table under a ``#Entity`` header (its columns named as in ``_DMON_NAMES``)."""
+    c.dmon, c.fresh = None, True
+    if len(fields) > _MAX_METRICS:
+        c.drop(f"dmon header with over {_MAX_METRICS} fields (its rows are not read)", line, "#Entity", raw)
+        return
+    cols: list[tuple[str, str]] = []
+    taken: dict[str, int] = {}
     for f in fields:
         name = _DMON_NAMES.get(f.upper()) or _snake(f)
-        while name in cols:
-            name += "_"
-        cols.append(name)
-    c.dmon = list(zip(fields, cols, strict=True))  # type: ignore[assignment]
-    c.fresh = True
+        taken[name] = taken.get(name, 0) + 1
+        cols.append((f, name if taken[name] == 1 else f"{name}_{taken[name]}"))
+    c.dmon = cols
     c.sources["dmon"] = None
 
 
@@ -462,7 +516,7 @@ def _dmon_row(c: _Collector, line: int, toks: list[str], raw: str) -> None:
     if len(vals) != len(fields):
         c.drop(f"{rules.WRONG_FIELD_COUNT} (expected {len(fields)} values after the entity)", line, fields[-1][0] if fields else None, raw)
         return
-    n = rules.as_step(eid)
+    n = _index(eid)
     if n is None:
         c.bad(_BAD_ID, line, "Entity", raw)
         return
@@ -500,7 +554,7 @@ def _read(reader: Reader) -> _Collector:
         c.flush()
         fields = _dmon_header(s)
         if fields is not None:
-            _dmon_start(c, fields)
+            _dmon_start(c, line, fields, raw)
             continue
         if c.dmon is not None:
             if s.lower() == "id":
@@ -519,12 +573,12 @@ def _read(reader: Reader) -> _Collector:
 
 
 def _typed(df: pd.DataFrame) -> pd.DataFrame:
-    """Entity ids as nullable integers, text columns as objects with None for missing."""
+    """Entity ids as nullable integers, text columns as text (so a saved Run reads back equal)."""
     for col in df.columns:
         if col in ("gpu", "gpu_instance", "compute_instance"):
             df[col] = pd.array(df[col].tolist(), dtype="Int64")
         elif col in _RESERVED and col not in ("sample", "time_s", "line"):
-            df[col] = df[col].astype(object).where(df[col].notna(), None)
+            df[col] = df[col].astype("str")
     return df
 
 
@@ -598,6 +652,7 @@ def _apart(rows: list[dict[str, Any]], options: Options) -> None:
 def _summary_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     cols = [*_SUMMARY_ID, "n_samples", *(f"{m}_mean" for m in _SUMMARY_METRICS), "apart"]
     df = _typed(pd.DataFrame.from_records([{k: r[k] for k in cols} for r in rows], columns=cols))
+    df["apart"] = df["apart"].astype("str")
     for m in _SUMMARY_METRICS:
         df[f"{m}_mean"] = pd.to_numeric(df[f"{m}_mean"], errors="coerce").astype("float64")
     df["n_samples"] = df["n_samples"].astype("int64")
@@ -655,6 +710,8 @@ def _mig(out: Parsed, reader: Reader, entities: list[dict[str, Any]]) -> None:
 
 def _notes(c: _Collector, reader: Reader, entities: list[dict[str, Any]]) -> None:
     n = c.counts
+    if n.get("noise"):
+        reader.note(f"{n['noise']} line(s) of prose, prompts or other text were not DCGM records (first at line {c.first['noise']})")
     if n.get("blank"):
         reader.note(f"{n['blank']} value(s) were DCGM's blank sentinel (int64 from 9.2e18, or the FP64 blank; first at line {c.first['blank']}): kept as missing, not numbers")
     if n.get("nan"):
@@ -682,6 +739,12 @@ def parse(reader: Reader, options: Options) -> Parsed:
     c = _read(reader)
     if not c.rows:
         reader.fail("no DCGM samples: no DCGM_FI_* metric line with a gpu/UUID label and no dmon row under a #Entity header")
+    cells = len(c.rows) * max(len(c.columns), 1)
+    if cells > _SPARSE_FACTOR * c.n_values + _SPARSE_FLOOR:
+        reader.fail(
+            f"the samples are too sparse to tabulate: {len(c.rows):,} rows × {len(c.columns)} metrics "
+            f"for {c.n_values:,} values (each sample names other metrics); split the file by metric"
+        )
     metrics, t0 = _frame(c)
     entities = _summary_rows(c, options)
     out = Parsed(tables={"gpu_metrics": metrics, "gpu_summary": _summary_frame(entities)}, timing="exact",
