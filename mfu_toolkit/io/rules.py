@@ -90,6 +90,8 @@ def as_step(value: Any) -> int | None:
         return None
     if isinstance(value, str):
         text = value.strip()
+        if len(text) > 40:  # no int64 has more digits; int() of thousands of digits is refused
+            return None
         if text.isdigit():
             value = int(text)
         else:
