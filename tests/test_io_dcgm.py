@@ -142,6 +142,8 @@ def test_issue68_two_scrapes_across_prose_and_a_quote_prefix(realdata):  # noqa:
     assert m["mig_profile"].tolist() == ["2g.12gb", "2g.12gb"] and m["kind"].tolist() == ["mig", "mig"]
     facts = {f["name"]: f for f in run.meta.facts}
     assert facts["accelerator"]["value"] == re.search(r'modelName="([^"]+)"', text).group(1) == "NVIDIA A30"
+    first = next(i for i, ln in enumerate(text.splitlines(), 1) if 'modelName="NVIDIA A30"' in ln)
+    assert first == 4 and facts["accelerator"]["where"] == f"{path}:{first}"
     assert "n_accelerators" not in facts and run.meta.n_accelerators is None  # a MIG slice only
     assert run.meta.extra["mig_profiles"] == ["2g.12gb"]
     assert any("only MIG instances" in n for n in run.meta.report.notes)

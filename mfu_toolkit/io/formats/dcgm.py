@@ -342,12 +342,14 @@ class _Collector:
     n_values: int = 0  # metric cells read (missing ones included)
     label_cache: dict[str, dict[str, str]] = field(default_factory=dict)
     entity_cache: dict[str, tuple[Any, dict[str, Any], Any]] = field(default_factory=dict)
+    stated: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)  # first line of a model/host
 
     def count(self, what: str, line: int) -> None:
         self.counts[what] = self.counts.get(what, 0) + 1
         self.first.setdefault(what, line)
 
     def bad(self, reason: str, line: int, field: str | None, example: str) -> None:
+        """Count (or, strict, raise on) a bad record, after any line held back before it."""
         self.flush()
         self.reader.bad(reason, line=line, field=field, example=example[:160])
 
@@ -387,6 +389,7 @@ class _Collector:
                 self.count(f"label {k}", line)
 
     def column(self, name: str, line: int, field: str, example: str) -> bool:
+        """Register a metric column; False (counted) past ``_MAX_METRICS`` of them."""
         if name in self.columns:
             return True
         if len(self.columns) >= _MAX_METRICS:
@@ -396,6 +399,7 @@ class _Collector:
         return True
 
     def value(self, tok: str, column: str, line: int, field: str, example: str) -> float | None:
+        """The number in ``tok``; None for N/A, NaN, a blank sentinel or a counted bad value."""
         v, why = _number(tok)
         if why == "bad":
             self.bad(rules.NON_NUMERIC, line, field, example)
@@ -442,6 +446,9 @@ def _prom_entity(c: _Collector, labels: dict[str, str], line: int, raw: str) -> 
     if attrs.get("gpu") is None and attrs.get("uuid") is None:
         c.bad(_NO_ENTITY, line, "gpu", raw)
         return None
+    for col in ("model_name", "hostname"):
+        if attrs.get(col) and (col, attrs[col]) not in c.stated and len(c.stated) < _MAX_LISTED:
+            c.stated[(col, attrs[col])] = (line, raw.strip())
     host = attrs.get("hostname") or attrs.get("instance")
     gi = attrs.get("gpu_instance")
     attrs["kind"] = "gpu" if gi is None else "mig"
@@ -659,13 +666,13 @@ def _summary_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return df
 
 
-def _hardware_facts(out: Parsed, reader: Reader, entities: list[dict[str, Any]]) -> None:
+def _hardware_facts(out: Parsed, reader: Reader, c: _Collector, entities: list[dict[str, Any]]) -> None:
     """accelerator, n_accelerators, platform, n_nodes, accelerators_per_node from the entities."""
     at = f"{reader.name}:"
     models = list(dict.fromkeys(e["model_name"] for e in entities if e["model_name"]))
     if len(models) == 1:
-        e = next(e for e in entities if e["model_name"] == models[0])
-        out.fact("accelerator", models[0], f"{at}{e['_line']}", f"modelName={models[0]!r}")
+        line, text = c.stated.get(("model_name", models[0]), (entities[0]["_line"], ""))
+        out.fact("accelerator", models[0], f"{at}{line}", text)
     elif models:
         reader.note(f"several GPU models in one file ({', '.join(models[:8])}); no accelerator fact")
     whole = [e for e in entities if e["kind"] == "gpu"]
@@ -675,10 +682,10 @@ def _hardware_facts(out: Parsed, reader: Reader, entities: list[dict[str, Any]])
     hosts = list(dict.fromkeys(e["hostname"] for e in entities if e["hostname"]))
     if not hosts:
         return
-    e = next(e for e in entities if e["hostname"] == hosts[0])
-    where = f"{at}{e['_line']}"
+    line, text = c.stated.get(("hostname", hosts[0]), (entities[0]["_line"], ""))
+    where = f"{at}{line}"
     if len(hosts) == 1:
-        out.fact("platform", hosts[0], where, f"Hostname={hosts[0]!r}")
+        out.fact("platform", hosts[0], where, text)
     out.fact("n_nodes", len(hosts), where, f"{len(hosts)} distinct Hostname labels")
     per = {h: sum(1 for w in whole if w["hostname"] == h) for h in hosts}
     if whole and all(w["hostname"] for w in whole) and len(set(per.values())) == 1:
@@ -749,7 +756,7 @@ def parse(reader: Reader, options: Options) -> Parsed:
     entities = _summary_rows(c, options)
     out = Parsed(tables={"gpu_metrics": metrics, "gpu_summary": _summary_frame(entities)}, timing="exact",
                  time_unit="epoch_ms" if t0 is not None else None)
-    _hardware_facts(out, reader, entities)
+    _hardware_facts(out, reader, c, entities)
     _mig(out, reader, entities)
     _notes(c, reader, entities)
     out.extra.update({
