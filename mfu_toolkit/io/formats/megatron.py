@@ -1,0 +1,1322 @@
+"""Megatron-LM and Megatron-DeepSpeed stdout: iteration lines, timers, the argument banner.
+
+What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
+
+- Megatron prints one line per log interval from the last rank, ``iteration N/ M | key: value
+  | ...`` (Megatron-DeepSpeed's ALCF fork writes ``iteration= N/ M | key=value | ...``; both
+  are read). ``elapsed time per iteration`` is the mean over the interval. Each line becomes
+  ``interval_steps`` rows (one per step of the interval, each as long as the mean), ``logged``
+  marks the step that printed the line, and point values (``loss``, ``grad_norm``,
+  ``learning_rate``, ...) sit on that row only; means over the interval (``tflops_per_gpu`` and
+  the timer columns below) sit on every row of it. Any other ``key: value`` field (``tokens/sec/gpu``
+  added by ``--log-throughput`` patches, ``moe loss``, ...) is read generically into a column.
+  The interval is the most common step gap between lines (or ``log_interval=``). A gap longer
+  than :data:`~mfu_toolkit.io.rules.MAX_LOG_INTERVAL` is no log interval: that line stays one
+  row and is counted under ``rules.INTERVAL_TOO_LONG``. ``meta.timing`` is ``"interval_mean"``
+  for intervals longer than one step, else ``"duration_only"``; ``rank = -1`` (job level).
+- ``[YYYY-mm-dd HH:MM:SS(.ffffff)]`` before the line (local time, no zone) is the end of the
+  interval. Without timestamps on every line the steps are placed back to back from their
+  durations, and gaps between launches are unknown (noted in the report).
+- A step number that does not increase, or a new argument banner / checkpoint load after logged
+  steps, starts a new attempt. A line repeated (the same record from another rank, or a
+  progress bar's redraw) is counted under ``rules.DUPLICATE``; a record line whose step number is
+  not a number (``iteration 1x2/ 100 |``) under ``rules.BAD_STEP``. Every record line that gives
+  no row is in the report's skip counts.
+- ``number of skipped iterations`` / ``number of nan iterations`` are kept per row: those steps
+  took time, so they stay in the timeline. A known field whose value is not a number is counted
+  (``rules.NON_NUMERIC``, line and field) and left missing; the line's timing is kept.
+- **Timers** go to the ``timers`` table, one row per logged interval per timer (the values are
+  per-step means over the interval, as Megatron divides by the log interval): ``min_ms`` and
+  ``max_ms`` across ranks for a ``(min, max) time across ranks (ms):`` block (a logger prefix on
+  the header is fine; one ``name ....: (min, max)`` line per timer; a header-less block of such
+  lines is read too), ``max_ms`` for ``max time across ranks``, ``value_ms`` alone for the
+  older one-line ``time (ms) | forward-compute: x | ...``; ``spread_ms`` is max − min, the
+  imbalance across ranks. Megatron prints its timers after the iteration line they belong to;
+  DeepSpeed's engine (``[Rank 0] time (ms) | fwd: ... | bwd_inner: ...``) prints before it.
+  Set-up timers (``model-and-optimizer-setup``, ``load-checkpoint``, ...) and timers before the
+  first line of a launch have no step. On the step rows of the interval they fill (in seconds,
+  the slowest rank's value where min and max are given):
+
+  - ``compute_s``: ``forward-compute`` + ``backward-compute`` (DeepSpeed: ``fwd`` + ``bwd_inner``);
+  - ``comm_s``: every ``*all-reduce``, ``*all-gather``, ``*reduce-scatter`` and ``all-grads-sync``
+    timer and the pipeline's ``forward-send``/``forward-recv``/``backward-send``/``backward-recv``
+    (and their ``-send-...-recv`` pairs) (DeepSpeed: ``bwd_allreduce`` + ``optimizer_allgather``);
+  - ``data_wait_s``: ``batch-generator`` (data loading and its broadcast).
+
+  Parent timers that contain these (``forward-backward``, ``optimizer``,
+  ``backward-reduce-model-grads``, ``backward-gather-model-params``) and the sub-timers of
+  ``batch-generator`` are left out of the sums, so nothing is counted twice. Megatron's own
+  timers take precedence over DeepSpeed's for the same interval and category.
+- **Facts** (each with file:line): the world size (``using world size: N``, the banner's
+  ``world_size``, ``NGPUS=``, MPI/DeepSpeed ``world_size=``) as ``n_accelerators`` and
+  ``n_ranks`` (one accelerator per rank), ``parallelism`` (``{"tp", "pp", "dp"}`` and ``cp``,
+  ``ep`` where printed), ``global_batch``, ``micro_batch``, ``seq_len`` (``seq_length``, else a
+  constant ``actual seqlen``), ``dtype`` (``fp8`` when set, else ``bf16``/``fp16``, else
+  ``params_dtype``), ``model`` (``model_name``, ALCF's ``MODEL_TYPE``) and ``framework``
+  (``Megatron-DeepSpeed`` once a DeepSpeed line or field is seen, else ``Megatron-LM``). A fact
+  printed with different values (several launches in one file) is noted, not stated.
+- **Claims** (median over the lines): ``throughput per GPU (TFLOP/s/GPU)``, ``TFLOPs``,
+  ``[LM]-TFLOPs`` and ``[DS]-TFLOPs`` (``tflops_per_accelerator``, each with what it counts),
+  ``samples per second`` and DeepSpeed's ``RunningAvgSamplesPerSec`` (``samples_per_s``, two
+  different counts), ``tokens per gpu per second (tgs)`` / ``tokens/sec/gpu``
+  (``tokens_per_s_per_accelerator``).
+- ``saving checkpoint at iteration N`` / ``successfully saved checkpoint ... iteration N`` are
+  ``checkpoint_save`` events after step N; the duration comes from the ``save-checkpoint`` timer
+  when printed, else from the gap to the next timestamped line, else it is unknown (zero length,
+  said so in ``detail``). ``[...] datetime:`` lines before training give the ``init`` event.
+- The straggler detector's ``MnRtt/Rnk: ... | MxRtt/Rnk: ...`` lines go to the ``straggler``
+  table, ``[Rank r] (after N iterations) memory (MB)`` lines to the ``memory`` table; a value there
+  that is not a number is counted with its line and field and left missing.
+
+Every read is linear in the input: no regular expression here backtracks on long lines, a log
+whose expansion into one row per step would pass :data:`_MAX_ROWS` rows is refused with the
+reason, and the number of distinct field columns is bounded.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import rules
+from ..base import Claim, Parsed, loader_for
+from ..reading import Reader, read_head
+
+NAME = "megatron"
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the megatron format accepts besides the RunMeta keywords.
+
+    ``log_interval``: steps per printed line (Megatron's ``--log-interval``); ``None`` infers it
+    from the step numbers (the most common gap). At most ``rules.MAX_LOG_INTERVAL``.
+    ``clock_tolerance_s``: how far (seconds) a line's timestamp may go back from the previous
+    line's before the line is counted as non-monotonic (clocks of a log rotated across hosts).
+    """
+
+    log_interval: int | None = None
+    clock_tolerance_s: float = 1.0
+
+
+# --- patterns (each linear on long lines: no two adjacent quantifiers over shared characters) ---
+_ITER_HEAD = re.compile(r"iteration(?:\s+|\s*=\s*)([^\s/|]+)\s*/\s*([^\s|]+)\s*\|")
+_TS_RE = re.compile(r"\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\]")
+_DT_VALUE = re.compile(r"datetime[:=]\s*(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)")
+_SAVE_START_RE = re.compile(r"(?<!successfully )saving checkpoint at iteration\s+(\d+)")
+_SAVE_END_RE = re.compile(r"successfully saved checkpoint (?:from|at) iteration\s+(\d+)")
+_AT_ITER = re.compile(r"at iteration\s+(\d+)")
+_TIMER_BODY = re.compile(r"(?:^|\s)([A-Za-z0-9_/\-]+) (\.*):\s*(\([^()]*\)|[^\s()]+)")
+_STRAGGLER_PAIR = re.compile(r"\b(Mn|Mx)([A-Za-z]+)/Rnk:")
+_VALUE_UNIT_RE = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)([A-Za-z%]*)$")
+_MEMORY_HEAD = re.compile(r"\[Rank (\d+)\]\s*\(after (\d+) iterations\)\s*memory \(MB\)\s*\|")
+_ARG_LINE = re.compile(r"\b([a-z][a-z0-9_]*) \.{2,} (\S+)")
+_USING_PARTS = {
+    "world_size": re.compile(r"using world size:\s*(\d+)"),
+    "dp": re.compile(r"data-parallel[- ]size:\s*(\d+)"),
+    "cp": re.compile(r"(?<!hierarchical )context-parallel size:\s*(\d+)"),
+    "tp": re.compile(r"(?<!encoder-)tensor-model-parallel size:\s*(\d+)"),
+    "pp": re.compile(r"(?<!encoder-)pipeline-model-parallel size:\s*(\d+)"),
+}
+_WORLD_EQ = re.compile(r"\bworld_size\s*=\s*(\d+)")
+_NGPUS = re.compile(r"\bNGPUS\"?\s*[=:]\s*(\d+)")
+_MODEL_TYPE = re.compile(r"\bMODEL_TYPE:\s*(\S+)")
+_RUNNING_AVG = re.compile(r"RunningAvgSamplesPerSec=([^,\s]+)")
+_DS_EVIDENCE = re.compile(r"DeepSpeed is enabled|\[Rank \d+\] (?:time \(ms\)|step=)|RunningAvgSamplesPerSec")
+_SNIFF_ITER = re.compile(rb"iteration(?:\s+|\s*=\s*)\d+\s*/\s*(?:\d+|infinity)\s*\|")
+
+_RECORD_WORDS = ("elapsed time per iteration", "elapsed_time_per_iteration", "consumed samples", "consumed_samples")
+_UNITS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "us": 1e-6}
+_ELAPSED = "elapsed_time_per_iteration"
+# Field names, normalised (lower case, runs of other characters as '_'), to their column.
+_RENAME = {
+    "lm_loss": "loss",
+    "throughput_per_gpu_tflop_s_gpu": "tflops_per_gpu",
+    "number_of_skipped_iterations": "skipped_iterations",
+    "number_of_nan_iterations": "nan_iterations",
+}
+# Fields whose value must be a number: a text value there is a damaged record.
+_KNOWN = frozenset({
+    "loss", "learning_rate", "grad_norm", "loss_scale", "tflops_per_gpu", "consumed_samples",
+    "global_batch_size", "skipped_iterations", "nan_iterations", "num_zeros", "params_norm",
+    "consumed_tokens", "samples_per_second", "tflops", "lm_tflops", "ds_tflops", "actual_seqlen",
+    "tokens_per_gpu_per_second_tgs",
+})
+_INTERVAL_FIELDS = ("tflops_per_gpu", "compute_s", "comm_s", "data_wait_s")  # valid for every step
+_MAX_COLUMNS = 256
+_MAX_KEYS_CACHED = 4096
+_MAX_STEP_S = 1e7  # one iteration longer than ~116 days is not a duration
+_MAX_ROWS = 50_000_000
+_SCAN_BYTES = 8 << 20
+_MAX_DISTINCT = 8
+_DROPPED = -2
+
+# Timers.
+_SETUP_TIMERS = frozenset({
+    "model-and-optimizer-setup", "train/valid/test-data-iterators-setup", "load-checkpoint",
+    "save-checkpoint",
+})
+_PIPELINE = frozenset({
+    "forward-recv", "forward-send", "backward-recv", "backward-send",
+    "forward-send-backward-recv", "backward-send-forward-recv",
+})
+_DS_CATEGORY = {"fwd": "compute", "bwd_inner": "compute", "bwd_allreduce": "comm", "optimizer_allgather": "comm"}
+_CATEGORY_COLUMN = {"compute": "compute_s", "comm": "comm_s", "data": "data_wait_s"}
+
+# Claims: column -> (metric, unit, what it counts).
+_CLAIMS = {
+    "tflops_per_gpu": ("tflops_per_accelerator", "TFLOP/s per GPU",
+                       "model FLOPs per GPU per second as Megatron's own formula counts them"),
+    "tflops": ("tflops_per_accelerator", "TFLOP/s per GPU",
+               "TFLOP/s per GPU by Megatron-DeepSpeed's throughput calculator (it adds the "
+               "recomputed forward pass when activation checkpointing is on)"),
+    "lm_tflops": ("tflops_per_accelerator", "TFLOP/s per GPU",
+                  "[LM]-TFLOPs: per GPU by the language-model FLOP formula of Megatron-DeepSpeed's training log"),
+    "ds_tflops": ("tflops_per_accelerator", "TFLOP/s per GPU",
+                  "[DS]-TFLOPs: per GPU as DeepSpeed counts the step's FLOPs (a different count from [LM])"),
+    "samples_per_second": ("samples_per_s", "samples/s",
+                           "global samples per second as Megatron-DeepSpeed prints them (global batch / iteration time)"),
+    "tokens_per_gpu_per_second_tgs": ("tokens_per_s_per_accelerator", "tokens/s per GPU",
+                                      "tokens per GPU per second (tgs) as Megatron-DeepSpeed prints them"),
+    "tokens_sec_gpu": ("tokens_per_s_per_accelerator", "tokens/s per GPU",
+                       "tokens per GPU per second as a --log-throughput extension prints them"),
+}
+_RUNNING_AVG_COUNTS = (
+    "DeepSpeed engine's running average of samples per second over the steps so far (its own "
+    "timer; not the same count as Megatron's samples per second)"
+)
+
+
+# --- sniffing -------------------------------------------------------------------------------------
+def _has_iteration_line(buf: bytes) -> bool:
+    """An iteration line with an elapsed time in ``buf`` (each line looked at once)."""
+    pos = 0
+    while (m := _SNIFF_ITER.search(buf, pos)) is not None:
+        end = buf.find(b"\n", m.end())
+        end = len(buf) if end < 0 else end
+        line = buf[m.end():end]
+        if b"elapsed time per iteration" in line or b"elapsed_time_per_iteration" in line:
+            return True
+        pos = end + 1
+    return False
+
+
+def _has_timers(buf: bytes) -> bool:
+    return b"time across ranks (ms):" in buf or buf.count(b".: (") >= 3
+
+
+def sniff(path: Path, head: bytes) -> float:
+    """0.9 for iteration lines (in the head, or further in a log that looks like Megatron's);
+    0.8 for timer blocks or straggler lines alone."""
+    p = Path(path)
+    if p.is_dir() or not head:
+        return 0.0
+    if _has_iteration_line(head):
+        return 0.9
+    if b"MnRtt/Rnk:" in head or _has_timers(head):
+        return 0.8
+    low = head.lower()
+    hinted = b"megatron" in low or b"arguments ---" in head or b"iteration" in low
+    try:
+        if hinted and p.stat().st_size > len(head):
+            buf = read_head(p, _SCAN_BYTES)
+            if _has_iteration_line(buf):
+                return 0.9
+            if b"megatron" in low and (b"MnRtt/Rnk:" in buf or _has_timers(buf)):
+                return 0.8
+    except OSError:
+        return 0.0
+    return 0.0
+
+
+# --- small parsers ----------------------------------------------------------------------------------
+def _step(text: str) -> int | None:
+    """A step number from decimal digits (at most 19, so it fits int64), else None."""
+    text = text.strip()
+    if not (0 < len(text) <= 19 and text.isascii() and text.isdigit()):
+        return None
+    return rules.as_step(text)
+
+
+def _count(text: str) -> int | None:
+    value = _step(text)
+    return value if value is not None and rules.as_count(value) is not None else None
+
+
+def _number(text: str) -> float | None:
+    """A float (non-finite as NaN), or None when the text is not a number."""
+    try:
+        value = float(text)
+    except (ValueError, OverflowError):
+        head = text.split("/", 1)[0].strip()
+        if head == text:
+            return None
+        try:
+            value = float(head)
+        except (ValueError, OverflowError):
+            return None
+    return value if math.isfinite(value) else math.nan
+
+
+def _parse_ts(text: str) -> float | None:
+    try:
+        dt = datetime.fromisoformat(text.replace("T", " ").replace(",", "."))
+    except ValueError:
+        return None
+    # Naive local time: only differences matter; a fixed reference keeps them exact.
+    return (dt - datetime(1970, 1, 1)).total_seconds()
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"[^0-9a-zA-Z]+", "_", key).strip("_").lower()
+
+
+# --- what the line classifier gathers ---------------------------------------------------------------
+@dataclass
+class _Records:
+    """The kept iteration lines, column by column (a row per line, fields sparse)."""
+
+    line: array = field(default_factory=lambda: array("q"))
+    attempt: array = field(default_factory=lambda: array("q"))
+    iteration: array = field(default_factory=lambda: array("q"))
+    ts: array = field(default_factory=lambda: array("d"))
+    dur: array = field(default_factory=lambda: array("d"))
+    fields: dict[str, tuple[array, array]] = field(default_factory=dict)  # column -> (records, values)
+    units: set[str] = field(default_factory=set)
+
+    def __len__(self) -> int:
+        return len(self.line)
+
+
+@dataclass
+class _Timers:
+    """Timer values as read, one entry per timer (record index -1: no step; _DROPPED: a repeat)."""
+
+    line: list[int] = field(default_factory=list)
+    rec: list[int] = field(default_factory=list)
+    attempt: list[int] = field(default_factory=list)
+    source: list[str] = field(default_factory=list)
+    name: list[str] = field(default_factory=list)
+    min_ms: list[float] = field(default_factory=list)
+    max_ms: list[float] = field(default_factory=list)
+    value_ms: list[float] = field(default_factory=list)
+    pending: list[int] = field(default_factory=list)  # DeepSpeed's, waiting for their iteration line
+    seen: set[tuple[int, str, str]] = field(default_factory=set)
+    block: str | None = None  # inside a '(min, max)' / 'max' block
+
+
+@dataclass
+class _State:
+    """Everything one pass over the lines gathers, and where the attempt stands."""
+
+    rec: _Records = field(default_factory=_Records)
+    timers: _Timers = field(default_factory=_Timers)
+    saves: list[dict[str, Any]] = field(default_factory=list)
+    save_index: dict[tuple[int, int], int] = field(default_factory=dict)
+    datetimes: list[tuple[str, float, int]] = field(default_factory=list)
+    straggler: list[dict[str, Any]] = field(default_factory=list)
+    memory: list[dict[str, Any]] = field(default_factory=list)
+    loads: list[int] = field(default_factory=list)
+    load_ms: list[float] = field(default_factory=list)
+    stated: dict[str, dict[Any, tuple[int, str]]] = field(default_factory=dict)
+    running_avg: list[tuple[int, float]] = field(default_factory=list)
+    ds_at: tuple[int, str] | None = None  # the first line that shows DeepSpeed
+    megatron_at: tuple[int, str] | None = None  # the first line in Megatron's own format
+    first_raw: dict[str, str] = field(default_factory=dict)  # each column's first 'key: value'
+    attempt: int = 0
+    launch_marker: bool = False
+    last_iter: int | None = None
+    last_ts: float | None = None
+    prev_text: str | None = None  # the last iteration line, to tell a repeat
+    cur_rec: int | None = None  # the record Megatron's timers after it belong to
+    other: int = 0
+    text_fields: Counter[str] = field(default_factory=Counter)
+    columns_refused: int = 0
+    key_cache: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+
+    def marker_attempt(self) -> int:
+        """The attempt a line belongs to, counting a launch marker seen since the last record."""
+        return self.attempt + 1 if self.launch_marker and self.last_iter is not None else self.attempt
+
+    def launch(self) -> None:
+        self.launch_marker = True
+        self.cur_rec = None
+        self.prev_text = None  # a relaunch may print the same line again
+
+    def saw_deepspeed(self, ln: int, text: str) -> None:
+        if self.ds_at is None:
+            self.ds_at = (ln, text.strip()[:200])
+
+    def saw_megatron(self, ln: int, text: str) -> None:
+        if self.megatron_at is None:
+            self.megatron_at = (ln, text.strip()[:200])
+
+    def state(self, name: str, value: Any, line: int, text: str) -> None:
+        """Remember a stated value (its first line per distinct value, a few distinct values)."""
+        seen = self.stated.setdefault(name, {})
+        if value not in seen and len(seen) < _MAX_DISTINCT:
+            seen[value] = (line, text.strip()[:200])
+
+
+# --- the line classifier: iteration lines -----------------------------------------------------------
+def _key_info(st: _State, raw_key: str) -> tuple[str, str, str]:
+    """``(key, column, kind)`` of a field name as printed; kind is ``elapsed``, ``known`` or ``other``."""
+    info = st.key_cache.get(raw_key)
+    if info is None:
+        key = raw_key.strip()
+        snake = _snake(key)
+        if snake.startswith(_ELAPSED):
+            info = (key, snake, "elapsed")
+        else:
+            column = _RENAME.get(snake, snake)
+            info = (key, column, "known" if column in _KNOWN else "other")
+        if len(st.key_cache) < _MAX_KEYS_CACHED:
+            st.key_cache[raw_key] = info
+    return info
+
+
+def _elapsed(reader: Reader, ln: int, key: str, column: str, raw: str, text: str) -> tuple[float, str] | None:
+    """The iteration time in seconds and its unit, or None after counting the line as bad."""
+    unit = column[len(_ELAPSED):].strip("_")
+    if unit not in _UNITS:
+        reader.bad(f"unknown time unit {unit!r} in elapsed time per iteration", line=ln, field=key, example=text)
+        return None
+    value = _number(raw)
+    if value is None or math.isnan(value):
+        reader.bad(f"{rules.NON_FINITE_TIME} (elapsed time per iteration)", line=ln, field=key, example=text)
+        return None
+    if value < 0:
+        reader.bad(f"{rules.NEGATIVE_DURATION} (elapsed time per iteration)", line=ln, field=key, example=text)
+        return None
+    seconds = value * _UNITS[unit]
+    if seconds > _MAX_STEP_S:
+        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (elapsed time per iteration over {_MAX_STEP_S:g} s)",
+                   line=ln, field=key, example=text)
+        return None
+    return seconds, unit
+
+
+def _fields(reader: Reader, st: _State, ln: int, rest: str, text: str) -> tuple[float | None, str, dict[str, float]] | None:
+    """The line's duration (s, None when it has none), its unit and its numeric fields;
+    None when the elapsed time is unusable (counted)."""
+    dur: float | None = None
+    unit = ""
+    values: dict[str, float] = {}
+    for part in rest.split("|"):
+        raw_key, sep, raw = part.partition(":")
+        if not sep:
+            raw_key, sep, raw = part.partition("=")
+            if not sep:
+                continue
+        key, column, kind = _key_info(st, raw_key)
+        if not key:
+            continue
+        if kind == "elapsed":
+            got = _elapsed(reader, ln, key, column, raw.strip(), text)
+            if got is None:
+                return None
+            dur, unit = got
+            continue
+        try:  # the common case first: float() takes the surrounding spaces
+            value: float | None = float(raw)
+            if not math.isfinite(value):
+                value = math.nan
+        except ValueError:
+            value = _number(raw.strip())
+        if value is not None:
+            values[column] = value
+            if column not in st.first_raw and len(st.first_raw) < _MAX_COLUMNS:
+                st.first_raw[column] = f"{key}: {raw.strip()}"[:200]
+        elif kind == "known":  # the line's timing stays, this value does not
+            reader.bad(rules.NON_NUMERIC, line=ln, field=key, example=f"{key}: {raw.strip()}"[:200])
+        elif key in st.text_fields or len(st.text_fields) < 64:
+            st.text_fields[key] += 1
+    return dur, unit, values
+
+
+def _record_head(text: str) -> re.Match[str] | None:
+    """The first ``iteration N/ M |`` of a line that starts a record: a numeric step, or a damaged
+    one followed by the record's fields (a prose ``iteration x/y |`` is passed over)."""
+    fields_at = max(text.rfind(word) for word in _RECORD_WORDS)
+    pos = 0
+    while (m := _ITER_HEAD.search(text, pos)) is not None:
+        token = m.group(1)
+        if (token.isascii() and token.isdigit()) or fields_at >= m.end():
+            return m
+        pos = m.end()
+    return None
+
+
+def _new_attempt(reader: Reader, st: _State, opts: Options, ln: int, it: int,
+                 ts: float | None, text: str) -> bool:
+    """Advance the attempt if this line starts one; False when its timestamp goes back (counted)."""
+    if st.last_iter is not None and (it <= st.last_iter or st.launch_marker):
+        st.attempt += 1
+        st.last_ts = None
+    elif ts is not None and st.last_ts is not None and ts < st.last_ts - opts.clock_tolerance_s:
+        reader.bad(f"{rules.NON_MONOTONIC} (earlier than the previous iteration line)", line=ln,
+                   field="timestamp", example=text)
+        return False
+    st.launch_marker = False
+    st.last_iter = it
+    if ts is not None:
+        st.last_ts = ts
+    return True
+
+
+def _iteration(reader: Reader, st: _State, opts: Options, ln: int, text: str, m: re.Match[str]) -> None:
+    """One record line: a kept record, or a counted skip (bad step, duplicate, damaged field)."""
+    it = _step(m.group(1))
+    if it is None:
+        reader.bad(rules.BAD_STEP, line=ln, field="iteration", example=text[:200])
+        _flush_pending(reader, st, None)
+        return
+    if text == st.prev_text:  # another rank's copy, or a progress bar's redraw
+        reader.bad(rules.DUPLICATE, line=ln, field="iteration", example=text[:200])
+        return
+    st.prev_text = text
+    got = _fields(reader, st, ln, text[m.end():], text)
+    if got is not None and got[0] is None:
+        reader.bad(f"{rules.MISSING_FIELD} (elapsed time per iteration; truncated?)", line=ln,
+                   field="elapsed time per iteration", example=text)
+        got = None
+    tsm = _TS_RE.search(text, 0, m.start())
+    ts = _parse_ts(tsm.group(1)) if tsm else None
+    if got is None or not _new_attempt(reader, st, opts, ln, it, ts, text):
+        _flush_pending(reader, st, None)
+        return
+    dur, unit, values = got
+    rec = st.rec
+    fields, at = rec.fields, len(rec.line)
+    for column, value in values.items():
+        slot = fields.get(column)
+        if slot is None:
+            if len(fields) >= _MAX_COLUMNS:
+                st.columns_refused += 1
+                continue
+            slot = fields[column] = (array("q"), array("d"))
+        slot[0].append(at)
+        slot[1].append(value)
+    rec.line.append(ln)
+    rec.attempt.append(st.attempt)
+    rec.iteration.append(it)
+    rec.ts.append(math.nan if ts is None else ts)
+    rec.dur.append(float(dur))
+    rec.units.add(unit)
+    st.cur_rec = len(rec) - 1
+    _flush_pending(reader, st, st.cur_rec)
+    if st.megatron_at is None:
+        st.saw_megatron(ln, text)
+    if st.ds_at is None and any(k in values for k in ("tflops", "lm_tflops", "ds_tflops", "samples_per_second")):
+        st.saw_deepspeed(ln, text)
+
+
+# --- the line classifier: timers --------------------------------------------------------------------
+def _flush_pending(reader: Reader, st: _State, rec: int | None) -> None:
+    """Give DeepSpeed's timers, printed before their iteration line, to that line's record."""
+    t = st.timers
+    if rec is not None:
+        for i in t.pending:
+            key = (rec, "deepspeed", t.name[i])
+            if key in t.seen:
+                reader.bad(rules.DUPLICATE, line=t.line[i], field=t.name[i])
+                t.rec[i] = _DROPPED
+                continue
+            t.seen.add(key)
+            t.rec[i] = rec
+            t.attempt[i] = st.rec.attempt[rec]
+    t.pending.clear()
+
+
+def _add_timer(reader: Reader, st: _State, ln: int, source: str, name: str, lo: float, hi: float) -> None:
+    """One timer value (ms): to the interval it belongs to, or to none (set-up, before any line)."""
+    t = st.timers
+    rec = -1
+    if name not in _SETUP_TIMERS and source == "megatron" and st.cur_rec is not None:
+        key = (st.cur_rec, source, name)
+        if key in t.seen:
+            reader.bad(rules.DUPLICATE, line=ln, field=name)
+            return
+        t.seen.add(key)
+        rec = st.cur_rec
+    value = hi if not math.isnan(hi) else lo
+    if source == "deepspeed" and name not in _SETUP_TIMERS:
+        t.pending.append(len(t.line))
+    t.line.append(ln)
+    t.rec.append(rec)
+    t.attempt.append(st.rec.attempt[rec] if rec >= 0 else st.marker_attempt())
+    t.source.append(source)
+    t.name.append(name)
+    t.min_ms.append(lo)
+    t.max_ms.append(hi)
+    t.value_ms.append(value)
+    if name == "save-checkpoint" and not math.isnan(value) and st.saves and "timer_ms" not in st.saves[-1]:
+        st.saves[-1]["timer_ms"] = value
+    if name == "load-checkpoint" and not math.isnan(value):
+        st.load_ms.append(value)
+
+
+def _timer_value(reader: Reader, ln: int, name: str, raw: str) -> float:
+    """A timer value in ms; a text or negative value is counted and left missing (NaN)."""
+    value = _number(raw.strip())
+    if value is None:
+        reader.bad(rules.NON_NUMERIC, line=ln, field=name, example=f"{name}: {raw}"[:200])
+        return math.nan
+    if value < 0:
+        reader.bad(f"{rules.NEGATIVE_DURATION} (timer)", line=ln, field=name, example=f"{name}: {raw}"[:200])
+        return math.nan
+    return value
+
+
+def _timer_body(reader: Reader, st: _State, ln: int, m: re.Match[str]) -> None:
+    """``name .......: (min, max)`` (or ``: max``) inside a block."""
+    name, raw = m.group(1), m.group(3)
+    if raw.startswith("("):
+        parts = raw[1:-1].split(",")
+        if len(parts) == 2 and st.timers.block != "max":
+            lo, hi = (_timer_value(reader, ln, name, p) for p in parts)
+        else:
+            lo, hi = math.nan, _timer_value(reader, ln, name, parts[-1])
+    else:
+        lo, hi = math.nan, _timer_value(reader, ln, name, raw)
+    _add_timer(reader, st, ln, "megatron", name, lo, hi)
+
+
+def _one_line_timers(reader: Reader, st: _State, ln: int, text: str, at: int) -> None:
+    """``time (ms) | a: x | b: y``: Megatron's older timers, or DeepSpeed's after ``[Rank N]``."""
+    source = "deepspeed" if "[Rank" in text[:at] else "megatron"
+    if source == "deepspeed":
+        st.saw_deepspeed(ln, text)
+    for part in text[at + len("time (ms)"):].split("|")[1:]:
+        name, sep, raw = part.partition(":")
+        name = name.strip()
+        if sep and name:
+            _add_timer(reader, st, ln, source, name, math.nan, _timer_value(reader, ln, name, raw))
+
+
+def _timer_line(reader: Reader, st: _State, ln: int, text: str) -> bool:
+    """A timer header, a timer of a block (or a header-less block), or a one-line timer record."""
+    t = st.timers
+    if "time across ranks" in text:
+        t.block = "minmax" if "(min, max)" in text else ("max" if "max time across ranks" in text else None)
+        st.saw_megatron(ln, text)
+        return True
+    at = text.find("time (ms)")
+    if at >= 0 and "|" in text[at:]:
+        t.block = None
+        _one_line_timers(reader, st, ln, text, at)
+        return True
+    if ":" in text and (m := _TIMER_BODY.search(text)) is not None:
+        if t.block or (len(m.group(2)) >= 3 and m.group(3).startswith("(")):
+            t.block = t.block or "minmax"
+            st.saw_megatron(ln, text)
+            _timer_body(reader, st, ln, m)
+            return True
+    t.block = None
+    return False
+
+
+# --- the line classifier: launches, checkpoints, datetimes --------------------------------------------
+def _is_banner(text: str) -> bool:
+    """Megatron's ``------ arguments ------`` line (not ``... end of arguments ...``)."""
+    at = text.find("arguments")
+    return at >= 0 and text[:at].rstrip().endswith("-----") and text[at + 9:].lstrip().startswith("-----")
+
+
+def _save_line(reader: Reader, st: _State, ln: int, text: str) -> bool:
+    if (m := _SAVE_START_RE.search(text)) is not None:
+        done = False
+    elif (m := _SAVE_END_RE.search(text)) is not None:
+        done = True
+    else:
+        return False
+    it = _step(m.group(1))
+    if it is None:
+        reader.bad(rules.BAD_STEP, line=ln, field="iteration", example=text[:200])
+        return True
+    at = st.save_index.get((st.attempt, it))
+    if done and at is not None:
+        st.saves[at]["done"] = True
+        return True
+    st.save_index[(st.attempt, it)] = len(st.saves)
+    st.saves.append({"line": ln, "iteration": it, "attempt": st.attempt, "done": done})
+    return True
+
+
+def _datetime_line(st: _State, ln: int, text: str) -> bool:
+    """``[label] datetime: YYYY-mm-dd HH:MM:SS`` (``datetime=`` in the ALCF fork)."""
+    at = text.find("datetime")
+    m = _DT_VALUE.search(text, at)
+    close = text.rfind("]", 0, at)
+    opening = text.rfind("[", 0, close) if close >= 0 else -1
+    if m is None or opening < 0 or text[close + 1:at].strip():
+        return False
+    t = _parse_ts(m.group(1))
+    if t is None:
+        return False
+    st.datetimes.append((text[opening + 1:close], t, st.marker_attempt()))
+    st.cur_rec = None
+    _flush_pending_unplaced(st)
+    return True
+
+
+def _flush_pending_unplaced(st: _State) -> None:
+    st.timers.pending.clear()
+
+
+def _marker_line(reader: Reader, st: _State, ln: int, text: str) -> bool:
+    """A launch (banner, ``using world size``, checkpoint load), a checkpoint save, a datetime."""
+    hit = False
+    if _is_banner(text) or "using world size:" in text:
+        st.launch()
+        _flush_pending_unplaced(st)
+        hit = True
+    at = text.find("successfully loaded checkpoint")
+    if at >= 0 and (m := _AT_ITER.search(text, at)) is not None and (it := _step(m.group(1))) is not None:
+        st.loads.append(it)
+        st.launch()
+        _flush_pending_unplaced(st)
+        hit = True
+    if "checkpoint" in text and _save_line(reader, st, ln, text):
+        hit = True
+    if "datetime" in text and _datetime_line(st, ln, text):
+        hit = True
+    return hit
+
+
+# --- the line classifier: what the log states about the job ---------------------------------------------
+# Argument-banner names (``  name ........ value``) to what they state.
+_ARG_FACTS = {
+    "world_size": "world_size",
+    "tensor_model_parallel_size": "tp",
+    "pipeline_model_parallel_size": "pp",
+    "data_parallel_size": "dp",
+    "context_parallel_size": "cp",
+    "expert_model_parallel_size": "ep",
+    "moe_expert_parallel_size": "ep",
+    "global_batch_size": "global_batch",
+    "micro_batch_size": "micro_batch",
+    "seq_length": "seq_length",
+    "params_dtype": "params_dtype",
+    "bf16": "bf16",
+    "fp16": "fp16",
+    "fp8": "fp8",
+    "model_name": "model",
+    "deepspeed": "deepspeed",
+}
+_COUNT_FACTS = frozenset({"world_size", "tp", "pp", "dp", "cp", "ep", "global_batch", "micro_batch", "seq_length"})
+
+
+def _arg(reader: Reader, st: _State, ln: int, text: str, name: str, raw: str) -> bool:
+    stated = _ARG_FACTS.get(name)
+    if stated is None:
+        return False
+    if stated not in _COUNT_FACTS:
+        st.state(stated, raw, ln, text)
+        if stated == "deepspeed" and raw == "True":
+            st.saw_deepspeed(ln, text)
+        return True
+    if raw == "None" or raw in ("0", "-1"):  # unset (Megatron-DeepSpeed writes -1 without MoE)
+        return True
+    value = _count(raw)
+    if value is None:
+        reader.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field=name, example=text.strip()[:200])
+    else:
+        st.state(stated, value, ln, text)
+    return True
+
+
+def _fact_line(reader: Reader, st: _State, ln: int, text: str) -> bool:
+    """World size, parallel sizes, batch, sequence length, dtype, model, as the log states them."""
+    hit = False
+    if "using world size:" in text:
+        for name, rx in _USING_PARTS.items():
+            if (m := rx.search(text)) is not None and (value := _count(m.group(1))) is not None:
+                st.state(name, value, ln, text)
+        hit = True
+    if " .." in text and (m := _ARG_LINE.search(text)) is not None:
+        hit = _arg(reader, st, ln, text, m.group(1), m.group(2)) or hit
+    for gate, rx in (("world_size", _WORLD_EQ), ("NGPUS", _NGPUS)):
+        if gate in text and (m := rx.search(text)) is not None:
+            value = _count(m.group(1))
+            if value is None:
+                reader.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field=gate, example=text.strip()[:200])
+            else:
+                st.state("world_size", value, ln, text)
+            hit = True
+    if "MODEL_TYPE" in text and (m := _MODEL_TYPE.search(text)) is not None:
+        st.state("model", m.group(1), ln, text)
+        hit = True
+    return hit
+
+
+# --- the line classifier: straggler, memory, DeepSpeed ------------------------------------------------
+def _straggler(reader: Reader, st: _State, ln: int, text: str) -> bool:
+    """``MnRtt/Rnk: 3453.08ms/8 | MxRtt/Rnk: ...``: one row per metric, min and max with ranks."""
+    by_metric: dict[str, dict[str, Any]] = {}
+    tsm = None
+    for part in text.split("|"):
+        m = _STRAGGLER_PAIR.search(part)
+        if m is None:
+            continue
+        if tsm is None:
+            tsm = _TS_RE.search(text) or False
+        mnmx, metric = m.group(1), m.group(2)
+        token, _, rank_text = part[m.end():].strip().rpartition("/")
+        token, which = token.strip(), "min" if mnmx == "Mn" else "max"
+        vu = _VALUE_UNIT_RE.match(token)
+        row = by_metric.setdefault(metric, {"line": ln, "time": _parse_ts(tsm.group(1)) if tsm else None,
+                                            "metric": metric, "unit": vu.group(2) if vu else ""})
+        if vu is None:  # 'nanms', 'N/A': the pair's rank stays, its value does not
+            reader.bad(rules.NON_NUMERIC, line=ln, field=f"{mnmx}{metric}/Rnk",
+                       example=f"{mnmx}{metric}/Rnk: {token}/{rank_text}"[:200])
+        elif not row["unit"]:
+            row["unit"] = vu.group(2)
+        value = _number(vu.group(1)) if vu else None
+        row[which] = math.nan if value is None else value
+        rank = _step(rank_text)
+        if rank is None:
+            reader.bad(rules.NON_NUMERIC, line=ln, field=f"{mnmx}{metric}/Rnk", example=part.strip()[:200])
+        row[f"{which}_rank"] = math.nan if rank is None else rank
+    if by_metric:
+        st.straggler.extend(by_metric.values())
+        st.saw_megatron(ln, text)
+    return bool(by_metric)
+
+
+def _memory(reader: Reader, st: _State, ln: int, text: str) -> bool:
+    """``[Rank r] (after N iterations) memory (MB) | allocated: x | ...`` (several glued on one line too)."""
+    heads = list(_MEMORY_HEAD.finditer(text))
+    for k, m in enumerate(heads):
+        end = heads[k + 1].start() if k + 1 < len(heads) else len(text)
+        rank, after = _step(m.group(1)), _step(m.group(2))
+        if rank is None or after is None:
+            reader.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field="Rank" if rank is None else "after", example=text[:200])
+            continue
+        row: dict[str, Any] = {"rank": rank, "after_iteration": after}
+        for part in text[m.end():end].split("|"):
+            key, sep, raw = part.partition(":")
+            key = key.strip()
+            if not (sep and key):
+                continue
+            value = _number(raw.strip())
+            if value is None:
+                reader.bad(rules.NON_NUMERIC, line=ln, field=key, example=part.strip()[:200])
+            row[_snake(key) + "_mb"] = math.nan if value is None else value
+        st.memory.append(row)
+    return bool(heads)
+
+
+def _deepspeed_line(reader: Reader, st: _State, ln: int, text: str) -> bool:
+    """DeepSpeed's ``RunningAvgSamplesPerSec=`` (a claim), and the first sign of DeepSpeed."""
+    hit = False
+    if "RunningAvgSamplesPerSec=" in text and (m := _RUNNING_AVG.search(text)) is not None:
+        value = _number(m.group(1))
+        if value is None:
+            reader.bad(rules.NON_NUMERIC, line=ln, field="RunningAvgSamplesPerSec", example=text[:200])
+        elif not math.isnan(value):
+            st.running_avg.append((ln, value))
+        hit = True
+    if st.ds_at is None and ("DeepSpeed" in text or "[Rank" in text or "RunningAvg" in text):
+        if _DS_EVIDENCE.search(text):
+            st.saw_deepspeed(ln, text)
+    return hit
+
+
+def _classify(reader: Reader, st: _State, opts: Options, ln: int, text: str) -> None:
+    """Route one line to what reads it; a line nothing reads is counted for the notes."""
+    if "iteration" in text and (m := _record_head(text)) is not None:
+        st.timers.block = None
+        _iteration(reader, st, opts, ln, text, m)
+        return
+    if _timer_line(reader, st, ln, text):
+        return
+    hit = _marker_line(reader, st, ln, text)
+    hit = _fact_line(reader, st, ln, text) or hit
+    if "Rnk:" in text and _straggler(reader, st, ln, text):
+        return
+    if "memory (MB)" in text and _memory(reader, st, ln, text):
+        return
+    hit = _deepspeed_line(reader, st, ln, text) or hit
+    if not hit:
+        st.other += 1
+
+
+# --- the interval expander ------------------------------------------------------------------------------
+@dataclass
+class _Intervals:
+    """Per record: rows (steps it stands for), start and end of its interval; the log interval."""
+
+    it: np.ndarray
+    attempt: np.ndarray
+    dur: np.ndarray
+    n: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    log_interval: int
+    timestamped: bool
+
+
+def _common_gap(gaps: np.ndarray) -> int | None:
+    """The most common step gap that can be a log interval (ties: the smallest)."""
+    ok = gaps[(gaps > 0) & (gaps <= rules.MAX_LOG_INTERVAL)]
+    if not len(ok):
+        return None
+    values, counts = np.unique(ok, return_counts=True)
+    return int(values[counts == counts.max()].min())
+
+
+def _rows_per_record(reader: Reader, st: _State, given: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``(iteration, attempt, rows per record, log interval)``; a gap too long is one row (counted)."""
+    rec = st.rec
+    it = np.asarray(rec.iteration, dtype=np.int64)
+    att = np.asarray(rec.attempt, dtype=np.int64)
+    first = np.ones(len(it), dtype=bool)
+    first[1:] = att[1:] != att[:-1]
+    gap = np.zeros(len(it), dtype=np.int64)
+    gap[1:] = it[1:] - it[:-1]
+    inner = gap[~first]
+    inferred = _common_gap(inner)
+    log_interval = given or inferred or 1
+    if given is None and inferred is None and len(it):
+        if len(inner):
+            reader.note(f"no step gap between lines is a log interval (all over {rules.MAX_LOG_INTERVAL:,}); "
+                        "each line taken as one step - pass log_interval= to change")
+        else:
+            reader.note("log interval unknown (one line per launch); each line taken as one step - pass log_interval= to change")
+    n = np.minimum(gap, log_interval)
+    n[first] = np.minimum(log_interval, np.maximum(1, it[first]))
+    too_long = np.flatnonzero(~first & (gap > rules.MAX_LOG_INTERVAL))
+    n[too_long] = 1
+    for i in too_long.tolist():
+        reader.bad(rules.INTERVAL_TOO_LONG, line=rec.line[i], field="iteration",
+                   example=f"iteration {int(it[i])}, {int(gap[i]):,} steps after the previous line")
+    short = np.flatnonzero(~first & (gap > n))
+    missing = sum(int(g) - int(k) for g, k in zip(gap[short].tolist(), n[short].tolist(), strict=True))
+    if missing:
+        reader.note(f"{missing} iterations between logged lines are not in the log (an excerpt, or lost lines)")
+    return it, att, n, log_interval
+
+
+def _record_at(iv: _Intervals, attempt: int, step: int) -> int | None:
+    """The record whose interval holds ``step`` of ``attempt``, else None."""
+    lo, hi = np.searchsorted(iv.attempt, attempt, "left"), np.searchsorted(iv.attempt, attempt, "right")
+    j = int(lo + np.searchsorted(iv.it[lo:hi], step, "left"))
+    if j >= hi or not (iv.it[j] - iv.n[j] < step <= iv.it[j]):
+        return None
+    return j
+
+
+def _intervals(reader: Reader, st: _State, given: int | None) -> _Intervals:
+    """Where each record's interval lies: at its timestamp, or back to back from the durations."""
+    it, att, n, log_interval = _rows_per_record(reader, st, given)
+    dur = np.asarray(st.rec.dur, dtype=float)
+    ts = np.asarray(st.rec.ts, dtype=float)
+    span = n * dur
+    timestamped = bool(len(ts)) and not np.isnan(ts).any()
+    iv = _Intervals(it, att, dur, n, ts - span, ts, log_interval, timestamped)
+    if len(ts) and not timestamped:
+        if not np.isnan(ts).all():
+            reader.note("some iteration lines have timestamps and some not: all placed back to back from durations")
+        else:
+            reader.note("no timestamps: steps placed back to back from their durations; gaps between launches unknown")
+    if not timestamped:
+        # A checkpoint saved after a line's step delays the next line by the save-checkpoint timer.
+        shift = np.zeros(len(it))
+        after = {(s["attempt"], s["iteration"]): s for s in st.saves}
+        for (a, step), s in after.items():
+            j = _record_at(iv, a, step)
+            if "timer_ms" in s and j is not None and iv.it[j] == step and j + 1 < len(it):
+                shift[j + 1] += s["timer_ms"] / 1000.0
+        # One running sum, shift then span per record, so a start is exactly the previous end.
+        walk = np.cumsum(np.column_stack([shift, span]).ravel()) if len(it) else np.zeros(0)
+        iv.start, iv.end = walk[0::2], walk[1::2]
+    return iv
+
+
+# --- step rows --------------------------------------------------------------------------------------------
+def _category(source: str, name: str) -> str | None:
+    """Which step column a timer adds to (see the module docstring), or None."""
+    if source == "deepspeed":
+        return _DS_CATEGORY.get(name)
+    if name in ("forward-compute", "backward-compute"):
+        return "compute"
+    if name == "batch-generator":
+        return "data"
+    if name in _PIPELINE or name == "all-grads-sync" or name.endswith(("all-reduce", "all-gather", "reduce-scatter")):
+        return "comm"
+    return None
+
+
+def _timer_columns(st: _State, n_records: int) -> dict[str, np.ndarray]:
+    """``compute_s``/``comm_s``/``data_wait_s`` per record; Megatron's timers before DeepSpeed's."""
+    t = st.timers
+    if not t.line or not n_records:
+        return {}
+    rec = np.asarray(t.rec, dtype=np.int64)
+    val = np.asarray(t.value_ms, dtype=float)
+    cat = np.asarray([_category(s, n) or "" for s, n in zip(t.source, t.name, strict=True)])
+    src = np.asarray(t.source)
+    usable = (rec >= 0) & np.isfinite(val)
+    out: dict[str, np.ndarray] = {}
+    for category, column in _CATEGORY_COLUMN.items():
+        by_source = []
+        for source in ("megatron", "deepspeed"):
+            mask = usable & (cat == category) & (src == source)
+            sums, counts = np.zeros(n_records), np.zeros(n_records, dtype=np.int64)
+            np.add.at(sums, rec[mask], val[mask])
+            np.add.at(counts, rec[mask], 1)
+            by_source.append((sums, counts))
+        (meg, n_meg), (ds, n_ds) = by_source
+        col = np.where(n_meg > 0, meg, np.where(n_ds > 0, ds, np.nan)) / 1000.0
+        if np.isfinite(col).any():
+            out[column] = col
+    return out
+
+
+def _steps(reader: Reader, st: _State, iv: _Intervals) -> pd.DataFrame:
+    """One row per step: each record's interval expanded (its point values on the logged row)."""
+    n, n_rec = iv.n, len(iv.n)
+    total = int(n.sum()) if n_rec else 0
+    if total > _MAX_ROWS:
+        reader.fail(f"{n_rec:,} iteration lines at log interval {iv.log_interval:,} stand for {total:,} steps, "
+                    f"over the {_MAX_ROWS:,} rows one load may build; pass log_interval=1 for one row per line",
+                    field="log_interval")
+    rec_of_row = np.repeat(np.arange(n_rec), n)
+    first_row = np.cumsum(n) - n
+    j = np.arange(total) - first_row[rec_of_row]
+    dur, start, rows = iv.dur[rec_of_row], iv.start[rec_of_row], n[rec_of_row]
+    cols: dict[str, Any] = {
+        "attempt": iv.attempt[rec_of_row], "step": iv.it[rec_of_row] - rows + 1 + j,
+        "start_s": start + j * dur, "end_s": start + (j + 1) * dur,
+        "interval_steps": rows, "logged": j == rows - 1,
+    }
+    last_row = first_row + n - 1
+    interval_cols = _timer_columns(st, n_rec)
+    for column, (where, got) in st.rec.fields.items():
+        idx, vals = np.asarray(where, dtype=np.int64), np.asarray(got, dtype=float)
+        if column in _INTERVAL_FIELDS:
+            per = np.full(n_rec, np.nan)
+            per[idx] = vals
+            interval_cols[column] = per
+            cols[column] = None  # keeps the column where it first appeared
+        else:
+            cols[column] = np.full(total, np.nan)
+            cols[column][last_row[idx]] = vals
+    for column, per in interval_cols.items():
+        cols[column] = per[rec_of_row]
+    steps = pd.DataFrame(cols)
+    if len(steps):
+        steps["rank"] = -1
+        if "global_batch_size" in st.rec.fields:  # each step's batch: its own interval's line only
+            where, got = st.rec.fields["global_batch_size"]
+            per = np.full(n_rec, np.nan)
+            per[np.asarray(where, dtype=np.int64)] = np.asarray(got, dtype=float)
+            steps["samples"] = per[rec_of_row]
+        keep = ("attempt", "step", "rank", "start_s", "end_s")
+        steps = steps.drop(columns=[c for c in steps.columns if c not in keep and steps[c].isna().all()])
+    return steps
+
+
+# --- events ----------------------------------------------------------------------------------------------
+def _save_events(reader: Reader, st: _State, iv: _Intervals, shift: float) -> list[dict[str, Any]]:
+    """A ``checkpoint_save`` event after the step each save names (see the module docstring)."""
+    events: list[dict[str, Any]] = []
+    unplaced: list[str] = []
+    for s in st.saves:
+        j = _record_at(iv, s["attempt"], s["iteration"]) if len(iv.n) else None
+        if j is None:
+            unplaced.append(f"iteration {s['iteration']} (line {s['line']})")
+            continue
+        start = float(iv.start[j] + (s["iteration"] - (iv.it[j] - iv.n[j])) * iv.dur[j])
+        nxt = j + 1 if j + 1 < len(iv.n) and iv.attempt[j + 1] == s["attempt"] else None
+        if "timer_ms" in s:
+            end, how = start + s["timer_ms"] / 1000.0, "save-checkpoint timer"
+        elif iv.timestamped and iv.it[j] == s["iteration"] and nxt is not None and iv.start[nxt] >= start:
+            end, how = float(iv.start[nxt]), "gap to the next logged step (no save-checkpoint timer)"
+        else:
+            end, how = start, "duration not logged"
+        status = "" if s["done"] else "; no 'successfully saved' line"
+        events.append({"kind": "checkpoint_save", "start_s": start - shift, "end_s": end - shift,
+                       "attempt": s["attempt"], "detail": f"checkpoint at iteration {s['iteration']}; {how}{status}"})
+    for where in unplaced[:5]:
+        reader.note(f"checkpoint save at {where} is after no step in the log; not placed")
+    if len(unplaced) > 5:
+        reader.note(f"{len(unplaced) - 5} more checkpoint saves are after no step in the log; not placed")
+    return events
+
+
+def _init_events(st: _State, iv: _Intervals, shift: float) -> list[dict[str, Any]]:
+    """``init``: the first ``[...] datetime:`` line of an attempt to the start of its training."""
+    if not iv.timestamped:
+        return []
+    first_start: dict[int, float] = {}
+    for a, start in zip(iv.attempt.tolist(), iv.start.tolist(), strict=True):
+        first_start.setdefault(a, start)
+    by_attempt: dict[int, list[tuple[str, float]]] = {}
+    for label, t, a in st.datetimes:
+        by_attempt.setdefault(a, []).append((label, t))
+    events = []
+    for a in sorted(first_start):
+        mine = by_attempt.get(a)
+        if not mine:
+            continue
+        t_begin = min(t for _, t in mine)
+        ends = [t for label, t in mine if label.strip().startswith("before the start of training")]
+        t_end = min(min(ends) if ends else first_start[a], first_start[a])
+        if t_end > t_begin:
+            events.append({"kind": "init", "start_s": t_begin - shift, "end_s": t_end - shift, "attempt": a,
+                           "detail": "first '[...] datetime:' line to the start of training"})
+    return events
+
+
+# --- tables -------------------------------------------------------------------------------------------------
+def _timers_table(st: _State, iv: _Intervals) -> pd.DataFrame | None:
+    """The ``timers`` table: one row per logged interval per timer (ms), and the spread across ranks."""
+    t = st.timers
+    if not t.line:
+        return None
+    rec = np.asarray(t.rec, dtype=np.int64)
+    keep = rec != _DROPPED
+    placed = rec[keep] >= 0
+    safe = np.where(placed, rec[keep], 0)
+    table = pd.DataFrame({
+        "attempt": np.asarray(t.attempt, dtype=np.int64)[keep],
+        "step": pd.array(np.where(placed, iv.it[safe] if len(iv.it) else 0, 0), dtype="Int64"),
+        "interval_steps": pd.array(np.where(placed, iv.n[safe] if len(iv.n) else 0, 0), dtype="Int64"),
+        "line": np.asarray(t.line, dtype=np.int64)[keep],
+        "source": np.asarray(t.source, dtype=object)[keep],
+        "timer": np.asarray(t.name, dtype=object)[keep],
+        "min_ms": np.asarray(t.min_ms, dtype=float)[keep],
+        "max_ms": np.asarray(t.max_ms, dtype=float)[keep],
+        "value_ms": np.asarray(t.value_ms, dtype=float)[keep],
+    })
+    table.loc[~placed, ["step", "interval_steps"]] = pd.NA
+    table["spread_ms"] = table["max_ms"] - table["min_ms"]
+    return table
+
+
+def _tables(st: _State, iv: _Intervals, shift: float, absolute: bool) -> dict[str, pd.DataFrame]:
+    tables: dict[str, pd.DataFrame] = {}
+    if st.straggler:
+        table = pd.DataFrame(st.straggler)
+        table["time_s"] = [(t - shift) if (t is not None and absolute) else math.nan for t in table.pop("time")]
+        tables["straggler"] = table
+    if st.memory:
+        tables["memory"] = pd.DataFrame(st.memory)
+    timers = _timers_table(st, iv)
+    if timers is not None:
+        tables["timers"] = timers
+    return tables
+
+
+# --- facts and claims ------------------------------------------------------------------------------------------
+def _single(reader: Reader, st: _State, name: str, what: str) -> tuple[Any, int, str] | None:
+    """The one value stated for ``name`` with its line and text; several values are noted."""
+    seen = st.stated.get(name)
+    if not seen:
+        return None
+    if len(seen) > 1:
+        shown = ", ".join(f"{v!r} (line {ln})" for v, (ln, _) in seen.items())
+        reader.note(f"{what} is printed with different values: {shown} (several launches?); not stated as a fact")
+        return None
+    ((value, (line, text)),) = seen.items()
+    return value, line, text
+
+
+def _dtype(reader: Reader, st: _State) -> tuple[str, int, str] | None:
+    """``fp8`` when set, else ``bf16``/``fp16`` when True, else ``params_dtype``."""
+    for name, dtype in (("fp8", "fp8"), ("bf16", "bf16"), ("fp16", "fp16")):
+        got = _single(reader, st, name, f"the {name} argument")
+        if got is not None and got[0] not in ("None", "False", "false"):
+            return dtype, got[1], got[2]
+    got = _single(reader, st, "params_dtype", "params_dtype")
+    names = {"torch.float16": "fp16", "torch.half": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32", "torch.float": "fp32"}
+    if got is not None and got[0] in names:
+        return names[got[0]], got[1], got[2]
+    return None
+
+
+def _parallelism(reader: Reader, st: _State) -> tuple[dict[str, int], int, str] | None:
+    sizes: dict[str, int] = {}
+    where: tuple[int, str] | None = None
+    for key in ("tp", "pp", "dp", "cp", "ep"):
+        got = _single(reader, st, key, f"the {key} size")
+        if got is None:
+            continue
+        sizes[key] = got[0]
+        where = min(where or (got[1], got[2]), (got[1], got[2]))
+    if not sizes or where is None:
+        return None
+    return sizes, where[0], where[1]
+
+
+def _global_batch(reader: Reader, st: _State, out: Parsed) -> None:
+    """The global batch of the iteration lines (one value), else of the banner."""
+    at = f"{reader.name}:"
+    banner = _single(reader, st, "global_batch", "global_batch_size")
+    idx, vals = st.rec.fields.get("global_batch_size", ([], []))
+    finite = {v for v in vals if not math.isnan(v)}
+    if len(finite) > 1:
+        out.extra["global_batch_varies"] = True
+        reader.note(f"global batch size varies over the iteration lines ({len(finite)} values); not stated as a fact")
+        return
+    if finite:
+        value = finite.pop()
+        if rules.as_count(value) is None:
+            return
+        if banner is not None and banner[0] == value:
+            out.fact("global_batch", float(value), f"{at}{banner[1]}", banner[2])
+        else:
+            first = next(i for i, v in zip(idx, vals, strict=True) if v == value)
+            out.fact("global_batch", float(value), f"{at}{st.rec.line[first]}", st.first_raw.get("global_batch_size", ""))
+    elif banner is not None:
+        out.fact("global_batch", banner[0], f"{at}{banner[1]}", banner[2])
+
+
+def _facts(reader: Reader, st: _State, out: Parsed) -> None:
+    at = f"{reader.name}:"
+    if (got := _single(reader, st, "world_size", "the world size")) is not None:
+        out.fact("n_accelerators", got[0], f"{at}{got[1]}", got[2])
+        out.fact("n_ranks", got[0], f"{at}{got[1]}", got[2])
+    if (got := _parallelism(reader, st)) is not None:
+        out.fact("parallelism", got[0], f"{at}{got[1]}", got[2])
+    _global_batch(reader, st, out)
+    if (got := _single(reader, st, "micro_batch", "micro_batch_size")) is not None:
+        out.fact("micro_batch", got[0], f"{at}{got[1]}", got[2])
+    if (got := _single(reader, st, "seq_length", "seq_length")) is not None:
+        out.fact("seq_len", got[0], f"{at}{got[1]}", got[2])
+    elif "actual_seqlen" in st.rec.fields:
+        idx, vals = st.rec.fields["actual_seqlen"]
+        if len(set(vals)) == 1 and (n := rules.as_count(vals[0])) is not None:
+            out.fact("seq_len", n, f"{at}{st.rec.line[idx[0]]}", st.first_raw.get("actual_seqlen", ""))
+    if (got := _dtype(reader, st)) is not None:
+        out.fact("dtype", got[0], f"{at}{got[1]}", got[2])
+    if (got := _single(reader, st, "model", "the model")) is not None:
+        out.fact("model", got[0], f"{at}{got[1]}", got[2])
+    seen = st.ds_at or st.megatron_at
+    if seen is not None:
+        name = "Megatron-DeepSpeed" if st.ds_at is not None else "Megatron-LM"
+        out.fact("framework", name, f"{at}{seen[0]}", seen[1])
+
+
+def _claims(reader: Reader, st: _State, out: Parsed) -> None:
+    """The throughput the log prints about itself, median over its lines."""
+    for column, (metric, unit, counts) in _CLAIMS.items():
+        if column not in st.rec.fields:
+            continue
+        idx, vals = st.rec.fields[column]
+        out.claim(Claim.summarise(metric, vals, unit=unit, counts=counts, where=f"{reader.name}:{st.rec.line[idx[0]]}"))
+    if st.running_avg:
+        out.claim(Claim.summarise("samples_per_s", [v for _, v in st.running_avg], unit="samples/s",
+                                  counts=_RUNNING_AVG_COUNTS, where=f"{reader.name}:{st.running_avg[0][0]}"))
+
+
+# --- parse -----------------------------------------------------------------------------------------------------
+def _checked(reader: Reader, options: Options) -> Options:
+    """The options, validated: a log interval too long or a bad tolerance is a LoadError."""
+    given = options.log_interval
+    if given is not None:
+        value = rules.as_step(given)
+        if value is None or value < 1:
+            reader.fail(f"log_interval must be a positive whole number of steps; got {given!r}", field="log_interval")
+        if not rules.interval_ok(value):
+            reader.fail(f"log_interval={value:,} is over {rules.MAX_LOG_INTERVAL:,} steps per printed line, "
+                        "too long to expand row by row; pass the interval the job used", field="log_interval")
+        given = value
+    tol = options.clock_tolerance_s
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) or tol < 0:
+        reader.fail(f"clock_tolerance_s must be a finite number of seconds >= 0; got {tol!r}", field="clock_tolerance_s")
+    return Options(log_interval=given, clock_tolerance_s=float(tol))
+
+
+def _read(reader: Reader, opts: Options) -> _State:
+    """One pass over the lines (the line classifier), then the report's notes on what it saw."""
+    st = _State()
+    for ln, text in reader.lines():
+        if not text.strip():
+            continue
+        reader.report.lines_read += 1
+        _classify(reader, st, opts, ln, text)
+    _flush_pending(reader, st, None)
+    for key, n in list(st.text_fields.items()):
+        reader.note(f"field {key!r} is not a number on {n} iteration lines; left out")
+    if st.columns_refused:
+        reader.note(f"{st.columns_refused} values of fields beyond the first {_MAX_COLUMNS} field names left out")
+    if st.other:
+        reader.note(f"{st.other} lines are not iteration records (setup output, warnings, ...); ignored")
+    if not len(st.rec) and not st.straggler and not st.memory and not st.timers.line:
+        reader.fail("no Megatron iteration lines ('iteration N/ M | ... elapsed time per iteration') found")
+    if not len(st.rec):
+        reader.note("no iteration lines: only the straggler/memory/timers tables are filled")
+    return st
+
+
+def _extra(st: _State, iv: _Intervals, shift: float, steps: pd.DataFrame) -> dict[str, Any]:
+    extra: dict[str, Any] = {"log_interval": iv.log_interval}
+    if shift:
+        extra["t0_wallclock"] = (datetime(1970, 1, 1) + timedelta(seconds=shift)).isoformat(sep=" ")
+        extra["t0_timezone"] = "unknown (log's local time)"
+    if st.loads:
+        extra["resumed_from_iterations"] = list(st.loads[:1000])
+    if st.load_ms:
+        extra["load_checkpoint_ms"] = list(st.load_ms[:1000])
+    t = st.timers
+    spread: dict[str, list[float]] = {}
+    for name, lo, hi, rec in zip(t.name, t.min_ms, t.max_ms, t.rec, strict=True):
+        if rec != _DROPPED and not (math.isnan(lo) or math.isnan(hi)) and (name in spread or len(spread) < 64):
+            spread.setdefault(name, []).append(hi - lo)
+    if spread:
+        extra["timer_spread_ms"] = {k: float(np.median(v)) for k, v in spread.items()}
+    return extra
+
+
+def _step_notes(reader: Reader, steps: pd.DataFrame) -> None:
+    skipped = int(np.nansum(steps["skipped_iterations"])) if "skipped_iterations" in steps else 0
+    nans = int(np.nansum(steps["nan_iterations"])) if "nan_iterations" in steps else 0
+    if skipped or nans:
+        reader.note(f"Megatron reported {skipped} skipped and {nans} nan iterations; kept as steps (they took time)")
+    if len(steps) and steps["attempt"].max() > 0:
+        reader.note(f"{int(steps['attempt'].max()) + 1} launches (attempts) found in one log")
+
+
+def parse(reader: Reader, options: Options) -> Parsed:
+    """Read a Megatron-LM / Megatron-DeepSpeed stdout log; see the module docstring for the mapping."""
+    if reader.path.is_dir():
+        reader.fail("is a directory; the Megatron loader reads one stdout log file")
+    opts = _checked(reader, options)
+    st = _read(reader, opts)
+    iv = _intervals(reader, st, opts.log_interval)
+    steps = _steps(reader, st, iv)
+    absolute = iv.timestamped or not len(st.rec)
+    t_abs = iv.start.tolist() if iv.timestamped else []
+    if absolute:
+        t_abs += [t for _, t, _ in st.datetimes] + [s["time"] for s in st.straggler if s.get("time") is not None]
+    shift = min(t_abs) if t_abs else 0.0
+    if len(steps):
+        steps["start_s"] = steps["start_s"] - shift
+        steps["end_s"] = steps["end_s"] - shift
+    _step_notes(reader, steps)
+    out = Parsed(
+        steps=steps,
+        events=_save_events(reader, st, iv, shift) + _init_events(st, iv, shift),
+        tables=_tables(st, iv, shift, absolute),
+        timing="interval_mean" if iv.log_interval > 1 else "duration_only",
+        time_unit="ms" if st.rec.units <= {"ms"} else ",".join(sorted(st.rec.units)),
+        extra=_extra(st, iv, shift, steps),
+    )
+    _facts(reader, st, out)
+    _claims(reader, st, out)
+    return out
+
+
+load = loader_for(NAME)
