@@ -45,8 +45,8 @@ def test_megatron_bad_value_is_counted_and_never_back_filled(tmp_path):
     p = write_megatron(tmp_path, {"global batch size": "x12", "lm loss": "abc"})
     run = load_warned(megatron, p)
     rep, s = run.meta.report, run.steps.set_index("step")
-    assert rep.skipped == {"non-numeric value (left missing, line kept)": 2}
-    assert rep.first_lines["non-numeric value (left missing, line kept)"] == [2, 2]
+    assert rep.skipped == {"non-numeric value (left missing, record kept)": 2}
+    assert rep.first_lines["non-numeric value (left missing, record kept)"] == [2, 2]
     # the line's timing stays; its values are missing, not borrowed from iteration 30
     assert len(s) == 30 and s.loc[20, "end_s"] - s.loc[11, "start_s"] == pytest.approx(10.0)
     assert math.isnan(s.loc[20, "loss"]) and math.isnan(s.loc[20, "global_batch_size"])
@@ -76,7 +76,7 @@ def test_megatron_bad_straggler_and_memory_values_are_counted(tmp_path):
         + "\n"
     )
     run = load_warned(megatron, p)
-    rep, reason = run.meta.report, "non-numeric value (left missing, line kept)"
+    rep, reason = run.meta.report, "non-numeric value (left missing, record kept)"
     assert rep.skipped == {reason: 3} and rep.first_lines[reason] == [1, 1, 2]
     st = run.tables["straggler"].set_index("metric")
     assert st.loc["Rtt", ["unit", "min", "min_rank", "max_rank"]].tolist() == ["ms", 3453.08, 8, 0]
