@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import csv
+import math
+import random
+import re
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -12,9 +16,10 @@ from _realdata_b import realdata_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mfu_toolkit.io import lightning
-from mfu_toolkit.io._common import read_head
-from mfu_toolkit.run import LoadError, LoadWarning
+from mfu_toolkit.io import lightning, rules
+from mfu_toolkit.io.base import InternalLoadError
+from mfu_toolkit.io.reading import read_head
+from mfu_toolkit.run import LoadError, LoadWarning, SchemaError
 
 METRICS = """epoch,step,train_loss_step,val_loss,timestamp
 0,9,2.5,,1700000010.0
@@ -88,10 +93,11 @@ def test_bad_rows_are_counted_with_lines_or_raised(tmp_path):
     with pytest.warns(LoadWarning):
         run = lightning.load(p)
     rep = run.meta.report
-    assert rep.skipped == {"non-numeric value": 2, "half-written last line": 1}
-    assert rep.first_lines["non-numeric value"] == [3, 4]
-    assert rep.first_lines["half-written last line"] == [6]
-    assert run.tables["metrics"]["step"].tolist() == [0, 3]
+    assert rep.skipped == {rules.NON_NUMERIC: 1, rules.BAD_STEP: 1, rules.HALF_WRITTEN: 1}
+    assert rep.first_lines == {rules.NON_NUMERIC: [3], rules.BAD_STEP: [4], rules.HALF_WRITTEN: [6]}
+    # the non-numeric loss is left missing and its row (step 1) kept; the row without a step is not
+    m = run.tables["metrics"]
+    assert m["step"].tolist() == [0, 1, 3] and m["loss"].isna().tolist() == [False, True, False]
     with pytest.raises(LoadError) as exc:
         lightning.load(p, strict=True)
     assert exc.value.line == 3 and exc.value.field == "loss"
@@ -104,27 +110,27 @@ def test_several_version_folders_name_the_file_of_each_skipped_line(tmp_path):
     make_version(logs, 1, "epoch,step,loss\n0,3,1.7\n0,4,1.6\n0,5,x\n", hparams=None)  # bad: line 4
     run = load_quiet(logs)
     rep = run.meta.report
-    assert rep.skipped == {"non-numeric value": 2}
-    assert rep.first_lines == {"non-numeric value": ["version_0/metrics.csv:3", "version_1/metrics.csv:4"]}
-    assert "2 × non-numeric value (first at version_0/metrics.csv:3, version_1/metrics.csv:4)" in rep.summary()
+    assert rep.skipped == {rules.NON_NUMERIC: 2}
+    assert rep.first_lines == {rules.NON_NUMERIC: ["version_0/metrics.csv:3", "version_1/metrics.csv:4"]}
+    assert f"2 × {rules.NON_NUMERIC} (first at version_0/metrics.csv:3, version_1/metrics.csv:4)" in rep.summary()
     assert rep.to_frame()["first_lines"].tolist() == ["version_0/metrics.csv:3, version_1/metrics.csv:4"]
     # strict: the error names the version's file and its line, not the folder
     with pytest.raises(LoadError) as exc:
         lightning.load(logs, strict=True)
     assert (exc.value.path, exc.value.line, exc.value.field) == (str(logs / "version_0" / "metrics.csv"), 3, "loss")
-    assert str(exc.value).startswith(f"{logs / 'version_0' / 'metrics.csv'}, line 3, field 'loss': non-numeric value")
+    assert str(exc.value).startswith(f"{logs / 'version_0' / 'metrics.csv'}, line 3, field 'loss': {rules.NON_NUMERIC}")
     # one version folder, or its file: plain line numbers as before
     for one in (logs / "version_1", logs / "version_1" / "metrics.csv"):
         rep1 = load_quiet(one).meta.report
-        assert rep1.first_lines == {"non-numeric value": [4]}
-        assert "1 × non-numeric value (first at line 4)" in rep1.summary()
+        assert rep1.first_lines == {rules.NON_NUMERIC: [4]}
+        assert f"1 × {rules.NON_NUMERIC} (first at line 4)" in rep1.summary()
 
 
 def test_non_monotonic_clock_is_skipped(tmp_path):
     p = tmp_path / "metrics.csv"
     p.write_text("epoch,step,loss,timestamp\n0,0,2,100\n0,1,2,105\n0,2,2,103\n0,3,2,110\n")
     run = load_quiet(p)
-    assert run.meta.report.skipped == {"non-monotonic timestamps": 1}
+    assert run.meta.report.skipped == {rules.NON_MONOTONIC: 1}
     assert run.steps["step"].tolist() == [0, 1, 2, 3]  # step 2 is inside step 3's interval
     with pytest.raises(LoadError, match="non-monotonic"):
         lightning.load(p, strict=True)
@@ -136,7 +142,7 @@ def test_clock_and_duration_errors_name_the_line(tmp_path):
     p = tmp_path / "lm2.csv"
     p.write_text("epoch,step,loss,val_loss,timestamp\n0,0,2,,100\n0,1,2,,101\n0,1,,2.5,\n0,3,2,,99\n0,4,2,,104\n")
     run = load_quiet(p)
-    assert run.meta.report.first_lines == {"non-monotonic timestamps": [5]}
+    assert run.meta.report.first_lines == {rules.NON_MONOTONIC: [5]}
     with pytest.raises(LoadError) as exc:
         lightning.load(p, strict=True)
     assert (exc.value.path, exc.value.line, exc.value.field) == (str(p), 5, "timestamp")
@@ -232,3 +238,200 @@ def test_real_metrics_and_hparams_match_the_raw_files():
     # The hparams.yaml names the same run.
     side = load_run(realdata_dir("lightning", "0Xero7_slm_training_version_12_hparams.yaml"))
     assert side.tables["metrics"].equals(m)
+
+
+# --- hparams.yaml, bounded ----------------------------------------------------------------------
+def _laughs(levels: str = "abcdefghijkl") -> str:
+    """Nested aliases ("billion laughs"): 9 ** 12 strings once expanded, about 520 bytes written."""
+    rows = ["a: &a [lo, lo, lo, lo, lo, lo, lo, lo, lo]"]
+    rows += [f"{c}: &{c} [" + ", ".join([f"*{p}"] * 9) + "]" for p, c in zip(levels, levels[1:], strict=False)]
+    return "\n".join(rows) + "\n"
+
+
+def test_a_billion_laughs_hparams_is_counted_not_expanded(tmp_path):
+    text = _laughs()
+    assert len(text.encode()) <= 530
+    d = make_version(tmp_path, 0, hparams=text)
+    t = time.perf_counter()
+    run = load_quiet(d)
+    assert time.perf_counter() - t < 2.0
+    reason = f"unreadable hparams.yaml (aliases expand past {lightning.MAX_YAML_NODES:,} nodes)"
+    assert run.meta.report.skipped == {reason: 1}
+    # nodes per level: a 1 + 9 = 10, b 1 + 9 * 10 = 91, c 820, d 7,381, e 66,430, f 597,871:
+    # the first past the bound is the sequence of f, on line 6
+    assert run.meta.report.first_lines[reason] == [6]
+    assert "hparams" not in run.meta.extra
+    assert run.tables["metrics"]["step"].tolist() == [9, 19, 29]  # the metrics still load
+    with pytest.raises(LoadError) as exc:
+        lightning.load(d, strict=True)
+    assert (exc.value.path, exc.value.line) == (str(d / "hparams.yaml"), 6)
+
+
+def test_a_few_aliases_are_fine_and_a_self_reference_or_deep_nesting_is_counted(tmp_path):
+    ok = make_version(tmp_path / "ok", 0, hparams="base: &b {lr: 0.1, wd: 0.01}\nrun: *b\nother: {<<: *b, lr: 0.2}\n")
+    assert lightning.load(ok).meta.extra["hparams"] == {
+        "base": {"lr": 0.1, "wd": 0.01}, "run": {"lr": 0.1, "wd": 0.01}, "other": {"lr": 0.2, "wd": 0.01}}
+    loop = make_version(tmp_path / "loop", 0, hparams="lr: 0.1\nx: &x [1, *x]\n")
+    assert load_quiet(loop).meta.report.first_lines == {"unreadable hparams.yaml (an alias refers to the node that contains it)": [2]}
+    deep = f"unreadable hparams.yaml (nested deeper than {lightning.MAX_YAML_DEPTH} levels)"
+    for name, text, at in (("flow", "lr: 1\nx: " + "[" * 80_000 + "]" * 80_000 + "\n", 2),
+                           # the document's mapping is level 1; level n >= 2 begins on line n - 1
+                           ("block", "".join(" " * k + f"k{k}:\n" for k in range(200)) + " " * 200 + "v\n", 64),
+                           ("quoted", "x: '" + "[" * 80_000 + "'\n", None)):  # brackets in a string are text
+        t = time.perf_counter()
+        rep = load_quiet(make_version(tmp_path / name, 0, hparams=text)).meta.report
+        assert time.perf_counter() - t < 1.0, name  # PyYAML's scanner is quadratic in the depth
+        assert rep.first_lines == ({deep: [at]} if at else {}), name
+
+
+def test_an_invalid_date_in_hparams_is_counted_and_left_missing(tmp_path):
+    d = make_version(tmp_path, 0, hparams="lr: 0.001\nstarted: 2024-02-30\nbatch_size: 8\nseed: " + "7" * 5000 + "\n")
+    with pytest.warns(LoadWarning):
+        run = lightning.load(d)
+    date = f"{rules.VALUE_OUT_OF_RANGE} (invalid date in hparams.yaml, left missing)"
+    big = f"{rules.VALUE_OUT_OF_RANGE} (integer that cannot be built in hparams.yaml, left missing)"
+    assert run.meta.report.skipped == {date: 1, big: 1}
+    assert run.meta.report.first_lines == {date: [2], big: [4]}
+    assert run.meta.extra["hparams"] == {"lr": 0.001, "started": None, "batch_size": 8, "seed": None}
+    assert run.meta.fact("micro_batch")["value"] == 8
+    with pytest.raises(LoadError) as exc:
+        lightning.load(d, strict=True)
+    assert (exc.value.path, exc.value.line) == (str(d / "hparams.yaml"), 2)
+
+
+def test_without_pyyaml_the_hparams_are_not_read(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "yaml", None)  # import yaml now raises ImportError
+    run = lightning.load(make_version(tmp_path, 0))
+    assert "hparams" not in run.meta.extra and "hparams.yaml not read: PyYAML is not installed" in run.meta.report.notes
+
+
+# --- facts --------------------------------------------------------------------------------------
+def test_hparams_facts_with_their_lines(tmp_path):
+    hp = ("lr: 0.001\nglobal_batch_size: 512\nbatch_size: 16\nseq_length: 2048\nprecision: bf16-mixed\n"
+          "devices: 8\nnum_nodes: 4\n")
+    d = make_version(tmp_path, 0, hparams=hp)
+    run = lightning.load(d)
+    facts = {f["name"]: (f["value"], f["where"]) for f in run.meta.facts}
+    y = str(d / "hparams.yaml")
+    assert facts == {
+        "global_batch": (512.0, f"{y}:2"), "micro_batch": (16, f"{y}:3"), "seq_len": (2048, f"{y}:4"),
+        "dtype": ("bf16", f"{y}:5"), "accelerators_per_node": (8, f"{y}:6"), "n_nodes": (4, f"{y}:7"),
+        "n_accelerators": (32, f"{y}:6"),  # 8 devices × 4 nodes
+    }
+    assert (run.meta.n_accelerators, run.meta.global_batch, run.meta.seq_len) == (32, 512.0, 2048)
+    # devices as a list, precision as Lightning's int, no num_nodes (Lightning's default is 1)
+    d2 = make_version(tmp_path / "b", 0, hparams="devices: [0, 1, 2, 3]\nprecision: 16\n")
+    f2 = {f["name"]: f["value"] for f in lightning.load(d2).meta.facts}
+    assert f2 == {"accelerators_per_node": 4, "n_accelerators": 4, "dtype": "fp16"}
+    d3 = make_version(tmp_path / "c", 0, hparams="devices: auto\nprecision: 32-true\nbatch_size: -3\n")
+    assert {f["name"]: f["value"] for f in lightning.load(d3).meta.facts} == {"dtype": "fp32"}
+
+
+# --- bounds -------------------------------------------------------------------------------------
+def test_a_step_gap_too_long_to_expand_stays_one_row(tmp_path):
+    p = tmp_path / "metrics.csv"
+    p.write_text(f"epoch,step,loss,timestamp\n0,0,2,100\n0,{10**12},1.9,110\n0,{10**12 + 2},1.8,112\n")
+    with pytest.warns(LoadWarning):
+        run = lightning.load(p)
+    s = run.steps
+    assert s["step"].tolist() == [0, 10**12, 10**12 + 1, 10**12 + 2]
+    assert s["interval_steps"].tolist() == [1, 10**12, 2, 2]
+    assert s["end_s"].tolist() == pytest.approx([0.0, 10.0, 11.0, 12.0])
+    assert run.meta.report.first_lines == {rules.INTERVAL_TOO_LONG: [3]}
+
+
+def test_steps_past_int64_and_infinite_times_are_counted(tmp_path):
+    p = tmp_path / "metrics.csv"
+    p.write_text("epoch,step,loss,timestamp\n0,0,2,100\n0,1e30,2,101\n0,9223372036854775808,2,101\n"
+                 "0,2,2,inf\n0,3,nan,103\n")
+    with pytest.warns(LoadWarning):
+        run = lightning.load(p)
+    assert run.meta.report.first_lines == {rules.BAD_STEP: [3, 4], f"{rules.NON_FINITE_TIME} (timestamp)": [5]}
+    assert run.steps["step"].tolist() == [0, 1, 2, 3]  # step 3's interval covers 1 and 2
+    assert math.isnan(run.tables["metrics"]["loss"].iloc[-1])  # 'nan' is a number: kept as NaN, not counted
+
+
+@pytest.mark.parametrize("body", ["[", "{", "0", " ", "a", '"', "'", "*a,", "&a ", ": "])
+def test_long_cells_of_one_character_read_in_linear_time(tmp_path, body):
+    filler = body * (80_000 // len(body))
+    d = make_version(tmp_path, 0, "epoch,step,loss,timestamp\n0,0," + filler + ",100\n0,1,2,101\n" + filler + "\n",
+                     hparams="lr: 0.1\nx: " + filler + "\n" + filler + "\n")
+    t = time.perf_counter()
+    load_quiet(d)
+    assert time.perf_counter() - t < 1.0
+
+
+# --- the real run ---------------------------------------------------------------------------------
+@pytest.mark.realdata
+def test_real_hparams_facts_match_the_raw_yaml():
+    y = realdata_dir("lightning", "0Xero7_slm_training_version_12_hparams.yaml")
+    raw = y.read_text().splitlines()
+    (n,) = [k for k, ln in enumerate(raw, start=1) if ln.startswith("max_seq_len:")]
+    run = lightning.load(realdata_dir("lightning", "0Xero7_slm_training_version_12_metrics.csv"))
+    assert [(f["name"], f["value"], f["where"]) for f in run.meta.facts] == [
+        ("seq_len", int(raw[n - 1].split(":")[1]), f"{y}:{n}")]  # 128; no batch size, precision or devices
+    assert run.meta.seq_len == 128
+
+
+def _mutate_text(rng: random.Random, data: bytes) -> tuple[str, bytes]:
+    """One seeded damage to a text file."""
+    kind = rng.choice(["truncate", "flip", "dup", "reorder", "number", "nul", "crlf", "cr", "bom",
+                       "latin1", "long"])
+    lines = data.split(b"\n")
+    i = rng.randrange(len(lines))
+    if kind == "truncate":
+        return kind, data[: rng.randrange(len(data))]
+    if kind == "flip":
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            b[rng.randrange(len(b))] ^= rng.randint(1, 255)
+        return kind, bytes(b)
+    if kind == "dup":
+        lines.insert(rng.randrange(len(lines)), lines[i])
+    elif kind == "reorder":
+        rng.shuffle(lines)
+    elif kind == "number":
+        repl = rng.choice([b"nan", b"inf", b"-inf", b"1e308", b"-1", b"9" * 30, b"9" * 5000, b"0"])
+        lines[i] = re.sub(rb"\d[\d.e+-]*", lambda m: repl if rng.random() < 0.5 else m.group(0), lines[i])
+    elif kind == "nul":
+        lines[i] = lines[i][: len(lines[i]) // 2] + b"\x00" * rng.randint(1, 5) + lines[i][len(lines[i]) // 2:]
+    elif kind == "crlf":
+        return kind, data.replace(b"\n", b"\r\n")
+    elif kind == "cr":
+        return kind, data.replace(b"\n", b"\r")
+    elif kind == "bom":
+        return kind, b"\xef\xbb\xbf" + data
+    elif kind == "latin1":
+        lines[i] += "\u00e9\u00ff".encode("latin-1") + b"\xc3\x28"
+    else:
+        lines[i] += rng.choice([b"[", b"0", b" ", b"a", b"&a ", b"*a,"]) * 20_000
+    return kind, b"\n".join(lines)
+
+
+@pytest.mark.realdata
+def test_mutations_of_the_real_run_give_a_run_or_a_load_error(tmp_path):
+    csv_src = realdata_dir("lightning", "0Xero7_slm_training_version_12_metrics.csv").read_bytes()
+    # with a clock column, so the step-time path is exercised too: one second per logged row
+    rows = csv_src.decode().splitlines()
+    timed = "\n".join([rows[0] + ",timestamp"] + [f"{r},{1_700_000_000 + k}" for k, r in enumerate(rows[1:])]).encode()
+    yaml_src = realdata_dir("lightning", "0Xero7_slm_training_version_12_hparams.yaml").read_bytes()
+    failures = []
+    for seed in range(60):
+        rng = random.Random(seed)
+        d = tmp_path / f"m{seed}"
+        d.mkdir()
+        kinds = []
+        for name, src in (("metrics.csv", timed if seed % 2 else csv_src), ("hparams.yaml", yaml_src)):
+            kind, data = _mutate_text(rng, src) if rng.random() < 0.8 else ("none", src)
+            kinds.append(kind)
+            (d / name).write_bytes(data)
+        for strict in (False, True) if seed % 3 == 0 else (False,):
+            try:
+                load_quiet(d, strict=strict)
+            except InternalLoadError as exc:
+                failures.append(f"seed {seed} ({kinds}, strict={strict}): {exc}")
+            except (LoadError, SchemaError):
+                pass
+    assert not failures, failures

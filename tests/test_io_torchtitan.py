@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import random
 import re
+import statistics
 import tempfile
+import time
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -15,9 +18,10 @@ from _realdata_b import realdata_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mfu_toolkit.io import torchtitan
-from mfu_toolkit.io._common import read_head
-from mfu_toolkit.run import LoadError, LoadWarning
+from mfu_toolkit.io import rules, torchtitan
+from mfu_toolkit.io.base import InternalLoadError
+from mfu_toolkit.io.reading import read_head
+from mfu_toolkit.run import LoadError, LoadWarning, SchemaError
 
 ESC = "\x1b"
 
@@ -121,10 +125,13 @@ def test_non_monotonic_time_and_bad_values_are_skipped_with_lines(tmp_path):
     p = write(tmp_path, text)
     run = load_quiet(p)
     rep = run.meta.report
-    assert rep.skipped == {"non-monotonic timestamp": 1, "unparseable field value": 1}
-    assert rep.first_lines["non-monotonic timestamp"] == [2]
-    assert rep.first_lines["unparseable field value"] == [4]
-    assert run.steps["step"].tolist() == [1, 2, 3]  # step 2 is covered by step 3's interval
+    assert rep.skipped == {rules.NON_MONOTONIC: 1, rules.NON_NUMERIC: 1}
+    assert rep.first_lines[rules.NON_MONOTONIC] == [2]
+    assert rep.first_lines[rules.NON_NUMERIC] == [4]
+    # step 2 is covered by step 3's interval; step 4 is kept with its tps missing, its time intact
+    assert run.steps["step"].tolist() == [1, 2, 3, 4]
+    last = run.steps.iloc[-1]
+    assert math.isnan(last["tps"]) and last["tflops"] == 300.0 and last["end_s"] - last["start_s"] == pytest.approx(1.0)
     with pytest.raises(LoadError) as exc:
         torchtitan.load(p, strict=True)
     assert exc.value.line == 2 and exc.value.field == "timestamp"
@@ -217,3 +224,234 @@ def test_caller_states_what_the_log_does_not_carry(tmp_path):
     assert (run.meta.name, run.meta.n_accelerators, run.meta.global_batch) == ("llama-8b", 8, 64.0)
     with pytest.raises(TypeError, match="unexpected keyword"):
         torchtitan.load(p, not_a_field=1)
+
+
+# --- progress-bar redraws: a lone \r ends a line ----------------------------------------------
+@pytest.mark.realdata
+def test_a_real_log_redrawn_with_carriage_returns_keeps_every_step(tmp_path):
+    # The real step lines joined by '\r' (a progress bar redrawing one terminal line) instead of
+    # '\n': the text before each '\r' is a line of its own, so no step is lost.
+    src = realdata_dir("torchtitan", "pytorch-torchtitan_pr1437_rank0_prefixed.log")
+    lines = src.read_text().splitlines()
+    assert len(lines) == 8
+    p = tmp_path / "redrawn.log"
+    p.write_bytes(("\r".join(lines) + "\n").encode())
+    run = torchtitan.load(p)
+    steps = [int(_STEP.search(ln).group(1)) for ln in lines]
+    assert run.steps["step"].tolist() == list(range(steps[0], steps[-1] + 1)) == [3, 4, 5, 6, 7, 8, 9, 10]
+    assert run.steps.equals(torchtitan.load(src).steps)
+    assert run.meta.report.lines_read == len(lines) + 1  # the 8 lines and the empty text after the final newline
+
+
+# --- facts --------------------------------------------------------------------------------------
+STARTUP = [
+    "Building 3-D device mesh with ['pp', 'dp_shard', 'ep'], [4, 16, 4]",
+    # the older spelling, as a Lingua log quotes it (with the device index in parentheses)
+    "GPU capacity: NVIDIA A100-SXM4-80GB (0) with 79.33GiB memory",
+    "Float8 tensorwise scaled training active",
+    "Model llama3 8B size: 8,030,261,248 total parameters",
+    "Peak FLOPS used for computing MFU: 3.120e+14",
+    "Trainer is initialized with local batch size 2, global batch size 128, gradient accumulation steps 1, "
+    "sequence length 8192, total steps 1000 (warmup 200)",
+]
+
+
+def test_start_up_lines_are_facts_with_their_lines(tmp_path):
+    text = "".join(f"[rank0]:[titan] 2025-01-01 00:00:0{k},000 - root - INFO - {s}\n" for k, s in enumerate(STARTUP))
+    text += line(1, "10,000", prefix="[rank0]:") + line(2, "11,000", prefix="[rank0]:")
+    p = write(tmp_path, text)
+    run = torchtitan.load(p)
+    facts = {f["name"]: f for f in run.meta.facts}
+    expect = {"n_accelerators": (256, 1), "parallelism": ({"pp": 4, "dp_shard": 16, "ep": 4}, 1),  # 4 * 16 * 4
+              "accelerator": ("NVIDIA A100-SXM4-80GB", 2), "dtype": ("fp8", 3),
+              "micro_batch": (2, 6), "global_batch": (128.0, 6), "seq_len": (8192, 6)}
+    assert {k: (f["value"], int(f["where"].rsplit(":", 1)[1])) for k, f in facts.items()} == expect
+    assert all(f["where"].startswith(str(p)) and f["source"] == "stated" for f in facts.values())
+    assert facts["accelerator"]["text"].endswith(STARTUP[1])
+    assert (run.meta.n_accelerators, run.meta.global_batch, run.meta.seq_len) == (256, 128.0, 8192)
+    assert run.meta.accelerator is None  # a fact, not a choice of peak: the caller states that
+    x = run.meta.extra
+    assert (x["n_parameters"], x["peak_flops_assumed"], x["accelerator_memory_gib"]) == (8_030_261_248, 3.12e14, 79.33)
+    # what the caller gives wins, and a contradiction is said, not resolved silently
+    with pytest.warns(LoadWarning, match=r"conflict: n_accelerators given as 8, but the log states 256 at .*:1"):
+        assert torchtitan.load(p, n_accelerators=8).meta.n_accelerators == 8
+
+
+@pytest.mark.realdata
+def test_real_start_up_excerpt_is_a_run_with_facts_and_no_steps():
+    p = realdata_dir("accelerator_info", "pytorch_torchtitan_issue1570_deepseek_v3_671b_256gpu_cuda_capacity.excerpt.log")
+    raw = p.read_text().splitlines()
+    assert not any(_STEP.search(ln) for ln in raw)
+    at = {k: n for n, ln in enumerate(raw, start=1) for k in ("CUDA capacity", "Building", "Total parameter") if k in ln}
+    name = re.search(r"CUDA capacity: (.+) with ([\d.]+)GiB memory", raw[at["CUDA capacity"] - 1])
+    model = re.search(r"Building (\S+) (\S+) with", raw[at["Building"] - 1])
+    seq = re.search(r"max_seq_len=(\d+)", raw[at["Building"] - 1])
+    active = re.search(r"active ([\d,]+)", raw[at["Total parameter"] - 1]).group(1).replace(",", "")
+    stamps = [int(h) * 3600 + int(m) * 60 + int(s) + int(ms) / 1000
+              for h, m, s, ms in re.findall(r" (\d{2}):(\d{2}):(\d{2}),(\d{3}) ", "\n".join(raw))]
+    run = load_run_tt(p)
+    assert run.steps.empty
+    facts = {f["name"]: (f["value"], f["where"]) for f in run.meta.facts}
+    assert facts == {
+        "accelerator": (name.group(1), f"{p}:{at['CUDA capacity']}"),  # "NVIDIA H100 80GB HBM3"
+        "model": (f"{model.group(1)} {model.group(2)}", f"{p}:{at['Building']}"),
+        "seq_len": (int(seq.group(1)), f"{p}:{at['Building']}"),
+    }
+    assert run.meta.seq_len == 4096 and run.meta.n_accelerators is None  # no mesh line in the excerpt
+    assert run.meta.extra["parameters"]["active"] == int(active) == 37_552_282_624
+    assert run.meta.extra["accelerator_memory_gib"] == float(name.group(2))
+    assert run.meta.extra["model_args_dtype"] == "fp8"  # DeepSeek's inference weight format, not a dtype fact
+    (init,) = run.events.itertuples()
+    assert init.kind == "init" and init.end_s - init.start_s == pytest.approx(max(stamps) - min(stamps), abs=1e-6)
+
+
+def load_run_tt(p: Path):
+    from mfu_toolkit.io import load_run
+
+    return load_run(p, format="torchtitan")
+
+
+def test_a_file_with_neither_step_nor_start_up_lines_is_refused(tmp_path):
+    p = write(tmp_path, "2025-01-01 00:00:00,000 hello\nno titan here\n")
+    with pytest.raises(LoadError, match="no torchtitan step lines"):
+        torchtitan.load(p)
+
+
+# --- claims -------------------------------------------------------------------------------------
+def test_mfu_claim_is_a_fraction(tmp_path):
+    run = torchtitan.load(write(tmp_path, line(1, "01,000", mfu="mfu: 13.99%")))
+    claims = {c["metric"]: c for c in run.meta.claims}
+    assert claims["mfu"]["value"] == pytest.approx(0.1399) and claims["mfu"]["unit"] == "fraction"
+    assert claims["mfu"]["statistic"] == "value" and claims["mfu"]["n"] == 1
+    assert claims["tflops_per_accelerator"]["value"] == 300.0
+    assert claims["tokens_per_s_per_accelerator"]["value"] == 10_000.0
+    na = torchtitan.load(write(tmp_path, line(1, "01,000", mfu="mfu: N/A"), "na.log"))
+    assert "mfu" not in {c["metric"] for c in na.meta.claims}  # withheld under FP8: no claim
+
+
+@pytest.mark.realdata
+def test_real_logs_claims_are_medians_of_the_printed_values():
+    for p in sorted(realdata_dir("torchtitan").glob("*.log")):
+        first: dict[tuple[str, int], tuple[int, str]] = {}  # (rank prefix, step) -> first line
+        for n, ln in enumerate(p.read_text().splitlines(), start=1):
+            m = re.search(r"step:\s*(\d+)", ln)
+            if m:
+                pre = re.match(r"\[rank(\d+)\]:", ln)
+                first.setdefault((pre.group(1) if pre else "", int(m.group(1))), (n, ln))
+        kept = sorted(first.values())
+
+        def values(rx: str, kept=kept) -> list[float]:
+            return [float(re.search(rx, ln).group(1).replace(",", "")) for _, ln in kept]
+
+        claims = {c["metric"]: c for c in torchtitan.load(p).meta.claims}
+        for metric, rx, scale in (("tflops_per_accelerator", r"tflops:\s*([\d.]+)", 1.0),
+                                  ("mfu", r"mfu:\s*([\d.]+)%", 0.01),
+                                  ("tokens_per_s_per_accelerator", r"tps:\s*([\d,]+)", 1.0)):
+            c = claims[metric]
+            assert c["value"] == pytest.approx(statistics.median(values(rx)) * scale), (p.name, metric)
+            assert c["n"] == len(kept) and c["where"] == f"{p}:{kept[0][0]}"
+    # the all-ranks log: 13.99 % on step 4 (first copy) and 13.93 % on step 5
+    p = realdata_dir("torchtitan", "pytorch-torchtitan_pr2389_all_ranks_unprefixed.log")
+    mfu = next(c for c in torchtitan.load(p).meta.claims if c["metric"] == "mfu")
+    assert mfu["value"] == pytest.approx((0.1399 + 0.1393) / 2)
+
+
+# --- bounds -------------------------------------------------------------------------------------
+def test_a_step_gap_too_long_to_expand_stays_one_row(tmp_path):
+    p = write(tmp_path, line(1, "01,000") + line(10**12, "11,000"))
+    with pytest.warns(LoadWarning):
+        run = torchtitan.load(p)
+    s = run.steps
+    assert s["step"].tolist() == [1, 10**12]
+    assert s["interval_steps"].tolist() == [1, 10**12 - 1]
+    assert s["end_s"].iloc[-1] == pytest.approx(10.0)
+    assert s["end_s"].iloc[-1] - s["start_s"].iloc[-1] == pytest.approx(10.0 / (10**12 - 1))  # one step's share
+    assert run.meta.report.skipped == {rules.INTERVAL_TOO_LONG: 1}
+    assert run.meta.report.first_lines[rules.INTERVAL_TOO_LONG] == [2]
+
+
+def test_steps_and_ranks_that_do_not_fit_are_counted_not_crashed(tmp_path):
+    huge = "9" * 5000
+    text = line(1, "01,000") + line(2, "02,000")
+    text += line(3, "03,000").replace("step:  3", "step: 99999999999999999999")  # > int64
+    text += line(4, "04,000").replace("step:  4", f"step: {huge}")  # past Python's int() digit limit
+    text += line(5, "05,000", prefix=f"[rank{huge}]:")
+    with pytest.warns(LoadWarning):
+        run = torchtitan.load(write(tmp_path, text))
+    assert run.meta.report.skipped == {rules.BAD_STEP: 2}
+    assert run.meta.report.first_lines[rules.BAD_STEP] == [3, 4]
+    assert run.steps["step"].tolist() == [1, 2, 3, 4, 5]  # step 5's interval covers 3..4
+
+
+@pytest.mark.parametrize("body", ["[", "0", " ", "a", ":", "a:"])
+def test_long_lines_of_one_character_read_in_linear_time(tmp_path, body):
+    filler = body * (80_000 // len(body))
+    stamp = "[titan] 2025-01-01 00:00:01,000 - root - INFO - "
+    text = filler + "\n" + stamp + "step: 1 " + filler + "\n" + stamp + "capacity: " + filler + "\n"
+    text += stamp + "Building " + filler + "\n" + line(2, "02,000") + filler + "\n"
+    p = write(tmp_path, text)
+    t = time.perf_counter()
+    load_quiet(p)
+    assert time.perf_counter() - t < 1.0
+    t = time.perf_counter()
+    torchtitan.sniff(p, p.read_bytes()[:8192])
+    assert time.perf_counter() - t < 0.5
+
+
+# --- no foreign exception from any input --------------------------------------------------------
+def _mutate_text(rng: random.Random, data: bytes) -> tuple[str, bytes]:
+    """One seeded damage to a text log."""
+    kind = rng.choice(["truncate", "flip", "dup", "reorder", "number", "nul", "crlf", "cr", "bom",
+                       "latin1", "long"])
+    lines = data.split(b"\n")
+    i = rng.randrange(len(lines))
+    if kind == "truncate":
+        return kind, data[: rng.randrange(len(data))]
+    if kind == "flip":
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            b[rng.randrange(len(b))] ^= rng.randint(1, 255)
+        return kind, bytes(b)
+    if kind == "dup":
+        lines.insert(rng.randrange(len(lines)), lines[i])
+    elif kind == "reorder":
+        rng.shuffle(lines)
+    elif kind == "number":
+        repl = rng.choice([b"nan", b"inf", b"-inf", b"1e308", b"-1", b"9" * 30, b"9" * 5000, b"0"])
+        lines[i] = re.sub(rb"\d[\d,.]*", lambda m: repl if rng.random() < 0.5 else m.group(0), lines[i])
+    elif kind == "nul":
+        lines[i] = lines[i][: len(lines[i]) // 2] + b"\x00" * rng.randint(1, 5) + lines[i][len(lines[i]) // 2:]
+    elif kind == "crlf":
+        return kind, data.replace(b"\n", b"\r\n")
+    elif kind == "cr":
+        return kind, data.replace(b"\n", b"\r")
+    elif kind == "bom":
+        return kind, b"\xef\xbb\xbf" + data
+    elif kind == "latin1":
+        lines[i] += "\u00e9\u00ff".encode("latin-1") + b"\xc3\x28"
+    else:
+        lines[i] += rng.choice([b"[", b"0", b" ", b"a"]) * 80_000
+    return kind, b"\n".join(lines)
+
+
+@pytest.mark.realdata
+def test_mutations_of_a_real_log_give_a_run_or_a_load_error(tmp_path):
+    src = realdata_dir("torchtitan", "pytorch-torchtitan_pr2389_all_ranks_unprefixed.log").read_bytes()
+    src += realdata_dir("accelerator_info", "pytorch_torchtitan_issue1570_deepseek_v3_671b_256gpu_cuda_capacity.excerpt.log").read_bytes()
+    failures = []
+    for seed in range(80):
+        rng = random.Random(seed)
+        kind, data = _mutate_text(rng, src)
+        for _ in range(rng.randint(0, 2)):  # sometimes two or three damages at once
+            more, data = _mutate_text(rng, data)
+            kind += "+" + more
+        p = tmp_path / f"m{seed}.log"
+        p.write_bytes(data)
+        for strict in (False, True):
+            try:
+                load_quiet(p, strict=strict)
+            except InternalLoadError as exc:
+                failures.append(f"seed {seed} ({kind}, strict={strict}): {exc}")
+            except (LoadError, SchemaError):
+                pass
+    assert not failures, failures

@@ -56,8 +56,10 @@ from ..reading import Reader
 
 NAME = "lightning"
 
-# Nodes a hparams.yaml may have once every alias is expanded (Lightning writes a few dozen).
+# Nodes a hparams.yaml may have once every alias is expanded (Lightning writes a few dozen), and
+# how deeply it may nest (PyYAML's scanner takes time quadratic in the depth of ``[``/``{``).
 MAX_YAML_NODES = 100_000
+MAX_YAML_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,25 @@ def _check_expansion(root: Any, limit: int) -> None:
         stack.extend((k, False) for k in _children(node) if id(k) not in size)
 
 
+# Brackets outside quotes and comments (a quoted span ends at its line's end: linear on any text).
+_FLOW_TOKEN_RE = re.compile(r"""[\[\]{}]|'[^'\n]*'|"(?:[^"\\\n]|\\.)*"|#[^\n]*""")
+
+
+def _check_flow_depth(text: str, limit: int) -> None:
+    """Refuse ``[[[[...`` deeper than ``limit`` before PyYAML's scanner spends quadratic time on it."""
+    if text.count("[") + text.count("{") <= limit:
+        return
+    depth = 0
+    for m in _FLOW_TOKEN_RE.finditer(text):
+        c = m.group(0)
+        if c in "[{":
+            depth += 1
+            if depth > limit:
+                raise _YamlRefused(f"nested deeper than {limit} levels", text.count("\n", 0, m.start()) + 1)
+        elif c in "]}":
+            depth = max(0, depth - 1)
+
+
 @lru_cache(maxsize=1)
 def _loader_class() -> type:
     """A SafeLoader that checks alias expansion and leaves unbuildable dates and ints missing."""
@@ -190,6 +211,17 @@ def _loader_class() -> type:
 
     class HparamsLoader(yaml.SafeLoader):
         on_bad_value: Any = None
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self.depth += 1
+            try:
+                if self.depth > MAX_YAML_DEPTH:
+                    line = self.peek_event().start_mark.line + 1
+                    raise _YamlRefused(f"nested deeper than {MAX_YAML_DEPTH} levels", line)
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
 
         def compose_document(self) -> Any:
             node = super().compose_document()
@@ -240,14 +272,16 @@ def _read_yaml(sub: Reader) -> tuple[Any, Any] | None:
     """(root node, plain data) of one hparams.yaml, or None after counting why it is unreadable."""
     import yaml
 
-    loader = _loader_class()(sub.text())
-
     def bad_value(what: str, node: Any) -> None:
         sub.bad(f"{rules.VALUE_OUT_OF_RANGE} ({what} in hparams.yaml, left missing)",
                 line=node.start_mark.line + 1, field="hparams", example=str(node.value)[:80])
 
-    loader.on_bad_value = bad_value
+    loader = None
     try:
+        text = sub.text()
+        _check_flow_depth(text, MAX_YAML_DEPTH)
+        loader = _loader_class()(text)  # the reader checks the characters here: a YAMLError
+        loader.on_bad_value = bad_value
         node = loader.get_single_node()
         data = None if node is None else loader.construct_document(node)
         return node, _plain(data)
@@ -260,7 +294,8 @@ def _read_yaml(sub: Reader) -> tuple[Any, Any] | None:
     except RecursionError:
         sub.bad("unreadable hparams.yaml (nested too deeply)", field="hparams")
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return None
 
 
