@@ -455,3 +455,18 @@ def test_mutations_of_a_real_log_give_a_run_or_a_load_error(tmp_path):
             except (LoadError, SchemaError):
                 pass
     assert not failures, failures
+
+
+def test_made_up_field_names_do_not_grow_the_table_as_lines_times_names(tmp_path):
+    # 200 lines with 50 new names each: 10,000 names would be 10,000 columns of 200+ rows
+    text = "".join(
+        line(k, f"{k // 10:02d},{k % 10}00").rstrip("\n") + "".join(f"  f{k}_{j}: 1" for j in range(50)) + "\n"
+        for k in range(1, 201))
+    with pytest.warns(LoadWarning):
+        run = torchtitan.load(write(tmp_path, text))
+    kept = [c for c in run.steps.columns if c.startswith("f")]
+    known = {"loss", "memory_gib", "memory_pct", "tps", "tflops", "mfu_pct"}
+    assert known <= set(run.steps.columns) and len(kept) == torchtitan.MAX_FIELD_COLUMNS - len(known)
+    reason = f"field not kept (over {torchtitan.MAX_FIELD_COLUMNS} distinct field names)"
+    assert run.meta.report.skipped == {reason: 200 * 50 - len(kept)}
+    assert len(run.steps) == 200

@@ -24,7 +24,8 @@ What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
   ``interval_steps``, ``logged`` (this step printed the line), ``interval_known``, ``n_reports``.
   Interval means (``tps``, ``tflops``, ``mfu_pct``) are repeated on every step of the interval;
   point values (``loss``, ``grad_norm``, memory) only on the logged step. A value that is not a
-  number is counted under ``NON_NUMERIC`` and left missing; the line is kept.
+  number is counted under ``NON_NUMERIC`` and left missing; the line is kept. At most
+  :data:`MAX_FIELD_COLUMNS` distinct names become columns; values of further names are counted.
 - Restarts: a ``Training starts at step`` line after logged steps, or a step number that goes
   back, opens a new attempt. A step printed again within 30 s of its first print is a copy from
   another rank, not a restart.
@@ -51,7 +52,8 @@ Claims (medians over the step lines kept: one per rank and step, copies collapse
 
 A log with start-up lines but no step line (a job that died in set-up, or an excerpt of its
 start) is a Run with its facts, no steps and one ``init`` event from its first to its last
-timestamp; a file with neither is a ``LoadError``.
+timestamp; a file with neither is a ``LoadError``. Detection looks for step lines only, so such a
+log is read with ``load_run(path, format="torchtitan")``.
 """
 
 from __future__ import annotations
@@ -103,6 +105,9 @@ _MOE_PARAMS_RE = re.compile(r"Total parameter count: dense ([0-9,]{1,30}), spars
 _LOW_PRECISION_RE = re.compile(r"\b(?:Float8|MXFP8|MX)\b[^\n]{0,80}?\btraining active")
 _PEAK_RE = re.compile(r"Peak FLOPS used for computing MFU: ([0-9.eE+-]{1,30})")
 
+# Distinct ``name: value`` fields kept as step columns; more (a line of thousands of made-up
+# names) would make the table grow as lines × names, so their values are counted, not kept.
+MAX_FIELD_COLUMNS = 64
 _RENAME = {"wps": "tps", "mfu": "mfu_pct"}
 # A repeated step within this many seconds of its first print is a copy from another rank;
 # later, it is a relaunch that resumed from a checkpoint (which takes far longer than this).
@@ -273,6 +278,7 @@ class _Scanner:
     t_last: float | None = None
     t0_text: str = ""
     aliases: set[str] = field(default_factory=set)
+    names: dict[str, None] = field(default_factory=dict)  # field columns, in order of appearance
     other_lines: int = 0
     startup_lines: int = 0
 
@@ -319,6 +325,15 @@ class _Scanner:
             self.reader.bad(rules.NON_NUMERIC, line=ln, field=name, example=text)
         return fields
 
+    def _keep_columns(self, ln: int, fields: dict[str, float]) -> None:
+        """Register the record's field names as columns, up to MAX_FIELD_COLUMNS; count the rest."""
+        for name in [f for f in fields if f not in self.names]:
+            if len(self.names) < MAX_FIELD_COLUMNS:
+                self.names[name] = None
+            else:
+                del fields[name]
+                self.reader.bad(f"field not kept (over {MAX_FIELD_COLUMNS} distinct field names)", line=ln, field=name)
+
     def _step(self, ln: int, text: str, key: int | None, ts: float | None, m: re.Match, final: bool) -> None:
         step = rules.as_step(m.group(1)) if len(m.group(1)) <= 20 else None
         if step is None:
@@ -353,6 +368,7 @@ class _Scanner:
             first_step, start_t = (st[0], st[1]) if known else (step, ts)  # type: ignore[index]
         else:
             first_step, start_t, known = prev[0] + 1, prev[1], True
+        self._keep_columns(ln, fields)
         rec = {"key": key, "attempt": a, "step": step, "first_step": first_step, "start": start_t,
                "end": ts, "known": known, "fields": fields, "n_reports": 1, "line": ln}
         self.records.append(rec)
@@ -378,7 +394,7 @@ def _interval_counts(records: list[dict[str, Any]], reader: Reader) -> tuple[np.
     return n, rows
 
 
-def _columns(records: list[dict[str, Any]], t_origin: float, reader: Reader) -> dict[str, np.ndarray]:
+def _columns(records: list[dict[str, Any]], names: dict[str, None], t_origin: float, reader: Reader) -> dict[str, np.ndarray]:
     """One row per step of each logged interval, with an equal share of its wall time."""
     n, rows = _interval_counts(records, reader)
     total = int(rows.sum())
@@ -403,9 +419,6 @@ def _columns(records: list[dict[str, Any]], t_origin: float, reader: Reader) -> 
         "logged": is_logged,
     }
     cols["end_s"] = cols["start_s"] + share
-    names: dict[str, None] = {}
-    for r in records:
-        names.update(dict.fromkeys(r["fields"]))
     for f in names:
         vals = rep([r["fields"].get(f, math.nan) for r in records], float)
         if f not in _RATE_FIELDS:
@@ -479,7 +492,7 @@ def parse(reader: Reader, options: Options) -> Parsed:
     if not sc.records:
         return _startup_only(reader, out, sc)
     _notes(reader, sc)
-    out.steps = _columns(sc.records, float(sc.t0 if sc.t0 is not None else sc.records[0]["start"]), reader)
+    out.steps = _columns(sc.records, sc.names, float(sc.t0 if sc.t0 is not None else sc.records[0]["start"]), reader)
     _claims(out, sc)
     counts = out.steps["interval_steps"][out.steps["logged"] & out.steps["interval_known"]]
     prefixed = any(r["key"] is not None for r in sc.records)
