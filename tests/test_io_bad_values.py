@@ -195,7 +195,7 @@ def test_table_bad_cell_keeps_the_column(tmp_path, name, text, line):
     p = tmp_path / name
     p.write_text(text)
     run = load_warned(table, p)
-    reason = "non-numeric value in 'loss' (left missing, row kept)"
+    reason = "non-numeric value (left missing, record kept) ('loss')"
     assert run.meta.report.skipped == {reason: 1} and run.meta.report.first_lines[reason] == [line]
     loss = run.steps["loss"].tolist()
     assert len(loss) == 3 and loss[0] == 1.0 and math.isnan(loss[1]) and loss[2] == 0.8

@@ -1,7 +1,10 @@
-"""Per-rank op-trace loader: step rows, compute/comm split, op table dtypes, bad rows, real traces."""
+"""Per-rank op-trace loader: step rows, compute/comm split, op table dtypes, bad rows, facts, real traces."""
 
 from __future__ import annotations
 
+import gzip
+import random
+import re
 import tempfile
 import warnings
 from pathlib import Path
@@ -9,13 +12,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _corpus import mutations
 from _realdata_b import realdata_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mfu_toolkit.io import straggler_ops
-from mfu_toolkit.io._common import read_head
-from mfu_toolkit.run import LoadError, LoadWarning
+from mfu_toolkit.io import load_run, rules
+from mfu_toolkit.io.base import InternalLoadError
+from mfu_toolkit.io.formats import straggler_ops
+from mfu_toolkit.io.reading import read_head
+from mfu_toolkit.run import LoadError, LoadWarning, Run, SchemaError
 
 HEADER = "dp_rank,stage,rank,step,optype,start_ts,duration,seq_id,mc,mb_id,gmc\n"
 ROWS = [
@@ -78,6 +84,18 @@ def test_step_rows_compute_comm_and_timeline(tmp_path):
     assert ops.loc[ops["optype"] == "gc", "category"].tolist() == ["other"]
 
 
+def test_meta_yaml_states_world_size_and_parallelism_as_facts(tmp_path):
+    run = straggler_ops.load(write_csv(tmp_path))
+    yaml_path = tmp_path / "meta-TOY.yaml"
+    # META above: world_size on line 5, the sizes on lines 2-4
+    world = run.meta.fact("n_accelerators")
+    assert (world["value"], world["where"], world["text"]) == (2, f"{yaml_path}:5", "world_size: 2")
+    assert run.meta.fact("n_ranks")["value"] == 2
+    par = run.meta.fact("parallelism")
+    assert par["value"] == {"dp": 1, "pp": 2, "tp": 1} and par["where"] == f"{yaml_path}:2"
+    assert run.meta.claims == []  # a trace prints no throughput of its own
+
+
 def test_parquet_gives_the_same_run_as_csv(tmp_path):
     p = write_csv(tmp_path)
     df = pd.read_csv(p)
@@ -87,9 +105,11 @@ def test_parquet_gives_the_same_run_as_csv(tmp_path):
     a = straggler_ops.load(p)
     b = straggler_ops.load(q)
     pd.testing.assert_frame_equal(a.steps, b.steps)
+    pd.testing.assert_frame_equal(a.tables["ops"], b.tables["ops"])
     assert straggler_ops.sniff(q, read_head(q)) >= 0.9
     # The meta YAML names its trace: loading it loads the run.
     assert straggler_ops.sniff(tmp_path / "meta-TOY.yaml", b"trial_name: TOY\n") >= 0.6
+    assert load_run(tmp_path / "meta-TOY.yaml", format="straggler_ops").steps.equals(a.steps)
 
 
 def test_bad_rows_are_counted_with_lines_or_raised(tmp_path):
@@ -103,23 +123,79 @@ def test_bad_rows_are_counted_with_lines_or_raised(tmp_path):
         run = straggler_ops.load(p)
     assert len([w for w in rec if issubclass(w.category, LoadWarning)]) == 1
     rep = run.meta.report
-    assert rep.skipped == {
-        "missing, NaN or non-numeric value": 2,
-        "negative duration": 1,
-        "wrong number of fields": 1,
+    assert rep.first_lines == {
+        "time is missing, NaN or infinite": [3],
+        "negative duration": [5],
+        "wrong number of fields": [7],
+        "step is not a non-negative integer": [len(rows) + 1],
     }
-    assert rep.first_lines["missing, NaN or non-numeric value"] == [3, len(rows) + 1]
-    assert rep.first_lines["negative duration"] == [5]
-    assert rep.first_lines["wrong number of fields"] == [7]
+    assert sum(rep.skipped.values()) == 4
     assert len(run.tables["ops"]) == len(ROWS)
+    # strict mode stops at the first bad row in file order: line 3, before the short line 7
     with pytest.raises(LoadError) as exc:
         straggler_ops.load(p, strict=True)
-    assert exc.value.line == 7 and "trace-TOY.csv" in str(exc.value)
-    ok = write_csv(tmp_path, [r for i, r in enumerate(rows) if i != 5], name="trace-B.csv", meta=False)
+    assert (exc.value.line, exc.value.field) == (3, "duration") and "trace-TOY.csv" in str(exc.value)
+    short_first = write_csv(tmp_path, [r for i, r in enumerate(rows) if i not in (1, 3)], name="trace-B.csv", meta=False)
     with pytest.raises(LoadError) as exc:
-        straggler_ops.load(ok, strict=True)
-    assert exc.value.line == 3 and exc.value.field == "duration"
+        straggler_ops.load(short_first, strict=True)
+    assert (exc.value.line, exc.value.field) == (5, "row")
 
+
+def test_huge_negative_or_fractional_integers_are_counted_not_wrapped(tmp_path):
+    # One bad cell per row; each line below is 1 + its index + 1 (the header is line 1).
+    bad = {
+        "0,0,0,1e308,forward-compute,0.0,1.0,0,0,0,0": ("step is not a non-negative integer", "step"),
+        "0,0,0,99999999999999999999,forward-compute,0.0,1.0,0,0,0,0": ("step is not a non-negative integer", "step"),
+        "0,0,0,-1,forward-compute,0.0,1.0,0,0,0,0": ("step is not a non-negative integer", "step"),
+        "0,0,3e9,5,forward-compute,0.0,1.0,0,0,0,0": ("value out of range (rank above 10,000,000)", "rank"),
+        "0,0,2.5,5,forward-compute,0.0,1.0,0,0,0,0": ("rank is not a non-negative integer", "rank"),
+        "0,1e308,0,5,forward-compute,0.0,1.0,0,0,0,0": ("value out of range (stage above 10,000,000)", "stage"),
+        "-1,0,0,5,forward-compute,0.0,1.0,0,0,0,0": ("dp_rank is not a non-negative integer", "dp_rank"),
+        "0,0,0,5,forward-compute,0.0,1.0,0,1.5,0,0": ("mc is not an integer of -1 or more", "mc"),
+        "0,0,0,5,forward-compute,0.0,1e39,0,0,0,0": ("value out of range (beyond float32)", "duration"),
+    }
+    rows = list(bad) + ROWS
+    p = write_csv(tmp_path, rows, meta=False)
+    run = load_quiet(p)
+    expected: dict[str, list[int]] = {}
+    for i, (reason, _) in enumerate(bad.values()):
+        expected.setdefault(reason, []).append(i + 2)
+    assert run.meta.report.first_lines == expected
+    assert len(run.tables["ops"]) == len(ROWS)  # every bad row dropped, every good one kept
+    assert run.steps["step"].min() == 5 and run.steps["rank"].max() == 1  # nothing wrapped
+    for row, (reason, fld) in bad.items():
+        q = write_csv(tmp_path, [row, *ROWS], name="trace-one.csv", meta=False)
+        with pytest.raises(LoadError) as exc:
+            straggler_ops.load(q, strict=True)
+        assert (exc.value.line, exc.value.field) == (2, fld) and reason in str(exc.value)
+
+
+def test_the_largest_int64_step_is_kept_exactly_and_text_in_an_optional_column_is_counted(tmp_path):
+    top = 2**63 - 1  # rules.MAX_INT64: a step may be as large as int64 allows
+    rows = [f"0,0,0,{top},forward-compute,0.0,1.0,0,0,0,0", "0,0,0,9,forward-compute,0.0,1.0,0,0,x,0"]
+    run = load_quiet(write_csv(tmp_path, rows, meta=False))
+    assert sorted(run.steps["step"].tolist()) == [9, top]
+    assert run.tables["ops"]["step"].dtype == np.int64  # widened from int32, never wrapped
+    # the 'x' in mb_id (line 3) is counted and left missing; its row stays
+    assert run.meta.report.first_lines == {rules.NON_NUMERIC: [3]}
+    mb = run.tables["ops"]["mb_id"]
+    assert str(mb.dtype) == "Float32" and mb.isna().sum() == 1
+
+
+def test_huge_integers_in_a_parquet_trace_are_counted_by_row(tmp_path):
+    df = pd.read_csv(write_csv(tmp_path, meta=False))
+    df["rank"] = df["rank"].astype(np.int64)
+    df.loc[2, "rank"] = 3_000_000_000  # row 3
+    df["step"] = df["step"].astype(float)
+    df.loc[4, "step"] = 1e308  # row 5
+    q = tmp_path / "trace-big.parquet"
+    df.to_parquet(q)
+    run = load_quiet(q)
+    assert run.meta.report.first_lines == {
+        "step is not a non-negative integer": [5],
+        "value out of range (rank above 10,000,000)": [3],
+    }
+    assert len(run.tables["ops"]) == len(ROWS) - 2 and run.steps["step"].min() == 5
 
 
 def test_unreadable_meta_yaml_is_counted_or_named_in_strict_mode(tmp_path):
@@ -131,6 +207,24 @@ def test_unreadable_meta_yaml_is_counted_or_named_in_strict_mode(tmp_path):
     with pytest.raises(LoadError) as exc:
         straggler_ops.load(p, strict=True)
     assert exc.value.path == str(tmp_path / "meta-TOY.yaml") and exc.value.field == "meta"  # the YAML, not the trace
+
+
+def test_meta_yaml_with_an_impossible_date_or_nested_values(tmp_path):
+    p = write_csv(tmp_path)
+    # PyYAML raises ValueError (not YAMLError) building a date of month 13
+    (tmp_path / "meta-TOY.yaml").write_text("trial_name: TOY\nstarted: 2024-13-45\nworld_size: 2\n")
+    run = load_quiet(p)
+    assert list(run.meta.report.skipped) == ["unreadable metadata YAML (ValueError)"]
+    # aliases nest a value many times over; only plain values are kept, the rest noted
+    bomb = "a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: [*b, *b, *b, *b]\nworld_size: true\ntrial_name: TOY\n"
+    (tmp_path / "meta-TOY.yaml").write_text(bomb)
+    run = load_quiet(p)
+    assert set(run.meta.extra["parallelism"]) == {"world_size", "trial_name"}
+    assert any("meta-TOY.yaml" in n and "left out" in n for n in run.meta.report.notes)
+    # a world size of `true` is no count of ranks: counted, not read as 1
+    assert run.meta.n_accelerators is None
+    assert run.meta.report.first_lines == {"value out of range": [4]}
+
 
 def test_missing_columns_empty_and_folders(tmp_path):
     p = tmp_path / "t.csv"
@@ -147,6 +241,7 @@ def test_missing_columns_empty_and_folders(tmp_path):
     with pytest.raises(LoadError, match="no op-trace"):
         straggler_ops.load(d)
     write_csv(d, name="trace-A.csv", meta=False)
+    assert straggler_ops.sniff(d, b"") == 0.8 and len(straggler_ops.load(d).steps) == 4
     write_csv(d, name="trace-B.csv", meta=False)
     with pytest.raises(LoadError, match="several op traces"):
         straggler_ops.load(d)
@@ -154,6 +249,16 @@ def test_missing_columns_empty_and_folders(tmp_path):
     g.write_bytes(b"PAR1" + bytes(range(256)))
     with pytest.raises(LoadError):
         straggler_ops.load(g)
+
+
+def test_a_trace_column_of_dates_is_refused_by_name(tmp_path):
+    df = pd.read_csv(write_csv(tmp_path, meta=False))
+    df["start_ts"] = pd.Timestamp("2024-01-01") + pd.to_timedelta(df["start_ts"], unit="s")
+    q = tmp_path / "trace-dates.parquet"
+    df.to_parquet(q)
+    with pytest.raises(LoadError, match="column 'start_ts' holds timestamp") as exc:
+        straggler_ops.load(q)
+    assert exc.value.field == "start_ts"
 
 
 @settings(max_examples=40, deadline=None)
@@ -168,14 +273,79 @@ def test_random_bytes_raise_only_load_error(data):
             pass
 
 
+def _loads_or_refuses(path: Path) -> str:
+    """'run' or 'refused' (LoadError/SchemaError); an internal error or a foreign exception fails."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            run = load_run(path, format="straggler_ops")
+        except InternalLoadError as exc:
+            pytest.fail(f"{path.name}: internal error: {exc}")
+        except (LoadError, SchemaError):
+            return "refused"
+    assert isinstance(run, Run)
+    return "run"
+
+
+def _mutated_values(df: pd.DataFrame, rng: random.Random) -> pd.DataFrame:
+    """``df`` with a few cells of one column set to NaN, inf, huge or negative numbers."""
+    out = df.copy()
+    col = rng.choice([c for c in out.columns if c != "optype"])
+    out[col] = out[col].astype(float)
+    rows = rng.sample(range(len(out)), min(len(out), rng.randint(1, 5)))
+    out.loc[rows, col] = rng.choice([np.nan, np.inf, -np.inf, 1e308, -1.0, 3e9, 2.0**63, 0.5])
+    return out
+
+
+def test_seeded_mutations_load_or_fail_cleanly(tmp_path):
+    """Truncation, byte flips, NaN/inf/huge numbers, NUL, CRLF/CR, BOM, non-UTF-8, an 80 KB line
+    and gzip damage, of a CSV sample, its gzip and one real-shaped Parquet trace."""
+    csv_path = write_csv(tmp_path, meta=False)
+    sources = {"trace-s.csv": csv_path.read_bytes(), "trace-s.csv.gz": gzip.compress(csv_path.read_bytes())}
+    df = pd.read_csv(csv_path)
+    df["optype"] = df["optype"].astype("category")
+    q = tmp_path / "trace-q.parquet"
+    df.to_parquet(q)
+    sources["trace-q.parquet"] = q.read_bytes()
+    outcomes = []
+    for name, data in sources.items():
+        rng = random.Random(name)  # the same corpus every run
+        for kind, body in mutations(data, rng):
+            p = tmp_path / kind / name
+            p.parent.mkdir(exist_ok=True)
+            p.write_bytes(body)
+            outcomes.append(_loads_or_refuses(p))
+    rng = random.Random("values")
+    for i in range(20):
+        p = tmp_path / f"trace-v{i}.parquet"
+        _mutated_values(df, rng).to_parquet(p)
+        outcomes.append(_loads_or_refuses(p))
+    assert "run" in outcomes and "refused" in outcomes  # the corpus holds both kinds
+
+
+@pytest.mark.realdata
+def test_seeded_value_mutations_of_a_real_trace(tmp_path):
+    real = realdata_dir("straggler_ops") / "trace-ST.parquet"
+    df = pd.read_parquet(real)
+    rng = random.Random("trace-ST")
+    for i in range(12):
+        p = tmp_path / f"trace-m{i}.parquet"
+        _mutated_values(df, rng).to_parquet(p)
+        _loads_or_refuses(p)
+    data = real.read_bytes()
+    for kind, body in mutations(data, random.Random("trace-ST.parquet")):
+        p = tmp_path / kind / real.name
+        p.parent.mkdir()
+        p.write_bytes(body)
+        _loads_or_refuses(p)
+
+
 @pytest.mark.realdata
 def test_real_traces_match_pyarrow_counts():
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
     import yaml
-
-    from mfu_toolkit.io import load_run
 
     folder = realdata_dir("straggler_ops")
     files = sorted(folder.glob("trace-*.parquet"))
@@ -206,3 +376,26 @@ def test_real_traces_match_pyarrow_counts():
         raw_wall = (df["start_ts"].astype(float) + df["duration"].astype(float)).groupby(df["step"]).max()
         laid = run.steps.groupby("step")["end_s"].max().diff().dropna()
         assert laid.to_numpy() == pytest.approx(raw_wall.iloc[1:].to_numpy(), rel=1e-5)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("job", ["AR", "SE", "ST"])
+def test_real_traces_state_their_world_size_and_parallel_sizes(job):
+    folder = realdata_dir("straggler_ops")
+    yaml_path = folder / f"meta-{job}.yaml"
+    # what the YAML says, read with plain Python: "key: value" lines and their numbers
+    said = {}
+    for i, line in enumerate(yaml_path.read_text().splitlines(), start=1):
+        m = re.fullmatch(r"(\w+): (\S+)", line)
+        if m:
+            said[m.group(1)] = (m.group(2), i, line)
+    run = load_run(folder / f"trace-{job}.parquet")
+    value, line, text = said["world_size"]
+    for name in ("n_accelerators", "n_ranks"):
+        fact = run.meta.fact(name)
+        assert (fact["value"], fact["where"], fact["text"], fact["source"]) == (int(value), f"{yaml_path}:{line}", text, "stated")
+    parallel = {k: v for k, v in said.items() if k.endswith("_size") and k != "world_size"}
+    par = run.meta.fact("parallelism")
+    assert par["value"] == {k.removesuffix("_size"): int(v) for k, (v, _, _) in parallel.items()}
+    assert par["where"] == f"{yaml_path}:{min(i for _, i, _ in parallel.values())}"
+    assert run.meta.n_accelerators == int(value)

@@ -122,8 +122,8 @@ def load_table(
     strict: bool = False,
     **meta: Any,
 ) -> Run:
-    """Load a generic CSV/JSONL/Parquet step table (see :mod:`mfu_toolkit.io.table`)."""
-    from . import table
+    """Load a generic CSV/JSONL/Parquet step table (see :mod:`mfu_toolkit.io.formats.table`)."""
+    from .formats import table
 
     return table.load(path, columns=columns, time_unit=time_unit, strict=strict, **meta)
 

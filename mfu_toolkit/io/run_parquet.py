@@ -1,21 +1,45 @@
 """A Run saved by :func:`mfu_toolkit.run.save_run`: one Parquet file, meta in its metadata.
 
 Recognised by the Parquet magic bytes plus the ``mfu_toolkit.meta`` key in the file's
-key-value metadata (a plain Parquet table without it belongs to the ``table`` loader).
-Loading is lossless: the Run comes back equal to the one saved, report included.
+key-value metadata (a plain Parquet table without it belongs to the ``table`` loader). That key
+is written by ``save_run`` alone, so the sniffer is certain (1.0) and detection takes it over any
+other format's guess: a saved report that quotes a log line (a skipped ``:::MLLOG`` record, say)
+puts that line in the file's head, where a text format's sniffer sees it too.
+
+Loading is lossless: the Run comes back equal to the one saved, report, facts and claims
+included; RunMeta keywords override the stored values. Everything stored is checked before it
+is used (see :func:`mfu_toolkit.run.read_run`), so a damaged file is a ``LoadError`` naming it.
+
+This format stays outside ``io/formats``: a format's ``parse`` returns records from which
+:func:`mfu_toolkit.io.base.assemble` builds a *new* RunMeta (the source path and format of the
+file read, a fresh report, every fact marked as stated), and a saved Run must come back with the
+meta it was saved with.
 """
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..run import LoadError, Run, SchemaError, read_run
-from ._build import apply_overrides, split_kwargs
+from ..run import Run, read_run
+from . import base
 
 NAME = "run_parquet"
 _MAGIC = b"PAR1"
 _META_KEY = b"mfu_toolkit.meta"
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a saved Run's loader accepts besides the RunMeta keywords.
+
+    - ``progress``: a progress bar while reading and validating; ``None`` (default) shows one
+      for files of at least ``mfu_toolkit.run.PROGRESS_MIN_BYTES``.
+    """
+
+    progress: bool | None = None
 
 
 def _has_run_metadata(path: Path) -> bool:
@@ -26,31 +50,19 @@ def _has_run_metadata(path: Path) -> bool:
 
 
 def sniff(path: Path, head: bytes) -> float:
-    """0.99 for a Parquet file that carries Run metadata, else 0."""
+    """1.0 (certain) for a Parquet file that carries Run metadata, else 0."""
     if not head.startswith(_MAGIC) or Path(path).is_dir():
         return 0.0
     try:
-        return 0.99 if _has_run_metadata(Path(path)) else 0.0
-    except Exception:
+        return 1.0 if _has_run_metadata(Path(path)) else 0.0
+    except Exception:  # a sniffer never fails a detection: unreadable means "not mine"
         return 0.0
 
 
 def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
-    """Read a saved Run; meta keyword arguments override the stored values.
-
-    ``progress=True|False|None``: a progress bar while reading and validating (None: only for
-    files of at least ``mfu_toolkit.run.PROGRESS_MIN_BYTES``).
-    """
-    opts, overrides = split_kwargs(kwargs, ("progress",), fmt=NAME)
-    p = Path(path)
-    try:
-        run = read_run(p, progress=opts.get("progress"))
-    except (LoadError, SchemaError):
-        raise
-    except FileNotFoundError:
-        raise LoadError("no such file", path=p) from None
-    except Exception as exc:  # pyarrow's errors on a damaged file
-        raise LoadError(f"not a readable Run Parquet file ({type(exc).__name__}: {exc})", path=p) from None
+    """Read a saved Run (see the module docstring); ``strict`` changes nothing: nothing is skipped."""
+    options, overrides, _ = base.split_options(sys.modules[__name__], kwargs)
+    run = read_run(Path(path), progress=options.progress)
     if overrides:
-        run = run.replace(meta=apply_overrides(run.meta, overrides))
+        run = run.replace(meta=base.apply_overrides(run.meta, overrides))
     return run
