@@ -7,20 +7,36 @@ This registry therefore follows a few rules (the numbers live in ``accelerators.
    read. A row without a source URL or date is refused at load time, naming file, line and field.
 2. Peaks are dense. Vendors print 2:4 sparse figures with an asterisk (from Hopper on, the TF32,
    BF16, FP16 and FP8 headline numbers are the sparse ones); the dense column holds half of that,
-   the sparse column the printed figure. Sparse peaks are returned only for ``sparse=True``.
-3. int8 is in TOPS, every other dtype in TFLOP/s (see the ``unit`` column and ``Peak.unit``).
-4. Values are per *package* as the vendor prints them. ``devices_per_package`` says how many
-   framework devices one package shows (MI250X: 2 GCDs; TPU7x: 2 TensorCores; Trainium2 at
-   LNC=2: 4), and ``per="device"`` divides by it. GB200/GB300 rows are per GPU: "GB200" means
+   the sparse column the printed figure. Sparse peaks are returned only for ``sparse=True``. The
+   sparse column is for 2:4 structured sparsity only: another scheme's "sparse" figure (AWS's M:N
+   up-to-4x Trainium figures) stays out of it and is described in the note, which ``sparse=True``
+   then gives as the reason for refusing.
+3. Peaks are those of the matrix engines, because MFU counts matmul FLOPs. Where a vendor prints
+   both a chip total over all engines and a matrix-engine figure, the matrix-engine one is stored:
+   Trainium rows hold NeuronCores x the Tensor Engine peak AWS prints per NeuronCore (Trainium2
+   bf16: 8 x 79 = 632, not the 667 chip total), Gaudi rows the MME peak. GeForce cards run FP16/BF16
+   with FP32 accumulate (what training uses) at half the FP16-accumulate rate; their rows hold the
+   FP32-accumulate figures.
+4. int8 is in TOPS, every other dtype in TFLOP/s (see the ``unit`` column and ``Peak.unit``).
+5. Values are per *package* as the vendor prints them. ``devices_per_package`` says how many
+   framework devices one package shows (MI250X: 2 GCDs; TPU v2/v3/TPU7x: 2 TensorCores; Trainium2
+   at LNC=2: 4), and ``per="device"`` divides by it. GB200/GB300 rows are per GPU: "GB200" means
    one Blackwell GPU in a GB200 NVL system, not the two-GPU superchip.
-5. Lookup is case-insensitive and alias-aware, including ``torch.cuda.get_device_name()`` and
+6. Lookup is case-insensitive and alias-aware, including ``torch.cuda.get_device_name()`` and
    JAX ``device_kind`` strings. The string is normalised (lowercase, vendor words dropped,
    separators collapsed), matched exactly against names and aliases, and otherwise resolved to
    the longest name or alias whose tokens appear as a run in it: GB200 beats B200, GH200 beats
    H200, H200 beats H20, L40S beats L4, A100 beats A10G beats A10, and "H100 NVL"/"H100 PCIe"
-   beat "H100". A bare "H100" (or "H200", "A100", "V100") means the SXM part.
-6. Nothing falls back to a default: an unknown name raises ``UnknownAcceleratorError`` with
-   close matches, a missing dtype raises ``DtypeNotAvailableError`` listing what exists.
+   beat "H100". A bare "H100" (or "H200", "A100", "V100") means the SXM part. Instance names
+   (trn1n, trn2n, inf2) resolve to their chip.
+7. A name never becomes another product. A run match followed by a variant word (``D``, ``Ti``,
+   ``SUPER``, ``Laptop``, ``Mobile``, ``Max-Q``, ``lite``) is refused, and so is a MIG slice
+   (``... MIG 3g.20gb``): its share of the GPU is not the whole GPU's peak. Both raise
+   ``RefusedNameError`` saying why and how to state the peak, unless a name or alias registered
+   for that exact variant or slice matches.
+8. Nothing falls back to a default: an unknown name raises ``UnknownAcceleratorError`` with
+   close matches of the same vendor and family (``Tesla T-4`` suggests T4, never TPU v4), a
+   missing dtype raises ``DtypeNotAvailableError`` listing what exists.
 
 Teams add their own hardware with :func:`register_accelerator`, :func:`load_csv`, or the
 environment variable ``MFU_ACCELERATORS_CSV`` (``os.pathsep``-separated CSV paths, read when the
@@ -49,6 +65,7 @@ __all__ = [
     "DtypeNotAvailableError",
     "Peak",
     "Registry",
+    "RefusedNameError",
     "RegistryError",
     "UnknownAcceleratorError",
     "accelerators",
@@ -91,6 +108,22 @@ _ISO_DATE = r"\d{4}-\d{2}-\d{2}"  # compiled only for dates the fast check in _i
 _DAYS_IN_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _URL = re.compile(r"https?://[^\s/]+\.[^\s]+")
 
+# Words that, right after a matched name, make it another product: RTX 3090 Ti, RTX 4090 D, RTX 4090 Laptop.
+_VARIANT_WORDS = frozenset({"d", "ti", "super", "laptop", "mobile", "lite"})
+# MIG compute slices of a whole GPU (GPU instance profiles "<n>g.<m>gb"): A30 has 4, the other MIG GPUs 7.
+_MIG_SLICES: dict[str, int] = {"A30": 4}
+_MIG_PROFILE = r"(?:(\d+)c )?(\d+)g (\d+)gb\b"  # on normalised text: "1c.3g.20gb" -> "1c 3g 20gb"
+# Words of a device string that name its vendor (normalisation drops several of them), for suggestions.
+_VENDOR_HINTS: dict[str, str] = {
+    "nvidia": "nvidia", "tesla": "nvidia", "geforce": "nvidia", "quadro": "nvidia", "rtx": "nvidia",
+    "amd": "amd", "instinct": "amd", "radeon": "amd", "google": "google", "tpu": "google",
+    "intel": "intel", "habana": "intel", "gaudi": "intel", "aws": "aws", "amazon": "aws",
+    "trainium": "aws", "inferentia": "aws",
+}
+# Letter runs that are form factors or memory, not product families ("sxm4", "hbm3", "pcie 40gb").
+_NOT_FAMILIES = frozenset({"sxm", "hbm", "gen", "pcie", "mig", "nvl", "x"})
+_MODEL = r"([a-z]*)(\d+)([a-z]*)"
+
 
 def __getattr__(name: str) -> object:
     """``BUILTIN_CSV``, the shipped CSV as a ``pathlib.Path``, built when first asked for."""
@@ -116,6 +149,15 @@ class UnknownAcceleratorError(RegistryError):
         super().__init__(message)
         self.name = name
         self.suggestions = tuple(suggestions)
+
+
+class RefusedNameError(UnknownAcceleratorError):
+    """The name would match a listed accelerator but names another product (a variant such as
+    ``RTX 3090 Ti``, or a MIG slice); ``reason`` says why, ``suggestions`` is always empty."""
+
+    def __init__(self, message: str, *, name: str, reason: str) -> None:
+        super().__init__(message, name=name)
+        self.reason = reason
 
 
 class DtypeNotAvailableError(RegistryError):
@@ -555,6 +597,35 @@ def _contains_run(tokens: list[str], run: list[str]) -> bool:
     return any(tokens[i:i + n] == run for i in range(len(tokens) - n + 1))
 
 
+def _variant_after(tokens: list[str], run: list[str]) -> str:
+    """The variant word right after the first occurrence of ``run`` in ``tokens`` ('' if none)."""
+    n = len(run)
+    for i in range(len(tokens) - n + 1):
+        if tokens[i:i + n] == run:
+            rest = tokens[i + n:i + n + 2]
+            if rest and rest[0] in _VARIANT_WORDS:
+                return rest[0]
+            return "max-q" if rest == ["max", "q"] else ""
+    return ""
+
+
+def _models(tokens: list[str]) -> list[tuple[str, str]]:
+    """(family letters, number) of the model tokens: 'a100' -> ('a', '100'), 'rtx 4090' -> ('rtx', '4090')."""
+    found = []
+    for i, token in enumerate(tokens):
+        m = re.fullmatch(_MODEL, token)
+        if m is None:
+            continue
+        letters = m[1]
+        if not letters:
+            if m[3] in ("gb", "g", "w", "mhz") or not i or not tokens[i - 1].isalpha():
+                continue  # a size such as '80gb', or a number with no family before it
+            letters = tokens[i - 1]
+        if letters not in _NOT_FAMILIES:
+            found.append((letters, m[2]))
+    return found
+
+
 # --- the registry ----------------------------------------------------------------------------
 
 
@@ -675,40 +746,113 @@ class Registry:
     # lookup --------------------------------------------------------------------------------
 
     def resolve(self, name: str) -> Accelerator:
-        """The accelerator a name, alias or device string refers to (most specific match wins)."""
+        """The accelerator a name, alias or device string refers to (most specific match wins).
+
+        Raises ``RefusedNameError`` for a variant of a listed product (``RTX 3090 Ti``) or a MIG
+        slice, ``UnknownAcceleratorError`` with close matches for anything else unknown.
+        """
         if not isinstance(name, str):
             raise UnknownAcceleratorError(f"accelerator name must be a string; got {name!r}", name=repr(name))
         key = normalise_name(name)
         if key in self._keys:
             return self._accelerators[self._keys[key]]
         tokens = key.split()
-        best_len, best = 0, set()
-        for candidate, canonical in self._keys.items():
-            if _contains_run(tokens, candidate.split()):
-                if len(candidate) > best_len:
-                    best_len, best = len(candidate), {canonical}
-                elif len(candidate) == best_len:
-                    best.add(canonical)
+        sliced = "mig" in tokens
+        # A MIG slice matches only names or aliases registered for slices, never the whole GPU.
+        best, best_key = self._longest_run(tokens, only_mig=sliced)
         if len(best) == 1:
-            return self._accelerators[best.pop()]
+            canonical = best.pop()
+            variant = _variant_after(tokens, best_key.split())
+            if variant:
+                reason = (f"{name!r} is the {variant!r} variant of {canonical!r}, another product with another peak; "
+                          f"the peak of {canonical!r} is not assumed for it")
+                raise RefusedNameError(
+                    f"{reason}. Add it with register_accelerator(...) or a CSV listed in {ENV_VAR}",
+                    name=name, reason=reason)
+            return self._accelerators[canonical]
         if len(best) > 1:
             names = sorted(best)
             raise UnknownAcceleratorError(
                 f"accelerator {name!r} is ambiguous: it matches {', '.join(map(repr, names))} equally; "
                 "give the full name", name=name, suggestions=names)
-        suggestions = self._close_matches(key)
+        if sliced:
+            raise self._mig_refusal(name, tokens)
+        suggestions = self._close_matches(name, key)
         hint = (f"close matches: {', '.join(map(repr, suggestions))}" if suggestions
                 else f"known vendors: {', '.join(sorted({a.vendor for a in self._accelerators.values()}))}")
         raise UnknownAcceleratorError(
             f"unknown accelerator {name!r} ({hint}). No peak is assumed: add it with "
             f"register_accelerator(...) or a CSV listed in {ENV_VAR}", name=name, suggestions=suggestions)
 
-    def _close_matches(self, key: str, n: int = 5) -> list[str]:
-        found: list[str] = []
+    def _longest_run(self, tokens: list[str], *, only_mig: bool = False) -> tuple[set[str], str]:
+        """Canonical names of the longest names/aliases found as a token run, and one such key."""
+        best_len, best, best_key = 0, set(), ""
+        for candidate, canonical in self._keys.items():
+            run = candidate.split()
+            if only_mig and "mig" not in run:
+                continue
+            if _contains_run(tokens, run):
+                if len(candidate) > best_len:
+                    best_len, best, best_key = len(candidate), {canonical}, candidate
+                elif len(candidate) == best_len:
+                    best.add(canonical)
+        return best, best_key
+
+    def _mig_refusal(self, name: str, tokens: list[str]) -> RefusedNameError:
+        """The error for a MIG slice: which slice of which GPU, and how to state its peak."""
+        at = tokens.index("mig")
+        gpus, _ = self._longest_run(tokens[:at])
+        gpu = gpus.pop() if len(gpus) == 1 else None
+        total = _MIG_SLICES.get(gpu, 7) if gpu else None
+        m = re.match(_MIG_PROFILE, " ".join(tokens[at + 1:]))
+        if m:
+            ci, slices, memory = m[1], int(m[2]), m[3]
+            profile = f"{ci}c.{slices}g.{memory}gb" if ci else f"{slices}g.{memory}gb"
+            used = int(ci) if ci else slices
+            share = f"{used} of {gpu}'s {total} compute slices" if gpu else f"{used} compute slice(s)"
+            what = f"MIG slice {profile} ({share}, {memory} GB)"
+        else:
+            used, what = 0, "MIG slice (profile not recognised)"
+        of = f"of {gpu!r}" if gpu else "of a GPU"
+        understate = (f" (the whole-GPU peak would understate its MFU about {total / used:.1f}x)"
+                      if gpu and total and used else "")
+        reason = (f"{name!r} is a {what} {of}, not the whole GPU: its peak is a share of the GPU's, which the "
+                  f"registry does not assume{understate}")
+        return RefusedNameError(
+            f"{reason}. State the slice's share yourself: register_accelerator({name!r}, vendor=..., "
+            f"peaks={{dtype: your share of the GPU's peak}}, ...) under your own name (a slice gets roughly its "
+            "fraction of the SMs, not exactly), or give the peak directly (peak_flops_per_accelerator=... in the "
+            "Python API, --peak-tflops-per-gpu for mfu calc)", name=name, reason=reason)
+
+    def _close_matches(self, name: str, key: str, n: int = 5) -> list[str]:
+        """Canonical names close to ``key``: the same vendor, then the same family and nearest number.
+
+        The vendor is the one the string names (``Tesla``, ``TPU``, ``Instinct``...) or else the vendor(s)
+        of the family ('t' in ``T4``, 'mi' in ``MI300``); a different vendor's chip is never suggested
+        on a matching number alone.
+        """
         import difflib
 
-        for match in difflib.get_close_matches(key, list(self._keys), n=4 * n, cutoff=0.5):
-            canonical = self._keys[match]
+        vendor_of = {c: a.vendor.lower() for c, a in self._accelerators.items()}
+        vendors = {_VENDOR_HINTS[w] for w in _NON_ALNUM.sub(" ", name.lower()).split() if w in _VENDOR_HINTS}
+        models = _models(key.split())
+        family, number = models[0] if models else ("", "")
+        keyed = [(k, c, _models(k.split())) for k, c in self._keys.items()]
+        if family and not vendors:
+            vendors = {vendor_of[c] for _, c, ms in keyed if any(f == family for f, _ in ms)}
+        scored = []
+        for k, c, ms in keyed:
+            if vendors and vendor_of[c] not in vendors:
+                continue
+            numbers = [num for f, num in ms if f == family]
+            closeness = max((difflib.SequenceMatcher(None, number, num).ratio() for num in numbers), default=0.0)
+            ratio = difflib.SequenceMatcher(None, key, k).ratio()
+            # Outside the family, only a close spelling counts, and only within a known vendor.
+            if numbers or ratio >= (0.5 if vendors or not family else 1.0):
+                scored.append((bool(numbers), closeness, ratio, c))
+        scored.sort(key=lambda t: t[:3], reverse=True)
+        found: list[str] = []
+        for *_, canonical in scored:
             if canonical not in found:
                 found.append(canonical)
         return found[:n]
@@ -731,7 +875,9 @@ class Registry:
             available = acc.sparse_dtypes()
             raise DtypeNotAvailableError(
                 f"{acc.name} has no published sparse {dtype} peak (only dense); dtypes with a sparse peak: "
-                f"{', '.join(available) if available else 'none'}",
+                f"{', '.join(available) if available else 'none'}."
+                # With no 2:4 figure at all, the note says why (no sparse mode, or another sparsity scheme).
+                + (f" {acc.note}" if not available and acc.note else ""),
                 accelerator=acc.name, dtype=dtype, available=available)
         value = acc.sparse[dtype] if sparse else acc.dense[dtype]
         dpp = acc.devices_per_package
