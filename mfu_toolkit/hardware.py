@@ -611,7 +611,7 @@ def _variant_after(tokens: list[str], run: list[str]) -> str:
 
 def _models(tokens: list[str]) -> list[tuple[str, str]]:
     """(family letters, number) of the model tokens: 'a100' -> ('a', '100'), 'rtx 4090' -> ('rtx', '4090')."""
-    found = []
+    found: list[tuple[str, str]] = []
     for i, token in enumerate(tokens):
         m = re.fullmatch(_MODEL, token)
         if m is None:
