@@ -141,6 +141,28 @@ def test_bad_rows_are_counted_with_lines_or_raised(tmp_path):
     assert (exc.value.line, exc.value.field) == (5, "row")
 
 
+def test_lines_after_a_blank_line_are_reported_where_they_are(tmp_path):
+    # lines: 1 header, 2-3 rows, 4 blank, 5 a row with a negative duration, 6 a short row
+    rows = [ROWS[0], ROWS[1], "", "0,0,0,5,forward-compute,0.5,-1.0,0,0,0,0", "0,0,0,5", *ROWS[2:]]
+    run = load_quiet(write_csv(tmp_path, rows, meta=False))
+    assert run.meta.report.first_lines == {"negative duration": [5], "wrong number of fields": [6]}
+    crlf = tmp_path / "trace-crlf.csv"
+    crlf.write_bytes((HEADER + "\n".join(rows) + "\n").replace("\n", "\r\n").encode())
+    assert load_quiet(crlf).meta.report.first_lines == {"negative duration": [5], "wrong number of fields": [6]}
+
+
+@pytest.mark.parametrize("char", ["[", "0", " ", "{", "|", ",", '"', "-"])
+def test_an_80_kb_line_of_one_character_is_quick(tmp_path, char):
+    import time
+
+    p = write_csv(tmp_path, [ROWS[0], char * 80_000, *ROWS[1:]], meta=False)
+    t = time.perf_counter()
+    run = load_quiet(p)
+    assert time.perf_counter() - t < 1.0
+    assert len(run.tables["ops"]) == len(ROWS)  # the long line is one bad row, counted
+    assert run.meta.report.total_skipped == 1
+
+
 def test_huge_negative_or_fractional_integers_are_counted_not_wrapped(tmp_path):
     # One bad cell per row; each line below is 1 + its index + 1 (the header is line 1).
     bad = {
@@ -215,6 +237,8 @@ def test_meta_yaml_with_an_impossible_date_or_nested_values(tmp_path):
     (tmp_path / "meta-TOY.yaml").write_text("trial_name: TOY\nstarted: 2024-13-45\nworld_size: 2\n")
     run = load_quiet(p)
     assert list(run.meta.report.skipped) == ["unreadable metadata YAML (ValueError)"]
+    (tmp_path / "meta-TOY.yaml").write_text("- world_size: 2\n")  # a list, not names and values
+    assert list(load_quiet(p).meta.report.skipped) == ["metadata YAML is a list, not names and values"]
     # aliases nest a value many times over; only plain values are kept, the rest noted
     bomb = "a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: [*b, *b, *b, *b]\nworld_size: true\ntrial_name: TOY\n"
     (tmp_path / "meta-TOY.yaml").write_text(bomb)

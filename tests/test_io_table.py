@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -286,6 +287,24 @@ def test_wide_tables_load_in_time_linear_in_their_columns(tmp_path):
 
     # 4x the columns: about 4x the time when linear, 16x when quadratic (it took 18 s for 4,000)
     assert seconds(8000) / seconds(2000) < 8
+
+
+@pytest.mark.parametrize("char", ["[", "0", " ", "{", "|", ",", '"', "-"])
+def test_an_80_kb_line_of_one_character_is_quick(tmp_path, char):
+    import time
+
+    forms = {"t.csv": ("step,start_s,end_s\n", "{s},{s},{e}\n"), "t.jsonl": ("", '{{"step": {s}, "start_s": {s}, "end_s": {e}}}\n')}
+    for name, (header, row) in forms.items():
+        p = write_table(tmp_path, header + row.format(s=1, e=2) + char * 80_000 + "\n" + row.format(s=2, e=3), name)
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LoadWarning)
+            run = load_table(p)
+        assert time.perf_counter() - t < 1.0
+        assert run.steps["step"].tolist() == [1, 2]
+        # a line of spaces (or, in a CSV, of empty fields) holds no record; any other is one bad record
+        blank = char == " " or (char == "," and name == "t.csv")
+        assert run.meta.report.total_skipped == (0 if blank else 1), name
 
 
 def _loads_or_refuses(path, **kw) -> str:

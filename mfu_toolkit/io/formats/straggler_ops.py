@@ -185,11 +185,15 @@ def _read_parquet(reader: Reader) -> pd.DataFrame:
 
     try:
         schema = pq.read_schema(reader.path)
+    except MemoryError:
+        raise
     except Exception as exc:  # pyarrow's errors on a damaged file: the file is unreadable
         reader.fail(f"unreadable Parquet file ({type(exc).__name__}: {exc})")
     cols = _check_columns(reader, list(schema.names), {f.name: f.type for f in schema}, None)
     try:
         return pq.read_table(reader.path, columns=cols).to_pandas()
+    except MemoryError:
+        raise
     except Exception as exc:  # a damaged column chunk, a bad dictionary page, ...
         reader.fail(f"unreadable Parquet file ({type(exc).__name__}: {exc})")
         raise  # for type checkers; fail() always raises
@@ -220,19 +224,35 @@ def _read_csv(reader: Reader) -> tuple[pd.DataFrame, np.ndarray, list[tuple[int,
             parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid),
             convert_options=pcsv.ConvertOptions(column_types=as_text, strings_can_be_null=True),
         )
+    except MemoryError:
+        raise
     except Exception as exc:  # pyarrow's CSV errors (unbalanced quotes, ...): the file is unreadable
         reader.fail(f"unreadable CSV ({type(exc).__name__}: {exc})")
     cols = _check_columns(reader, list(table.column_names), {f.name: f.type for f in table.schema}, 1)
     df = table.select(cols).to_pandas()
-    # Line numbers of the kept rows: the header is line 1; skipped rows shift the rest.
-    skipped = np.asarray(sorted(n for n, _ in bad_rows), dtype=np.int64)
-    idx = np.arange(len(df)) + 2
-    if len(skipped):
-        kept = np.setdiff1d(np.arange(2, 2 + len(df) + len(skipped)), skipped)
-        if len(kept) == len(df):
-            idx = kept
     reader.report.lines_read += len(df) + len(bad_rows) + 1
-    return df, idx, bad_rows
+    lines, at = _row_lines(data, len(df), [n for n, _ in bad_rows])
+    return df, lines, [(at(n), text) for n, text in bad_rows]
+
+
+def _row_lines(data: bytes, n_rows: int, bad: list[int]) -> tuple[np.ndarray, Any]:
+    """The file line of each row pyarrow kept, and of a row number pyarrow gives.
+
+    pyarrow passes over empty lines and numbers the rows it reads (the header is 1), so after a
+    blank line its numbers are not lines. Row k is the k-th non-empty line; where a quoted line
+    break makes rows and lines differ, the numbers are kept as pyarrow gives them.
+    """
+    text = np.frombuffer(data.replace(b"\r\n", b"\n").replace(b"\r", b"\n"), dtype=np.uint8)
+    ends = np.flatnonzero(text == 10)
+    if len(text) and text[-1] != 10:
+        ends = np.append(ends, len(text))
+    starts = np.concatenate(([0], ends[:-1] + 1)) if len(ends) else np.zeros(0, dtype=np.int64)
+    physical = np.flatnonzero(ends > starts) + 1  # the lines of rows 1, 2, ...: non-empty ones
+    rows = np.arange(2, len(physical) + 1)
+    rows = rows[~np.isin(rows, np.asarray(bad, dtype=np.int64))]
+    if len(rows) != n_rows:
+        return np.arange(n_rows) + 2, lambda n: n
+    return physical[rows - 1], lambda n: int(physical[n - 1]) if 0 < n <= len(physical) else n
 
 
 def _read_table(reader: Reader) -> tuple[pd.DataFrame, np.ndarray, list[tuple[int, str]]]:
@@ -506,6 +526,8 @@ def _meta_yaml(path: Path, reader: Reader) -> tuple[dict[str, Any], Path, list[s
         bad.bad(f"unreadable metadata YAML ({type(exc).__name__})", field="meta", example=str(c))
         return None
     if not isinstance(loaded, dict):
+        if loaded is not None:  # an empty file says nothing; a list or a number is not metadata
+            bad.bad(f"metadata YAML is a {type(loaded).__name__}, not names and values", field="meta", example=str(c))
         return None
     plain = {str(k): v for k, v in loaded.items() if isinstance(v, (int, float, str, bool)) or v is None}
     if len(plain) < len(loaded):

@@ -277,6 +277,8 @@ class _RowNumbers:
 def _read_parquet(reader: Reader, bar: Any = None) -> tuple[pd.DataFrame, _RowNumbers]:
     try:
         df = read_parquet_frame(reader.path, bar=bar)
+    except MemoryError:
+        raise
     except Exception as exc:  # pyarrow's errors on a damaged file: the file is unreadable
         reader.fail(f"unreadable Parquet file ({type(exc).__name__}: {exc})")
         raise  # for type checkers; fail() always raises
