@@ -329,6 +329,16 @@ def test_real_straggler_runs_read_back_equal(tmp_path):
         assert back == run and back.meta.source_format == "straggler_ops", trace.name
 
 
+def test_keywords_of_a_saved_run(tmp_path):
+    from mfu_toolkit.io import load_run
+
+    path = save_run(_rich_run(), tmp_path / "run.parquet")
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['colour'\]"):
+        load_run(path, colour="blue")
+    back = load_run(path, progress=False, max_inflate_factor=10, name="renamed")  # limits: accepted, unused
+    assert back.meta.name == "renamed" and back.steps.equals(_rich_run().steps)
+
+
 def test_a_saved_report_quoting_a_log_line_is_still_recognised(tmp_path):
     from mfu_toolkit.io import detect_format, load_run
 

@@ -18,13 +18,14 @@ meta it was saved with.
 
 from __future__ import annotations
 
-import sys
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..run import Run, read_run
-from . import base
+from ._build import apply_overrides, split_kwargs
+from .base import READING_KWARGS
 
 NAME = "run_parquet"
 _MAGIC = b"PAR1"
@@ -61,8 +62,10 @@ def sniff(path: Path, head: bytes) -> float:
 
 def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
     """Read a saved Run (see the module docstring); ``strict`` changes nothing: nothing is skipped."""
-    options, overrides, _ = base.split_options(sys.modules[__name__], kwargs)
-    run = read_run(Path(path), progress=options.progress)
+    # The reading limits every format accepts mean nothing here: pyarrow reads the file.
+    given = {k: v for k, v in kwargs.items() if k not in READING_KWARGS}
+    opts, overrides = split_kwargs(given, [f.name for f in dataclasses.fields(Options)], fmt=NAME)
+    run = read_run(Path(path), progress=Options(**opts).progress)
     if overrides:
-        run = run.replace(meta=base.apply_overrides(run.meta, overrides))
+        run = run.replace(meta=apply_overrides(run.meta, overrides))
     return run
