@@ -38,6 +38,7 @@ __all__ = [
     "EVENT_COLUMNS",
     "EVENT_KINDS",
     "TIMING_KINDS",
+    "PEAK_PER",
     "SchemaError",
     "LoadError",
     "LoadWarning",
@@ -88,6 +89,7 @@ EVENT_KINDS: tuple[str, ...] = (
     "other",
 )
 TIMING_KINDS: tuple[str, ...] = ("exact", "duration_only", "interval_mean")
+PEAK_PER: tuple[str, ...] = ("device", "package")  # what RunMeta.n_accelerators counts
 
 _MAX_LINES_KEPT = 5  # first line numbers remembered per skip reason
 
@@ -255,12 +257,19 @@ class RunMeta:
     # Throughput the framework printed about itself: ``metric``, ``value``, ``unit``, ``counts``
     # (what it counts), ``where``, ``n`` (values seen) and ``statistic`` (how they were reduced).
     claims: list[dict[str, Any]] = field(default_factory=list)
+    # What ``n_accelerators`` counts and ``peak_flops_per_accelerator`` is per: "device" (framework
+    # devices, as a world size or JAX's device count counts them: an MI250X is 2 GCDs, a TPU7x chip
+    # 2 TensorCores, a Trainium2 at LNC=2 4 logical NeuronCores) or "package" (the chip or card a
+    # datasheet prints the peak for). The two are the same for single-device packages (an H100).
+    peak_per: str = "device"
 
     def __post_init__(self) -> None:
         if self.timing not in TIMING_KINDS:
             raise SchemaError(
                 f"RunMeta.timing must be one of {', '.join(TIMING_KINDS)}; got {self.timing!r}"
             )
+        if self.peak_per not in PEAK_PER:
+            raise SchemaError(f"RunMeta.peak_per must be one of {', '.join(map(repr, PEAK_PER))}; got {self.peak_per!r}")
         if self.n_accelerators is not None and (
             not isinstance(self.n_accelerators, (int, np.integer)) or self.n_accelerators <= 0
         ):
@@ -297,11 +306,19 @@ class RunMeta:
         return None
 
     def with_accelerator(
-        self, name: str, dtype: str = "bf16", *, n: int | None = None, sparse: bool = False, per: str = "package"
+        self, name: str, dtype: str = "bf16", *, n: int | None = None, sparse: bool = False,
+        per: str | None = None,
     ) -> RunMeta:
-        """Resolve the peak from the registry (never a fallback) and record its source."""
+        """Resolve the peak from the registry (never a fallback) and record its source.
+
+        ``per`` says what N (``n``, else ``n_accelerators``) counts: ``"device"`` (framework
+        devices, e.g. a world size: the peak is the datasheet's per-package figure divided by the
+        package's devices) or ``"package"`` (the datasheet's figure). ``None`` keeps the run's
+        ``peak_per`` (``"device"`` unless set otherwise).
+        """
         from . import hardware
 
+        per = self.peak_per if per is None else per
         peak = hardware.get_peak(name, dtype, sparse=sparse, per=per)
         return self.replace(
             accelerator=peak.accelerator,
@@ -310,16 +327,18 @@ class RunMeta:
             peak_flops_per_accelerator=peak.flops,
             peak_sparse=sparse,
             peak_source=peak.source,
+            peak_per=peak.per,
         )
 
     def with_dtype(self, dtype: str) -> RunMeta:
-        """The same accelerator's peak for another dtype, looked up again in the registry.
+        """The same accelerator's peak for another dtype, looked up again in the registry (per
+        device or per package as before).
 
         The dtype picks the peak, so changing one without the other would mislabel the MFU's
         denominator: with a peak but no accelerator name to look the dtype up for, this raises."""
         if self.accelerator:
             return self.with_accelerator(self.accelerator, dtype, sparse=bool(self.peak_sparse),
-                                         per=self._peak_per())
+                                         per=self.peak_per)
         if self.peak_flops_per_accelerator is not None:
             raise ValueError(
                 f"dtype {dtype!r}: the run's peak ({self.peak_flops_per_accelerator:.4g} FLOP/s, "
@@ -328,18 +347,46 @@ class RunMeta:
         return self.replace(dtype=dtype)
 
     def _peak_per(self) -> str:
-        """'device' when the recorded peak is the per-device share of a multi-device package
-        (an MI250X is two devices to PyTorch), else 'package'."""
+        """For a meta saved before ``peak_per`` existed: 'package' when the recorded peak is the
+        registry's per-package figure of a multi-device package, else 'device' (the per-device
+        share, a single-device package, or a peak the registry cannot check)."""
         from . import hardware
 
         if not (self.accelerator and self.dtype and self.peak_flops_per_accelerator):
-            return "package"
+            return "device"
         try:
-            device = hardware.get_peak(self.accelerator, self.dtype, sparse=bool(self.peak_sparse), per="device")
+            package = hardware.get_peak(self.accelerator, self.dtype, sparse=bool(self.peak_sparse))
         except hardware.RegistryError:
-            return "package"
-        same = math.isclose(device.flops, self.peak_flops_per_accelerator, rel_tol=1e-9)
-        return "device" if device.devices_per_package > 1 and same else "package"
+            return "device"
+        same = math.isclose(package.flops, self.peak_flops_per_accelerator, rel_tol=1e-9)
+        return "package" if package.devices_per_package > 1 and same else "device"
+
+    @property
+    def devices_per_package(self) -> int | None:
+        """Framework devices per package of the run's accelerator (registry), None if unknown."""
+        if not self.accelerator:
+            return None
+        from . import hardware
+
+        try:
+            return hardware.resolve(self.accelerator).devices_per_package
+        except hardware.RegistryError:
+            return None
+
+    def peak_per_text(self) -> str:
+        """What the peak is per, in words, with both figures for a multi-device package:
+        ``"per device: 383 TFLOP/s per MI250X package = 191.5 per device × 2"``; for a
+        single-device package ``"per device (1 device per package)"``."""
+        dpp = self.devices_per_package
+        if dpp is None or not self.peak_flops_per_accelerator:
+            return f"per {self.peak_per}"
+        if dpp == 1:
+            return f"per {self.peak_per} (1 device per package)"
+        p = float(self.peak_flops_per_accelerator) / 1e12
+        package, device = (p * dpp, p) if self.peak_per == "device" else (p, p / dpp)
+        unit = "TOPS" if self.dtype == "int8" else "TFLOP/s"
+        return (f"per {self.peak_per}: {package:,.6g} {unit} per {self.accelerator} package "
+                f"= {device:,.6g} per device × {dpp}")
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -352,7 +399,10 @@ class RunMeta:
         kw = {k: v for k, v in d.items() if k in known}
         if "report" in kw and not isinstance(kw["report"], LoadReport):
             kw["report"] = LoadReport.from_dict(kw["report"])
-        return cls(**kw)
+        meta = cls(**kw)
+        if "peak_per" not in kw:  # saved before peak_per existed: say what the stored peak is
+            meta = meta.replace(peak_per=meta._peak_per())
+        return meta
 
 
 # With copy-on-write (always on from pandas 3) frames may share column data safely: a change to

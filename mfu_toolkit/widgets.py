@@ -23,11 +23,13 @@ class CalculatorInputs:
     flops_per_step: float
     step_seconds: float
     sparse: bool = False
+    per: str = "device"  # what ``gpus`` counts: framework devices (default) or packages
 
 
 def calculator_result(inputs: CalculatorInputs) -> formulas.MFUResult:
-    """MFU for the calculator's inputs, the peak taken from the registry (never a fallback)."""
-    peak = hardware.get_peak(inputs.accelerator, inputs.dtype, sparse=inputs.sparse)
+    """MFU for the calculator's inputs, the peak taken from the registry (never a fallback),
+    per device (``gpus`` counts framework devices: two per MI250X) unless ``per="package"``."""
+    peak = hardware.get_peak(inputs.accelerator, inputs.dtype, sparse=inputs.sparse, per=inputs.per)
     return formulas.compute_mfu(
         model_flops_per_step=inputs.flops_per_step,
         step_seconds=inputs.step_seconds,
@@ -53,13 +55,18 @@ def calculator_html(inputs: CalculatorInputs) -> str:
         return f'<div class="mfu-result mfu-error"><b>No MFU:</b> {html.escape(str(exc))}</div>'
     peak = r.peak_flops_per_accelerator / formulas.TERA
     kind = "sparse" if r.sparse else "dense"
+    dpp = hardware.resolve(inputs.accelerator).devices_per_package
+    package, device = (peak * dpp, peak) if inputs.per == "device" else (peak, peak / dpp)
+    both = (f"; {package:,.6g} TFLOP/s per package = {device:,.6g} per device × {dpp}" if dpp > 1
+            else "; 1 device per package")
     return (
         '<div class="mfu-result">'
         f'<span class="mfu-value" style="font-size:1.4em"><b>MFU: {r.mfu:.2%}</b></span><br>'
         f"Model throughput: {r.model_tflops_per_second:,.2f} TFLOP/s "
         f"= {r.model_flops_per_step:.3g} FLOP / {r.step_seconds:g} s<br>"
         f"Cluster peak: {r.cluster_peak_tflops:,.2f} TFLOP/s "
-        f"= {r.n_accelerators:,} × {peak:,.1f} TFLOP/s ({html.escape(r.accelerator or '')} {r.dtype} {kind})<br>"
+        f"= {r.n_accelerators:,} × {peak:,.1f} TFLOP/s per {inputs.per} "
+        f"({html.escape(r.accelerator or '')} {r.dtype} {kind}{both})<br>"
         f'<small>Peak source: <a href="{html.escape(r.peak_source or "")}" target="_blank">'
         f"{html.escape(r.peak_source or '')}</a></small></div>"
     )
@@ -73,13 +80,16 @@ def mfu_calculator(
     flops_per_step: float = 2.4e15,
     step_seconds: float = 1.2,
 ) -> Any:
-    """A calculator: accelerator and dtype from the registry, GPU count, FLOPs per step, step time."""
+    """A calculator: accelerator and dtype from the registry, GPU count (framework devices, or
+    packages), FLOPs per step, step time."""
     import ipywidgets as w
 
     names = [a.name for a in hardware.accelerators()]
     acc = w.Dropdown(options=names, value=hardware.resolve(accelerator).name, description="Accelerator")
     dt = w.Dropdown(options=hardware.resolve(accelerator).dtypes(), value=dtype, description="dtype")
     sparse = w.Checkbox(value=False, description="sparse peak (2:4)")
+    per = w.Dropdown(options=[("devices", "device"), ("packages", "package")], value="device",
+                     description="GPUs count")
     n = w.IntSlider(value=gpus, min=1, max=16384, step=1, description="GPUs",
                     continuous_update=False, style={"description_width": "initial"})
     flops = w.FloatLogSlider(value=flops_per_step, base=10, min=12, max=19, step=0.01,
@@ -89,7 +99,8 @@ def mfu_calculator(
     out = w.HTML()
 
     def refresh(_: Any = None) -> None:
-        out.value = calculator_html(CalculatorInputs(acc.value, dt.value, n.value, flops.value, secs.value, sparse.value))
+        out.value = calculator_html(CalculatorInputs(acc.value, dt.value, n.value, flops.value, secs.value, sparse.value,
+                                                     per.value))
 
     def on_accelerator(_: Any = None) -> None:
         options = hardware.resolve(acc.value).dtypes()
@@ -101,10 +112,10 @@ def mfu_calculator(
         refresh()
 
     acc.observe(on_accelerator, "value")
-    for widget in (dt, sparse, n, flops, secs):
+    for widget in (dt, sparse, per, n, flops, secs):
         widget.observe(refresh, "value")
     refresh()
-    box = w.VBox([w.HBox([acc, dt, sparse]), n, flops, secs, out])
+    box = w.VBox([w.HBox([acc, dt, sparse, per]), n, flops, secs, out])
     box.add_class("mfu-calculator")
     return box
 

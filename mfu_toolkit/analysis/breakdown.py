@@ -895,6 +895,10 @@ class MFUSummary:
     window: dict[str, Any]
     steady: MFUResult | None = None
     reasons: dict[str, str] = field(default_factory=dict)
+    # What n_accelerators counts and the peak is per ("device" or "package"), and the peak in
+    # words with both figures for a multi-device package (RunMeta.peak_per_text).
+    peak_per: str = "device"
+    peak_per_text: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "steady"}
@@ -933,8 +937,8 @@ class MFUSummary:
         if self.cluster_peak_flops:
             out.append(
                 f"Denominator: {self.n_accelerators} × {self.peak_flops_per_accelerator / 1e12:,.1f} TFLOP/s"
-                f" ({self.accelerator or '?'} {self.dtype or '?'}{', sparse' if self.peak_sparse else ''};"
-                f" source: {self.peak_source or '?'})"
+                f" ({self.accelerator or '?'} {self.dtype or '?'}{', sparse' if self.peak_sparse else ''}"
+                f" {self.peak_per_text or 'per ' + self.peak_per}; source: {self.peak_source or '?'})"
             )
         return out
 
@@ -1029,6 +1033,8 @@ def _summary_from(acc: Accounting) -> MFUSummary:
         window=acc.window.summary(),
         steady=steady_res,
         reasons=reasons,
+        peak_per=m.peak_per,
+        peak_per_text=m.peak_per_text(),
     )
 
 

@@ -48,14 +48,35 @@ def _load(args: argparse.Namespace) -> Any:
 
 def _apply_meta(run: Any, args: argparse.Namespace) -> Any:
     meta = run.meta
-    if args.n_accelerators is not None:
-        if args.n_accelerators < 1:
-            raise ValueError(f"--n-accelerators must be an integer >= 1; got {args.n_accelerators}")
-        meta = meta.replace(n_accelerators=args.n_accelerators)
+    # --gpus N counts framework devices (as the log's world size does), --packages N packages;
+    # --per says what the log's own count is when it is not what the format states.
+    per = args.per
+    for flag, n, counts in (("--n-accelerators", args.n_accelerators, "device"), ("--packages", args.packages, "package")):
+        if n is None:
+            continue
+        if n < 1:
+            raise ValueError(f"{flag} must be an integer >= 1; got {n}")
+        if args.per is not None and args.per != counts:
+            raise ValueError(f"{flag} counts {counts}s; --per {args.per} contradicts it "
+                             f"(use {'--packages' if counts == 'device' else '--gpus'} N instead)")
+        meta = meta.replace(n_accelerators=n)
+        per = counts
     if args.accelerator:
-        meta = meta.with_accelerator(args.accelerator, args.dtype)
-    elif args.dtype_given:
-        meta = meta.with_dtype(args.dtype)  # the run's accelerator, its peak for this dtype
+        meta = meta.with_accelerator(args.accelerator, args.dtype, per=per)
+    elif args.dtype_given or (per is not None and per != meta.peak_per):
+        if meta.accelerator:  # the run's accelerator, its peak for this dtype and unit
+            meta = meta.with_accelerator(meta.accelerator, args.dtype if args.dtype_given else meta.dtype or "bf16",
+                                         sparse=bool(meta.peak_sparse), per=per or meta.peak_per)
+        elif meta.peak_flops_per_accelerator is not None and args.dtype_given:
+            meta = meta.with_dtype(args.dtype)  # raises: a peak that names no accelerator
+        elif meta.peak_flops_per_accelerator is not None:
+            raise ValueError(
+                f"--per {per}: the run's peak ({meta.peak_flops_per_accelerator:.4g} FLOP/s per {meta.peak_per}, "
+                f"{meta.peak_source or 'source unknown'}) names no accelerator to look it up per {per} for; "
+                "give --accelerator too")
+        else:
+            meta = meta.replace(peak_per=per or meta.peak_per,
+                                dtype=args.dtype if args.dtype_given else meta.dtype)
     if args.global_batch is not None:
         meta = meta.replace(global_batch=args.global_batch)
     if args.seq_len is not None:
@@ -253,7 +274,14 @@ def add_parsers(subparsers: Any) -> None:
     a.add_argument("--format", default=None, help="log format (default: detect)")
     a.add_argument("--accelerator", help="accelerator name for the peak (from the registry)")
     a.add_argument("--dtype", default="bf16", action=_DtypeAction, help="dtype of the peak (default bf16)")
-    a.add_argument("--n-accelerators", "--gpus", dest="n_accelerators", type=int, help="accelerators in the job")
+    n = a.add_mutually_exclusive_group()
+    n.add_argument("--n-accelerators", "--gpus", dest="n_accelerators", type=int,
+                   help="framework devices in the job (a world size: one per GPU, two per MI250X, four per "
+                        "Trainium2 at LNC=2); the peak is taken per device")
+    n.add_argument("--packages", type=int, help="packages (chips, cards) in the job; the peak is taken per package")
+    a.add_argument("--per", choices=("device", "package"), default=None,
+                   help="what the job's count (the log's, or --gpus/--packages) counts, hence what the peak is per "
+                        "(default: devices, as world sizes count them; packages for MLPerf's system description)")
     g = a.add_mutually_exclusive_group()
     g.add_argument("--flops-per-sample", type=float, help="model training FLOPs per sample")
     g.add_argument("--flops-per-token", type=float, help="model training FLOPs per token")

@@ -537,6 +537,7 @@ def gem_scenario(
     base_end_to_end_efficiency: float = 0.10,
     accelerator: str = "H100 SXM",
     dtype: str = "bf16",
+    per: str = "device",
 ) -> GemResult:
     """What scaling training FLOPs while raising end-to-end efficiency costs in time and GPU-hours.
 
@@ -549,7 +550,8 @@ def gem_scenario(
     cluster peak), held the same for both jobs; "end-to-end efficiency" means end-to-end MFU
     (useful model FLOPs / wall time / cluster peak): ``base_end_to_end_efficiency`` for the
     baseline, × ``efficiency_multiplier`` for the scaled job — which cannot exceed ``mfu``.
-    The peak is the registry's dense peak of ``accelerator`` and ``dtype`` (never a fallback).
+    The peak is the registry's dense peak of ``accelerator`` and ``dtype`` (never a fallback),
+    per device (``gpus`` counts framework devices: two per MI250X) unless ``per="package"``.
 
     Per job: wall time = FLOPs / (gpus × peak × end-to-end MFU); GPU-hours = gpus × wall / 3600.
     Paid GPU-hours split into useful (the end-to-end MFU share), idle inside steady-state steps
@@ -576,7 +578,7 @@ def gem_scenario(
             f"{e0:.2%} × {em:g} = {e1:.2%}, exceeds the steady-state mfu ({ss:.2%}); raise mfu or "
             "lower one of the two"
         )
-    peak = hardware.get_peak(accelerator, dtype)
+    peak = hardware.get_peak(accelerator, dtype, per=per)
     p = float(peak.flops)
     rows = []
     for job, flops, e2e in (("baseline", f0, e0), ("scaled", f0 * fm, e1)):
@@ -615,5 +617,5 @@ def gem_scenario(
         base_idle_share=b["idle_share"],
         scaled_idle_share=s["idle_share"],
         peak_flops=p,
-        peak_source=f"{peak.accelerator} {peak.dtype} dense {peak.tflops:g} TFLOP/s ({peak.source})",
+        peak_source=f"{peak.accelerator} {peak.dtype} dense {peak.tflops:g} TFLOP/s per {peak.per} ({peak.source})",
     )

@@ -229,19 +229,62 @@ def split_options(mod: ModuleType, kwargs: Mapping[str, Any]) -> tuple[Any, dict
     return options, meta, Limits.from_env(**reading)
 
 
+# Formats whose n_accelerators fact counts packages (chips or cards, what a datasheet prints a
+# peak for); every other format's count is a world size, a rank count or a framework's device
+# count, i.e. framework devices (two per MI250X, four per Trainium2 at LNC=2).
+PACKAGE_COUNTS: dict[str, str] = {
+    "mlperf": "SYSJSON number_of_nodes × accelerators_per_node, the system description's hardware",
+}
+
+
+def _counted_per(meta: RunMeta, overrides: Mapping[str, Any]) -> str:
+    """What the run's N counts, hence what its peak is per: ``"device"`` or ``"package"``.
+
+    The caller's ``peak_per`` wins; an ``n_accelerators`` given to ``load_run`` counts framework
+    devices, like a world size; a count a format in ``PACKAGE_COUNTS`` states, not yet resolved
+    to a peak, counts packages; otherwise the meta's own choice stands (``"device"`` by default).
+    """
+    if overrides.get("peak_per") is not None:
+        return str(overrides["peak_per"])
+    if overrides.get("n_accelerators") is not None:
+        return "device"
+    stated = meta.fact("n_accelerators", source="stated")
+    if (meta.source_format in PACKAGE_COUNTS and meta.peak_flops_per_accelerator is None
+            and stated is not None and _same(stated.get("value"), meta.n_accelerators)):
+        return "package"
+    return meta.peak_per
+
+
 def apply_overrides(meta: RunMeta, overrides: Mapping[str, Any]) -> RunMeta:
-    """``meta`` with the caller's RunMeta fields set (``extra`` merged, peak resolved)."""
-    if not overrides:
+    """``meta`` with the caller's RunMeta fields set (``extra`` merged, peak resolved).
+
+    The peak is per device or per package as the run's N counts (see :func:`_counted_per`):
+    ``load_run(path, accelerator="MI250X")`` on a log whose world size counts GCDs takes
+    191.5 TFLOP/s bf16 per device, not the 383 AMD prints per package; ``peak_per="package"``
+    says that N counts packages. A peak already resolved per the other unit is looked up again.
+    """
+    changes = dict(overrides or {})
+    per = _counted_per(meta, changes)
+    if not changes and per == meta.peak_per:
         return meta
-    changes = dict(overrides)
     extra = changes.pop("extra", None)
     if extra:
         changes["extra"] = {**meta.extra, **dict(extra)}
+    changes["peak_per"] = per
+    before = meta
     meta = meta.replace(**changes)
     # With an accelerator and a dtype but no peak, resolve the peak from the registry (never a
     # fallback: an unknown name is the registry's error).
     if meta.accelerator and meta.dtype and meta.peak_flops_per_accelerator is None:
-        meta = meta.with_accelerator(meta.accelerator, meta.dtype, sparse=meta.peak_sparse)
+        meta = meta.with_accelerator(meta.accelerator, meta.dtype, sparse=meta.peak_sparse, per=per)
+    elif (per != before.peak_per and before.peak_flops_per_accelerator is not None
+          and changes.get("peak_flops_per_accelerator") is None):
+        if not (meta.accelerator and meta.dtype):
+            raise ValueError(
+                f"the run's peak ({before.peak_flops_per_accelerator:.4g} FLOP/s per {before.peak_per}, "
+                f"{before.peak_source or 'source unknown'}) names no accelerator and dtype to look it up "
+                f"per {per} for; give accelerator= and dtype= (or peak_flops_per_accelerator=)")
+        meta = meta.with_accelerator(meta.accelerator, meta.dtype, sparse=meta.peak_sparse, per=per)
     return meta
 
 
