@@ -88,6 +88,9 @@ def _nonneg_int(value: str) -> int:
 
 # --- mfu calc --------------------------------------------------------------------------------
 
+# mfu_toolkit.flops.RECOMPUTE_MODES, spelled out so `mfu calc` parses without importing flops.
+_RECOMPUTE_MODES = ("none", "selective", "selective-eq8", "full")
+
 
 def _add_calc(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -111,10 +114,15 @@ def _add_calc(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--config", help="a model config TOML file")
     m.add_argument("--tokens-per-second", type=_positive, help="job-wide tokens per second")
     m.add_argument("--samples-per-second", type=_positive, help="job-wide samples per second")
-    m.add_argument("--seq-len", type=_count, help="sequence length (transformers)")
+    m.add_argument("--seq-len", type=_count,
+                   help="training sequence length (transformers); required for presets that publish none")
     m.add_argument("--batch", type=_count, help="global batch in samples, with --step-seconds")
-    m.add_argument("--recompute", choices=("none", "selective", "full"), default=None,
-                   help="activation recomputation used by the run (adds HFU)")
+    m.add_argument("--causal", action="store_true",
+                   help="count the causal mask in attention ((T + 1) / 2 keys per query; off by default, "
+                        "as in PaLM Appendix B)")
+    m.add_argument("--recompute", choices=_RECOMPUTE_MODES, default=None,
+                   help="activation recomputation used by the run (adds HFU): selective, selective-eq8 "
+                        "(Korthikanti et al. eq. 8), full (layers, not the logits, as Megatron)")
     h = p.add_argument_group("hardware")
     h.add_argument("--gpus", type=_count, required=True, help="number of accelerators N")
     h.add_argument("--peak-tflops-per-gpu", type=_positive, help="peak TFLOP/s of one accelerator")
@@ -162,6 +170,9 @@ def _model_work(args: argparse.Namespace) -> dict[str, Any]:
         return _work_from_model(args)
     if args.tokens_per_second or args.samples_per_second:
         raise UsageError("--tokens-per-second/--samples-per-second need a model: add --preset NAME or --config FILE")
+    if args.causal or args.seq_len:
+        flag = "--causal" if args.causal else "--seq-len"
+        raise UsageError(f"{flag} applies to model FLOPs: add --preset NAME or --config FILE")
     missing = [f for f, v in (("--model-flops-per-step", args.model_flops_per_step), ("--step-seconds", args.step_seconds)) if not v]
     if missing:
         raise UsageError(f"missing {' and '.join(missing)} (or give --preset NAME with a throughput)")
@@ -185,7 +196,8 @@ def _work_from_model(args: argparse.Namespace) -> dict[str, Any]:
     except ImportError as exc:  # pragma: no cover - the flops room ships with the package
         raise UsageError(f"model FLOPs are unavailable: {exc}") from None
     try:
-        mf = flops_per_unit(args.preset, args.config, seq_len=args.seq_len, recompute=args.recompute or "none")
+        mf = flops_per_unit(args.preset, args.config, seq_len=args.seq_len,
+                            causal=True if args.causal else None, recompute=args.recompute or "none")
     except (ValueError, KeyError, OSError) as exc:
         raise UsageError(" ".join(str(exc).split())) from None
     given = [n for n, v in (("--tokens-per-second", args.tokens_per_second),
@@ -217,6 +229,7 @@ def _work_from_model(args: argparse.Namespace) -> dict[str, Any]:
         "model": mf.name,
         "model_flops_per_sample": per_sample,
         "model_conventions": mf.conventions.to_dict(),
+        "model_conventions_summary": mf.conventions.summary(),
     }
 
 
@@ -250,6 +263,7 @@ def _run_calc(args: argparse.Namespace) -> int:
         return EXIT_OK
     if "model" in work:
         print(f"Model: {work['model']} ({work['model_flops_per_sample']:.4g} training FLOPs per sample)")
+        print(f"FLOPs conventions: {work['model_conventions_summary']}")
     for line in res.lines():
         print(line)
     if "peak_description" in peak_info:

@@ -84,7 +84,11 @@ def test_recompute_and_no_attention_flags(capsys):
     rc, out, _ = run_cli(capsys, "--preset", "palm-540b", "--recompute", "full", "--json")
     assert rc == 0
     data = json.loads(out)
-    assert data["hardware_per_token"] == pytest.approx(4 / 3 * data["training_per_token"])
+    # Megatron's full recomputation: layers 4 x forward, logits (2 * 18432 * 256000) 3 x.
+    logits = 2 * 18432 * 256_000
+    forward = data["forward_per_token"]
+    assert data["hardware_per_token"] == pytest.approx(4 * (forward - logits) + 3 * logits)
+    assert "logits (output) layer not" in data["conventions"]["recompute_convention"]
     rc, out, _ = run_cli(capsys, "--preset", "palm-540b", "--no-attention", "--json")
     data = json.loads(out)
     assert data["conventions"]["include_attention"] is False
@@ -248,3 +252,97 @@ def test_invalid_toml_and_missing_file(tmp_path):
         load_model_config(write(tmp_path, "[model\n"))
     with pytest.raises(ConfigFileError, match="no such file"):
         load_model_config(tmp_path / "absent.toml")
+
+
+# --- FLOPs conventions on every FLOPs-taking command -----------------------------------------
+
+
+def run_mfu(capsys, *argv: str) -> tuple[int, str, str]:
+    from mfu_toolkit.cli import main
+
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse usage errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+LLAMA_405B_128K = [
+    "calc", "--preset", "llama3-405b", "--seq-len", "131072", "--tokens-per-second", "1000",
+    "--gpus", "16384", "--peak-tflops-per-gpu", "989.4",
+]  # fmt: skip
+
+
+def test_calc_takes_causal_and_says_which_convention_it_used(capsys):
+    # Llama 3.1 405B config.json (126 layers, d 16384, 8 KV heads of 128, FFN 53248, vocabulary
+    # 128256, untied): per token 6N + 12*L*d*T non-causal, 6N + 12*L*d*(T + 1)/2 causal.
+    L, d, T = 126, 16384, 131072
+    N = L * (2 * d * d + 2 * d * 1024 + 3 * d * 53248) + d * 128256
+    code, out, _ = run_mfu(capsys, *LLAMA_405B_128K, "--json")
+    off = json.loads(out)
+    code2, out2, _ = run_mfu(capsys, *LLAMA_405B_128K, "--causal", "--json")
+    on = json.loads(out2)
+    assert code == code2 == 0
+    assert off["model_flops_per_sample"] == pytest.approx(T * (6 * N + 12 * L * d * T), rel=1e-12)
+    assert on["model_flops_per_sample"] == pytest.approx(
+        T * (6 * N + 6 * L * d * (T + 1)), rel=1e-12
+    )
+    assert round(off["mfu"] / on["mfu"], 2) == 1.40
+    assert off["model_conventions"]["causal"] is False
+    assert on["model_conventions"]["causal"] is True
+    _, text_off, _ = run_mfu(capsys, *LLAMA_405B_128K)
+    _, text_on, _ = run_mfu(capsys, *LLAMA_405B_128K, "--causal")
+    assert "FLOPs conventions:" in text_off and "causal off" in text_off
+    assert "causal on" in text_on
+
+
+def test_calc_reproduces_korthikanti_table_5_hfu_with_eq8(capsys, tmp_path):
+    # Korthikanti et al. 2022 (arXiv:2205.05198) Tables 3 and 5: GPT-3 175B with V = 51200,
+    # 64 sequences of 2048 per 13.75 s iteration on 64 A100s (312 TFLOP/s): MFU 51.4 %,
+    # HFU 52.8 % (their eq. 8).
+    path = write(
+        tmp_path,
+        '[model]\nkind = "transformer"\nname = "gpt3-175b-v51200"\nn_layers = 96\n'
+        "d_model = 12288\nn_heads = 96\nvocab_size = 51200\ntied_embeddings = true\n"
+        'seq_len = 2048\npos_embedding = "learned"\nbias = true\n',
+    )
+    argv = ["calc", "--config", str(path), "--step-seconds", "13.75", "--batch", "64",
+            "--gpus", "64", "--peak-tflops-per-gpu", "312", "--json"]  # fmt: skip
+    code, out, _ = run_mfu(capsys, *argv, "--recompute", "selective-eq8")
+    d = json.loads(out)
+    assert code == 0
+    assert (round(100 * d["mfu"], 1), round(100 * d["hfu"], 1)) == (51.4, 52.8)
+    assert d["model_conventions"]["recompute"] == "selective-eq8"
+
+
+def test_calc_recompute_choices_are_the_flops_modes():
+    from mfu_toolkit.cli import _RECOMPUTE_MODES
+    from mfu_toolkit.flops import RECOMPUTE_MODES
+
+    assert _RECOMPUTE_MODES == RECOMPUTE_MODES
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["calc", "--preset", "mixtral-8x7b", "--tokens-per-second", "1e5", "--gpus", "8",
+          "--peak-tflops-per-gpu", "989"], "--seq-len"),
+        (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "8",
+          "--peak-tflops-per-gpu", "989", "--causal"], "--causal applies to model FLOPs"),
+        (["flops", "--preset", "mixtral-8x7b"], "--seq-len"),
+        (["flops", "--preset", "mistral-7b", "--json"], "seq_len="),
+    ],
+)  # fmt: skip
+def test_a_preset_without_a_training_length_is_a_usage_error(capsys, argv, fragment):
+    code, out, err = run_mfu(capsys, *argv)
+    assert code == 2 and out == ""
+    assert fragment in err and err.count("\n") == 1
+
+
+def test_flops_report_of_deepseek_v3_states_mtp_and_mla(capsys):
+    rc, out, _ = run_cli(capsys, "--preset", "deepseek-v3")
+    assert rc == 0
+    assert "mtp_logits" in out and "kv_up_proj" in out
+    assert "MTP module(s) counted in model FLOPs (they are trained)" in out
+    assert "Sequence length 4096" in out

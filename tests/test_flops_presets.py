@@ -14,6 +14,7 @@ from mfu_toolkit.flops import (
     get_preset,
     list_presets,
     model_flops,
+    transformer_params,
 )
 
 REQUIRED = {
@@ -26,6 +27,9 @@ REQUIRED = {
     "llama3-405b",
     "llama3.1-8b",
     "mixtral-8x7b",
+    "mistral-7b",
+    "gemma-2-9b",
+    "deepseek-v3",
     "dlrm-dcnv2",
     "hstu-ml-20m-large",
 }
@@ -66,10 +70,64 @@ def test_llama3_parameter_counts_within_one_percent(preset, published):
 
 def test_mixtral_total_and_active_parameters():
     # Mistral AI, "Mixtral of experts" (https://mistral.ai/news/mixtral-of-experts/):
-    # 46.7B total parameters, 12.9B used per token.
-    r = model_flops("mixtral-8x7b")
-    assert round(r.params.total / 1e9, 1) == 46.7
-    assert round(r.params.active / 1e9, 1) == 12.9
+    # 46.7B total parameters, 12.9B used per token. Parameter counts need no sequence length.
+    p = transformer_params(get_preset("mixtral-8x7b").config)
+    assert round(p.total / 1e9, 1) == 46.7
+    assert round(p.active / 1e9, 1) == 12.9
+    assert model_flops("mixtral-8x7b", seq_len=4096).params == p
+
+
+# The training sequence length each source states, quoted in the preset's source text. Presets
+# whose source gives only a context window (Mixtral 32768, Mistral 7B 8192, Gemma 2 8192) have
+# none, and counting their FLOPs without seq_len is an error.
+STATED_SEQ_LEN = {
+    "gpt3-175b": (2048, "always train on sequences of the full n_ctx = 2048"),  # App. B
+    "palm-8b": (2048, "a sequence length of 2048 was used for all models"),  # Sec 5
+    "palm-62b": (2048, "a sequence length of 2048 was used for all models"),
+    "palm-540b": (2048, "a sequence length of 2048 was used for all models"),
+    "llama3-8b": (8192, "We trained the models on sequences of 8,192 tokens"),  # Meta blog
+    "llama3-70b": (8192, "We trained the models on sequences of 8,192 tokens"),
+    "llama3-405b": (8192, "a batch size of 8M sequences of 8,192 tokens"),  # Sec 3.4.1
+    # Sec 3.4: "We use similar recipes to pre-train the 8B and 70B models".
+    "llama3.1-8b": (8192, "a batch size of 8M sequences of 8,192 tokens"),
+    "deepseek-v3": (4096, "maximum sequence length to 4K during pre-training"),  # Sec 4.2
+}
+NO_SEQ_LEN = {"mixtral-8x7b", "mistral-7b", "gemma-2-9b"}
+
+
+def test_every_transformer_preset_states_its_training_length_or_has_none():
+    transformers = set(list_presets("transformer"))
+    assert transformers == set(STATED_SEQ_LEN) | NO_SEQ_LEN
+    for name, (seq_len, quote) in STATED_SEQ_LEN.items():
+        preset = get_preset(name)
+        assert preset.config.seq_len == seq_len, name
+        assert quote in preset.source, name
+    for name in NO_SEQ_LEN:
+        preset = get_preset(name)
+        assert preset.config.seq_len is None, name
+        assert "pass seq_len" in preset.source, name
+
+
+@pytest.mark.parametrize("name", sorted(NO_SEQ_LEN))
+def test_flops_without_a_sequence_length_is_an_error_naming_both_spellings(name):
+    with pytest.raises(FlopsConfigError) as err:
+        model_flops(name)
+    msg = str(err.value)
+    assert msg.startswith("seq_len must be given for " + name)
+    assert "seq_len=" in msg and "--seq-len" in msg
+    with pytest.raises(FlopsConfigError, match="--seq-len"):
+        flops_per_unit(name)
+    assert model_flops(name, seq_len=4096).tokens_per_sample == 4096
+
+
+def test_a_config_without_seq_len_counts_parameters_but_not_flops():
+    cfg = TransformerConfig(n_layers=2, d_model=64, n_heads=4, vocab_size=100)
+    assert cfg.seq_len is None
+    assert transformer_params(cfg).total > 0
+    with pytest.raises(FlopsConfigError, match="seq_len="):
+        model_flops(cfg)
+    with pytest.raises(FlopsConfigError, match="max_seq_len"):
+        TransformerConfig(n_layers=2, d_model=64, n_heads=4, pos_embedding="learned")
 
 
 def test_palm_parameter_counts():
@@ -102,7 +160,8 @@ def test_unknown_preset_suggests_close_names_and_lists_all():
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_computes(name):
-    r = model_flops(name, batch=2)
+    seq_len = 1024 if name in NO_SEQ_LEN else None
+    r = model_flops(name, batch=2, seq_len=seq_len)
     assert isinstance(r, ModelFlops)
     assert 0 < r.forward_per_sample < r.training_per_sample <= r.hardware_per_sample
     assert r.source == PRESETS[name].source
@@ -135,10 +194,18 @@ def test_flops_per_unit_for_the_calc_command():
     r = flops_per_unit("palm-540b", recompute="full")
     assert r.unit == "token" and r.tokens_per_sample == 2048
     assert r.training_per_unit == r.training_per_token
-    assert r.hardware_per_sample == pytest.approx(4 / 3 * r.training_per_sample)
+    # Full recomputation (Megatron): one more forward of the layers, not of the logits
+    # (2 * d_model * vocab = 2 * 18432 * 256000 per token).
+    logits_per_sample = 2 * 18432 * 256_000 * 2048
+    assert r.hardware_per_sample == pytest.approx(
+        4 / 3 * r.training_per_sample - logits_per_sample, rel=1e-12
+    )
     d = flops_per_unit(preset="dlrm-dcnv2")
     assert d.unit == "sample" and d.tokens_per_sample is None
+    # This project's count of the MLPerf reference configuration (tests/test_flops_recsys.py).
     assert d.training_per_unit == d.training_per_sample == 3 * 32_060_928
+    c = flops_per_unit("llama3-8b", seq_len=2048, causal=True)
+    assert c.conventions.causal is True and c.tokens_per_sample == 2048
     with pytest.raises(FlopsConfigError, match="exactly one of preset and config_path"):
         flops_per_unit()
     with pytest.raises(FlopsConfigError, match="exactly one"):

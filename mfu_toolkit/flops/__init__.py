@@ -13,8 +13,11 @@ Rooms: ``transformer`` (decoder-only, dense and MoE; the shared result types), `
 (MLP, DLRM with dot or DCNv2 interaction, HSTU), ``presets`` (published configs with sources),
 ``config`` (TOML loading), ``counter`` (optional PyTorch cross-check), ``cli`` (``mfu flops``).
 Conventions: 2 FLOPs per multiply-add, matmuls and attention products only, training =
-3 x forward, recomputation only in hardware FLOPs, embedding lookups zero, causal halving off
-unless asked. Every result states them in ``.conventions``. No pandas at import time.
+3 x forward, recomputation only in hardware FLOPs (``full`` re-runs the layers, not the logits,
+as Megatron counts it), embedding lookups and learned position tables zero, causal halving off
+unless asked, attention bounded by sliding windows, MTP modules counted (they are trained).
+Every result states them in ``.conventions``. A preset without a published training sequence
+length needs ``seq_len=``. No pandas at import time.
 """
 
 from __future__ import annotations
@@ -129,10 +132,11 @@ def model_flops(
 
     ``model``: a preset name (case-insensitive; see ``list_presets()``), a path to a TOML
     config, a ``Preset`` or a config object. ``seq_len`` overrides the sequence length
-    (transformers, HSTU); ``batch`` is samples per step (default 1, or ``len(lengths)``);
+    (transformers, HSTU) and is required where the model states no training length (e.g.
+    ``mixtral-8x7b``); ``batch`` is samples per step (default 1, or ``len(lengths)``);
     ``causal`` defaults to off for transformers (PaLM Appendix B) and on for HSTU;
-    ``recompute`` (``none``/``selective``/``full``) changes hardware FLOPs only; ``lengths``
-    gives HSTU's real per-sequence lengths.
+    ``recompute`` (``none``/``selective``/``selective-eq8``/``full``, see ``Conventions``)
+    changes hardware FLOPs only; ``lengths`` gives HSTU's real per-sequence lengths.
     """
     config, source = resolve_model(model)
     if isinstance(config, TransformerConfig):
@@ -194,6 +198,7 @@ def flops_per_unit(
     config_path: str | None = None,
     *,
     seq_len: int | None = None,
+    causal: bool | None = None,
     recompute: str = "none",
 ) -> ModelFlops:
     """Model FLOPs of a preset or a TOML config, for ``mfu calc``.
@@ -208,7 +213,10 @@ def flops_per_unit(
     * ``hardware_per_sample`` / ``hardware_per_token``: the same plus recomputation as set by
       ``recompute``, the HFU numerator (equal to the model FLOPs for ``"none"``);
     * ``forward_per_*``, ``params``, ``conventions`` (``.describe()`` gives text lines,
-      ``.to_dict()`` JSON), ``name`` and ``source``.
+      ``.summary()`` one line, ``.to_dict()`` JSON), ``name`` and ``source``.
+
+    ``causal`` is as in ``model_flops`` (``None``: the model's default, non-causal for
+    transformers); ``seq_len`` is required for presets that state no training length.
 
     MFU = samples/s x training_per_sample / (N x peak) = tokens/s x training_per_token / (N x peak).
     Raises ``UnknownPresetError`` / ``ConfigFileError`` / ``FlopsConfigError`` (all ValueError).
@@ -218,8 +226,9 @@ def flops_per_unit(
             "give exactly one of preset and config_path; "
             f"got preset={preset!r}, config_path={config_path!r}"
         )
+    options = {"seq_len": seq_len, "causal": causal, "recompute": recompute}
     if preset is not None:
-        return model_flops(get_preset(preset), seq_len=seq_len, recompute=recompute)
+        return model_flops(get_preset(preset), **options)
     path = os.fspath(config_path)
-    result = model_flops(load_model_config(path), seq_len=seq_len, recompute=recompute)
+    result = model_flops(load_model_config(path), **options)
     return dataclasses.replace(result, source=f"config file {path}")

@@ -44,12 +44,18 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--preset", metavar="NAME", help="a published model (see --list)")
     p.add_argument("--config", metavar="FILE", help="a TOML file with a [model] table")
     p.add_argument("--list", action="store_true", help="list the presets and exit")
-    p.add_argument("--seq-len", type=_positive_int, metavar="N", help="sequence length (tokens)")
+    p.add_argument(
+        "--seq-len",
+        type=_positive_int,
+        metavar="N",
+        help="training sequence length (tokens); required for presets that publish none",
+    )
     p.add_argument("--batch", type=_positive_int, metavar="N", help="samples (sequences) per step")
     p.add_argument(
         "--causal",
         action="store_true",
-        help="halve attention for a causal mask (off by default, as in PaLM Appendix B)",
+        help="count the causal mask: (T + 1) / 2 keys per query on average (off by default, "
+        "every query attends to all T keys as in PaLM Appendix B)",
     )
     p.add_argument(
         "--no-attention", action="store_true", help="leave out the attention score/value products"
@@ -58,7 +64,9 @@ def add_parser(subparsers: Any) -> None:
         "--recompute",
         choices=RECOMPUTE_MODES,
         default="none",
-        help="activation recomputation; changes hardware FLOPs (HFU) only",
+        help="activation recomputation; changes hardware FLOPs (HFU) only: selective re-runs "
+        "the attention products (Korthikanti et al. 2022), selective-eq8 adds 3 x them (that "
+        "paper's eq. 8), full re-runs the layers but not the logits (Megatron)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run)

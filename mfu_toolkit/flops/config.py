@@ -13,8 +13,10 @@ the fields of that kind's config class::
     d_ff = 11008
     vocab_size = 32000
 
-Recommendation models may list custom blocks as ``[[model.extra_blocks]]`` tables with ``name``,
-``forward_flops`` and optionally ``params`` and ``attention``. ``kind = "dcnv2"`` is a DLRM whose
+Any model may list custom blocks as ``[[model.extra_blocks]]`` tables with ``name``,
+``forward_flops`` (per token for transformers, per sample otherwise) and optionally ``params``,
+``attention`` and ``output_layer``. A transformer's ``attention_window`` is an integer or an
+array (``[4096, 0]``: local and global layers alternating). ``kind = "dcnv2"`` is a DLRM whose
 interaction defaults to DCNv2 cross layers. Unknown or missing keys raise ``ConfigFileError``
 naming the file, the key and the keys expected.
 """
@@ -44,7 +46,7 @@ KINDS: dict[str, type] = {
     "mlp": MLPConfig,
 }
 
-_BLOCK_KEYS = ("name", "forward_flops", "params", "attention", "note")
+_BLOCK_KEYS = ("name", "forward_flops", "params", "attention", "note", "output_layer")
 
 
 class ConfigFileError(FlopsConfigError):

@@ -28,7 +28,10 @@ class Preset:
     """A named, sourced configuration.
 
     ``published`` holds numbers the source states (e.g. ``{"params": 8.03e9}``) so tests and
-    notebooks can compare the estimate against them.
+    notebooks can compare the estimate against them. ``derived`` holds numbers this project
+    derived from the source's configuration and no source states (kept apart so nobody cites
+    them as published). A preset has a ``seq_len`` only where its source states the training
+    sequence length; the others need ``seq_len=`` / ``--seq-len`` for every FLOPs count.
     """
 
     name: str
@@ -37,6 +40,7 @@ class Preset:
     description: str = ""
     aliases: tuple[str, ...] = ()
     published: dict[str, float] = field(default_factory=dict, compare=False)
+    derived: dict[str, float] = field(default_factory=dict, compare=False)
 
     @property
     def kind(self) -> str:
@@ -52,16 +56,59 @@ class Preset:
 # --------------------------------------------------------------------------------------------
 # transformers
 
-_GPT3 = "Brown et al. 2020, 'Language Models are Few-Shot Learners', arXiv:2005.14165, Table 2.1"
+_GPT3 = (
+    "Brown et al. 2020, 'Language Models are Few-Shot Learners', arXiv:2005.14165, Table 2.1; "
+    "seq_len 2048 from Appendix B ('we always train on sequences of the full n_ctx = 2048 token "
+    "context window')"
+)
 _PALM = (
     "Chowdhery et al. 2022, 'PaLM: Scaling Language Modeling with Pathways', arXiv:2204.02311, "
     "Table 1 and Sec 2 (SwiGLU with d_ff = 4 d_model, multi-query attention, head dim 256, "
-    "shared input/output embeddings, 256k vocabulary, no biases, sequence length 2048)"
+    "shared input/output embeddings, 256k vocabulary, no biases); seq_len 2048 from Sec 5 "
+    "('a sequence length of 2048 was used for all models')"
 )
 _LLAMA3 = (
     "Llama Team 2024, 'The Llama 3 Herd of Models', arXiv:2407.21783, Table 3; vocabulary "
     "128256 and untied embeddings from https://huggingface.co/meta-llama/{repo}/blob/main/"
-    "config.json; seq_len 8192 is the main pre-training length (Sec 3.4.1)"
+    "config.json; seq_len 8192, the main pre-training length: {seq_source}"
+)
+_LLAMA3_BLOG = (
+    "https://ai.meta.com/blog/meta-llama-3/ ('We trained the models on sequences of 8,192 tokens')"
+)
+_LLAMA3_PAPER = (
+    "Sec 3.4.1 ('a batch size of 8M sequences of 8,192 tokens' after the first 252M tokens; "
+    "Sec 3.4: 'We use similar recipes to pre-train the 8B and 70B models')"
+)
+_MISTRAL7B = (
+    "Jiang et al. 2023, 'Mistral 7B', arXiv:2310.06825, Table 1 (dim 4096, n_layers 32, "
+    "head_dim 128, hidden_dim 14336, n_heads 32, n_kv_heads 8, window_size 4096, context_len "
+    "8192, vocab_size 32000); untied embeddings and 7.24B parameters from "
+    "https://huggingface.co/mistralai/Mistral-7B-v0.1. No training sequence length is published "
+    "(context_len is a context window): pass seq_len"
+)
+_GEMMA2 = (
+    "Gemma Team 2024, 'Gemma 2: Improving Open Language Models at a Practical Size', "
+    "arXiv:2408.00118, Table 1 (9B: d_model 3584, 42 layers, GeGLU, feedforward dim 28672 = "
+    "gate + up of 14336 each as in https://huggingface.co/google/gemma-2-9b/blob/main/"
+    "config.json, 16 heads, 8 KV heads, head size 256, sliding window 4096, global span 8192, "
+    "vocab 256128, tied embeddings), Sec 2 (local and global attention alternate: 21 layers "
+    "each; pre- and post-norms, 4 per layer), Table 2 (917,962,752 embedding and 8,324,201,984 "
+    "non-embedding parameters). No training sequence length is published (8192 is the context "
+    "length): pass seq_len"
+)
+_DEEPSEEK_V3 = (
+    "DeepSeek-AI 2024, 'DeepSeek-V3 Technical Report', arXiv:2412.19437, Sec 4.2 (61 layers, "
+    "hidden 7168, 128 heads of 128, KV compression 512, query compression 1536, decoupled RoPE "
+    "head dim 64, all FFNs but the first three MoE with 1 shared + 256 routed experts of width "
+    "2048, 8 routed per token, MTP depth 1; 'we set the maximum sequence length to 4K during "
+    "pre-training'; '671B total parameters, of which 37B are activated for each token'); dense "
+    "d_ff 18432, vocabulary 129280 and untied embeddings from https://huggingface.co/deepseek-ai/"
+    "DeepSeek-V3/blob/main/config.json; https://github.com/deepseek-ai/DeepSeek-V3 README: "
+    "'685B, which includes 671B of the Main Model weights and 14B of the Multi-Token Prediction "
+    "(MTP) Module weights'; README_WEIGHTS.md: main model 'Activation parameters: 36.6B "
+    "(including 0.9B for the output Head)', MTP '11.5B unique parameters (excluding the shared "
+    "0.9B Embedding and 0.9B output Head)'. Context later extended to 32K and 128K (Sec 4.3: "
+    "pass seq_len for those phases)"
 )
 
 
@@ -88,7 +135,14 @@ def _palm(name: str, layers: int, d: int, heads: int, params: float, table22: fl
 
 
 def _llama3(
-    name: str, repo: str, layers: int, d: int, heads: int, d_ff: int, params: float
+    name: str,
+    repo: str,
+    layers: int,
+    d: int,
+    heads: int,
+    d_ff: int,
+    params: float,
+    seq_source: str = _LLAMA3_BLOG,
 ) -> Preset:
     return Preset(
         name=name,
@@ -104,7 +158,7 @@ def _llama3(
             seq_len=8192,
             name=name,
         ),
-        source=_LLAMA3.format(repo=repo),
+        source=_LLAMA3.format(repo=repo, seq_source=seq_source),
         description="Llama 3 dense decoder with grouped-query attention (8 KV heads)",
         published={"params": params},
     )
@@ -139,7 +193,7 @@ _TRANSFORMERS = [
     _palm("palm-540b", 118, 18432, 48, 540.35e9, 3.28e12),
     _llama3("llama3-8b", "Meta-Llama-3-8B", 32, 4096, 32, 14336, 8.03e9),
     _llama3("llama3-70b", "Meta-Llama-3-70B", 80, 8192, 64, 28672, 70.6e9),
-    _llama3("llama3-405b", "Llama-3.1-405B", 126, 16384, 128, 53248, 405.9e9),
+    _llama3("llama3-405b", "Llama-3.1-405B", 126, 16384, 128, 53248, 405.9e9, _LLAMA3_PAPER),
     Preset(
         name="llama3.1-8b",
         config=TransformerConfig(
@@ -154,8 +208,8 @@ _TRANSFORMERS = [
             seq_len=8192,
             name="llama3.1-8b",
         ),
-        source=_LLAMA3.format(repo="Llama-3.1-8B")
-        + "; context later extended to 131072 (pass seq_len=131072 for that stage)",
+        source=_LLAMA3.format(repo="Llama-3.1-8B", seq_source=_LLAMA3_PAPER)
+        + "; context later extended to 131072 (Sec 3.4.2: pass seq_len for those stages)",
         description="Llama 3.1 8B: the Llama 3 8B architecture with a 128K context",
         published={"params": 8.03e9},
     ),
@@ -171,7 +225,6 @@ _TRANSFORMERS = [
             ffn_type="swiglu",
             vocab_size=32000,
             tied_embeddings=False,
-            seq_len=32768,
             n_experts=8,
             top_k=2,
             d_ff_expert=14336,
@@ -181,11 +234,87 @@ _TRANSFORMERS = [
             "Jiang et al. 2024, 'Mixtral of Experts', arXiv:2401.04088, Table 1 (dim 4096, "
             "32 layers, head_dim 128, hidden_dim 14336, 32 heads, 8 KV heads, context 32768, "
             "vocab 32000, 8 experts, top-2); 46.7B total / 12.9B active from "
-            "https://mistral.ai/news/mixtral-of-experts/"
+            "https://mistral.ai/news/mixtral-of-experts/. No training sequence length is "
+            "published (32768 is the context window): pass seq_len"
         ),
         description="Sparse mixture of experts: 8 SwiGLU experts per layer, 2 per token",
         aliases=("mixtral",),
         published={"params": 46.7e9, "active_params": 12.9e9},
+    ),
+    Preset(
+        name="mistral-7b",
+        config=TransformerConfig(
+            n_layers=32,
+            d_model=4096,
+            n_heads=32,
+            n_kv_heads=8,
+            head_dim=128,
+            d_ff=14336,
+            ffn_type="swiglu",
+            vocab_size=32000,
+            tied_embeddings=False,
+            attention_window=4096,
+            name="mistral-7b",
+        ),
+        source=_MISTRAL7B,
+        description="Mistral 7B dense decoder: GQA and a 4096-token sliding window in every layer",
+        aliases=("mistral",),
+        published={"params": 7.24e9},
+    ),
+    Preset(
+        name="gemma-2-9b",
+        config=TransformerConfig(
+            n_layers=42,
+            d_model=3584,
+            n_heads=16,
+            n_kv_heads=8,
+            head_dim=256,
+            d_ff=14336,
+            ffn_type="geglu",
+            vocab_size=256_128,
+            tied_embeddings=True,
+            attention_window=(4096, 0),
+            norms_per_layer=4,
+            name="gemma-2-9b",
+        ),
+        source=_GEMMA2,
+        description="Gemma 2 9B: local (4096-token window) and global attention layers alternate",
+        published={"embedding_params": 917_962_752, "non_embedding_params": 8_324_201_984},
+    ),
+    Preset(
+        name="deepseek-v3",
+        config=TransformerConfig(
+            n_layers=61,
+            d_model=7168,
+            n_heads=128,
+            d_ff=18432,
+            ffn_type="swiglu",
+            vocab_size=129_280,
+            tied_embeddings=False,
+            seq_len=4096,
+            n_experts=256,
+            top_k=8,
+            n_shared_experts=1,
+            d_ff_expert=2048,
+            d_ff_shared=2048,
+            n_dense_layers=3,
+            q_lora_rank=1536,
+            kv_lora_rank=512,
+            qk_nope_head_dim=128,
+            qk_rope_head_dim=64,
+            v_head_dim=128,
+            n_mtp_modules=1,
+            name="deepseek-v3",
+        ),
+        source=_DEEPSEEK_V3,
+        description="DeepSeek-V3: MLA, 1 shared + 256 routed experts (top-8), 1 MTP module",
+        aliases=("deepseek-v3-base",),
+        published={
+            "params": 671e9,
+            "active_params": 37e9,
+            "active_params_without_input_embedding": 36.6e9,
+            "mtp_params": 11.5e9,
+        },
     ),
 ]
 
@@ -198,7 +327,9 @@ _MLPERF_DCNV2 = (
     "README.MD): --embedding_dim 128 --dense_arch_layer_sizes 512,256,128 "
     "--over_arch_layer_sizes 1024,1024,512,256,1 --interaction_type=dcn --dcn_num_layers=3 "
     "--dcn_low_rank_dim=512, --num_embeddings_per_feature and --multi_hot_sizes as below; "
-    "13 dense + 26 sparse Criteo 1TB features"
+    "13 dense + 26 sparse Criteo 1TB features. The 32,060,928 forward FLOPs per sample is this "
+    "project's count of that configuration's weight matmuls (see recsys.py), not a number any "
+    "MLPerf document states"
 )
 
 _HSTU = (
@@ -273,7 +404,7 @@ _RECSYS = [
         source=_MLPERF_DCNV2,
         description="MLPerf Training DLRM-DCNv2 on Criteo 1TB multi-hot",
         aliases=("mlperf-dlrm-dcnv2", "dlrmv2", "dlrm-v2"),
-        published={"forward_flops_per_sample": 32_060_928},
+        derived={"forward_flops_per_sample": 32_060_928},
     ),
     _hstu(
         "hstu-ml-20m-large",
@@ -342,8 +473,17 @@ def get_preset(name: str) -> Preset:
 
 
 def preset_records() -> list[dict[str, Any]]:
-    """One dict per preset (name, kind, description, source) for tables and widgets."""
+    """One dict per preset (name, kind, description, source, seq_len) for tables and widgets.
+
+    ``seq_len`` is the training sequence length the source states, ``None`` where it states none.
+    """
     return [
-        {"name": p.name, "kind": p.kind, "description": p.description, "source": p.source}
+        {
+            "name": p.name,
+            "kind": p.kind,
+            "description": p.description,
+            "source": p.source,
+            "seq_len": getattr(p.config, "seq_len", None),
+        }
         for p in PRESETS.values()
     ]

@@ -5,10 +5,12 @@ products only, training = 3 x forward, recomputation only in hardware FLOPs). Em
 and their pooling count zero FLOPs, but these models are bound by embedding traffic, so every
 result also reports the embedding bytes read per sample.
 
-Convention that reproduces the MLPerf DLRM-DCNv2 reference, 32,060,928 forward FLOPs per sample
-(``shared/DESIGN.md``): count the weight matmuls only, i.e. 2 x (13*512 + 512*256 + 256*128)
-for the bottom MLP, 3 x 2 x (3456*512 + 512*3456) for the low-rank cross layers (the U and V
-matmuls; the ``x0 * (...) + x`` products and additions are elementwise) and
+The MLPerf Training DLRM-DCNv2 reference configuration (``recommendation_v2/torchrec_dlrm``)
+gives 32,060,928 forward FLOPs per sample under these conventions. That figure is this
+project's derivation from the configuration's layer sizes; no MLPerf document states it. Only
+the weight matmuls count: 2 x (13*512 + 512*256 + 256*128) for the bottom MLP,
+3 x 2 x (3456*512 + 512*3456) for the low-rank cross layers (the U and V matmuls; the
+``x0 * (...) + x`` products and additions are elementwise) and
 2 x (3456*1024 + 1024*1024 + 1024*512 + 512*256 + 256*1) for the top MLP; biases, activations
 and the sigmoid count zero. 2 x 16,030,464 multiply-adds = 32,060,928.
 """
@@ -25,6 +27,7 @@ from .transformer import (
     ModelFlops,
     ParamCounts,
     Recompute,
+    _check_blocks,
     _check_bool,
     _check_choice,
     _check_int,
@@ -61,14 +64,6 @@ def _int_tuple(name: str, value: Any, *, allow_empty: bool = False, minimum: int
     return out
 
 
-def _check_blocks(value: Any) -> tuple[Component, ...]:
-    blocks = tuple(value)
-    for i, b in enumerate(blocks):
-        if not isinstance(b, Component):
-            raise _fail(f"extra_blocks[{i}]", "a Component (see linear() / custom_block())", b)
-    return blocks
-
-
 def _check_name(value: Any) -> None:
     if not isinstance(value, str) or not value:
         raise _fail("name", "a non-empty string", value)
@@ -92,8 +87,9 @@ def linear(
 def custom_block(
     name: str, forward_flops: float, *, params: int = 0, attention: bool = False, note: str = ""
 ) -> Component:
-    """A custom block given by its forward FLOPs per sample (e.g. measured or hand-derived).
+    """A custom block given by its forward FLOPs per unit (e.g. measured or hand-derived).
 
+    The unit is a sample for recommendation models and a token for transformers.
     ``attention=True`` marks FLOPs that selective recomputation re-runs.
     """
     return Component(name, float(forward_flops), params=params, attention=attention, note=note)

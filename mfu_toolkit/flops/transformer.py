@@ -4,17 +4,25 @@ Conventions (``shared/DESIGN.md``; PaLM, Chowdhery et al. 2022, arXiv:2204.02311
 
 1. A multiply-add is 2 FLOPs. Only matmuls and the attention score/value products count; norms,
    activations, softmax, biases, residual adds and other elementwise work count zero.
-2. Embedding lookups count zero FLOPs (a gather, not a matmul). The output projection to the
-   vocabulary (logits) is a matmul and counts, tied to the embedding or not.
+2. Embedding lookups count zero FLOPs (a gather, not a matmul), learned position tables included
+   (llm-foundry's MPT ``flops_per_batch`` instead counts 6 x every parameter, that table too).
+   The output projection to the vocabulary (logits) is a matmul and counts, tied or not.
 3. Training = forward + backward = (1 + ``backward_factor``) x forward, with
    ``backward_factor = 2`` (one matmul for the input gradient, one for the weight gradient).
 4. Attention: each token attends to all ``T`` positions unless ``causal=True``, in which case it
    attends on average to ``(T + 1) / 2`` positions (the unmasked lower triangle, diagonal
-   included). PaLM Appendix B does not halve, so the default is off.
-5. Activation recomputation is never model FLOPs. It only raises the *hardware* FLOPs used for HFU:
-   ``selective`` re-runs the attention score/value products in the backward pass (Korthikanti et
-   al. 2022, "Reducing Activation Recomputation in Large Transformer Models", arXiv:2205.05198),
-   ``full`` re-runs the whole forward pass once more (4 x forward in all).
+   included; MaxText halves to ``T / 2``). PaLM Appendix B does not halve, so the default is
+   off. A layer with an attention window ``W < T`` (sliding-window / local attention) attends
+   to ``W`` keys per query, or causally on average ``W - W (W - 1) / (2 T)``.
+5. Activation recomputation is never model FLOPs. It only raises the *hardware* FLOPs used for
+   HFU: ``selective`` re-runs the attention score/value products once (Korthikanti et al. 2022,
+   "Reducing Activation Recomputation in Large Transformer Models", arXiv:2205.05198, Sec 5);
+   ``selective-eq8`` adds three times that, as that paper's eq. 8 does (its published HFU uses
+   eq. 8); ``full`` re-runs the forward of every layer but not the logits layer, Megatron's
+   convention (Narayanan et al. 2021, arXiv:2104.04473, eq. 3: layers 4 x, logits 3 x forward).
+6. Multi-token prediction (MTP) modules (DeepSeek-V3, arXiv:2412.19437, Sec 2.2) are trained, so
+   their FLOPs are model FLOPs; their parameters are reported apart (``ParamCounts.mtp``), as
+   DeepSeek's 671B leaves them out.
 
 This module also holds the result types (``Component``, ``ParamCounts``, ``Conventions``,
 ``ModelFlops``) that the recommendation-model estimators in ``recsys.py`` return too, so every
@@ -40,15 +48,16 @@ __all__ = [
     "transformer_params",
     "transformer_breakdown",
     "transformer_flops",
+    "seq_len_required",
     "six_n",
     "palm_flops_per_token",
 ]
 
-RECOMPUTE_MODES = ("none", "selective", "full")
-FFN_TYPES = ("gelu", "swiglu")
+RECOMPUTE_MODES = ("none", "selective", "selective-eq8", "full")
+FFN_TYPES = ("gelu", "swiglu", "geglu")
 POS_EMBEDDINGS = ("rope", "learned", "none")
 
-Recompute = Literal["none", "selective", "full"]
+Recompute = Literal["none", "selective", "selective-eq8", "full"]
 
 
 class FlopsConfigError(ValueError):
@@ -104,6 +113,18 @@ def _check_recompute(recompute: Any) -> str:
     return _check_choice("recompute", recompute, RECOMPUTE_MODES)
 
 
+def _check_optional_int(name: str, value: Any, *, minimum: int = 1) -> int | None:
+    return None if value is None else _check_int(name, value, minimum=minimum)
+
+
+def seq_len_required(name: str) -> FlopsConfigError:
+    """The error for a FLOPs count that needs a sequence length nobody gave."""
+    return FlopsConfigError(
+        f"seq_len must be given for {name}: its source states no training sequence length (a "
+        "context window is not one); pass seq_len=N in Python or --seq-len N on the command line"
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # result types
 
@@ -113,7 +134,9 @@ class Component:
     """One row of a FLOPs breakdown: forward FLOPs per unit (token or sample) of one component.
 
     ``attention`` marks attention score/value products, the part that selective recomputation
-    re-runs. Also the way to add a custom block to a recommendation model (``extra_blocks``).
+    re-runs; ``output_layer`` marks the vocabulary projection (logits), which full recomputation
+    does not re-run (Megatron's convention). Also the way to add a custom block to any model
+    (``extra_blocks``: forward FLOPs per token for transformers, per sample for the others).
     """
 
     name: str
@@ -121,6 +144,7 @@ class Component:
     params: int = 0
     attention: bool = False
     note: str = ""
+    output_layer: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -128,6 +152,7 @@ class Component:
         _check_number(f"Component({self.name!r}).forward_flops", self.forward_flops)
         _check_int(f"Component({self.name!r}).params", self.params, minimum=0)
         _check_bool(f"Component({self.name!r}).attention", self.attention)
+        _check_bool(f"Component({self.name!r}).output_layer", self.output_layer)
 
 
 @dataclass(frozen=True)
@@ -137,11 +162,15 @@ class ParamCounts:
     ``embedding`` is the lookup tables (token, position, item/sparse-feature tables) plus an
     untied output head; ``active`` is what one token (or sample) uses: MoE experts it is not
     routed to are left out, and for recommendation models only the embedding rows it reads count.
+    ``mtp`` is the parameters of multi-token prediction modules, trained but outside ``total``
+    and ``active`` (DeepSeek-V3's 671B leaves them out too); the modules share the embedding and
+    the output head, which are counted once, in ``total``.
     """
 
     total: int
     active: int
     embedding: int
+    mtp: int = 0
 
     @property
     def non_embedding(self) -> int:
@@ -153,6 +182,7 @@ class ParamCounts:
             "active": self.active,
             "embedding": self.embedding,
             "non_embedding": self.non_embedding,
+            "mtp": self.mtp,
         }
 
 
@@ -160,6 +190,19 @@ _COUNTED = (
     "matmuls and attention score/value products only; norms, activations, softmax, biases and "
     "other elementwise ops count zero"
 )
+
+
+_RECOMPUTE_TEXT = {
+    "none": "none (hardware FLOPs = model FLOPs)",
+    "selective": "selective: the attention score/value products re-run once (Korthikanti et al. "
+    "2022, arXiv:2205.05198, Sec 5); hardware FLOPs only",
+    "selective-eq8": "selective-eq8: 3 x the attention score/value forward FLOPs added, as in "
+    "Korthikanti et al. 2022's eq. 8, 72Bslh^2 (1 + s/3h + V/12hl), the formula behind that "
+    "paper's published HFU (its text re-runs them once); hardware FLOPs only",
+    "full": "full: the forward of every layer re-run once, the logits (output) layer not, as "
+    "Megatron counts it (Narayanan et al. 2021, arXiv:2104.04473, eq. 3: layers 4 x, logits "
+    "3 x forward); hardware FLOPs only",
+}
 
 
 @dataclass(frozen=True)
@@ -178,17 +221,12 @@ class Conventions:
 
     def describe(self) -> list[str]:
         """Human-readable lines, one per convention."""
-        recompute = {
-            "none": "none (hardware FLOPs = model FLOPs)",
-            "selective": "selective: attention score/value products re-run in backward "
-            "(hardware FLOPs only)",
-            "full": "full: one extra forward pass (hardware FLOPs only)",
-        }[self.recompute]
         lines = [
             f"{self.flops_per_mac} FLOPs per multiply-add; {self.counted}",
             f"training = (1 + {self.backward_factor:g}) x forward; "
             "recomputation is excluded from model FLOPs",
-            f"embedding lookups: {self.embedding_lookup_flops} FLOPs",
+            f"embedding lookups (token, learned position and item tables): "
+            f"{self.embedding_lookup_flops} FLOPs",
         ]
         if self.has_attention:
             lines.append(
@@ -197,16 +235,31 @@ class Conventions:
             lines.append(
                 "causal: "
                 + (
-                    "on ((T + 1) / 2 keys per query on average)"
+                    "on ((T + 1) / 2 keys per query on average, the unmasked triangle; "
+                    "MaxText halves to T / 2)"
                     if self.causal
-                    else "off (every query attends to all T keys, as in PaLM Appendix B)"
+                    else "off (every query attends to all T keys, as in PaLM Appendix B; "
+                    "causal=True / --causal counts the mask)"
                 )
             )
         else:
             lines.append("attention: none in this model")
-        lines.append(f"recomputation: {recompute}")
+        lines.append(f"recomputation: {_RECOMPUTE_TEXT[self.recompute]}")
         lines.extend(self.notes)
         return lines
+
+    def summary(self) -> str:
+        """One line: the conventions a reader needs to compare two numbers."""
+        parts = [
+            f"{self.flops_per_mac} FLOPs/MAC",
+            f"training {1 + self.backward_factor:g}x forward",
+        ]
+        if self.has_attention:
+            parts.append("causal on" if self.causal else "causal off (PaLM App. B)")
+            if not self.include_attention:
+                parts.append("attention excluded")
+        parts.append(f"recompute {self.recompute} (HFU only)")
+        return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -215,6 +268,7 @@ class Conventions:
             "include_attention": self.include_attention,
             "causal": self.causal,
             "recompute": self.recompute,
+            "recompute_convention": _RECOMPUTE_TEXT[self.recompute],
             "embedding_lookup_flops": self.embedding_lookup_flops,
             "counted": self.counted,
             "notes": list(self.notes),
@@ -425,10 +479,13 @@ def _finish(
     forward = per_unit * to_sample
     training = (1.0 + conventions.backward_factor) * forward
     # Recomputation adds hardware FLOPs only (HFU), never model FLOPs (MFU).
-    if conventions.recompute == "full":
-        extra_hw = forward
-    elif conventions.recompute == "selective":
-        extra_hw = sum(c.forward_flops for c in breakdown if c.attention) * to_sample
+    attention = sum(c.forward_flops for c in breakdown if c.attention) * to_sample
+    if conventions.recompute == "full":  # Narayanan et al. 2021, eq. 3: not the logits layer
+        extra_hw = forward - sum(c.forward_flops for c in breakdown if c.output_layer) * to_sample
+    elif conventions.recompute == "selective":  # Korthikanti et al. 2022, Sec 5
+        extra_hw = attention
+    elif conventions.recompute == "selective-eq8":  # Korthikanti et al. 2022, eq. 8
+        extra_hw = 3.0 * attention
     else:
         extra_hw = 0.0
     return ModelFlops(
@@ -453,18 +510,53 @@ def _finish(
 # transformer configuration
 
 
+def _check_blocks(value: Any) -> tuple[Component, ...]:
+    """``extra_blocks`` as a tuple of ``Component`` (named custom blocks with their FLOPs)."""
+    if isinstance(value, (str, bytes, Component)):
+        raise _fail(
+            "extra_blocks", "a sequence of Component (see linear() / custom_block())", value
+        )
+    blocks = tuple(value)
+    for i, b in enumerate(blocks):
+        if not isinstance(b, Component):
+            raise _fail(f"extra_blocks[{i}]", "a Component (see linear() / custom_block())", b)
+    return blocks
+
+
+_MLA_SHAPE = ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+
+
 @dataclass(frozen=True)
 class TransformerConfig:
     """A decoder-only transformer (dense or MoE), validated on construction.
 
     Defaults: ``n_kv_heads = n_heads`` (multi-head attention), ``head_dim = d_model / n_heads``,
-    ``d_ff = 4 * d_model``, ``d_ff_expert = d_ff``. ``ffn_type`` is ``"gelu"`` (2 matrices) or
-    ``"swiglu"`` (3 matrices). MoE: ``n_experts > 0`` makes every layer after the first
-    ``n_dense_layers`` an MoE layer with a router, ``top_k`` routed experts per token and
-    ``n_shared_experts`` always-on experts, each of width ``d_ff_expert``. ``bias=True`` means
+    ``d_ff = 4 * d_model``, ``d_ff_expert = d_ff``, ``d_ff_shared = d_ff_expert``. ``ffn_type``
+    is ``"gelu"`` (2 matrices), ``"swiglu"`` or ``"geglu"`` (3 matrices). ``bias=True`` means
     linear biases and LayerNorm with a bias (GPT-2/3 style); they change parameter counts only.
-    ``max_seq_len`` (default ``seq_len``) sizes a learned position table; ``seq_len`` is the
-    training sequence length the attention FLOPs use.
+
+    * ``seq_len``: the *training* sequence length the attention FLOPs use; ``None`` (the
+      default) when the source states none, and then every FLOPs count needs ``seq_len=``.
+      ``max_seq_len`` (default ``seq_len``) sizes a learned position table.
+    * MoE: ``n_experts > 0`` makes every layer after the first ``n_dense_layers`` an MoE layer
+      with a router, ``top_k`` routed experts of width ``d_ff_expert`` per token and
+      ``n_shared_experts`` always-on experts of width ``d_ff_shared``.
+    * ``attention_window``: sliding-window / local attention. An int ``W`` bounds every layer
+      to the last ``W`` keys (itself included, as Mistral 7B's window); a sequence is a pattern
+      of per-layer windows repeated over the layers, ``0`` for a global layer (Gemma 2:
+      ``(4096, 0)``; Gemma 3: ``(1024,) * 5 + (0,)``; gpt-oss: ``(128, 0)``).
+    * Multi-head latent attention (DeepSeek-V2/V3, Kimi K2), on when ``kv_lora_rank`` is set:
+      queries through ``d -> q_lora_rank -> n_heads * (qk_nope_head_dim + qk_rope_head_dim)``
+      (straight from ``d`` when ``q_lora_rank`` is ``None``), keys and values through
+      ``d -> kv_lora_rank + qk_rope_head_dim`` and ``kv_lora_rank -> n_heads * (qk_nope_head_dim
+      + v_head_dim)``, output ``n_heads * v_head_dim -> d``; each latent has an RMSNorm
+      (DeepSeek-V2, arXiv:2405.04434, Sec 2.1). ``n_kv_heads`` and ``head_dim`` are unused.
+    * ``n_mtp_modules``: multi-token prediction modules (DeepSeek-V3, arXiv:2412.19437, Sec
+      2.2), each a ``2d -> d`` projection, two RMSNorms and one transformer layer like the last
+      main one (MoE in an MoE model), sharing the embedding and the output head.
+    * ``extra_blocks``: named custom matmul blocks (``Component``), forward FLOPs per token.
+    * ``norms_per_layer``: 2 (pre-norm) unless the model also normalises sublayer outputs
+      (Gemma 2: 4); parameter counts only.
     """
 
     n_layers: int
@@ -476,7 +568,7 @@ class TransformerConfig:
     ffn_type: str = "gelu"
     vocab_size: int = 50257
     tied_embeddings: bool = False
-    seq_len: int = 2048
+    seq_len: int | None = None
     pos_embedding: str = "rope"
     bias: bool = False
     n_experts: int = 0
@@ -485,20 +577,23 @@ class TransformerConfig:
     d_ff_expert: int | None = None
     n_dense_layers: int = 0
     max_seq_len: int | None = None
+    d_ff_shared: int | None = None
+    attention_window: int | tuple[int, ...] | None = None
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_nope_head_dim: int | None = None
+    qk_rope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    n_mtp_modules: int = 0
+    extra_blocks: tuple[Component, ...] = ()
+    norms_per_layer: int = 2
     name: str = "custom-transformer"
     _derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: fill in derived defaults once, here
-        set_(
-            self,
-            "_derived",
-            frozenset(
-                n
-                for n in ("n_kv_heads", "head_dim", "d_ff", "d_ff_expert", "max_seq_len")
-                if getattr(self, n) is None
-            ),
-        )
+        derivable = ("n_kv_heads", "head_dim", "d_ff", "d_ff_expert", "d_ff_shared", "max_seq_len")
+        set_(self, "_derived", frozenset(n for n in derivable if getattr(self, n) is None))
         _check_int("n_layers", self.n_layers)
         _check_int("d_model", self.d_model)
         _check_int("n_heads", self.n_heads)
@@ -522,7 +617,7 @@ class TransformerConfig:
         _check_choice("ffn_type", self.ffn_type, FFN_TYPES)
         _check_int("vocab_size", self.vocab_size)
         _check_bool("tied_embeddings", self.tied_embeddings)
-        _check_int("seq_len", self.seq_len)
+        _check_optional_int("seq_len", self.seq_len)
         _check_choice("pos_embedding", self.pos_embedding, POS_EMBEDDINGS)
         _check_bool("bias", self.bias)
         _check_int("n_experts", self.n_experts, minimum=0)
@@ -534,16 +629,72 @@ class TransformerConfig:
         if self.d_ff_expert is None:
             set_(self, "d_ff_expert", self.d_ff)
         _check_int("d_ff_expert", self.d_ff_expert)
+        if self.d_ff_shared is None:
+            set_(self, "d_ff_shared", self.d_ff_expert)
+        _check_int("d_ff_shared", self.d_ff_shared)
         _check_int("n_dense_layers", self.n_dense_layers, minimum=0, maximum=self.n_layers)
         if self.max_seq_len is None:
             set_(self, "max_seq_len", self.seq_len)
-        _check_int("max_seq_len", self.max_seq_len)
+        _check_optional_int("max_seq_len", self.max_seq_len)
+        if self.pos_embedding == "learned" and self.max_seq_len is None:
+            raise _fail(
+                "max_seq_len",
+                "an integer >= 1 (or give seq_len) to size the learned position table",
+                None,
+            )
+        self._check_window(set_)
+        self._check_mla()
+        _check_int("n_mtp_modules", self.n_mtp_modules, minimum=0)
+        _check_int("norms_per_layer", self.norms_per_layer, minimum=0)
+        set_(self, "extra_blocks", _check_blocks(self.extra_blocks))
         if not isinstance(self.name, str) or not self.name:
             raise _fail("name", "a non-empty string", self.name)
+
+    def _check_window(self, set_: Any) -> None:
+        w = self.attention_window
+        if w is None:
+            return
+        if isinstance(w, (list, tuple)):
+            if not w:
+                raise _fail("attention_window", "an int, a non-empty sequence of ints or None", w)
+            for i, v in enumerate(w):
+                _check_int(f"attention_window[{i}]", v, minimum=0)
+            set_(self, "attention_window", tuple(w))
+        else:
+            _check_int("attention_window", w)
+
+    def _check_mla(self) -> None:
+        if self.kv_lora_rank is None:
+            for key in ("q_lora_rank", *_MLA_SHAPE):
+                if getattr(self, key) is not None:
+                    raise _fail(
+                        key,
+                        "None unless kv_lora_rank is set (multi-head latent attention)",
+                        getattr(self, key),
+                    )
+            return
+        _check_int("kv_lora_rank", self.kv_lora_rank)
+        _check_optional_int("q_lora_rank", self.q_lora_rank)
+        for key in _MLA_SHAPE:
+            value = getattr(self, key)
+            if value is None:
+                raise _fail(
+                    key, "an integer when kv_lora_rank is set (multi-head latent attention)", value
+                )
+        _check_int("qk_nope_head_dim", self.qk_nope_head_dim, minimum=0)
+        _check_int("qk_rope_head_dim", self.qk_rope_head_dim, minimum=0)
+        _check_int("v_head_dim", self.v_head_dim)
+        if self.qk_nope_head_dim + self.qk_rope_head_dim == 0:
+            raise _fail("qk_nope_head_dim", "> 0 or qk_rope_head_dim > 0", self.qk_nope_head_dim)
 
     @property
     def is_moe(self) -> bool:
         return self.n_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        """Multi-head latent attention (``kv_lora_rank`` set)."""
+        return self.kv_lora_rank is not None
 
     @property
     def n_moe_layers(self) -> int:
@@ -551,14 +702,33 @@ class TransformerConfig:
 
     @property
     def ffn_matrices(self) -> int:
-        return 3 if self.ffn_type == "swiglu" else 2
+        return 2 if self.ffn_type == "gelu" else 3
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Width per head of the query-key dot product (``nope + rope`` under MLA)."""
+        return self.qk_nope_head_dim + self.qk_rope_head_dim if self.is_mla else self.head_dim
+
+    @property
+    def value_head_dim(self) -> int:
+        """Width per head of the attention values."""
+        return self.v_head_dim if self.is_mla else self.head_dim
+
+    def layer_windows(self) -> tuple[int | None, ...]:
+        """Each layer's attention window in keys, ``None`` where it sees the whole context."""
+        w, n = self.attention_window, self.n_layers
+        if w is None:
+            return (None,) * n
+        if isinstance(w, int):
+            return (w,) * n
+        return tuple(w[i % len(w)] or None for i in range(n))
 
     def with_(self, **changes: Any) -> TransformerConfig:
         """A validated copy with some fields changed.
 
         Fields that were filled in by default (``n_kv_heads``, ``head_dim``, ``d_ff``,
-        ``d_ff_expert``, ``max_seq_len``) are derived again from the new values unless given;
-        ``dataclasses.replace`` instead keeps them as they are.
+        ``d_ff_expert``, ``d_ff_shared``, ``max_seq_len``) are derived again from the new values
+        unless given; ``dataclasses.replace`` instead keeps them as they are.
         """
         for name in self._derived:
             changes.setdefault(name, None)
@@ -571,36 +741,148 @@ def _ffn_params(d_model: int, d_ff: int, n_mats: int, bias: bool) -> int:
     return weights + biases
 
 
+def _attention_matmuls(
+    c: TransformerConfig,
+) -> tuple[list[tuple[str, int, int]], tuple[str, int, int]]:
+    """One layer's attention projections as ``(name, weights, biases)``: inputs, then output.
+
+    Standard/GQA: ``d -> (H + 2 H_kv) Q`` and ``H Q -> d``. MLA (DeepSeek-V2, Sec 2.1): the
+    query down/up projections, ``d -> kv_lora_rank + rope`` and ``kv_lora_rank -> H (nope + v)``
+    as separate matmuls (training runs them; no weight absorption), and ``H v -> d``.
+    """
+    d, hq = c.d_model, c.n_heads
+    if not c.is_mla:
+        width = (hq + 2 * c.n_kv_heads) * c.head_dim
+        return [("qkv_proj", d * width, width)], ("attn_out_proj", hq * c.head_dim * d, d)
+    q_out = hq * c.qk_head_dim
+    ins: list[tuple[str, int, int]] = []
+    if c.q_lora_rank is None:
+        ins.append(("q_proj", d * q_out, q_out))
+    else:
+        r = c.q_lora_rank
+        ins += [("q_down_proj", d * r, r), ("q_up_proj", r * q_out, q_out)]
+    kv_a = c.kv_lora_rank + c.qk_rope_head_dim
+    kv_b = hq * (c.qk_nope_head_dim + c.v_head_dim)
+    ins += [("kv_down_proj", d * kv_a, kv_a), ("kv_up_proj", c.kv_lora_rank * kv_b, kv_b)]
+    return ins, ("attn_out_proj", hq * c.v_head_dim * d, d)
+
+
+def _layer_params(c: TransformerConfig) -> dict[str, int]:
+    """Parameters of one layer's pieces: attention (with MLA's latent norms), norms, FFNs."""
+    ins, out = _attention_matmuls(c)
+    attn = sum(w + (b if c.bias else 0) for _, w, b in (*ins, out))
+    norm = c.d_model * (2 if c.bias else 1)
+    if c.is_mla:  # one RMSNorm on each compressed latent
+        attn += (c.kv_lora_rank + (c.q_lora_rank or 0)) * (2 if c.bias else 1)
+    m = c.ffn_matrices
+    return {
+        "attn": attn,
+        "norm": norm,
+        "dense_ffn": _ffn_params(c.d_model, c.d_ff, m, c.bias),
+        "expert": _ffn_params(c.d_model, c.d_ff_expert, m, c.bias),
+        "shared": _ffn_params(c.d_model, c.d_ff_shared, m, c.bias),
+        "router": c.d_model * c.n_experts,
+    }
+
+
 def transformer_params(config: TransformerConfig) -> ParamCounts:
-    """Total, active-per-token and embedding parameter counts.
+    """Total, active-per-token, embedding and MTP parameter counts.
 
     Counts every weight matrix, embedding table and (when ``bias``) bias; norms count ``d_model``
-    each (``2 * d_model`` with LayerNorm bias), two per layer plus a final one.
+    each (``2 * d_model`` with LayerNorm bias), ``norms_per_layer`` per layer plus a final one,
+    and MLA's latent norms. ``extra_blocks`` add their ``params`` to total and active. MTP modules (projection
+    ``2d x d``, their layer and three norms) go to ``mtp``, outside ``total``.
     """
     c = config
-    d, hq, hkv, q = c.d_model, c.n_heads, c.n_kv_heads, c.head_dim
-    attn = d * hq * q + 2 * d * hkv * q + hq * q * d
-    if c.bias:
-        attn += hq * q + 2 * hkv * q + d
-    norm = d * (2 if c.bias else 1)
-    dense_ffn = _ffn_params(d, c.d_ff, c.ffn_matrices, c.bias)
-    expert = _ffn_params(d, c.d_ff_expert, c.ffn_matrices, c.bias)
-    router = d * c.n_experts
-
+    p = _layer_params(c)
+    norm = p["norm"]
     n_dense = c.n_layers - c.n_moe_layers
-    per_dense_layer = attn + dense_ffn + 2 * norm
-    moe_shared = attn + router + c.n_shared_experts * expert + 2 * norm
-    total_layers = n_dense * per_dense_layer + c.n_moe_layers * (moe_shared + c.n_experts * expert)
-    active_layers = n_dense * per_dense_layer + c.n_moe_layers * (moe_shared + c.top_k * expert)
+    layer_norms = c.norms_per_layer * norm
+    per_dense_layer = p["attn"] + p["dense_ffn"] + layer_norms
+    moe_shared = p["attn"] + p["router"] + c.n_shared_experts * p["shared"] + layer_norms
+    moe_total = moe_shared + c.n_experts * p["expert"]
+    total_layers = n_dense * per_dense_layer + c.n_moe_layers * moe_total
+    active_layers = n_dense * per_dense_layer + c.n_moe_layers * (
+        moe_shared + c.top_k * p["expert"]
+    )
 
-    embedding = c.vocab_size * d
+    embedding = c.vocab_size * c.d_model
     if c.pos_embedding == "learned":
-        embedding += c.max_seq_len * d
+        embedding += c.max_seq_len * c.d_model
     if not c.tied_embeddings:
-        embedding += c.vocab_size * d + (c.vocab_size if c.bias else 0)  # untied output head
-    total = total_layers + norm + embedding
-    active = active_layers + norm + embedding
-    return ParamCounts(total=total, active=active, embedding=embedding)
+        embedding += c.vocab_size * c.d_model + (c.vocab_size if c.bias else 0)  # output head
+    extra = sum(b.params for b in c.extra_blocks)
+    mtp_layer = moe_total if c.is_moe else per_dense_layer
+    proj = 2 * c.d_model * c.d_model + (c.d_model if c.bias else 0)
+    mtp = c.n_mtp_modules * (mtp_layer + proj + 3 * norm)
+    return ParamCounts(
+        total=total_layers + norm + embedding + extra,
+        active=active_layers + norm + embedding + extra,
+        embedding=embedding,
+        mtp=mtp,
+    )
+
+
+def _keys_per_query(t: int, window: int | None, causal: bool) -> float:
+    """Mean number of keys one query attends to in a sequence of ``t`` tokens.
+
+    Whole context: ``t``, or ``(t + 1) / 2`` causal. A window ``w < t`` (the last ``w`` keys,
+    itself included): ``w``, or causal the mean of ``min(i, w)`` over ``i = 1..t``, which is
+    ``w - w (w - 1) / (2 t)``.
+    """
+    if window is None or window >= t:
+        return (t + 1) / 2 if causal else float(t)
+    return window - window * (window - 1) / (2 * t) if causal else float(window)
+
+
+def _window_note(c: TransformerConfig) -> str:
+    windows = c.layer_windows()
+    local = [w for w in windows if w is not None]
+    if not local:
+        return ""
+    sizes = ", ".join(str(w) for w in sorted(set(local)))
+    return f"; {len(local)} of {c.n_layers} layers local (window {sizes} keys)"
+
+
+def _ffn_rows(c: TransformerConfig, n_dense: int, n_moe: int, prefix: str = "") -> list[Component]:
+    """FFN / MoE rows for ``n_dense`` dense and ``n_moe`` MoE layers."""
+    d, m = c.d_model, c.ffn_matrices
+    rows = []
+    if n_dense:
+        rows.append(
+            Component(
+                f"{prefix}ffn",
+                2.0 * m * d * c.d_ff * n_dense,
+                params=m * d * c.d_ff * n_dense,
+                note=f"{c.ffn_type}, {m} matrices",
+            )
+        )
+    if n_moe:
+        expert = m * d * c.d_ff_expert
+        rows.append(
+            Component(
+                f"{prefix}moe_router", 2.0 * d * c.n_experts * n_moe, params=d * c.n_experts * n_moe
+            )
+        )
+        rows.append(
+            Component(
+                f"{prefix}moe_routed_experts",
+                2.0 * c.top_k * expert * n_moe,
+                params=c.n_experts * expert * n_moe,
+                note=f"top-{c.top_k} of {c.n_experts}, width {c.d_ff_expert}",
+            )
+        )
+        if c.n_shared_experts:
+            shared = m * d * c.d_ff_shared
+            rows.append(
+                Component(
+                    f"{prefix}moe_shared_experts",
+                    2.0 * c.n_shared_experts * shared * n_moe,
+                    params=c.n_shared_experts * shared * n_moe,
+                    note=f"{c.n_shared_experts} of width {c.d_ff_shared}",
+                )
+            )
+    return rows
 
 
 def transformer_breakdown(
@@ -613,82 +895,121 @@ def transformer_breakdown(
     """Forward FLOPs per token by component, summed over layers.
 
     Per layer (PaLM Appendix B; Kaplan et al. 2020, Table 1; Narayanan et al. 2021, Sec 5.1):
-    QKV ``2*d*(H + 2*H_kv)*Q``, scores ``2*T*H*Q``, values ``2*T*H*Q``, output ``2*H*Q*d``,
-    FFN ``2*m*d*d_ff`` (m = 2 GELU, 3 SwiGLU); MoE layers add a router ``2*d*E`` and run
-    ``top_k`` routed plus the shared experts. Logits ``2*d*V`` once. ``T`` becomes ``(T+1)/2``
-    when causal.
+    QKV ``2*d*(H + 2*H_kv)*Q`` (MLA: its five projections), scores ``2*K*H*Q_qk``, values
+    ``2*K*H*Q_v``, output ``2*H*Q_v*d``, FFN ``2*m*d*d_ff`` (m = 2 GELU, 3 SwiGLU/GeGLU); MoE
+    layers add a router ``2*d*E`` and run ``top_k`` routed plus the shared experts. ``K`` is the
+    keys per query: ``T``, ``(T+1)/2`` when causal, bounded by the layer's attention window.
+    Logits ``2*d*V`` once, then each MTP module (projection ``2*2d*d``, one layer, logits) and
+    the ``extra_blocks``. Raises ``FlopsConfigError`` naming ``seq_len`` when none is known.
     """
     c = config
     t = c.seq_len if seq_len is None else _check_int("seq_len", seq_len)
+    if t is None:
+        raise seq_len_required(c.name)
     _check_bool("include_attention", include_attention)
     _check_bool("causal", causal)
-    d, hq, hkv, q, L = c.d_model, c.n_heads, c.n_kv_heads, c.head_dim, c.n_layers
-    keys = (t + 1) / 2 if causal else float(t)  # keys each query attends to, on average
+    d, hq, L = c.d_model, c.n_heads, c.n_layers
+    keys = sum(_keys_per_query(t, w, causal) for w in c.layer_windows())  # summed over layers
     attn_on = 1.0 if include_attention else 0.0
-    m = c.ffn_matrices
-    n_dense = L - c.n_moe_layers
+    excluded = "" if include_attention else " (excluded)"
+    windows = _window_note(c)
+    ins, out = _attention_matmuls(c)
     parts = [
         Component(
             "embedding",
             0.0,
             params=c.vocab_size * d + (c.max_seq_len * d if c.pos_embedding == "learned" else 0),
-            note="lookup: zero FLOPs",
+            note="lookup: zero FLOPs"
+            + (" (learned position table too)" if c.pos_embedding == "learned" else ""),
         ),
-        Component("qkv_proj", 2.0 * d * (hq + 2 * hkv) * q * L, params=d * (hq + 2 * hkv) * q * L),
+    ]
+    parts += [Component(n, 2.0 * w * L, params=w * L) for n, w, _ in ins]
+    parts += [
         Component(
             "attn_scores",
-            attn_on * 2.0 * keys * hq * q * L,
+            attn_on * 2.0 * keys * hq * c.qk_head_dim,
             attention=True,
-            note="Q @ K^T" + ("" if include_attention else " (excluded)"),
+            note="Q @ K^T" + excluded + windows,
         ),
         Component(
             "attn_values",
-            attn_on * 2.0 * keys * hq * q * L,
+            attn_on * 2.0 * keys * hq * c.value_head_dim,
             attention=True,
-            note="softmax(QK^T) @ V" + ("" if include_attention else " (excluded)"),
+            note="softmax(QK^T) @ V" + excluded + windows,
         ),
-        Component("attn_out_proj", 2.0 * hq * q * d * L, params=hq * q * d * L),
+        Component(out[0], 2.0 * out[1] * L, params=out[1] * L),
     ]
-    if n_dense:
-        parts.append(
-            Component(
-                "ffn",
-                2.0 * m * d * c.d_ff * n_dense,
-                params=m * d * c.d_ff * n_dense,
-                note=f"{c.ffn_type}, {m} matrices",
-            )
-        )
-    if c.is_moe:
-        n_moe = c.n_moe_layers
-        expert = m * d * c.d_ff_expert
-        parts.append(
-            Component("moe_router", 2.0 * d * c.n_experts * n_moe, params=d * c.n_experts * n_moe)
-        )
-        parts.append(
-            Component(
-                "moe_routed_experts",
-                2.0 * c.top_k * expert * n_moe,
-                params=c.n_experts * expert * n_moe,
-                note=f"top-{c.top_k} of {c.n_experts}",
-            )
-        )
-        if c.n_shared_experts:
-            parts.append(
-                Component(
-                    "moe_shared_experts",
-                    2.0 * c.n_shared_experts * expert * n_moe,
-                    params=c.n_shared_experts * expert * n_moe,
-                )
-            )
+    parts += _ffn_rows(c, L - c.n_moe_layers, c.n_moe_layers)
     parts.append(
         Component(
             "logits",
             2.0 * d * c.vocab_size,
             params=0 if c.tied_embeddings else d * c.vocab_size,
             note="tied to the embedding" if c.tied_embeddings else "",
+            output_layer=True,
         )
     )
+    if c.n_mtp_modules:
+        k = c.n_mtp_modules
+        layer = 2 * d * d + sum(w for _, w, _ in (*ins, out))
+        layer_rows = _ffn_rows(c, 0 if c.is_moe else 1, 1 if c.is_moe else 0)
+        mtp_flops = 2.0 * layer + sum(r.forward_flops for r in layer_rows)
+        mtp_weights = layer + sum(r.params for r in layer_rows)
+        full = _keys_per_query(t, None, causal)
+        parts += [
+            Component(
+                "mtp_layers",
+                k * mtp_flops,
+                params=k * mtp_weights,
+                note=f"{k} MTP module(s): 2d->d projection and one layer each (trained: model FLOPs)",
+            ),
+            Component(
+                "mtp_attention",
+                attn_on * k * 2.0 * full * hq * (c.qk_head_dim + c.value_head_dim),
+                attention=True,
+                note="MTP scores and values over the whole context" + excluded,
+            ),
+            Component(
+                "mtp_logits",
+                k * 2.0 * d * c.vocab_size,
+                note="shared output head",
+                output_layer=True,
+            ),
+        ]
+    parts.extend(c.extra_blocks)
     return tuple(parts)
+
+
+def _transformer_notes(c: TransformerConfig) -> tuple[str, ...]:
+    """Model-specific conventions, one sentence each, for ``Conventions.notes``."""
+    notes = [
+        "position embeddings: 0 FLOPs (RoPE is elementwise; a learned table is a lookup and an "
+        "add); llm-foundry's MPT flops_per_batch counts 6 x every parameter, a learned "
+        "position table included"
+    ]
+    local = [w for w in c.layer_windows() if w is not None]
+    if local:
+        notes.append(
+            f"attention windows: {len(local)} of {c.n_layers} layers attend to at most their "
+            f"window ({', '.join(str(w) for w in sorted(set(local)))} keys) instead of all T: "
+            "W keys per query, causal W - W(W-1)/2T on average"
+        )
+    if c.is_mla:
+        notes.append(
+            "multi-head latent attention: the low-rank projections counted as the matmuls "
+            f"training runs (no weight absorption); scores over {c.qk_head_dim} dims per head, "
+            f"values over {c.value_head_dim}"
+        )
+    if c.n_mtp_modules:
+        notes.append(
+            f"multi-token prediction: {c.n_mtp_modules} MTP module(s) counted in model FLOPs "
+            "(they are trained), each over all T positions; their parameters are in params.mtp, "
+            "outside params.total"
+        )
+    if c.extra_blocks:
+        names = ", ".join(b.name for b in c.extra_blocks)
+        notes.append(f"custom blocks as given, forward FLOPs per token: {names}")
+    return tuple(notes)
 
 
 def transformer_flops(
@@ -704,16 +1025,20 @@ def transformer_flops(
 ) -> ModelFlops:
     """FLOPs per token, sequence and step of a transformer, with a per-component breakdown.
 
+    ``seq_len`` overrides the config's training sequence length (needed when it has none);
     ``batch`` is sequences per optimizer step. ``recompute`` only changes hardware FLOPs.
     """
     if seq_len is not None:
         config = replace(config, seq_len=_check_int("seq_len", seq_len))
+    elif config.seq_len is None:
+        raise seq_len_required(config.name)
     _check_int("batch", batch)
     conventions = Conventions(
         backward_factor=_check_number("backward_factor", backward_factor),
         include_attention=_check_bool("include_attention", include_attention),
         causal=_check_bool("causal", causal),
         recompute=_check_recompute(recompute),
+        notes=_transformer_notes(config),
     )
     breakdown = transformer_breakdown(config, include_attention=include_attention, causal=causal)
     return _finish(
