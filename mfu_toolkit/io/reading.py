@@ -224,51 +224,49 @@ def iter_lines(
     file ends with one).
     """
     cap = limits.max_line_bytes
-    pending = b""
+    parts: list[bytes] = []  # pieces of the line being read (each chunk is scanned once)
+    held = 0  # bytes of the current line seen so far
+    skipping = False  # inside an over-long line: its bytes are counted, not kept
+    held_cr = False  # the last chunk ended in '\r', which may be the first half of '\r\n'
     lineno = 1
-    skipping = False  # inside an over-long line: drop bytes until the next break
-    skipped_bytes = 0
     first = True
     for chunk in iter_chunks(path, limits):
         if first:
-            if chunk.startswith(b"\xef\xbb\xbf"):
-                chunk = chunk[3:]
+            chunk = chunk[3:] if chunk.startswith(b"\xef\xbb\xbf") else chunk
             first = False
-        data = pending + chunk if pending else chunk
-        # A trailing '\r' may be the first half of '\r\n': hold it for the next chunk.
-        hold = data.endswith(b"\r")
-        if hold:
-            data = data[:-1]
+        if held_cr:
+            chunk, held_cr = b"\r" + chunk, False
+        if chunk.endswith(b"\r"):
+            chunk, held_cr = chunk[:-1], True
         pos = 0
-        for m in _BREAK.finditer(data):
-            if skipping:
-                skipping = False
+        for m in _BREAK.finditer(chunk):
+            n = held + m.start() - pos
+            if skipping or n > cap:
                 if too_long is not None:
-                    too_long(lineno, skipped_bytes + m.start() - pos)
-            elif m.start() - pos > cap:
-                if too_long is not None:
-                    too_long(lineno, m.start() - pos)
+                    too_long(lineno, n)
             else:
-                yield lineno, _decode(data[pos : m.start()])
+                piece = chunk[pos : m.start()]
+                yield lineno, _decode(b"".join(parts) + piece if parts else piece)
+            parts, held, skipping = [], 0, False
             lineno += 1
             pos = m.end()
-        rest = data[pos:]
-        if skipping:
-            skipped_bytes += len(rest)
-            rest = b""
-        elif len(rest) > cap:
-            skipping, skipped_bytes, rest = True, len(rest), b""
-        pending = rest + (b"\r" if hold else b"")
+        rest = chunk[pos:]
+        held += len(rest)
+        if skipping or held > cap:
+            skipping, parts = True, []
+        elif rest:
+            parts.append(rest)
     if skipping:
         if too_long is not None:
-            too_long(lineno, skipped_bytes)
-    elif pending.endswith(b"\r"):
-        yield lineno, _decode(pending[:-1])
+            too_long(lineno, held)
+        if held_cr:
+            yield lineno + 1, ""
+        return
+    # As str.split("\n"): the text after the last break is a line, empty when the file ends
+    # with a break (formats tell a half-written last line by it).
+    yield lineno, _decode(b"".join(parts))
+    if held_cr:
         yield lineno + 1, ""
-    else:
-        # As str.split("\n"): the text after the last break is a line, empty when the file
-        # ends with a break (formats tell a half-written last line by it).
-        yield lineno, _decode(pending)
 
 
 # --- JSON ------------------------------------------------------------------------------------
