@@ -124,13 +124,16 @@ def _add_calc(sub: argparse._SubParsersAction) -> None:
                    help="activation recomputation used by the run (adds HFU): selective, selective-eq8 "
                         "(Korthikanti et al. eq. 8), full (layers, not the logits, as Megatron)")
     h = p.add_argument_group("hardware")
-    h.add_argument("--gpus", type=_count, required=True, help="number of accelerators N")
+    h.add_argument("--gpus", type=_count, required=True,
+                   help="number of accelerators N, counted as framework devices (a world size: one per GPU, "
+                        "two per MI250X (GCDs), four per Trainium2 at LNC=2); with --per package, packages")
     h.add_argument("--peak-tflops-per-gpu", type=_positive, help="peak TFLOP/s of one accelerator")
     h.add_argument("--accelerator", help="take the peak from the registry (e.g. H100, 'NVIDIA A100-SXM4-80GB')")
     h.add_argument("--dtype", default=None, help="dtype of the peak with --accelerator (default bf16)")
     h.add_argument("--sparse", action="store_true", help="use the 2:4 sparse peak (rarely right for training)")
-    h.add_argument("--per", choices=("package", "device"), default="package",
-                   help="peak per package (datasheet) or per device as the framework counts them")
+    h.add_argument("--per", choices=("device", "package"), default="device",
+                   help="what --gpus counts, hence what the peak is per: device (default; the datasheet's "
+                        "package peak divided by its devices) or package (the datasheet's figure)")
     p.add_argument("--json", action="store_true", help="print a machine-readable result with every denominator")
     p.set_defaults(func=_run_calc)
 
@@ -142,7 +145,11 @@ def _resolve_peak(args: argparse.Namespace) -> tuple[float, dict[str, Any]]:
     if args.peak_tflops_per_gpu:
         if args.dtype or args.sparse:
             raise UsageError("--dtype and --sparse apply to --accelerator; with --peak-tflops-per-gpu the peak is yours")
-        return args.peak_tflops_per_gpu * formulas.TERA, {"peak_source": "given on the command line"}
+        return args.peak_tflops_per_gpu * formulas.TERA, {
+            "peak_source": "given on the command line", "per": args.per, "n_counts": _COUNTS[args.per],
+            "denominator": f"{args.gpus:,} {_COUNTS[args.per]} × {args.peak_tflops_per_gpu:,.6g} TFLOP/s per "
+                           f"{args.per} (given on the command line)",
+        }
     if not args.accelerator:
         raise UsageError("the peak is missing: give --peak-tflops-per-gpu or --accelerator NAME [--dtype D]")
     from . import hardware
@@ -152,14 +159,26 @@ def _resolve_peak(args: argparse.Namespace) -> tuple[float, dict[str, Any]]:
         peak = hardware.get_peak(args.accelerator, dtype, sparse=args.sparse, per=args.per)
     except hardware.RegistryError as exc:
         raise UsageError(str(exc).splitlines()[0] if "\n" not in str(exc) else " ".join(str(exc).split())) from None
+    dpp = peak.devices_per_package
+    package, device = (peak.tflops * dpp, peak.tflops) if peak.per == "device" else (peak.tflops, peak.tflops / dpp)
+    both = (f"{package:,.6g} {peak.unit} per {peak.accelerator} package = {device:,.6g} per device × {dpp}" if dpp > 1
+            else f"{peak.accelerator}: 1 device per package")
     return peak.flops, {
         "accelerator": peak.accelerator,
         "dtype": dtype,
         "sparse": peak.sparse,
         "per": peak.per,
+        "n_counts": _COUNTS[peak.per],
+        "devices_per_package": dpp,
+        "peak_flops_per_package": package * formulas.TERA,
+        "peak_flops_per_device": device * formulas.TERA,
+        "denominator": f"{args.gpus:,} {_COUNTS[peak.per]} × {peak.tflops:,.6g} {peak.unit} per {peak.per} ({both})",
         "peak_source": peak.source,
         "peak_description": peak.describe(),
     }
+
+
+_COUNTS = {"device": "devices", "package": "packages"}  # what --gpus counts, by --per
 
 
 def _model_work(args: argparse.Namespace) -> dict[str, Any]:
@@ -268,7 +287,15 @@ def _run_calc(args: argparse.Namespace) -> int:
         print(line)
     if "peak_description" in peak_info:
         print(f"Peak: {peak_info['peak_description']}")
+        print(_n_line(args, peak_info))
     return EXIT_OK
+
+
+def _n_line(args: argparse.Namespace, peak_info: dict[str, Any]) -> str:
+    """What N counts and the denominator it multiplies, with --per's other choice."""
+    said = ("--gpus counts framework devices (--per package if it counts packages: chips, cards)"
+            if args.per == "device" else "--gpus counts packages (--per package)")
+    return f"Denominator: {peak_info['denominator']}; {said}"
 
 
 def _report_inconsistent(args: argparse.Namespace, work: dict[str, Any], peak: float,
@@ -290,6 +317,8 @@ def _report_inconsistent(args: argparse.Namespace, work: dict[str, Any], peak: f
         print(f"Model throughput: {achieved / formulas.TERA:,.2f} TFLOP/s")
         print(f"Cluster peak: {cluster / formulas.TERA:,.2f} TFLOP/s")
         print(f"{exc.kind}: {exc.value:.2%}  <- impossible: above 100%")
+        if "peak_description" in peak_info:
+            print(_n_line(args, peak_info))
     print(f"mfu calc: error: {exc}", file=sys.stderr)
     return EXIT_INCONSISTENT
 
