@@ -346,3 +346,4 @@ def test_flops_report_of_deepseek_v3_states_mtp_and_mla(capsys):
     assert "mtp_logits" in out and "kv_up_proj" in out
     assert "MTP module(s) counted in model FLOPs (they are trained)" in out
     assert "Sequence length 4096" in out
+    assert "MTP modules 11,610,067,968 more (trained, outside the total)" in out

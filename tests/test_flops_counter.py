@@ -352,3 +352,87 @@ def test_count_training_step_needs_a_loss_for_non_tensor_outputs(torch):
 def test_compare_with_counter_needs_model_flops():
     with pytest.raises(TypeError, match="analytic must be a ModelFlops"):
         compare_with_counter(object(), None, "llama3-8b")  # type: ignore[arg-type]
+
+
+def tiny_mla_gpt(torch, cfg: TransformerConfig):
+    """A decoder with DeepSeek-V2-style multi-head latent attention (arXiv:2405.04434, Sec 2.1)
+    written with plain matmuls: q through a low-rank latent, k/v from one shared latent plus a
+    decoupled RoPE key shared by all heads (rotation left out: elementwise), SwiGLU FFN."""
+    nn, F = torch.nn, torch.nn.functional
+    d, h = cfg.d_model, cfg.n_heads
+    rq, rkv = cfg.q_lora_rank, cfg.kv_lora_rank
+    nope, rope, dv = cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.q_a, self.q_norm = nn.Linear(d, rq, bias=False), nn.LayerNorm(rq)
+            self.q_b = nn.Linear(rq, h * (nope + rope), bias=False)
+            self.kv_a, self.kv_norm = nn.Linear(d, rkv + rope, bias=False), nn.LayerNorm(rkv)
+            self.kv_b = nn.Linear(rkv, h * (nope + dv), bias=False)
+            self.o = nn.Linear(h * dv, d, bias=False)
+            self.gate = nn.Linear(d, cfg.d_ff, bias=False)
+            self.up = nn.Linear(d, cfg.d_ff, bias=False)
+            self.down = nn.Linear(cfg.d_ff, d, bias=False)
+
+        def attend(self, x):
+            b, t, _ = x.shape
+            qs = self.q_b(self.q_norm(self.q_a(x))).view(b, t, h, nope + rope).transpose(1, 2)
+            latent, k_rope = self.kv_a(x).split([rkv, rope], dim=-1)
+            kv = self.kv_b(self.kv_norm(latent)).view(b, t, h, nope + dv).transpose(1, 2)
+            k_nope, vs = kv.split([nope, dv], dim=-1)
+            k_rope = k_rope.unsqueeze(1).expand(b, h, t, rope)
+            ks = torch.cat([k_nope, k_rope], dim=-1)
+            att = (qs @ ks.transpose(-2, -1)) / math.sqrt(nope + rope)
+            mask = torch.ones(t, t, dtype=torch.bool).tril()
+            y = att.masked_fill(~mask, float("-inf")).softmax(dim=-1) @ vs
+            return self.o(y.transpose(1, 2).reshape(b, t, h * dv))
+
+        def forward(self, x):
+            x = x + self.attend(self.ln1(x))
+            z = self.ln2(x)
+            return x + self.down(F.silu(self.gate(z)) * self.up(z))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(cfg.vocab_size, d)
+            self.blocks = nn.ModuleList(Block() for _ in range(cfg.n_layers))
+            self.ln_f = nn.LayerNorm(d)
+            self.head = nn.Linear(d, cfg.vocab_size, bias=False)
+
+        def forward(self, idx):
+            x = self.tok(idx)
+            for block in self.blocks:
+                x = block(x)
+            return self.head(self.ln_f(x))
+
+    return GPT()
+
+
+@pytest.mark.torch
+def test_tiny_mla_decoder_matches_the_counter_exactly(torch):
+    cfg = TransformerConfig(
+        n_layers=2,
+        d_model=64,
+        n_heads=4,
+        d_ff=96,
+        ffn_type="swiglu",
+        vocab_size=97,
+        seq_len=20,
+        q_lora_rank=24,
+        kv_lora_rank=16,
+        qk_nope_head_dim=8,
+        qk_rope_head_dim=4,
+        v_head_dim=12,
+    )
+    batch = 3
+    torch.manual_seed(0)
+    model = tiny_mla_gpt(torch, cfg)
+    idx = torch.randint(0, cfg.vocab_size, (batch, cfg.seq_len))
+    # causal=False: the counter counts the whole score matrix under a causal mask.
+    analytic = transformer_flops(cfg, batch=batch, causal=False)
+    counted = count_training_step(model, idx)
+    assert counted.forward == pytest.approx(analytic.forward_per_step, rel=1e-9)
+    assert counted.backward == pytest.approx(2 * analytic.forward_per_step, rel=1e-9)

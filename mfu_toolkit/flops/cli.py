@@ -159,6 +159,7 @@ def format_report(result: Any) -> str:
     lines.append(
         f"Parameters: total {p.total:,}, active {p.active:,}, "
         f"non-embedding {p.non_embedding:,}, embedding {p.embedding:,}"
+        + (f"; MTP modules {p.mtp:,} more (trained, outside the total)" if p.mtp else "")
     )
     if result.embedding_bytes_per_sample is not None:
         lines.append(
