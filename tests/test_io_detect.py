@@ -25,13 +25,20 @@ MINE = ("run_parquet", "mlperf", "megatron", "megatron_json", "tensorboard", "sa
 
 
 def test_registry_is_the_agreed_list():
+    # One module per format under io/formats, in detection order; the generic table last.
+    from pathlib import Path
+
     assert FORMATS == (
         "run_parquet", "mlperf", "megatron", "megatron_json", "tensorboard", "sacct", "goodput",
-        "torchtitan", "hf_trainer", "lightning", "wandb", "kineto", "straggler_ops", "table",
+        "torchtitan", "hf_trainer", "lightning", "wandb", "kineto", "straggler_ops", "maxtext",
+        "dcgm", "nemo", "deepspeed", "table",
     )
-    for name in MINE:
+    folder = Path(io.__file__).parent / "formats"
+    assert sorted(FORMATS) == sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
+    for name in FORMATS:
         mod = detect.get_loader(name)
-        assert mod.NAME == name and callable(mod.sniff) and callable(mod.load)
+        assert mod.NAME == name and callable(mod.sniff) and callable(mod.parse) and callable(mod.load)
+        assert mod.__name__ == f"mfu_toolkit.io.formats.{name}"
 
 
 def test_every_registered_loader_imports():

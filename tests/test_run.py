@@ -464,8 +464,9 @@ def test_wide_steps_build_in_time_linear_in_their_columns():
         assert run.steps.shape == (3, 5 + n_cols)
         return best
 
-    # 4x the columns: about 4x the time when linear; inserting them one by one was 16x
-    assert seconds(8000) / seconds(2000) < 8
+    # 4x the columns: about 4x the time when linear (4.6x measured on a quiet machine: pandas'
+    # own per-column cost grows a little with width); inserting them one by one was 16x
+    assert seconds(8000) / seconds(2000) < 10
 
 
 def test_repeated_column_names_are_a_schema_error():

@@ -165,6 +165,9 @@ class Parsed:
     claims: list[Claim] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    # A Run saved by save_run, read back whole: assemble keeps its meta (report, facts and
+    # claims as saved) and applies only the caller's keywords, so a saved Run reads back equal.
+    restored: Run | None = None
 
     def fact(self, name: str, value: Any, where: str, text: str = "") -> None:
         """Add a fact (``None`` values are ignored)."""
@@ -279,8 +282,8 @@ def apply_overrides(meta: RunMeta, overrides: Mapping[str, Any]) -> RunMeta:
         meta = meta.with_accelerator(meta.accelerator, meta.dtype, sparse=meta.peak_sparse, per=per)
     elif (per != before.peak_per and before.peak_flops_per_accelerator is not None
           and changes.get("peak_flops_per_accelerator") is None):
-        if not (meta.accelerator and meta.dtype):
-            raise ValueError(
+        if not (meta.accelerator and meta.dtype):  # the caller's keywords contradict the run
+            raise LoaderArgumentError(
                 f"the run's peak ({before.peak_flops_per_accelerator:.4g} FLOP/s per {before.peak_per}, "
                 f"{before.peak_source or 'source unknown'}) names no accelerator and dtype to look it up "
                 f"per {per} for; give accelerator= and dtype= (or peak_flops_per_accelerator=)")
@@ -314,9 +317,27 @@ def _facts(parsed: Parsed, overrides: Mapping[str, Any], reader: Reader) -> tupl
     return facts, conflicts
 
 
+def _restore(run: Run, overrides: Mapping[str, Any], warn: bool) -> Run:
+    """A saved Run as it was saved, with the caller's keywords applied (and marked as given)."""
+    if not overrides:
+        return run
+    stated = [Fact(f["name"], f["value"], f.get("where", ""), f.get("text", ""))
+              for f in run.meta.facts if f.get("source") == "stated" and f.get("name") in FACT_NAMES]
+    report = dataclasses.replace(run.meta.report, notes=list(run.meta.report.notes))
+    shadow = Reader(Path(run.meta.source_path or "saved run"), run.meta.source_format or "", report=report)
+    facts, conflicts = _facts(Parsed(facts=stated), overrides, shadow)
+    given = [f for f in facts if f["source"] == "given"]
+    meta = apply_overrides(run.meta.replace(facts=[*run.meta.facts, *given], report=report), overrides)
+    if warn and conflicts:
+        warnings.warn(f"{report.source}: " + " ".join(conflicts) + ".", LoadWarning, stacklevel=5)
+    return run.replace(meta=meta)
+
+
 def assemble(parsed: Parsed, reader: Reader, overrides: Mapping[str, Any] | None = None, *, warn: bool = True) -> Run:
     """Build the Run from a format's records: report, RunMeta, overrides, validation, one warning."""
     overrides = dict(overrides or {})
+    if parsed.restored is not None:
+        return _restore(parsed.restored, overrides, warn)
     rep = reader.report
     rep.source = reader.display or str(reader.path)
     rep.format = reader.fmt
@@ -375,15 +396,26 @@ def load(mod: ModuleType, path: Path, *, strict: bool = False, display: str | No
     except RecursionError:
         raise LoadError(f"the input nests too deeply to read as {mod.NAME}", path=display or path) from None
     except Exception as exc:  # a bug of ours on this input: said so, never passed off as damage
-        at = _where_in_toolkit(exc)
-        raise InternalLoadError(
-            f"internal error in the {mod.NAME} format ({type(exc).__name__}: {exc}"
-            + (f", at {at}" if at else "") + "); this is a bug in mfu_toolkit, not necessarily in the log",
-            path=display or path,
-        ) from exc
-    # The caller's keywords are applied outside the guard: an unknown accelerator is the
-    # registry's own error, a schema error names its rows.
-    return assemble(parsed, reader, overrides)
+        raise _internal(mod.NAME, exc, display or path) from exc
+    try:
+        return assemble(parsed, reader, overrides)
+    except (LoadError, SchemaError, LoaderArgumentError):
+        raise
+    except ValueError as exc:  # the registry's error for an unknown accelerator or dtype is the caller's
+        if type(exc).__module__.endswith("hardware"):
+            raise
+        raise _internal(mod.NAME, exc, display or path) from exc
+    except Exception as exc:
+        raise _internal(mod.NAME, exc, display or path) from exc
+
+
+def _internal(name: str, exc: BaseException, path: Any) -> InternalLoadError:
+    at = _where_in_toolkit(exc)
+    return InternalLoadError(
+        f"internal error in the {name} format ({type(exc).__name__}: {exc}"
+        + (f", at {at}" if at else "") + "); this is a bug in mfu_toolkit, not necessarily in the log",
+        path=path,
+    )
 
 
 def loader_for(name: str) -> Any:

@@ -10,22 +10,19 @@ Loading is lossless: the Run comes back equal to the one saved, report, facts an
 included; RunMeta keywords override the stored values. Everything stored is checked before it
 is used (see :func:`mfu_toolkit.run.read_run`), so a damaged file is a ``LoadError`` naming it.
 
-This format stays outside ``io/formats``: a format's ``parse`` returns records from which
-:func:`mfu_toolkit.io.base.assemble` builds a *new* RunMeta (the source path and format of the
-file read, a fresh report, every fact marked as stated), and a saved Run must come back with the
-meta it was saved with.
+Its ``parse`` hands the whole Run to the pipeline (``Parsed.restored``), which keeps the saved
+meta (source, report, facts and claims as saved) and applies only the caller's keywords, marking
+them as given and noting any that contradict a stated fact.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from ..run import Run, read_run
-from ._build import apply_overrides, split_kwargs
-from .base import READING_KWARGS
+from ...run import read_run
+from ..base import Parsed, loader_for
+from ..reading import Reader
 
 NAME = "run_parquet"
 _MAGIC = b"PAR1"
@@ -60,12 +57,9 @@ def sniff(path: Path, head: bytes) -> float:
         return 0.0
 
 
-def load(path: str | Path, *, strict: bool = False, **kwargs: Any) -> Run:
-    """Read a saved Run (see the module docstring); ``strict`` changes nothing: nothing is skipped."""
-    # The reading limits every format accepts mean nothing here: pyarrow reads the file.
-    given = {k: v for k, v in kwargs.items() if k not in READING_KWARGS}
-    opts, overrides = split_kwargs(given, [f.name for f in dataclasses.fields(Options)], fmt=NAME)
-    run = read_run(Path(path), progress=Options(**opts).progress)
-    if overrides:
-        run = run.replace(meta=apply_overrides(run.meta, overrides))
-    return run
+def parse(reader: Reader, options: Options) -> Parsed:
+    """Read a saved Run (see the module docstring); nothing is skipped, so ``strict`` changes nothing."""
+    return Parsed(restored=read_run(reader.path, progress=options.progress))
+
+
+load = loader_for(NAME)
