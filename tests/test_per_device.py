@@ -133,7 +133,7 @@ def test_peak_per_given_to_a_resolved_peak_looks_it_up_again():
     again = base.apply_overrides(meta, {"peak_per": "device", "n_accelerators": 8})
     assert again.peak_flops_per_accelerator == pytest.approx(MI250X_GCD, rel=1e-12)
     custom = RunMeta(n_accelerators=4, peak_flops_per_accelerator=1e15, peak_source="mine")
-    with pytest.raises(ValueError, match="names no accelerator"):
+    with pytest.raises(base.LoaderArgumentError, match="names no accelerator"):
         base.apply_overrides(custom, {"peak_per": "package"})
     with pytest.raises(SchemaError, match="peak_per"):
         RunMeta(peak_per="chip")
@@ -150,6 +150,11 @@ def test_saved_run_keeps_the_choice(tmp_path, per, peak):
         assert back.meta.peak_per == per
         assert back.meta.peak_flops_per_accelerator == pytest.approx(peak, rel=1e-12)
         assert back == run
+    # saying the saved N counts the other unit looks the peak up again
+    other, other_peak = ("package", MI250X_PACKAGE) if per == "device" else ("device", MI250X_GCD)
+    relabelled = load_run(path, peak_per=other).meta
+    assert relabelled.peak_per == other
+    assert relabelled.peak_flops_per_accelerator == pytest.approx(other_peak, rel=1e-12)
     # a dtype change on the reloaded run stays per the same unit (AMD: fp16 = bf16 = 383 per package)
     assert read_run(path).meta.with_dtype("fp16").peak_flops_per_accelerator == pytest.approx(peak, rel=1e-12)
 
