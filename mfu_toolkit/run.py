@@ -92,6 +92,8 @@ TIMING_KINDS: tuple[str, ...] = ("exact", "duration_only", "interval_mean")
 PEAK_PER: tuple[str, ...] = ("device", "package")  # what RunMeta.n_accelerators counts
 
 _MAX_LINES_KEPT = 5  # first line numbers remembered per skip reason
+_MAX_NOTES = 200  # distinct notes kept per report; one more says that others were left out
+_MORE_NOTES = f"(more than {_MAX_NOTES} notes: the rest were not kept)"
 
 
 class SchemaError(ValueError):
@@ -158,9 +160,16 @@ class LoadReport:
             self.examples[reason] = example[:200]
 
     def note(self, text: str) -> None:
-        """Record a fact about the load that is not a skip (e.g. duplicates collapsed)."""
-        if text not in self.notes:
+        """Record a fact about the load that is not a skip (e.g. duplicates collapsed).
+
+        At most ``_MAX_NOTES`` distinct notes are kept (a format that notes once per record
+        would otherwise make the report grow, and this check slow, with the input)."""
+        if text in self.notes:
+            return
+        if len(self.notes) < _MAX_NOTES:
             self.notes.append(text)
+        elif len(self.notes) == _MAX_NOTES:
+            self.notes.append(_MORE_NOTES)
 
     @property
     def total_skipped(self) -> int:

@@ -516,3 +516,13 @@ def test_seeded_mutations_of_a_saved_run_load_or_fail_cleanly(tmp_path):
             _rewrite_meta(p, lambda m, k=key, v=value: m.update({k: v}))
         attempt(p)
     assert "Run" in outcomes and "refused" in outcomes
+
+
+def test_a_report_keeps_a_bounded_number_of_notes():
+    # A format that notes once per record must not make the report grow with the input.
+    rep = LoadReport()
+    for i in range(10_000):
+        rep.note(f"note {i}")
+        rep.note("note 0")  # repeats are kept once
+    assert len(rep.notes) == 201 and rep.notes[0] == "note 0" and rep.notes[199] == "note 199"
+    assert rep.notes[-1].startswith("(more than 200 notes")
