@@ -33,6 +33,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from ..run import LoadError, LoadWarning, Run, RunMeta, SchemaError
+from . import rules
 from .reading import Limits, Reader
 
 __all__ = [
@@ -381,10 +382,30 @@ def _where_in_toolkit(exc: BaseException) -> str:
     return f"{Path(f.filename).name}:{f.lineno}"
 
 
+def _input_bytes(path: Path) -> int:
+    """Bytes of the input, for the row budget (a gzipped file: about what it inflates to; a folder:
+    its files, the first 10,000 looked at)."""
+    try:
+        if not path.is_dir():
+            with path.open("rb") as f:
+                gz = f.read(2) == b"\x1f\x8b"
+            return path.stat().st_size * (10 if gz else 1)  # text logs gzip about 10:1
+        total = 0
+        for i, p in enumerate(path.rglob("*")):
+            if i >= 10_000:
+                break
+            if p.is_file():
+                total += p.stat().st_size
+        return total
+    except OSError:
+        return 0
+
+
 def load(mod: ModuleType, path: Path, *, strict: bool = False, display: str | None = None, **kwargs: Any) -> Run:
     """Parse ``path`` with format module ``mod`` and assemble the Run; only the toolkit's errors leave."""
     options, overrides, limits = split_options(mod, kwargs)
     reader = Reader(path, mod.NAME, strict=strict, limits=limits, display=display)
+    token = rules.start_row_budget(_input_bytes(path))
     try:
         parsed = mod.parse(reader, options)
     except (LoadError, SchemaError, LoaderArgumentError):
@@ -397,6 +418,8 @@ def load(mod: ModuleType, path: Path, *, strict: bool = False, display: str | No
         raise LoadError(f"the input nests too deeply to read as {mod.NAME}", path=display or path) from None
     except Exception as exc:  # a bug of ours on this input: said so, never passed off as damage
         raise _internal(mod.NAME, exc, display or path) from exc
+    finally:
+        rules.end_row_budget(token)
     try:
         return assemble(parsed, reader, overrides)
     except (LoadError, SchemaError, LoaderArgumentError):

@@ -9,6 +9,7 @@ TFRecord checksum) it spells itself.
 
 from __future__ import annotations
 
+import contextvars
 import math
 from typing import Any
 
@@ -38,6 +39,9 @@ __all__ = [
     "as_step",
     "as_count",
     "interval_ok",
+    "take_rows",
+    "start_row_budget",
+    "end_row_budget",
 ]
 
 # --- skip reasons ----------------------------------------------------------------------------
@@ -122,6 +126,39 @@ def as_count(value: Any, *, upper: int = 10_000_000) -> int | None:
     if out is None or out <= 0 or out > upper:
         return None
     return out
+
+
+# Rows a load may invent by expanding log intervals into one row per step, in all: at least
+# MIN_EXPANDED_ROWS, else ROWS_PER_INPUT_BYTE per byte of input. A 1 MB log of records 100,000
+# steps apart would otherwise become 10^9 rows; within the budget a real log is unaffected (a
+# Megatron line is ~300 bytes, so even a log interval of 600 steps fits).
+MIN_EXPANDED_ROWS = 2_000_000
+ROWS_PER_INPUT_BYTE = 2
+_budget: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("mfu_row_budget", default=None)
+
+
+def start_row_budget(input_bytes: int) -> contextvars.Token:
+    """Open the expansion budget of one load (the pipeline calls this around ``parse``)."""
+    return _budget.set([max(MIN_EXPANDED_ROWS, ROWS_PER_INPUT_BYTE * max(int(input_bytes), 0))])
+
+
+def end_row_budget(token: contextvars.Token) -> None:
+    _budget.reset(token)
+
+
+def take_rows(n_rows: int) -> bool:
+    """Whether a format may expand intervals into ``n_rows`` more rows; takes them if so.
+
+    A format asks once for all the rows it would add (or once per interval). When the answer is
+    no it keeps one row per logged record, the skipped steps a count, and notes why.
+    """
+    left = _budget.get()
+    if left is None:  # outside a load (a format called directly): the default budget
+        return n_rows <= MIN_EXPANDED_ROWS
+    if n_rows > left[0]:
+        return False
+    left[0] -= int(n_rows)
+    return True
 
 
 def interval_ok(n_steps: int) -> bool:
