@@ -26,3 +26,38 @@ def test_as_count_bounds():
 def test_interval_bound():
     assert rules.interval_ok(1) and rules.interval_ok(rules.MAX_LOG_INTERVAL)
     assert not rules.interval_ok(0) and not rules.interval_ok(10**9)
+
+
+def test_a_small_log_cannot_invent_a_billion_rows(tmp_path):
+    # 3,000 torchtitan step lines 100,000 steps apart (each gap within MAX_LOG_INTERVAL) would
+    # expand into 3e8 rows from a 0.4 MB file; the load's row budget keeps one row per line.
+    import warnings
+
+    from mfu_toolkit.io import load_run
+
+    lines = [f"[rank0]:[titan] 2025-01-01 00:{(i // 60) % 60:02d}:{i % 60:02d},000 - root - INFO - "
+             f"step: {i * 100_000 + 1}  loss: 2.0  memory: 10.0GiB(10.0%)  tps: 1,000  tflops: 100.0  mfu: 10.0%"
+             for i in range(3000)]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    assert p.stat().st_size < 1 << 20
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = load_run(p)
+    assert run.meta.source_format == "torchtitan"
+    assert len(run.steps) == 3000
+    assert any(n.startswith("log intervals not expanded") for n in run.meta.report.notes)
+
+
+def test_the_row_budget_is_per_load():
+    token = rules.start_row_budget(0)
+    try:
+        assert rules.take_rows(rules.MIN_EXPANDED_ROWS)
+        assert not rules.take_rows(1)
+    finally:
+        rules.end_row_budget(token)
+    token = rules.start_row_budget(0)  # a new load starts full again
+    try:
+        assert rules.take_rows(1)
+    finally:
+        rules.end_row_budget(token)

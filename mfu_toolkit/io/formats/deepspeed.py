@@ -745,7 +745,7 @@ def _engine_rows(scan: _Scan, options: Options, batch: float | None) -> tuple[pd
     n_rows, gaps, budget = [], [], _ROW_BUDGET
     for a, b in pairs:
         gap = b["step"] - a["step"]
-        spread = gap <= interval and rules.interval_ok(gap) and gap <= budget
+        spread = gap <= interval and rules.interval_ok(gap) and gap <= budget and rules.take_rows(gap - 1)
         if not rules.interval_ok(gap):
             scan.reader.bad(rules.INTERVAL_TOO_LONG, line=b["line"], field="step")
             info["too_long"] += 1

@@ -462,6 +462,10 @@ def _interval_rows(steps: np.ndarray, v: np.ndarray, ln: np.ndarray, reader: Rea
 def _clock_rows(steps: np.ndarray, v: np.ndarray, ln: np.ndarray, attempt: int, offset: float, reader: Reader) -> pd.DataFrame:
     """Rows from a clock or elapsed counter: each point ends the interval since the previous one."""
     n, rows = _interval_rows(steps, v, ln, reader)
+    extra = int(rows.sum()) - len(rows)
+    if extra and not rules.take_rows(extra):  # the load's budget of invented rows (see rules)
+        rows = np.ones_like(rows)
+        reader.note(f"log intervals not expanded: one row per logged record (the steps between are counted in interval_steps) — expanding them would add {extra:,} rows, over this load's budget")
     t_start = np.concatenate([[v[0]], v[:-1]])
     share = (v - t_start) / n
     within = np.arange(int(rows.sum()), dtype=np.int64) - np.repeat(np.cumsum(rows) - rows, rows)

@@ -526,6 +526,10 @@ def _step_columns(timed: list[dict[str, Any]], point: dict[tuple[int, int, str],
     """One row per step of each record's interval (one row for an interval too long to expand)."""
     n = _interval_lengths(timed, log_interval)
     rows = np.where(n <= rules.MAX_LOG_INTERVAL, n, 1)
+    extra = int(rows.sum()) - len(rows)
+    if extra and not rules.take_rows(extra):  # the load's budget of invented rows (see rules)
+        rows = np.ones_like(rows)
+        timed[0]["reader"].note(f"log intervals not expanded: one row per logged record (the steps between are counted in interval_steps) — expanding them would add {extra:,} rows, over this load's budget")
     end = np.array([r["end"] for r in timed], float)
     dur = np.array([r["dur"] for r in timed], float)
     last = np.array([r["step"] for r in timed], np.int64)

@@ -397,6 +397,10 @@ def _interval_counts(records: list[dict[str, Any]], reader: Reader) -> tuple[np.
 def _columns(records: list[dict[str, Any]], names: dict[str, None], t_origin: float, reader: Reader) -> dict[str, np.ndarray]:
     """One row per step of each logged interval, with an equal share of its wall time."""
     n, rows = _interval_counts(records, reader)
+    extra = int(rows.sum()) - len(rows)
+    if extra and not rules.take_rows(extra):  # the load's budget of invented rows (see rules)
+        rows = np.ones_like(rows)
+        reader.note(f"log intervals not expanded: one row per logged record (the steps between are counted in interval_steps) — expanding them would add {extra:,} rows, over this load's budget")
     total = int(rows.sum())
 
     def rep(values: list[Any], dtype: Any = None) -> np.ndarray:
