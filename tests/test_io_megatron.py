@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from _realdata import files, realdata  # noqa: F401
@@ -209,3 +210,461 @@ def test_checkpoint_at_an_unlogged_step_is_placed_after_it(tmp_path):
     step15 = run.steps.loc[run.steps["step"] == 15, "end_s"].item()
     assert (save["start_s"], save["end_s"]) == (step15, step15 + 2.0)
     assert "no 'successfully saved' line" in save["detail"]
+
+
+# --- the loader shape -------------------------------------------------------------------------------
+def test_megatron_is_a_format_module_with_options(tmp_path):
+    from mfu_toolkit.io.formats import megatron as fmt
+
+    assert fmt.Options().log_interval is None and fmt.Options().clock_tolerance_s == 1.0
+    p = write_megatron(tmp_path)
+    run = load_run(p, log_interval=10, accelerator="H100")
+    assert run.meta.extra["log_interval"] == 10 and run.meta.accelerator == "H100"
+    with pytest.raises(TypeError, match="log_interval"):  # an unknown keyword names the accepted ones
+        load_run(p, log_intervall=10)
+
+
+# --- bounded intervals --------------------------------------------------------------------------------
+def test_two_lines_a_billion_steps_apart_are_two_rows(tmp_path):
+    # The old loader took the billion-step gap as the log interval and built a row per step
+    # (MemoryError at 2.6 GB). The gap is no log interval: each line stays one row, counted.
+    lines = [megatron_line(1, 1000.0), megatron_line(1_000_000_001, 1000.0)]
+    with pytest.warns(LoadWarning):
+        run = load_run(write_megatron(tmp_path, lines=lines), format="megatron")
+    assert run.steps["step"].tolist() == [1, 1_000_000_001]
+    assert (run.steps["interval_steps"] == 1).all()
+    assert run.meta.report.first_lines == {
+        "step gap too long to be one log interval (record kept as one step)": [2]}
+    assert "999999999 iterations between logged lines are not in the log (an excerpt, or lost lines)" in run.meta.report.notes
+
+
+def test_a_long_gap_among_short_ones_keeps_the_interval(tmp_path):
+    # gaps 10, 10, then 200,000 (over rules.MAX_LOG_INTERVAL = 100,000): interval 10, the far line one row
+    lines = [megatron_line(i, 1000.0) for i in (10, 20, 30, 200_030)]
+    with pytest.warns(LoadWarning):
+        run = load_run(write_megatron(tmp_path, lines=lines))
+    s = run.steps
+    assert run.meta.extra["log_interval"] == 10
+    assert len(s) == 31 and s["step"].iloc[-1] == 200_030 and s["interval_steps"].iloc[-1] == 1
+    assert run.meta.report.first_lines == {
+        "step gap too long to be one log interval (record kept as one step)": [4]}
+
+
+def test_log_interval_too_large_or_not_a_count_is_a_load_error(tmp_path):
+    p = write_megatron(tmp_path)
+    for bad in (10**6, 0, -3, 2.5, "ten", True):
+        with pytest.raises(LoadError) as info:
+            load_run(p, log_interval=bad)
+        assert info.value.field == "log_interval" and str(p) in str(info.value)
+    with pytest.raises(LoadError, match="clock_tolerance_s"):
+        load_run(p, clock_tolerance_s=float("nan"))
+
+
+def test_too_many_rows_is_refused_with_the_reason(tmp_path):
+    # 600 lines at an interval of 100,000 would be 60,000,000 rows: over the 50,000,000 a load builds
+    lines = [megatron_line(i * 100_000, 1.0) for i in range(1, 601)]
+    with pytest.raises(LoadError, match="60,000,000 steps") as info:
+        load_run(write_megatron(tmp_path, lines=lines), log_interval=100_000)
+    assert info.value.field == "log_interval"
+
+
+# --- silent drops ------------------------------------------------------------------------------------
+def test_a_damaged_step_number_is_counted(tmp_path):
+    lines = [megatron_line(1, 1000.0), megatron_line(2, 1000.0).replace("iteration        2/", "iteration      1x2/"),
+             megatron_line(3, 1000.0)]
+    with pytest.warns(LoadWarning):
+        run = load_run(write_megatron(tmp_path, lines=lines), log_interval=1)
+    assert run.steps["step"].tolist() == [1, 3]
+    assert run.meta.report.first_lines == {"step is not a non-negative integer": [2]}
+    with pytest.raises(LoadError) as info:
+        load_run(write_megatron(tmp_path, lines=lines), log_interval=1, strict=True)
+    assert (info.value.line, info.value.field) == (2, "iteration")
+
+
+def test_huge_skipped_iteration_counts_are_no_internal_error(tmp_path):
+    # 1e308 + 1e308 overflows to infinity; the old loader's int() of the total raised OverflowError
+    lines = [megatron_line(i, 1000.0).replace("number of skipped iterations:   0", "number of skipped iterations: 1e308")
+             for i in (1, 2)]
+    run = load_run(write_megatron(tmp_path, lines=lines))
+    assert "Megatron reported inf skipped and 0 nan iterations; kept as steps (they took time)" in run.meta.report.notes
+
+
+def test_a_step_number_beyond_int64_is_counted(tmp_path):
+    big = "9" * 30  # more digits than an int64 holds; never wrapped to a negative step
+    lines = [megatron_line(1, 1000.0), megatron_line(2, 1000.0).replace("iteration        2/", f"iteration {big}/")]
+    with pytest.warns(LoadWarning):
+        run = load_run(write_megatron(tmp_path, lines=lines))
+    assert run.steps["step"].tolist() == [1]
+    assert run.meta.report.first_lines == {"step is not a non-negative integer": [2]}
+
+
+def test_progress_bar_redraws_lose_no_line_and_count_none_twice(tmp_path):
+    a = megatron_line(1, 1000.0, ts="2024-01-01 00:00:01")
+    b = megatron_line(2, 1000.0, ts="2024-01-01 00:00:02")
+    c = megatron_line(3, 1000.0, ts="2024-01-01 00:00:03")
+    # 'b' shares a physical line with a bar drawn over it, 'c' is redrawn once after a '\r'.
+    p = tmp_path / "train.log"
+    p.write_bytes((a + "\n" + " 45%|####      |\r" + b + "\n" + c + "\r" + c + "\n").encode())
+    with pytest.warns(LoadWarning):
+        run = load_run(p)
+    assert run.steps["step"].tolist() == [1, 2, 3]
+    # the reader numbers the segments 1, 2, 3, 4, 5: the second copy of 'c' is segment 5
+    assert run.meta.report.first_lines == {"duplicate record (kept the first)": [5]}
+
+
+# --- linear on long lines and long logs -------------------------------------------------------------
+_FILLERS = "[0 .:|="
+_PREFIXES = ("", "iteration ", "iteration 5/", "MnA/Rnk:", "[x] datetime:", "x ...", "name ....: (", "save-checkpoint ")
+
+
+def _best_of(fn, repeat: int = 3) -> float:
+    import time
+
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t0)
+    return best
+
+
+def _module_patterns() -> dict[str, re.Pattern]:
+    """Every compiled pattern of the megatron format module, read from the module itself."""
+    found = {}
+    for name, value in vars(megatron).items():
+        if isinstance(value, re.Pattern):
+            found[name] = value
+        elif isinstance(value, dict):
+            found.update({f"{name}[{k}]": v for k, v in value.items() if isinstance(v, re.Pattern)})
+    return found
+
+
+def test_every_pattern_is_linear_on_long_lines():
+    # An 80 KB line of one repeated character (after each prefix a record line can start with)
+    # must cost about twice a 40 KB one: a pattern that backtracks costs four times (or more)
+    # and seconds (the old date pattern took 22 s on 80 KB of '['). The sums over all cases
+    # keep the machine's noise out of the ratio.
+    patterns = _module_patterns()
+    assert len(patterns) >= 10  # the module's patterns were found
+    totals = {}
+    for n in (40_000, 80_000):
+        cases = [(rx, (pre + ch * n + "\x01").encode() if isinstance(rx.pattern, bytes) else pre + ch * n + "\x01")
+                 for rx in patterns.values() for pre in _PREFIXES for ch in _FILLERS]
+        totals[n] = _best_of(lambda cases=cases: [rx.search(s) for rx, s in cases], 2)
+    assert totals[80_000] < 3.0 * totals[40_000] + 0.05, totals
+
+
+def _long_line_log(tmp_path, n: int) -> Path:
+    lines = [megatron_line(1, 1000.0)]
+    for ch in "[0 .:|":
+        lines.append(ch * n)
+        lines.append(" iteration 2/" + ch * n)
+    lines.append(megatron_line(2, 1000.0))
+    p = tmp_path / f"long_{n}.log"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_a_log_of_long_lines_loads_in_linear_time(tmp_path):
+    import warnings
+
+    def load(p):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return load_run(p, format="megatron")
+
+    small, large = _long_line_log(tmp_path, 40_000), _long_line_log(tmp_path, 80_000)
+    assert load(large).steps["step"].tolist() == [1, 2]
+    t_small, t_large = _best_of(lambda: load(small), 2), _best_of(lambda: load(large), 2)
+    assert t_large < 3.0 * t_small + 0.2, (t_small, t_large)
+
+
+def test_load_time_grows_linearly_with_the_number_of_steps(tmp_path):
+    # The old loader built a full-length default list per row (40k / 80k / 160k steps took
+    # 4.0 / 16.9 / 59.6 s). Eight times the lines must cost about eight times, not 64; the
+    # bound (16) is twice the linear ratio, far below the old one. CPU time, best of two.
+    def write(n: int) -> Path:
+        p = tmp_path / f"steps_{n}.log"
+        p.write_text("\n".join(megatron_line(i, 1000.0) for i in range(1, n + 1)) + "\n")
+        return p
+
+    small, large = write(5_000), write(40_000)
+    assert len(load_run(large).steps) == 40_000
+    t_small, t_large = _best_of(lambda: load_run(small), 2), _best_of(lambda: load_run(large), 2)
+    assert t_large < 16 * t_small, (t_small, t_large)
+
+
+# --- facts and claims ---------------------------------------------------------------------------------
+_BANNER = [
+    "using world size: 16, data-parallel-size: 2, context-parallel size: 1, tensor-model-parallel size: 4, "
+    "pipeline-model-parallel size: 2 ",
+    "------------------------ arguments ------------------------",
+    "  bf16 ............................................ True",
+    "  fp16 ............................................ False",
+    "  fp8 ............................................. None",
+    "  global_batch_size ............................... 64",
+    "  micro_batch_size ................................ 2",
+    "  params_dtype .................................... torch.bfloat16",
+    "  pipeline_model_parallel_size .................... 2",
+    "  seq_length ...................................... 4096",
+    "  tensor_model_parallel_size ...................... 4",
+    "  data_parallel_size .............................. 2",
+    "  world_size ...................................... 16",
+    "-------------------- end of arguments ---------------------",
+]
+
+
+def _tflops_line(it: int, tflops: float) -> str:
+    return megatron_line(it, 1000.0, gbs=64).replace(
+        "| learning rate:", f"| throughput per GPU (TFLOP/s/GPU): {tflops:.1f} | learning rate:")
+
+
+def test_banner_facts_name_their_lines(tmp_path):
+    p = write_megatron(tmp_path, lines=[*_BANNER, _tflops_line(1, 100.0), _tflops_line(2, 300.0), _tflops_line(3, 200.0)])
+    run = load_run(p)
+    facts = {f["name"]: f for f in run.meta.facts}
+    # line numbers: the banner above, counted from 1
+    expected = {
+        "n_accelerators": (16, 1), "n_ranks": (16, 1), "parallelism": ({"tp": 4, "pp": 2, "dp": 2, "cp": 1}, 1),
+        "global_batch": (64.0, 6), "micro_batch": (2, 7), "seq_len": (4096, 10), "dtype": ("bf16", 3),
+        "framework": ("Megatron-LM", 15),
+    }
+    assert {k: (f["value"], int(f["where"].rsplit(":", 1)[1])) for k, f in facts.items()} == expected
+    assert all(f["where"].startswith(f"{p}:") and f["source"] == "stated" for f in facts.values())
+    assert facts["dtype"]["text"] == "bf16 ............................................ True"
+    assert (run.meta.n_accelerators, run.meta.global_batch, run.meta.seq_len) == (16, 64.0, 4096)
+    (claim,) = run.meta.claims
+    # median of 100, 300, 200
+    assert (claim["metric"], claim["value"], claim["n"], claim["statistic"]) == ("tflops_per_accelerator", 200.0, 3, "median")
+    assert claim["unit"] == "TFLOP/s per GPU" and "Megatron's own formula" in claim["counts"]
+    assert claim["where"] == f"{p}:15"
+
+
+def test_fp8_wins_over_bf16_and_a_given_value_that_disagrees_is_noted(tmp_path):
+    lines = [line.replace("fp8 ............................................. None",
+                          "fp8 ............................................. hybrid") for line in _BANNER]
+    p = write_megatron(tmp_path, lines=[*lines, megatron_line(1, 1000.0, gbs=64)])
+    with pytest.warns(LoadWarning, match="conflict: n_accelerators given as 8"):
+        run = load_run(p, n_accelerators=8)
+    assert run.meta.fact("dtype")["value"] == "fp8" and run.meta.fact("dtype")["where"] == f"{p}:5"
+    assert run.meta.n_accelerators == 8 and run.meta.fact("n_accelerators", source="stated")["value"] == 16
+
+
+def test_values_that_differ_between_launches_are_noted_not_stated(tmp_path):
+    lines = ["  world_size ...................................... 16", megatron_line(1, 1000.0),
+             "------------------------ arguments ------------------------",
+             "  world_size ...................................... 8", megatron_line(1, 1000.0)]
+    run = load_run(write_megatron(tmp_path, lines=lines))
+    assert run.meta.fact("n_accelerators") is None and run.n_attempts == 2
+    assert "the world size is printed with different values: 16 (line 1), 8 (line 4) (several launches?); not stated as a fact" in run.meta.report.notes
+
+
+def _line_no(text: str, pattern: str) -> tuple[int, re.Match]:
+    m = re.search(pattern, text, re.M)
+    assert m is not None, pattern
+    return text[: m.start()].count("\n") + 1, m
+
+
+def _median(values):
+    import statistics
+
+    return statistics.median(float(v) for v in values)
+
+
+def test_real_mixtral_log_claims_its_throughput(realdata):  # noqa: F811
+    path = realdata / "megatron" / "NVIDIA-Megatron-LM_issue756_mixtral8x7b_16xH100_iterations.log"
+    text = path.read_text()
+    printed = re.findall(r"throughput per GPU \(TFLOP/s/GPU\): ([0-9.]+)", text)
+    assert min(map(float, printed)) == 228.4 and max(map(float, printed)) == 241.4
+    claim = load_run(path).meta.claim("tflops_per_accelerator")
+    first, _ = _line_no(text, r"throughput per GPU")
+    assert (claim["value"], claim["n"]) == (pytest.approx(_median(printed)), len(printed))
+    assert claim["where"] == f"{path}:{first}"
+    assert load_run(path).meta.fact("framework")["value"] == "Megatron-LM"
+
+
+def test_real_megatron_deepspeed_log_states_its_job(realdata):  # noqa: F811
+    path = realdata / "deepspeed" / "HaibaraAiChan_megatron-deepspeed-moe-bak_gpt-0.125B-gpus-4-MoE-64.log"
+    text = path.read_text()
+    run = load_run(path)
+    facts = {f["name"]: f for f in run.meta.facts}
+    ln, m = _line_no(text, r"^using world size: (\d+), data-parallel-size: (\d+), tensor-model-parallel size: (\d+), "
+                           r"pipeline-model-parallel size: (\d+)")
+    _, ep = _line_no(text, r"^  moe_expert_parallel_size \.+ (\d+)$")
+    assert facts["n_accelerators"]["value"] == int(m.group(1)) == 4 and facts["n_accelerators"]["where"] == f"{path}:{ln}"
+    assert facts["parallelism"]["value"] == {"dp": int(m.group(2)), "tp": int(m.group(3)), "pp": int(m.group(4)),
+                                             "ep": int(ep.group(1))}
+    for fact, arg in (("global_batch", "global_batch_size"), ("micro_batch", "micro_batch_size"), ("seq_len", "seq_length")):
+        ln, m = _line_no(text, rf"^  {arg} \.+ (\d+)$")
+        assert (facts[fact]["value"], facts[fact]["where"]) == (int(m.group(1)), f"{path}:{ln}"), fact
+    ln, _ = _line_no(text, r"^  fp16 \.+ True$")
+    assert (facts["dtype"]["value"], facts["dtype"]["where"]) == ("fp16", f"{path}:{ln}")
+    fw = facts["framework"]
+    assert fw["value"] == "Megatron-DeepSpeed" and "deepspeed" in fw["text"].lower()
+    claims = {(c["metric"], c["counts"][:20]): c for c in run.meta.claims}
+    tflops = re.findall(r"\| TFLOPs: ([0-9.]+) \|", text)
+    megatron_sps = re.findall(r"\| samples per second: ([0-9.]+) \|", text)
+    ds_sps = re.findall(r"RunningAvgSamplesPerSec=([0-9.]+),", text)
+    by_counts = {c["counts"]: c for c in run.meta.claims}
+    tf = next(c for c in run.meta.claims if c["metric"] == "tflops_per_accelerator")
+    assert (tf["value"], tf["n"]) == (pytest.approx(_median(tflops)), len(tflops)) and "throughput calculator" in tf["counts"]
+    (mg,) = [c for c in by_counts.values() if c["metric"] == "samples_per_s" and "Megatron-DeepSpeed" in c["counts"]]
+    (ds,) = [c for c in by_counts.values() if c["metric"] == "samples_per_s" and "running average" in c["counts"]]
+    assert (mg["value"], mg["n"]) == (pytest.approx(_median(megatron_sps)), len(megatron_sps))
+    assert (ds["value"], ds["n"]) == (pytest.approx(_median(ds_sps)), len(ds_sps))
+    # the README's remark: DeepSpeed's 28.4 against Megatron's 32.1 for the same first interval
+    assert round(float(ds_sps[0]), 1) == 28.4 and round(float(megatron_sps[0]), 1) == 32.1
+    assert len(claims) == 3
+
+
+def test_real_alcf_logs_claim_both_flop_counts(realdata):  # noqa: F811
+    path = realdata / "deepspeed" / "argonne-lcf_Megatron-DeepSpeed_deprecated_aurora_sunspot_polaris.md"
+    text = path.read_text()
+    run = load_run(path)
+    for label, word in (("LM", "[LM]-TFLOPs"), ("DS", "[DS]-TFLOPs")):
+        values = re.findall(rf"\[{label}\]-TFLOPs=([0-9.]+)", text)
+        (claim,) = [c for c in run.meta.claims if c["counts"].startswith(word)]
+        assert claim["metric"] == "tflops_per_accelerator" and claim["value"] == pytest.approx(_median(values))
+    # Three launches on two machines: the world sizes differ, so none is stated
+    sizes = {int(v) for v in re.findall(r"NGPUS[=:] (\d+)", text)}
+    assert sizes == {24, 8} and run.meta.fact("n_accelerators") is None and run.n_attempts == 3
+    assert any(n.startswith("the world size is printed with different values") for n in run.meta.report.notes)
+    cool = realdata / "megatron_timers" / "argonne-lcf_Megatron-DeepSpeed_cooldown_aurora_3072xpu.md"
+    ctext = cool.read_text()
+    ln, m = _line_no(ctext, r"world_size = (\d+)")
+    crun = load_run(cool)
+    assert crun.meta.fact("n_accelerators")["value"] == int(m.group(1)) == 3072
+    assert crun.meta.fact("n_accelerators")["where"] == f"{cool}:{ln}"
+    tf = crun.meta.claim("tflops_per_accelerator")
+    assert tf["value"] == pytest.approx(_median(re.findall(r"\| TFLOPs=([0-9.]+) \|", ctext)))
+
+
+def test_real_readme_logs_claims_and_generic_fields(realdata):  # noqa: F811
+    gpt3 = realdata / "megatron_timers" / "DeepLink-org_AIChipBenchmark_GPT3_README_megatron_deepspeed_tgs.md"
+    text = gpt3.read_text()
+    run = load_run(gpt3)
+    tgs = re.findall(r"tokens per gpu per second \(tgs\): ([0-9.]+)", text)
+    assert run.meta.claim("tokens_per_s_per_accelerator")["value"] == pytest.approx(_median(tgs))
+    assert run.meta.fact("framework")["value"] == "Megatron-DeepSpeed"
+    assert run.meta.fact("seq_len")["value"] == int(re.search(r"actual seqlen:\s+(\d+)", text).group(1))
+    qwen = realdata / "megatron_timers" / "DeepLink-org_AIChipBenchmark_QwenVL_README_log_throughput.md"
+    text = qwen.read_text()
+    run = load_run(qwen)
+    printed = [float(v) for v in re.findall(r"tokens/sec/gpu: ([0-9.]+) \|", text)]
+    assert run.steps.loc[run.steps["logged"], "tokens_sec_gpu"].tolist() == printed  # '--log-throughput' field
+    assert run.meta.claim("tokens_per_s_per_accelerator")["value"] == pytest.approx(_median(printed))
+
+
+# --- damaged input: only the toolkit's own errors, and no silent drop ------------------------------------
+_ANY_ITERATION = re.compile(r"iteration\s+\d+\s*/\s*\d+\s*\|")  # what counts as an iteration line here
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def _mutants(data: bytes, rng) -> list[tuple[str, bytes]]:
+    lines = data.split(b"\n")
+    out = [("truncated", data[: rng.randrange(1, len(data))]), ("bom", b"\xef\xbb\xbf" + data),
+           ("crlf", data.replace(b"\n", b"\r\n")), ("cr", data.replace(b"\n", b"\r")),
+           ("latin1", data.replace(b"iteration", "itération".encode("latin-1"), 3)),
+           ("long line", data + b"[" * 80_000 + b"\n" + b"0" * 80_000 + b"\n")]
+    for _ in range(12):
+        b = bytearray(data)
+        for _ in range(rng.randrange(1, 8)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        out.append(("flips", bytes(b)))
+    for _ in range(4):
+        i = rng.randrange(len(lines))
+        dup = lines[:i] + [lines[i]] * rng.randrange(2, 4) + lines[i:]
+        shuffled = lines[:]
+        rng.shuffle(shuffled)
+        out += [("duplicated", b"\n".join(dup)), ("reordered", b"\n".join(shuffled))]
+    for value in (b"nan", b"inf", b"-inf", b"1e308", b"-1", b"\x00", b"99999999999999999999999"):
+        every = rng.randrange(1, 4)  # every first, second or third numeric value of the log
+        count = iter(range(10**9))
+        out.append((f"value {value!r}", re.sub(rb"(:\s*)([0-9][0-9.E+-]*)", lambda m, v=value, e=every, c=count:
+                                               m.group(1) + (v if next(c) % e == 0 else m.group(2)), data)))
+    out.append(("nul bytes", data.replace(b" | ", b" |\x00 ", 5)))
+    return out
+
+
+def _iteration_lines(data: bytes) -> list[int]:
+    """Line numbers (as the reader counts them: \\r\\n, \\r, \\n) of lines that look like records."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    found = []
+    for i, raw in enumerate(re.split(rb"\r\n|\r|\n", data), start=1):
+        if _ANY_ITERATION.search(_ANSI.sub("", raw.decode("utf-8", errors="replace"))):
+            found.append(i)
+    return found
+
+
+def test_mutated_logs_give_a_run_or_a_load_error_and_count_every_dropped_line(tmp_path, monkeypatch, realdata):  # noqa: F811
+    import random
+    import warnings
+
+    from mfu_toolkit.io.base import InternalLoadError
+    from mfu_toolkit.run import LoadReport, Run, SchemaError
+
+    skipped_at: list[int] = []
+    real_skip = LoadReport.skip
+
+    def skip(self, reason, line=None, example=None, file=None):  # every skipped line, not only the first five
+        if line is not None:
+            skipped_at.append(int(line))
+        return real_skip(self, reason, line=line, example=example, file=file)
+
+    monkeypatch.setattr(LoadReport, "skip", skip)
+    sources = [(realdata / "megatron" / "NVIDIA-Megatron-LM_issue756_mixtral8x7b_16xH100_iterations.log").read_bytes(),
+               write_megatron(tmp_path).read_bytes()]
+    rng = random.Random(20240406)
+    checked = 0
+    for k, data in enumerate(sources):
+        for n, (kind, mutant) in enumerate(_mutants(data, rng)):
+            p = tmp_path / f"m{k}_{n}.log"
+            p.write_bytes(mutant)
+            skipped_at.clear()
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    run = load_run(p, format="megatron")
+            except InternalLoadError as exc:
+                pytest.fail(f"{kind}: {exc}")
+            except (LoadError, SchemaError):
+                continue
+            assert isinstance(run, Run)
+            lines = _iteration_lines(mutant)
+            logged = int(run.steps["logged"].sum()) if len(run.steps) else 0
+            dropped_counted = len(set(lines) & set(skipped_at))
+            # every line that looks like a record gave a row or is in the skip counts
+            assert len(lines) <= logged + dropped_counted, (kind, lines, logged, sorted(set(skipped_at)))
+            checked += 1
+    assert checked > 40
+
+
+# --- every real file this format reads -----------------------------------------------------------------
+_ANY_RECORD = re.compile(r"iteration(?:\s+|=\s*)(\d+)\s*/\s*\d+\s*\|.*?elapsed[ _]time[ _]per[ _]iteration(?: \(ms\):|_ms=)\s*([0-9.]+)")
+
+
+def _my_real_files(realdata):  # noqa: F811
+    return [*files(realdata / "megatron", "*.log"), *files(realdata / "megatron_timers"),
+            *files(realdata / "deepspeed", "HaibaraAiChan_*.log"),
+            realdata / "deepspeed" / "argonne-lcf_Megatron-DeepSpeed_deprecated_aurora_sunspot_polaris.md"]
+
+
+def test_every_real_file_gives_a_row_per_iteration_line(realdata):  # noqa: F811
+    import warnings
+
+    from mfu_toolkit.io.formats import megatron as fmt
+    from mfu_toolkit.io.reading import read_head
+
+    for path in _my_real_files(realdata):
+        found = [(int(a), float(b)) for a, b in _ANY_RECORD.findall(path.read_text())]
+        if found:  # Megatron iteration lines, in a log or quoted in a README: the sniffer is sure
+            assert fmt.sniff(path, read_head(path)) >= 0.9, path.name
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = load_run(path)
+        assert run.meta.source_format == "megatron", path.name
+        logged = run.steps[run.steps["logged"]] if len(run.steps) else run.steps
+        assert logged["step"].tolist() == [it for it, _ in found], path.name
+        assert (logged["end_s"] - logged["start_s"]).tolist() == pytest.approx([ms / 1000 for _, ms in found]), path.name
+        assert run.meta.report.skipped == {}, (path.name, run.meta.report.skipped)

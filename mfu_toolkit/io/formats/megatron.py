@@ -69,8 +69,8 @@ What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
   that is not a number is counted with its line and field and left missing.
 
 Every read is linear in the input: no regular expression here backtracks on long lines, a log
-whose expansion into one row per step would pass :data:`_MAX_ROWS` rows is refused with the
-reason, and the number of distinct field columns is bounded.
+whose expansion into one row per step would pass 50 million rows is refused with the reason
+(``log_interval=1`` keeps one row per line), and the number of distinct field columns is bounded.
 """
 
 from __future__ import annotations
@@ -211,7 +211,8 @@ def _has_iteration_line(buf: bytes) -> bool:
 
 
 def _has_timers(buf: bytes) -> bool:
-    return b"time across ranks (ms):" in buf or buf.count(b".: (") >= 3
+    """A timer header ending its line, or three ``name ....: (min, max)`` lines."""
+    return any(b"time across ranks (ms):" + end in buf for end in (b"\n", b"\r")) or buf.count(b".: (") >= 3
 
 
 def sniff(path: Path, head: bytes) -> float:
@@ -301,14 +302,15 @@ class _Records:
 class _Timers:
     """Timer values as read, one entry per timer (record index -1: no step; _DROPPED: a repeat)."""
 
-    line: list[int] = field(default_factory=list)
-    rec: list[int] = field(default_factory=list)
-    attempt: list[int] = field(default_factory=list)
+    line: array = field(default_factory=lambda: array("q"))
+    rec: array = field(default_factory=lambda: array("q"))
+    attempt: array = field(default_factory=lambda: array("q"))
     source: list[str] = field(default_factory=list)
-    name: list[str] = field(default_factory=list)
-    min_ms: list[float] = field(default_factory=list)
-    max_ms: list[float] = field(default_factory=list)
-    value_ms: list[float] = field(default_factory=list)
+    name: list[str] = field(default_factory=list)  # each distinct name one string object
+    min_ms: array = field(default_factory=lambda: array("d"))
+    max_ms: array = field(default_factory=lambda: array("d"))
+    value_ms: array = field(default_factory=lambda: array("d"))
+    names: dict[str, str] = field(default_factory=dict)
     pending: list[int] = field(default_factory=list)  # DeepSpeed's, waiting for their iteration line
     seen: set[tuple[int, str, str]] = field(default_factory=set)
     block: str | None = None  # inside a '(min, max)' / 'max' block
@@ -555,7 +557,7 @@ def _add_timer(reader: Reader, st: _State, ln: int, source: str, name: str, lo: 
     t.rec.append(rec)
     t.attempt.append(st.rec.attempt[rec] if rec >= 0 else st.marker_attempt())
     t.source.append(source)
-    t.name.append(name)
+    t.name.append(t.names.setdefault(name, name) if len(t.names) < _MAX_KEYS_CACHED else name)
     t.min_ms.append(lo)
     t.max_ms.append(hi)
     t.value_ms.append(value)
@@ -566,13 +568,20 @@ def _add_timer(reader: Reader, st: _State, ln: int, source: str, name: str, lo: 
 
 
 def _timer_value(reader: Reader, ln: int, name: str, raw: str) -> float:
-    """A timer value in ms; a text or negative value is counted and left missing (NaN)."""
+    """A timer value in ms; a text, non-finite or negative value is counted and left missing (NaN)."""
     value = _number(raw.strip())
     if value is None:
         reader.bad(rules.NON_NUMERIC, line=ln, field=name, example=f"{name}: {raw}"[:200])
         return math.nan
+    if math.isnan(value):
+        reader.bad(f"{rules.NON_FINITE_TIME} (timer)", line=ln, field=name, example=f"{name}: {raw}"[:200])
+        return math.nan
     if value < 0:
         reader.bad(f"{rules.NEGATIVE_DURATION} (timer)", line=ln, field=name, example=f"{name}: {raw}"[:200])
+        return math.nan
+    if value > _MAX_STEP_S * 1000:
+        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (timer over {_MAX_STEP_S:g} s)", line=ln, field=name,
+                   example=f"{name}: {raw}"[:200])
         return math.nan
     return value
 
@@ -962,24 +971,25 @@ def _timer_columns(st: _State, n_records: int) -> dict[str, np.ndarray]:
     t = st.timers
     if not t.line or not n_records:
         return {}
+    categories = list(_CATEGORY_COLUMN)
+    code: dict[tuple[str, str], int] = {}  # (source, name) -> 2 * category + (1 for DeepSpeed), -1: none
+    for key in set(zip(t.source, t.name, strict=True)):
+        cat = _category(*key)
+        code[key] = -1 if cat is None else 2 * categories.index(cat) + (key[0] == "deepspeed")
+    codes = np.fromiter((code[k] for k in zip(t.source, t.name, strict=True)), dtype=np.int64, count=len(t.name))
     rec = np.asarray(t.rec, dtype=np.int64)
     val = np.asarray(t.value_ms, dtype=float)
-    cat = np.asarray([_category(s, n) or "" for s, n in zip(t.source, t.name, strict=True)])
-    src = np.asarray(t.source)
-    usable = (rec >= 0) & np.isfinite(val)
+    usable = (rec >= 0) & np.isfinite(val) & (codes >= 0)
+    sums = np.zeros((2 * len(categories), n_records))
+    counts = np.zeros((2 * len(categories), n_records), dtype=np.int64)
+    np.add.at(sums, (codes[usable], rec[usable]), val[usable])
+    np.add.at(counts, (codes[usable], rec[usable]), 1)
     out: dict[str, np.ndarray] = {}
-    for category, column in _CATEGORY_COLUMN.items():
-        by_source = []
-        for source in ("megatron", "deepspeed"):
-            mask = usable & (cat == category) & (src == source)
-            sums, counts = np.zeros(n_records), np.zeros(n_records, dtype=np.int64)
-            np.add.at(sums, rec[mask], val[mask])
-            np.add.at(counts, rec[mask], 1)
-            by_source.append((sums, counts))
-        (meg, n_meg), (ds, n_ds) = by_source
-        col = np.where(n_meg > 0, meg, np.where(n_ds > 0, ds, np.nan)) / 1000.0
+    for i, category in enumerate(categories):
+        meg, ds = 2 * i, 2 * i + 1
+        col = np.where(counts[meg] > 0, sums[meg], np.where(counts[ds] > 0, sums[ds], np.nan)) / 1000.0
         if np.isfinite(col).any():
-            out[column] = col
+            out[_CATEGORY_COLUMN[category]] = col
     return out
 
 
@@ -1280,10 +1290,16 @@ def _extra(st: _State, iv: _Intervals, shift: float, steps: pd.DataFrame) -> dic
     return extra
 
 
+def _total(steps: pd.DataFrame, column: str) -> str:
+    """The sum of a count column as text (a damaged count can make it huge or infinite)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = float(np.nansum(steps[column])) if column in steps else 0.0
+    return str(int(total)) if math.isfinite(total) and abs(total) < 2**53 else f"{total:g}"
+
+
 def _step_notes(reader: Reader, steps: pd.DataFrame) -> None:
-    skipped = int(np.nansum(steps["skipped_iterations"])) if "skipped_iterations" in steps else 0
-    nans = int(np.nansum(steps["nan_iterations"])) if "nan_iterations" in steps else 0
-    if skipped or nans:
+    skipped, nans = _total(steps, "skipped_iterations"), _total(steps, "nan_iterations")
+    if skipped != "0" or nans != "0":
         reader.note(f"Megatron reported {skipped} skipped and {nans} nan iterations; kept as steps (they took time)")
     if len(steps) and steps["attempt"].max() > 0:
         reader.note(f"{int(steps['attempt'].max()) + 1} launches (attempts) found in one log")
