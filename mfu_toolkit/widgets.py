@@ -126,6 +126,16 @@ def mfu_calculator(
 
 EXPLORER_SEQ_LENS = tuple(2**k for k in range(6, 18))  # 64 .. 131,072 tokens
 EXPLORER_BATCHES = tuple(2**k for k in range(0, 17))  # 1 .. 65,536 samples per step
+# Where a preset's source states no training length (mixtral-8x7b, mistral-7b, gemma-2-9b) the
+# explorer's sequence-length control starts here, labelled as the user's choice.
+EXPLORER_UNPUBLISHED_SEQ_LEN = 4096
+# The recompute dropdown's labels (the values are mfu_toolkit.flops.RECOMPUTE_MODES).
+EXPLORER_RECOMPUTE_LABELS = {
+    "none": "none",
+    "selective": "selective: attention re-run",
+    "selective-eq8": "selective-eq8: 3 × attention",
+    "full": "full: layers, not logits",
+}
 _SI = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 
 
@@ -194,6 +204,32 @@ def explorer_flops(
     return model_flops(p, seq_len=seq_len, batch=batch, causal=causal, recompute=recompute)
 
 
+def explorer_seq_len(preset: str) -> int | None:
+    """The sequence length the explorer starts ``preset`` at: the training length its source
+    states, else ``EXPLORER_UNPUBLISHED_SEQ_LEN`` (the user's choice, and labelled so by
+    ``flops_explorer_seq_note``); ``None`` for models without sequences (DLRM, MLP)."""
+    from .flops import get_preset
+
+    config = get_preset(preset).config
+    if not hasattr(config, "seq_len"):
+        return None
+    return config.seq_len if config.seq_len is not None else EXPLORER_UNPUBLISHED_SEQ_LEN
+
+
+def flops_explorer_seq_note(preset: str) -> str:
+    """The label beside the explorer's sequence-length control: the preset's published training
+    length, or that it publishes none and the value is the user's choice."""
+    from .flops import get_preset
+
+    p = get_preset(preset)
+    if not hasattr(p.config, "seq_len"):
+        return f"{p.name}: no sequence (not a sequence model)"
+    if p.config.seq_len is None:
+        return (f"{p.name} publishes no training length: the sequence length is your choice "
+                f"(starts at {EXPLORER_UNPUBLISHED_SEQ_LEN:,})")
+    return f"{p.name}'s published training length: {p.config.seq_len:,} tokens"
+
+
 _TABLE_COLUMNS = ["component", "forward_flops", "unit", "share", "training_flops_per_step", "note"]
 
 
@@ -233,7 +269,11 @@ def flops_explorer_headline(preset: str, **options: Any) -> str:
 
 
 def flops_explorer_html(preset: str, **options: Any) -> str:
-    """What the explorer prints above its chart: headline, sizes, hardware FLOPs, conventions."""
+    """What the explorer prints above its chart: headline, sizes, where the sequence length comes
+    from (the preset's published training length, or the user's choice where it publishes none),
+    hardware FLOPs, and the conventions used (causal or not, the recompute mode)."""
+    from .flops import get_preset
+
     try:
         r = explorer_flops(preset, **options)
         headline = flops_explorer_headline(preset, **options)
@@ -248,20 +288,33 @@ def flops_explorer_html(preset: str, **options: Any) -> str:
         sizes += f", {_count(params.active)} active per {r.unit}"
     if r.tokens_per_sample:
         sizes += f"; {r.tokens_per_sample:,.0f} tokens per sample"
+    conv = r.conventions
+    recompute = EXPLORER_RECOMPUTE_LABELS.get(conv.recompute, conv.recompute)
     lines = [
         f'<span class="flops-value" style="font-size:1.2em"><b>{html.escape(headline)}</b></span>',
         f"{html.escape(r.name)} ({r.kind}): {sizes}",
-        f"Hardware FLOPs per step (recompute {html.escape(r.conventions.recompute)}): "
-        f"{si_flops(r.hardware_per_step)} = {r.hardware_per_step / r.training_per_step:.3f} × model",
     ]
+    published = getattr(get_preset(preset).config, "seq_len", None)
+    if r.tokens_per_sample and published is None:
+        lines.append(f"Sequence length {r.tokens_per_sample:,.0f}: your choice "
+                     f"({html.escape(r.name)} publishes no training length)")
+    elif r.tokens_per_sample and r.tokens_per_sample != published:
+        lines.append(f"Sequence length {r.tokens_per_sample:,.0f} "
+                     f"(published training length {published:,})")
+    lines.append(
+        f"Hardware FLOPs per step (recompute {html.escape(recompute)}): "
+        f"{si_flops(r.hardware_per_step)} = {r.hardware_per_step / r.training_per_step:.3f} × model"
+    )
     if r.embedding_bytes_per_sample is not None:
         lines.append(
             f"Embedding bytes read per sample: {r.embedding_bytes_per_sample:,.0f} "
             f"({r.forward_per_sample / r.embedding_bytes_per_sample:,.0f} forward FLOPs per byte)"
         )
-    if r.conventions.has_attention:
-        lines.append("Attention: " + ("causal ((T + 1) / 2 keys per query)" if r.conventions.causal
+    if conv.has_attention:
+        lines.append("Attention: " + ("causal ((T + 1) / 2 keys per query)" if conv.causal
                                       else "non-causal (all T keys, as in PaLM)"))
+    lines.append(f"<small>Conventions: {html.escape(conv.summary())}<br>"
+                 f"Recomputation: {html.escape(conv.to_dict()['recompute_convention'])}</small>")
     return '<div class="flops-summary">' + "<br>".join(lines) + "</div>"
 
 
@@ -312,9 +365,12 @@ def flops_explorer(
     recompute: str = "none",
 ) -> Any:
     """Explore a preset's FLOPs: preset, sequence length, batch, experts / top-k (MoE), causal
-    halving and recomputation. The headline is ``flops_explorer_html``; the chart
-    (``flops_explorer_figure``) and table (``flops_explorer_table``) replace the content of one
-    ``Output`` (see :func:`show_outputs`). The box has the CSS class ``flops-explorer``."""
+    halving and recomputation (every mode of ``RECOMPUTE_MODES``). The headline is
+    ``flops_explorer_html``; the chart (``flops_explorer_figure``) and table
+    (``flops_explorer_table``) replace the content of one ``Output`` (see :func:`show_outputs`).
+    The sequence length starts at the preset's published training length, or at
+    ``EXPLORER_UNPUBLISHED_SEQ_LEN`` where its source states none; the label beside the slider
+    (``flops_explorer_seq_note``) says which. The box has the CSS class ``flops-explorer``."""
     import ipywidgets as w
 
     from .flops import RECOMPUTE_MODES, TransformerConfig, get_preset, list_presets
@@ -324,14 +380,16 @@ def flops_explorer(
 
     first = get_preset(preset)
     pick = w.Dropdown(options=list_presets(), value=first.name, description="Preset")
-    seq = w.SelectionSlider(options=seq_options(getattr(first.config, "seq_len", None), seq_len),
+    seq = w.SelectionSlider(options=seq_options(explorer_seq_len(first.name), seq_len),
                             description="seq len", continuous_update=False)
+    seq_note = w.HTML()  # the preset's published training length, or that the value is a choice
     bat = w.SelectionSlider(options=sorted(set(EXPLORER_BATCHES) | {batch}), value=batch,
                             description="batch", continuous_update=False)
     n_exp = w.IntSlider(value=8, min=1, max=64, description="experts", continuous_update=False)
     k = w.IntSlider(value=2, min=1, max=8, description="top-k", continuous_update=False)
     cau = w.Checkbox(value=False, description="causal halving")
-    rec = w.Dropdown(options=list(RECOMPUTE_MODES), value=recompute, description="recompute")
+    rec = w.Dropdown(options=[(EXPLORER_RECOMPUTE_LABELS.get(m, m), m) for m in RECOMPUTE_MODES],
+                     value=recompute, description="recompute", layout=w.Layout(width="330px"))
     headline = w.HTML()
     out = w.Output()
     state = {"busy": False}
@@ -370,10 +428,12 @@ def flops_explorer(
         state["busy"] = True
         try:
             if sequence:
-                seq.options = seq_options(config.seq_len, seq_value)
-                seq.value = seq_value or config.seq_len
+                start = explorer_seq_len(name)  # published, else the labelled choice
+                seq.options = seq_options(start, seq_value)
+                seq.value = seq_value or start
                 default_causal = bool(getattr(config, "causal", False))  # HSTU: on; transformers: off
                 cau.value = default_causal if causal_value is None else bool(causal_value)
+            seq_note.value = html.escape(flops_explorer_seq_note(name))
             seq.disabled = cau.disabled = not sequence
             if moe:
                 n_exp.value = experts_value or config.n_experts
@@ -401,7 +461,8 @@ def flops_explorer(
         widget.observe(refresh, "value")
     load_preset(first.name, seq_value=seq_len, experts_value=experts, k_value=top_k,
                 causal_value=causal)
-    box = w.VBox([w.HBox([pick, rec, cau]), seq, bat, w.HBox([n_exp, k]), headline, out])
+    box = w.VBox([w.HBox([pick, rec, cau]), w.HBox([seq, seq_note]), bat, w.HBox([n_exp, k]), headline,
+                  out])
     box.add_class("flops-explorer")
     return box
 

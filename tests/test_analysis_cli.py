@@ -162,3 +162,97 @@ def test_dtype_without_any_accelerator_is_refused():
     # per package on AMD's datasheet, so 191.5 per device
     mi = RunMeta().with_accelerator("MI250X", "bf16", per="device").with_dtype("fp16")
     assert mi.peak_flops_per_accelerator == pytest.approx(191.5e12)
+
+
+# --------------------------------------------------------------------------------------------
+# --preset: the sequence length it is counted at, and --causal
+
+H100_BF16 = 989.4e12  # H100 SXM bf16 dense, https://www.nvidia.com/en-us/data-center/h100/
+
+
+def _forward_per_token(T: int, *, L: int, d: int, H: int, KV: int, Q: int, FF: int, V: int,
+                       experts: int = 0, top_k: int = 1, causal: bool = False) -> float:
+    """Per-token forward FLOPs written out (PaLM Appendix B): QKV, scores + values over T keys
+    ((T + 1) / 2 when causal), output projection, SwiGLU FFN (``top_k`` of ``experts`` plus a
+    2·d·E router for MoE), logits."""
+    keys = (T + 1) / 2 if causal else T
+    ffn = (top_k if experts else 1) * 2 * 3 * d * FF * L
+    return (2 * d * (H + 2 * KV) * Q * L + 2 * 2 * keys * H * Q * L + 2 * H * Q * d * L
+            + 2 * d * experts * L + ffn + 2 * d * V)
+
+
+# Llama 3 8B (arXiv:2407.21783 Table 3, HF config.json); Mixtral 8x7B (arXiv:2401.04088 Table 1)
+# and Mistral 7B (arXiv:2310.06825 Table 1; its 4096-key window does not bind at T <= 4096).
+LLAMA3_8B = dict(L=32, d=4096, H=32, KV=8, Q=128, FF=14336, V=128_256)
+MISTRAL = dict(L=32, d=4096, H=32, KV=8, Q=128, FF=14336, V=32_000)
+
+
+def _sim(tmp_path: Path, name: str, *extra: str) -> Path:
+    path = tmp_path / f"{name}.parquet"
+    assert _run(["simulate", "-o", str(path), "--ranks", "64", "--steps", "20", "--global-batch", "16",
+                 *extra]) == 0
+    return path
+
+
+def _analyze(capsys, *argv: str) -> dict:
+    capsys.readouterr()
+    assert _run(["analyze", *argv, "--accelerator", "H100", "--dtype", "bf16", "--json"]) == 0
+    return json.loads(capsys.readouterr().out)["summary"]
+
+
+def test_analyze_preset_causal_counts_the_mask(tmp_path, capsys):
+    sim = _sim(tmp_path, "llama", "--seq-len", "8192")
+    plain = _analyze(capsys, str(sim), "--preset", "llama3-8b")
+    causal = _analyze(capsys, str(sim), "--preset", "llama3-8b", "--causal")
+    # 16 sequences of 8192 tokens per 1 s step on 64 H100s; training = 3 x forward.
+    for doc, is_causal in ((plain, False), (causal, True)):
+        per_token = 3 * _forward_per_token(8192, **LLAMA3_8B, causal=is_causal)
+        assert doc["steady_state_mfu"] == pytest.approx(16 * 8192 * per_token / (64 * H100_BF16), rel=1e-9)
+    # Causal: 8192 keys per query become 4096.5 in scores and values: 2·2·4095.5·32·128·32 fewer.
+    drop = 3 * 2 * 2 * (8192 - 8193 / 2) * 32 * 128 * 32 * 16 * 8192 / (64 * H100_BF16)
+    assert plain["steady_state_mfu"] - causal["steady_state_mfu"] == pytest.approx(drop, rel=1e-6)
+    assert "causal on" in causal["model_flops_source"] and "causal off" in plain["model_flops_source"]
+    assert causal["model_flops_source"].startswith("preset 'llama3-8b' at seq_len 8192 (the run's seq_len)")
+
+
+def test_analyze_preset_counts_at_the_logs_seq_len(tmp_path, capsys):
+    # Mixtral 8x7B states no training length; the run's own (4096) is used.
+    sim = _sim(tmp_path, "mixtral", "--seq-len", "4096")
+    doc = _analyze(capsys, str(sim), "--preset", "mixtral-8x7b")
+    per_token = 3 * _forward_per_token(4096, **MISTRAL, experts=8, top_k=2)
+    assert doc["steady_state_mfu"] == pytest.approx(16 * 4096 * per_token / (64 * H100_BF16), rel=1e-9)
+    assert doc["model_flops_source"].startswith("preset 'mixtral-8x7b' at seq_len 4096 (the run's seq_len)")
+    # --seq-len wins over the log's.
+    doc = _analyze(capsys, str(sim), "--preset", "mixtral-8x7b", "--seq-len", "2048")
+    per_token = 3 * _forward_per_token(2048, **MISTRAL, experts=8, top_k=2)
+    assert doc["steady_state_mfu"] == pytest.approx(16 * 2048 * per_token / (64 * H100_BF16), rel=1e-9)
+    assert "at seq_len 2048 (--seq-len)" in doc["model_flops_source"]
+
+
+def test_analyze_preset_counts_at_a_stated_seq_len_fact(tmp_path, capsys):
+    from mfu_toolkit.run import save_run
+
+    run = read_run(_sim(tmp_path, "plain"))
+    assert run.meta.seq_len is None
+    fact = {"name": "seq_len", "value": 2048, "source": "stated", "where": "train.log:12",
+            "text": "--seq-length 2048"}
+    path = tmp_path / "fact.parquet"
+    save_run(run.replace(meta=run.meta.replace(facts=[fact])), path)
+    doc = _analyze(capsys, str(path), "--preset", "mistral-7b")
+    per_token = 3 * _forward_per_token(2048, **MISTRAL)
+    assert doc["steady_state_mfu"] == pytest.approx(16 * 2048 * per_token / (64 * H100_BF16), rel=1e-9)
+    assert "at seq_len 2048 (stated in the log at train.log:12)" in doc["model_flops_source"]
+
+
+def test_analyze_preset_without_any_seq_len_names_the_flag(tmp_path, capsys):
+    sim = _sim(tmp_path, "bare")
+    capsys.readouterr()
+    assert _run(["analyze", str(sim), "--preset", "gemma-2-9b"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mfu analyze: error: --preset gemma-2-9b") and err.count("\n") == 1
+    assert "give --seq-len N" in err
+    # a preset with a published length still counts at it (Llama 3 8B: 8192)
+    doc = _analyze(capsys, str(sim), "--preset", "llama3-8b")
+    assert doc["model_flops_source"].startswith("preset 'llama3-8b' at seq_len 8192 (published)")
+    assert _run(["analyze", str(sim), "--causal"]) == 2
+    assert "--causal applies to the FLOPs count of --preset" in capsys.readouterr().err

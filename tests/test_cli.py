@@ -144,8 +144,22 @@ def test_calc_with_a_preset_and_recompute_reports_hfu_json(capsys):
     d = json.loads(out)
     assert code == 0
     assert d["hfu"] > d["mfu"] == pytest.approx(0.462, abs=5e-4)
-    # Full recomputation = one extra forward: hardware / model FLOPs = 4/3 exactly.
-    assert d["hfu"] / d["mfu"] == pytest.approx(4 / 3)
+    # Full recomputation as Megatron counts it (Narayanan et al. 2021, eq. 3): every layer's
+    # forward is re-run once, the logits layer's is not. By hand from PaLM 540B (arXiv:2204.02311
+    # Table 1, Sec 2 and 5): L = 118, d_model = 18432, 48 query heads and 1 KV head (multi-query) of
+    # 256, SwiGLU d_ff = 73728, vocabulary 256000, T = 2048, non-causal (PaLM Appendix B).
+    L, dm, H, KV, Q, FF, V, T = 118, 18432, 48, 1, 256, 73728, 256_000, 2048
+    forward = (2 * dm * (H + 2 * KV) * Q * L  # QKV projections
+               + 2 * 2 * T * H * Q * L        # attention scores + values
+               + 2 * H * Q * dm * L           # attention output projection
+               + 2 * 3 * dm * FF * L          # SwiGLU FFN
+               + 2 * dm * V)                  # logits
+    logits = 2 * dm * V
+    assert forward == 1_092_586_831_872
+    # model = 3 x forward; hardware = model + (forward - logits): a little under 4/3.
+    ratio = (3 * forward + forward - logits) / (3 * forward)
+    assert f"{ratio:.5f}" == "1.33045"
+    assert d["hfu"] / d["mfu"] == pytest.approx(ratio, rel=1e-12)
     assert d["model_conventions"]["recompute"] == "full"
 
 

@@ -18,10 +18,12 @@ from mfu_toolkit.widgets import (
     calculator_html,
     calculator_result,
     explorer_flops,
+    explorer_seq_len,
     flops_explorer,
     flops_explorer_figure,
     flops_explorer_headline,
     flops_explorer_html,
+    flops_explorer_seq_note,
     flops_explorer_table,
     mfu_calculator,
     si_flops,
@@ -41,6 +43,23 @@ def llama_forward_per_token(T: int, *, causal: bool = False) -> float:
     ffn = 2 * 3 * D * DFF * L
     logits = 2 * D * VOCAB
     return qkv + attn + out + ffn + logits
+
+
+# Mixtral 8x7B (arXiv:2401.04088 Table 1) and Mistral 7B (arXiv:2310.06825 Table 1) share this
+# shape: L=32, d=4096, 32 query heads of 128, 8 KV heads, SwiGLU width 14336, vocabulary 32000.
+# Neither paper states a training sequence length, so every count here passes one.
+ML, MD, MH, MQ, MKV, MFF, MVOCAB = 32, 4096, 32, 128, 8, 14336, 32_000
+
+
+def mistral_forward_per_token(T: int, *, experts: int = 0, top_k: int = 1) -> float:
+    """Per-token forward FLOPs, non-causal, by hand: Mistral 7B (``experts=0``; its 4096-key
+    window does not bind at T <= 4096) or Mixtral with ``experts`` routed, ``top_k`` used."""
+    qkv = 2 * MD * (MH + 2 * MKV) * MQ * ML
+    attn = 2 * (2 * T * MH * MQ * ML)
+    out = 2 * MH * MQ * MD * ML
+    router = 2 * MD * experts * ML
+    ffn = (top_k if experts else 1) * 2 * 3 * MD * MFF * ML
+    return qkv + attn + out + router + ffn + 2 * MD * MVOCAB
 
 
 # --------------------------------------------------------------------------------------------
@@ -139,20 +158,28 @@ def test_explorer_headline_by_hand():
 
 def test_explorer_mixtral_top_k_and_experts():
     # Mixtral 8x7B (arXiv:2401.04088 Table 1): 32 layers, d=4096, SwiGLU experts of width 14336.
+    # The paper states no training length (32768 is the context window): T = 4096 is chosen here.
     expert = 2 * 3 * 4096 * 14336 * 32
     for k in (1, 2, 4):
-        t = flops_explorer_table("mixtral-8x7b", top_k=k).set_index("component")["forward_flops"]
+        t = flops_explorer_table("mixtral-8x7b", seq_len=4096, top_k=k).set_index("component")["forward_flops"]
         assert t["moe_routed_experts"] == k * expert
+        assert t["attn_scores"] == 2 * 4096 * 32 * 128 * 32  # 2·T·H·Q per layer, 32 layers
+        assert t.sum() == mistral_forward_per_token(4096, experts=8, top_k=k)
     # More experts at the same top-k: only the router (2 x d x E per layer) grows ...
-    e8 = flops_explorer_table("mixtral-8x7b", experts=8).set_index("component")["forward_flops"]
-    e64 = flops_explorer_table("mixtral-8x7b", experts=64).set_index("component")["forward_flops"]
+    e8 = flops_explorer_table("mixtral-8x7b", seq_len=4096, experts=8).set_index("component")["forward_flops"]
+    e64 = flops_explorer_table("mixtral-8x7b", seq_len=4096, experts=64).set_index("component")["forward_flops"]
     assert e64["moe_router"] - e8["moe_router"] == 2 * 4096 * (64 - 8) * 32
     assert e64.drop("moe_router").equals(e8.drop("moe_router"))
     # ... while the parameters grow by 56 experts of 3 x 4096 x 14336 in each of 32 layers.
-    p8 = explorer_flops("mixtral-8x7b", experts=8).params.total
-    p64 = explorer_flops("mixtral-8x7b", experts=64).params.total
+    p8 = explorer_flops("mixtral-8x7b", seq_len=4096, experts=8).params.total
+    p64 = explorer_flops("mixtral-8x7b", seq_len=4096, experts=64).params.total
     assert p64 - p8 == 56 * 3 * 4096 * 14336 * 32 + 4096 * 56 * 32
-    assert "active per token" in flops_explorer_html("mixtral-8x7b")
+    assert "active per token" in flops_explorer_html("mixtral-8x7b", seq_len=4096)
+    # Without a length the pure functions refuse, naming seq_len (the widget gives one).
+    with pytest.raises(FlopsConfigError, match="seq_len"):
+        explorer_flops("mixtral-8x7b", top_k=1)
+    page = flops_explorer_html("mixtral-8x7b")
+    assert "No FLOPs" in page and "seq_len" in page
 
 
 def test_explorer_dlrm_matches_mlperf_and_reports_bytes():
@@ -177,11 +204,28 @@ def test_explorer_hstu_is_causal_by_default():
 
 
 def test_explorer_recompute_changes_hardware_flops_only():
-    # Full recomputation: one extra forward pass -> hardware = 4/3 x model; model unchanged.
+    # Model FLOPs never move with recomputation; hardware FLOPs add, per token, by hand for
+    # Llama 3 8B at its published T = 8192 (model = 3 x forward):
+    #   full (Megatron, Narayanan et al. 2021 eq. 3): every layer's forward again, not the
+    #     logits: (3F + F - 2·d·V) / 3F = 1.315, a little under 4/3;
+    #   selective (Korthikanti et al. 2022, Sec 5): the attention products once more,
+    #     A = 2·2·T·H·Q·L: (3F + A) / 3F = 1.074;
+    #   selective-eq8 (their eq. 8): 3 A: (3F + 3A) / 3F = 1.222.
+    F = llama_forward_per_token(8192)
+    logits, A = 2 * D * VOCAB, 2 * 2 * 8192 * H * Q * L
+    ratios = {"full": (4 * F - logits) / (3 * F), "selective": (3 * F + A) / (3 * F),
+              "selective-eq8": (3 * F + 3 * A) / (3 * F)}
+    assert [f"{ratios[m]:.3f}" for m in ("full", "selective", "selective-eq8")] == ["1.315", "1.074", "1.222"]
     none = flops_explorer_table("llama3-8b", seq_len=8192)
-    full = flops_explorer_table("llama3-8b", seq_len=8192, recompute="full")
-    assert none.equals(full)
-    assert "= 1.333 × model" in flops_explorer_html("llama3-8b", recompute="full")
+    for mode, ratio in ratios.items():
+        assert none.equals(flops_explorer_table("llama3-8b", seq_len=8192, recompute=mode))
+        r = explorer_flops("llama3-8b", recompute=mode)
+        assert r.hardware_per_token == pytest.approx(ratio * 3 * F, rel=1e-12)
+        page = flops_explorer_html("llama3-8b", recompute=mode)
+        assert f"= {ratio:.3f} × model" in page
+        assert f"recompute {mode}" in page  # the conventions line names the mode
+    assert "recompute full: layers, not logits" in flops_explorer_html("llama3-8b", recompute="full")
+    assert "the logits (output) layer not" in flops_explorer_html("llama3-8b", recompute="full")
     assert "= 1.000 × model" in flops_explorer_html("llama3-8b")
 
 
@@ -219,7 +263,8 @@ def test_explorer_figure_is_a_bare_figure():
 
 def _parts(box):
     pick, rec, cau = box.children[0].children
-    seq, bat = box.children[1], box.children[2]
+    seq, _note = box.children[1].children
+    bat = box.children[2]
     n_exp, k = box.children[3].children
     return pick, rec, cau, seq, bat, n_exp, k, box.children[4]
 
@@ -232,12 +277,17 @@ def test_explorer_widget_follows_its_controls(capsys):
     assert n_exp.disabled and k.disabled and not seq.disabled
     seq.value = 16384
     assert head.value == flops_explorer_html("llama3-8b", seq_len=16384, batch=512, causal=False)
-    pick.value = "mixtral-8x7b"
-    assert (seq.value, n_exp.value, k.value, n_exp.disabled) == (32768, 8, 2, False)
+    pick.value = "mixtral-8x7b"  # no published training length: the slider starts at 4096
+    assert (seq.value, n_exp.value, k.value, n_exp.disabled) == (4096, 8, 2, False)
     n_exp.value = 1  # top-k is clamped to the number of experts
     assert (k.max, k.value) == (1, 1)
-    assert head.value == flops_explorer_html("mixtral-8x7b", seq_len=32768, batch=512, experts=1,
+    assert head.value == flops_explorer_html("mixtral-8x7b", seq_len=4096, batch=512, experts=1,
                                              top_k=1, causal=False)
+    # One routed expert of top-1 at T = 4096, by hand: 3 x 16,368,533,504 = 49.11 GFLOP per
+    # token; x 4096 tokens x 512 sequences = 103.0 PFLOP per step.
+    per_token = 3 * mistral_forward_per_token(4096, experts=1, top_k=1)
+    assert per_token == 49_105_600_512
+    assert "Training: 49.11 GFLOP per token · 103 PFLOP per step of 512 sequences" in head.value
     pick.value = "dlrm-dcnv2"
     assert seq.disabled and cau.disabled and n_exp.disabled
     assert head.value == flops_explorer_html("dlrm-dcnv2", batch=512)
@@ -246,6 +296,56 @@ def test_explorer_widget_follows_its_controls(capsys):
     chart, table = box.children[-1].outputs  # one chart and one table, replaced in place
     assert chart["data"]["image/png"] and "loss_similarity" in table["data"]["text/plain"]  # HSTU's rows
     assert capsys.readouterr().out == ""  # nothing printed into the Output (see show_outputs)
+
+
+def test_explorer_presets_without_a_training_length(capsys):
+    # mixtral-8x7b, mistral-7b and gemma-2-9b publish a context window, not a training length:
+    # the explorer starts them at 4096 and says the value is the user's choice.
+    for name in ("mixtral-8x7b", "mistral-7b", "gemma-2-9b"):
+        assert explorer_seq_len(name) == 4096
+        assert flops_explorer_seq_note(name) == (f"{name} publishes no training length: the sequence "
+                                                 "length is your choice (starts at 4,096)")
+    assert explorer_seq_len("llama3-8b") == 8192  # published lengths are kept
+    assert flops_explorer_seq_note("llama3-8b") == "llama3-8b's published training length: 8,192 tokens"
+    assert explorer_seq_len("dlrm-dcnv2") is None
+
+    box = flops_explorer("mistral-7b", batch=512)  # no TraitError, no seq_len error
+    pick, rec, cau, seq, bat, n_exp, k, head = _parts(box)
+    note = box.children[1].children[1]
+    assert seq.value == 4096 and not seq.disabled
+    assert "publishes no training length" in note.value and "your choice" in note.value
+    assert head.value == flops_explorer_html("mistral-7b", seq_len=4096, batch=512, causal=False)
+    assert "Sequence length 4,096: your choice (mistral-7b publishes no training length)" in head.value
+    # Mistral 7B at T = 4096 by hand (its 4096-key window does not bind): 3 x 16,368,271,360 =
+    # 49.10 GFLOP per token; x 4096 x 512 = 103.0 PFLOP per step.
+    assert 3 * mistral_forward_per_token(4096) == 49_104_814_080
+    assert "Training: 49.1 GFLOP per token · 103 PFLOP per step of 512 sequences" in head.value
+    assert "No FLOPs" not in head.value
+    chart, table = box.children[-1].outputs
+    assert chart["data"]["image/png"] and "attn_scores" in table["data"]["text/plain"]
+
+    # The recompute dropdown offers every mode, selective-eq8 with a readable label.
+    assert ("selective-eq8: 3 × attention", "selective-eq8") in rec.options
+    assert [v for _, v in rec.options] == ["none", "selective", "selective-eq8", "full"]
+    rec.value = "selective-eq8"
+    # Hardware adds 3 x the attention products A = 2·2·T·H·Q·L: (3F + 3A) / 3F = 1.131.
+    F, A = mistral_forward_per_token(4096), 2 * 2 * 4096 * MH * MQ * ML
+    assert f"{(3 * F + 3 * A) / (3 * F):.3f}" == "1.131"
+    assert "= 1.131 × model" in head.value and "recompute selective-eq8 (HFU only)" in head.value
+    cau.value = True  # the conventions line follows the causal checkbox
+    assert "causal on" in head.value and "Attention: causal" in head.value
+    assert head.value == flops_explorer_html("mistral-7b", seq_len=4096, batch=512, causal=True,
+                                             recompute="selective-eq8")
+    seq.value = 8192  # the user's choice moves; the label still says it is one
+    assert "Sequence length 8,192: your choice" in head.value
+
+    # Switching presets keeps published lengths and gives the others the labelled 4096.
+    pick.value = "llama3-8b"
+    assert seq.value == 8192 and "published training length: 8,192" in note.value
+    assert "your choice" not in head.value
+    pick.value = "gemma-2-9b"
+    assert seq.value == 4096 and "your choice" in note.value and "No FLOPs" not in head.value
+    assert capsys.readouterr().out == ""
 
 
 def test_widgets_import_without_pandas():

@@ -92,20 +92,66 @@ def _apply_meta(run: Any, args: argparse.Namespace) -> Any:
                 raise ValueError(f"--{flag.replace('_', '-')} must be a finite number > 0; got {v}")
             meta = meta.replace(**{**cleared, field: v, "model_flops_source": f"command line --{flag.replace('_', '-')}"})
     if args.preset:
-        from ..flops import model_flops
-
-        mf = model_flops(args.preset, seq_len=args.seq_len)
+        mf, counted = _preset_flops(meta, args)
         changes: dict[str, Any] = {
             **cleared,
             "model_flops_per_sample": float(mf.training_per_sample),
-            "model_flops_source": f"preset {args.preset!r}: {mf.source}"[:300],
+            "model_flops_source": f"preset {args.preset!r}{counted}: {mf.source}"[:300],
         }
         if mf.training_per_token:
             changes["model_flops_per_token"] = float(mf.training_per_token)
         if mf.tokens_per_sample and meta.seq_len is None:
             changes["seq_len"] = int(mf.tokens_per_sample)
         meta = meta.replace(**changes)
+    elif getattr(args, "causal", False):
+        raise ValueError("--causal applies to the FLOPs count of --preset NAME; give --preset too")
     return run.replace(meta=meta)
+
+
+def _stated_seq_len(meta: Any) -> tuple[int, str] | None:
+    """The first ``seq_len`` fact of the run that is a whole number >= 1, and where it was stated."""
+    for f in meta.facts:
+        value = f.get("value")
+        if f.get("name") != "seq_len" or isinstance(value, bool):
+            continue
+        try:
+            n = float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(n) and n >= 1 and n == int(n):
+            return int(n), str(f.get("where") or "")
+    return None
+
+
+def _preset_flops(meta: Any, args: argparse.Namespace) -> tuple[Any, str]:
+    """``--preset``'s FLOPs for this run and a note of what they were counted at.
+
+    The sequence length is ``--seq-len``, else the run's own (``meta.seq_len``, then a
+    ``seq_len`` fact the log states), else the preset's published training length; with none of
+    them the error names ``--seq-len``. ``--causal`` counts the causal mask (off by default, as in
+    PaLM Appendix B)."""
+    from ..flops import get_preset, model_flops
+
+    preset = get_preset(args.preset)
+    seq_len, where = args.seq_len, "--seq-len"
+    if seq_len is None and hasattr(preset.config, "seq_len"):
+        stated = _stated_seq_len(meta)
+        if meta.seq_len is not None:
+            seq_len, where = int(meta.seq_len), "the run's seq_len"
+        elif stated is not None:
+            seq_len, where = stated[0], "stated in the log" + (f" at {stated[1]}" if stated[1] else "")
+        elif preset.config.seq_len is None:
+            raise ValueError(
+                f"--preset {preset.name}: its source states no training sequence length and the run "
+                "states none (no seq_len in the log); give --seq-len N"
+            )
+        else:
+            where = "published"
+    mf = model_flops(preset, seq_len=seq_len, causal=True if getattr(args, "causal", False) else None)
+    counted = ""
+    if mf.tokens_per_sample:
+        counted = f" at seq_len {mf.tokens_per_sample:g} ({where})"
+    return mf, f"{counted}; {mf.conventions.summary()}"
 
 
 def _fmt_table(df: Any, cols: list[str]) -> str:
@@ -287,8 +333,13 @@ def add_parsers(subparsers: Any) -> None:
     g.add_argument("--flops-per-token", type=float, help="model training FLOPs per token")
     g.add_argument("--flops-per-step", type=float, help="model training FLOPs per step")
     g.add_argument("--preset", help="model preset for the FLOPs (see `mfu flops --list`)")
+    a.add_argument("--causal", action="store_true",
+                   help="with --preset: count the causal mask in attention ((T + 1) / 2 keys per query; off "
+                        "by default, as in PaLM Appendix B)")
     a.add_argument("--global-batch", type=float, help="samples per step")
-    a.add_argument("--seq-len", type=int, help="tokens per sample")
+    a.add_argument("--seq-len", type=int,
+                   help="tokens per sample; with --preset the FLOPs are counted at it, else at the log's own "
+                        "sequence length, else at the preset's published one (required where it has none)")
     a.add_argument("--warmup-steps", type=int, help="override: warm-up steps dropped per attempt")
     o = a.add_mutually_exclusive_group()
     o.add_argument("--json", action="store_true", help="print JSON instead of tables")
