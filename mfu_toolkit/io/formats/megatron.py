@@ -312,7 +312,8 @@ class _Timers:
     value_ms: array = field(default_factory=lambda: array("d"))
     names: dict[str, str] = field(default_factory=dict)
     pending: list[int] = field(default_factory=list)  # DeepSpeed's, waiting for their iteration line
-    seen: set[tuple[int, str, str]] = field(default_factory=set)
+    seen: set[str] = field(default_factory=set)  # Megatron timer names given to record ``seen_rec``
+    seen_rec: int = -1
     block: str | None = None  # inside a '(min, max)' / 'max' block
 
 
@@ -527,13 +528,13 @@ def _flush_pending(reader: Reader, st: _State, rec: int | None) -> None:
     """Give DeepSpeed's timers, printed before their iteration line, to that line's record."""
     t = st.timers
     if rec is not None:
+        given: set[str] = set()
         for i in t.pending:
-            key = (rec, "deepspeed", t.name[i])
-            if key in t.seen:
+            if t.name[i] in given:
                 reader.bad(rules.DUPLICATE, line=t.line[i], field=t.name[i])
                 t.rec[i] = _DROPPED
                 continue
-            t.seen.add(key)
+            given.add(t.name[i])
             t.rec[i] = rec
             t.attempt[i] = st.rec.attempt[rec]
     t.pending.clear()
@@ -544,11 +545,13 @@ def _add_timer(reader: Reader, st: _State, ln: int, source: str, name: str, lo: 
     t = st.timers
     rec = -1
     if name not in _SETUP_TIMERS and source == "megatron" and st.cur_rec is not None:
-        key = (st.cur_rec, source, name)
-        if key in t.seen:
+        if t.seen_rec != st.cur_rec:  # repeats are looked for within one interval
+            t.seen_rec = st.cur_rec
+            t.seen.clear()
+        if name in t.seen:
             reader.bad(rules.DUPLICATE, line=ln, field=name)
             return
-        t.seen.add(key)
+        t.seen.add(name)
         rec = st.cur_rec
     value = hi if not math.isnan(hi) else lo
     if source == "deepspeed" and name not in _SETUP_TIMERS:
