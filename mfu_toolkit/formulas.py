@@ -40,7 +40,8 @@ __all__ = [
 TERA = 1e12
 
 LIKELY_CAUSES = (
-    "the peak is a sparse (2:4) figure or for a narrower dtype than the run used (e.g. fp8 vs bf16)",
+    "the peak is for a slower dtype than the run computed in (e.g. the bf16 peak for an fp8 run); "
+    "a sparse (2:4) peak errs the other way and reads MFU low",
     "the model FLOPs include activation recomputation (that is HFU, not MFU)",
     "the FLOPs are 1000x off: per step vs per sample, or TFLOP entered as FLOP",
     "a per-GPU throughput was divided again by the GPU count, or N is too small",
