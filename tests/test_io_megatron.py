@@ -260,12 +260,18 @@ def test_log_interval_too_large_or_not_a_count_is_a_load_error(tmp_path):
         load_run(p, clock_tolerance_s=float("nan"))
 
 
-def test_too_many_rows_is_refused_with_the_reason(tmp_path):
-    # 600 lines at an interval of 100,000 would be 60,000,000 rows: over the 50,000,000 a load builds
+def test_intervals_beyond_the_row_budget_stay_one_row_per_line(tmp_path):
+    # 600 lines at an interval of 100,000 would be 60,000,000 rows, over this load's budget of
+    # rows it may invent (at least 2,000,000, else 2 per input byte; the file is about 180 KB):
+    # one row per line, the steps it stands for in interval_steps, and a note saying so.
     lines = [megatron_line(i * 100_000, 1.0) for i in range(1, 601)]
-    with pytest.raises(LoadError, match="60,000,000 steps") as info:
-        load_run(write_megatron(tmp_path, lines=lines), log_interval=100_000)
-    assert info.value.field == "log_interval"
+    run = load_run(write_megatron(tmp_path, lines=lines), log_interval=100_000)
+    s = run.steps
+    assert len(s) == 600 and s["logged"].all() and (s["interval_steps"] == 100_000).all()
+    assert s["step"].tolist() == [i * 100_000 for i in range(1, 601)]
+    assert (s["end_s"] - s["start_s"]).tolist() == pytest.approx([0.001] * 600, abs=1e-9)  # the interval's last step
+    assert s["start_s"].iloc[1] == pytest.approx(2 * 100_000 * 0.001 - 0.001)  # intervals still back to back
+    assert any(n.startswith("log intervals not expanded: one row per logged record") for n in run.meta.report.notes)
 
 
 # --- silent drops ------------------------------------------------------------------------------------

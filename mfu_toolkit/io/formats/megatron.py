@@ -68,9 +68,10 @@ What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
   table, ``[Rank r] (after N iterations) memory (MB)`` lines to the ``memory`` table; a value there
   that is not a number is counted with its line and field and left missing.
 
-Every read is linear in the input: no regular expression here backtracks on long lines, a log
-whose expansion into one row per step would pass 50 million rows is refused with the reason
-(``log_interval=1`` keeps one row per line), and the number of distinct field columns is bounded.
+Every read is linear in the input: no regular expression here backtracks on long lines, the
+expansion into one row per step draws on the load's row budget (``rules.take_rows``; beyond it
+each line stays one row, its steps counted in ``interval_steps``, noted), and the number of
+distinct field columns is bounded.
 """
 
 from __future__ import annotations
@@ -155,7 +156,6 @@ _INTERVAL_FIELDS = ("tflops_per_gpu", "compute_s", "comm_s", "data_wait_s")  # v
 _MAX_COLUMNS = 256
 _MAX_KEYS_CACHED = 4096
 _MAX_STEP_S = 1e7  # one iteration longer than ~116 days is not a duration
-_MAX_ROWS = 50_000_000
 _SCAN_BYTES = 8 << 20
 _MAX_DISTINCT = 8
 _DROPPED = -2
@@ -996,22 +996,29 @@ def _timer_columns(st: _State, n_records: int) -> dict[str, np.ndarray]:
     return out
 
 
+def _rows(reader: Reader, iv: _Intervals) -> np.ndarray:
+    """Rows per record: its interval's steps, or 1 each when the load's row budget is spent."""
+    extra = int(iv.n.sum()) - len(iv.n) if len(iv.n) else 0
+    if extra and not rules.take_rows(extra):  # the load's budget of invented rows (see rules)
+        reader.note(f"log intervals not expanded: one row per logged record (the steps between are counted in "
+                    f"interval_steps) — expanding them would add {extra:,} rows, over this load's budget")
+        return np.ones_like(iv.n)
+    return iv.n
+
+
 def _steps(reader: Reader, st: _State, iv: _Intervals) -> pd.DataFrame:
     """One row per step: each record's interval expanded (its point values on the logged row)."""
-    n, n_rec = iv.n, len(iv.n)
+    n, n_rec = _rows(reader, iv), len(iv.n)
     total = int(n.sum()) if n_rec else 0
-    if total > _MAX_ROWS:
-        reader.fail(f"{n_rec:,} iteration lines at log interval {iv.log_interval:,} stand for {total:,} steps, "
-                    f"over the {_MAX_ROWS:,} rows one load may build; pass log_interval=1 for one row per line",
-                    field="log_interval")
     rec_of_row = np.repeat(np.arange(n_rec), n)
     first_row = np.cumsum(n) - n
-    j = np.arange(total) - first_row[rec_of_row]
-    dur, start, rows = iv.dur[rec_of_row], iv.start[rec_of_row], n[rec_of_row]
+    rows = n[rec_of_row]
+    off = np.arange(total) - first_row[rec_of_row] + (iv.n[rec_of_row] - rows)  # step of the interval, from 0
+    dur, start = iv.dur[rec_of_row], iv.start[rec_of_row]
     cols: dict[str, Any] = {
-        "attempt": iv.attempt[rec_of_row], "step": iv.it[rec_of_row] - rows + 1 + j,
-        "start_s": start + j * dur, "end_s": start + (j + 1) * dur,
-        "interval_steps": rows, "logged": j == rows - 1,
+        "attempt": iv.attempt[rec_of_row], "step": iv.it[rec_of_row] - iv.n[rec_of_row] + 1 + off,
+        "start_s": start + off * dur, "end_s": start + (off + 1) * dur,
+        "interval_steps": iv.n[rec_of_row], "logged": off == iv.n[rec_of_row] - 1,
     }
     last_row = first_row + n - 1
     interval_cols = _timer_columns(st, n_rec)
