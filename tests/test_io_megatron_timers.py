@@ -134,7 +134,7 @@ def test_real_minmax_block_without_a_header(realdata):  # noqa: F811
     t = load_run(path).tables["timers"]
     assert list(zip(t["timer"], t["min_ms"], t["max_ms"], strict=True)) == expected and len(expected) == 16
     row = t.set_index("timer").loc["batch-generator"]
-    assert row["spread_ms"] == pytest.approx(817.78 - 408.98)  # the imbalance the issue points at
+    assert row["spread_ms"] == pytest.approx(817.78 - 408.98)  # max - min: the imbalance across ranks (raw line above)
     assert t["step"].isna().all()  # no iteration line in the excerpt
 
 
