@@ -96,7 +96,7 @@ def as_step(value: Any) -> int | None:
         text = value.strip()
         if len(text) > 40:  # no int64 has more digits; int() of thousands of digits is refused
             return None
-        if text.isdigit():
+        if text.isascii() and text.isdigit():  # "²" is a digit to str.isdigit, not to int()
             value = int(text)
         else:
             try:
