@@ -298,3 +298,186 @@ def test_real_stdout_dict_lines_match_the_raw_text():
     assert run.wall_seconds == pytest.approx(final["train_runtime"])
     assert run.meta.extra["final"][0]["train_loss"] == final["train_loss"]
     assert re.search(r"evenly", " ".join(run.meta.report.notes))
+
+
+# --- claims -------------------------------------------------------------------------------------
+def _first(pattern: str, text: str) -> tuple[float, int]:
+    """The number matched by ``pattern`` in the raw text, and its line."""
+    m = re.search(pattern, text)
+    return float(m.group(1)), text.count("\n", 0, m.start()) + 1
+
+
+@pytest.mark.realdata
+def test_real_claims_match_the_raw_bytes():
+    from mfu_toolkit.io import load_run
+
+    p = realdata_dir("hf_trainer", "Jaong_Checkpoint-of-CPT_trainer_state.json")
+    text = p.read_text()
+    run = load_run(p)
+    sps, line = _first(r'"train_samples_per_second": ([0-9.e+-]+)', text)  # in the final log entry
+    c = run.meta.claim("samples_per_s")
+    assert (c["value"], c["where"], c["unit"]) == (sps, f"{p}:{line}", "samples/s") and sps == 0.511
+    runtime, _ = _first(r'"train_runtime": ([0-9.e+-]+)', text)
+    assert f"train_runtime ({runtime:.10g} s" in c["counts"] and runtime == 64358.151
+    flos, line = _first(r'"total_flos": ([0-9.e+-]+)', text)  # the final entry's, before the top-level copy
+    c = run.meta.claim("total_flos")
+    assert (c["value"], c["where"], c["unit"]) == (flos, f"{p}:{line}", "FLOP") and flos == 3.718809382109184e16
+    assert "never used as model FLOPs" in c["counts"] and run.meta.model_flops_per_step is None
+
+    r = realdata_dir("hf_trainer", "Jaong_Checkpoint-of-CPT_all_results.json")
+    sps, line = _first(r'"train_samples_per_second": ([0-9.e+-]+)', r.read_text())
+    c = load_run(r).meta.claim("samples_per_s")
+    assert (c["value"], c["where"]) == (sps, f"{r}:{line}")
+
+    s = realdata_dir("hf_trainer", "alpaca7b_fsdp8xA100_run-v7i3k2p0_trainer_stdout_dicts.txt")
+    text = s.read_text()
+    sps, line = _first(r"'train_samples_per_second': ([0-9.e+-]+)", text)
+    run = load_run(s)
+    c = run.meta.claim("samples_per_s")
+    assert (c["value"], c["where"]) == (sps, f"{s}:{line}") and (sps, line) == (28.711, 1219)
+    assert "total_flos" not in text and run.meta.claim("total_flos") is None  # stdout does not print it
+
+
+def test_total_flos_of_zero_is_a_note_not_a_claim(tmp_path):
+    hist = [dict(h) for h in HISTORY]
+    hist[-1].update(total_flos=0.0, train_samples_per_second=3.2)  # what FSDP runs log
+    p = tmp_path / "trainer_state.json"
+    p.write_text(state(hist, total_flos=0.0))
+    run = hf_trainer.load(p)
+    assert run.meta.claim("total_flos") is None
+    assert any(n.startswith("total_flos is 0.0 at") and "not zero work" in n for n in run.meta.report.notes)
+    assert run.meta.claim("samples_per_s")["value"] == 3.2
+
+
+# --- one bad record no longer refuses the file ------------------------------------------------------
+RESULTS_BYTES = b'{\n  "epoch": 1.0,\n  "run_tag": "fsdp\xff8",\n  "train_runtime": 250.0,\n  "train_samples_per_second": 6.4\n}\n'
+
+
+def test_a_non_utf8_byte_in_a_results_file_is_counted_and_the_file_kept(tmp_path):
+    p = tmp_path / "all_results.json"
+    p.write_bytes(RESULTS_BYTES)  # 0xFF on line 3, in the value of "run_tag"
+    run = load_quiet(p)
+    rep = run.meta.report
+    assert rep.skipped == {"bytes that are not UTF-8 (replaced, record kept)": 1}
+    assert rep.first_lines["bytes that are not UTF-8 (replaced, record kept)"] == [3]
+    assert run.meta.extra["results"]["all_results.json"]["train_runtime"] == 250.0
+    assert run.meta.claim("samples_per_s")["value"] == 6.4
+    with pytest.raises(LoadError) as exc:
+        hf_trainer.load(p, strict=True)
+    assert (exc.value.line, exc.value.field) == (3, "run_tag") and str(p) in str(exc.value)
+    (tmp_path / "trainer_state.json").write_text(state(HISTORY))  # beside a state: still read
+    run = load_quiet(tmp_path / "trainer_state.json")
+    assert run.meta.report.first_lines["bytes that are not UTF-8 (replaced, record kept)"] == ["all_results.json:3"]
+    assert run.meta.extra["results"]["all_results.json"]["train_samples_per_second"] == 6.4
+
+
+def test_an_entry_nested_too_deeply_is_passed_over(tmp_path):
+    text = state(HISTORY).replace('"log_history": [', '"log_history": [\n  {"deep": ' + "[" * 100_000 + "]" * 100_000 + "},", 1)
+    p = tmp_path / "trainer_state.json"
+    p.write_text(text)
+    run = load_quiet(p)
+    reason = "JSON nested too deeply to read; entry passed over"
+    assert run.meta.report.skipped == {reason: 1}
+    assert run.meta.report.first_lines[reason] == [text.count("\n", 0, text.index('{"deep"')) + 1]
+    assert len(run.tables["log_history"]) == len(HISTORY) and len(run.steps) == 100  # the rest read
+    with pytest.raises(LoadError, match="nested too deeply"):
+        hf_trainer.load(p, strict=True)
+
+
+def test_a_step_gap_too_long_to_expand_is_counted(tmp_path):
+    reason = "step gap too long to be one log interval (record kept as one step); no step rows for this attempt"
+    p = tmp_path / "trainer_state.json"
+    text = state(HISTORY, global_step=10**12)  # a damaged global_step: 10^12 rows if expanded
+    p.write_text(text)
+    run = load_quiet(p)
+    assert run.meta.report.skipped == {reason: 1}
+    assert run.meta.report.first_lines[reason] == [text.count("\n", 0, text.index('"global_step"')) + 1]
+    assert run.steps.empty and len(run.tables["log_history"]) == len(HISTORY)
+    hist = [dict(h) for h in HISTORY]
+    hist[2]["step"] = 3e19  # beyond int64
+    p.write_text(state(hist))
+    assert load_quiet(p).meta.report.skipped == {"step is not a non-negative integer": 1}
+    out = tmp_path / "out.txt"  # stdout: the interval inferred from a damaged steps/s
+    out.write_text(stdout_text().replace("'train_steps_per_second': 0.414", "'train_steps_per_second': 1e300"))
+    run = load_quiet(out)
+    assert run.meta.report.skipped == {reason: 1} and run.steps.empty
+
+
+def test_many_entries_are_read_in_linear_time(tmp_path):
+    import time
+
+    n = 60_000
+    hist = [{"loss": 1.0, "learning_rate": 1e-5, "epoch": i / n, "step": i} for i in range(1, n + 1)]
+    hist.append({"step": n, "train_runtime": 600.0, "train_steps_per_second": 100.0})
+    p = tmp_path / "trainer_state.json"
+    p.write_text(state(hist, global_step=n))
+    t0 = time.perf_counter()
+    run = hf_trainer.load(p)
+    assert time.perf_counter() - t0 < 10.0  # counting lines from the start for each entry took minutes
+    text = p.read_text()
+    assert len(run.steps) == n and run.tables["log_history"]["line"].iloc[-1] == text.count("\n", 0, text.rindex("{")) + 1
+
+
+# --- saved Runs and damaged copies --------------------------------------------------------------------
+@pytest.mark.realdata
+def test_every_real_file_reads_back_equal_after_save_run(tmp_path):
+    from mfu_toolkit.io import load_run
+    from mfu_toolkit.run import save_run
+
+    folder = realdata_dir("hf_trainer")
+    for p in [*sorted(folder.iterdir()), folder]:
+        run = load_run(p)
+        assert load_run(save_run(run, tmp_path / "run.parquet"), format="run_parquet") == run, p.name
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", ["Jaong_Checkpoint-of-CPT_trainer_state.json", "alpaca7b_fsdp8xA100_run-v7i3k2p0_trainer_stdout_dicts.txt"])
+def test_damaged_copies_of_real_logs_load_or_fail_cleanly(tmp_path, name):
+    import random
+
+    from _corpus import check, materialise, mutations
+
+    from mfu_toolkit.io import load_run
+    from mfu_toolkit.run import save_run
+
+    src = realdata_dir("hf_trainer", name)
+    save_run(load_run(src), tmp_path / "undamaged.parquet")  # the children fork with pyarrow ready
+    rng = random.Random(f"hf_trainer:{name}")
+    problems = []
+    for kind, data in mutations(src.read_bytes(), rng):  # truncation, flips, NaN/huge numbers, NUL, CR, BOM, ...
+        verdict = check(materialise(src, kind, data, tmp_path), "hf_trainer")
+        if verdict != "ok":
+            problems.append(f"{kind}: {verdict}")
+    assert not problems, problems
+
+
+# --- regexes ------------------------------------------------------------------------------------------
+ANCHORED = {"_WS_RE"}  # applied with match at one position only
+
+
+@pytest.mark.parametrize("ch", list('[0 {"\\,:a\n-'))
+def test_the_format_regexes_take_linear_time_on_an_80_kb_line(ch):
+    import time
+
+    prefixes = ("", '"cat": "kernel", "name": "', '"log_history": ', "{'loss': ", "gpu.0.", "rank")
+    for name, pat in vars(hf_trainer).items():
+        if not isinstance(pat, re.Pattern):
+            continue
+        for prefix in prefixes:
+            text = prefix + ch * 80_000
+            data = text if isinstance(pat.pattern, str) else text.encode()
+            t0 = time.perf_counter()
+            if name in ANCHORED:
+                pat.fullmatch(data)
+                pat.match(data)
+            else:
+                for _ in pat.finditer(data):
+                    pass
+            assert time.perf_counter() - t0 < 0.5, (name, repr(prefix), repr(ch))
+
+
+def test_a_state_after_a_byte_order_mark_is_read_as_the_state(tmp_path):
+    p = tmp_path / "trainer_state.json"
+    p.write_bytes(b"\xef\xbb\xbf" + state(HISTORY).encode())  # as some Windows editors save it
+    run = hf_trainer.load(p)
+    assert len(run.steps) == 100 and len(run.tables["log_history"]) == len(HISTORY)

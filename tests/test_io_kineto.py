@@ -356,3 +356,200 @@ def test_caller_overrides_and_pattern(tmp_path):
     assert run.ranks == [0] and run.meta.name == "toy" and run.meta.n_accelerators == 16
     with pytest.raises(LoadError, match="path must be a str or Path"):  # pattern= picks files now
         kineto.load([tmp_path / "job_rank0.json"])
+
+
+# --- facts ------------------------------------------------------------------------------------------
+def _line_of(text: str, needle: str) -> int:
+    return text.count("\n", 0, text.index(needle)) + 1
+
+
+@pytest.mark.realdata
+def test_real_trace_facts_match_the_raw_bytes():
+    from mfu_toolkit.io import load_run
+
+    for p in sorted(realdata_dir("kineto").glob("*.json.gz")):
+        text = gzip.decompress(p.read_bytes()).decode()
+        facts = {f["name"]: f for f in load_run(p).meta.facts}
+        # accelerator: the "name" after "deviceProperties" in the raw text, as printed.
+        if '"deviceProperties"' in text:
+            name = re.search(r'"name": "([^"]*)"', text[text.index('"deviceProperties"'):]).group(1)
+            assert facts["accelerator"]["value"] == name
+            dp_line = _line_of(text, '"deviceProperties"')
+            assert facts["accelerator"]["where"] == f"{p}:{dp_line}"
+        else:
+            assert "accelerator" not in facts
+        # n_ranks and n_accelerators: distributedInfo's world_size, on the line it is written.
+        m = re.search(r'"world_size": (\d+)', text)
+        if m:
+            for key in ("n_ranks", "n_accelerators"):
+                assert facts[key]["value"] == int(m.group(1))
+                assert facts[key]["where"] == f"{p}:{text.count(chr(10), 0, m.start()) + 1}"
+                assert "two per MI250X/MI250 package" in facts[key]["text"]
+        else:
+            assert "n_ranks" not in facts and "n_accelerators" not in facts
+    # The values themselves, read by eye from the files (deviceProperties[0].name, world_size).
+    names = {p.name: {f["name"]: f["value"] for f in load_run(p).meta.facts}
+             for p in realdata_dir("kineto").glob("*.json.gz")}
+    assert names["HTA_nccl_parser_config_nccl_data_rank0_ws2_A100.json.gz"] == {
+        "n_ranks": 2, "n_accelerators": 2, "accelerator": "NVIDIA A100-PG509-200"}
+    assert names["HTA_amd_mi250_minitoy_ROCm6_2_kineto.json.gz"] == {"accelerator": "AMD Radeon Graphics"}
+    assert names["HTA_trace_filter_sampled_rank-1_ws128.json.gz"] == {"n_ranks": 128, "n_accelerators": 128}
+
+
+def _trace_with_info(path: Path, info: dict) -> str:
+    text = json.dumps({"distributedInfo": info, "traceEvents": events()}, indent=1)
+    path.write_text(text)
+    return text
+
+
+def test_a_rank_or_world_size_out_of_range_is_counted_not_a_crash(tmp_path):
+    p = tmp_path / "trace_rank-3.json"
+    text = _trace_with_info(p, {"backend": "nccl", "rank": 3e9, "world_size": 8})
+    run = load_quiet(p)
+    reason = "value out of range (distributedInfo.rank)"
+    assert run.meta.report.skipped == {reason: 1}
+    assert run.meta.report.first_lines[reason] == [_line_of(text, '"distributedInfo"')]
+    assert run.ranks == [3]  # then taken from the file name
+    with pytest.raises(LoadError) as exc:
+        kineto.load(p, strict=True)
+    assert exc.value.field == "distributedInfo.rank" and exc.value.line == _line_of(text, '"distributedInfo"')
+    for ws in (0, 3e9, -2, 2.5):
+        _trace_with_info(p, {"rank": 1, "world_size": ws})
+        run = load_quiet(p)
+        assert run.meta.report.skipped == {"value out of range (distributedInfo.world_size)": 1}
+        assert run.meta.n_accelerators is None and run.meta.fact("n_ranks") is None and run.ranks == [1]
+    _trace_with_info(p, {"rank": 5, "world_size": 2})  # rank 5 of 2
+    run = load_quiet(p)
+    assert run.meta.report.skipped == {"value out of range (distributedInfo.rank is not below world_size)": 1}
+    assert run.ranks == [3] and run.meta.n_accelerators == 2
+
+
+def test_a_profiler_step_number_beyond_float_precision_is_counted(tmp_path):
+    p = tmp_path / "t.json"
+    evs = events()
+    evs[2]["name"] = "ProfilerStep#99999999999999999999"  # 20 digits: float64 would round it
+    p.write_text(json.dumps({"traceEvents": evs}, indent=1))
+    run = load_quiet(p)
+    assert run.steps["step"].tolist() == [1]
+    assert run.meta.report.skipped == {"step is not a non-negative integer (ProfilerStep#N)": 1}
+
+
+def test_a_value_nested_too_deeply_is_counted_by_the_full_parse(tmp_path):
+    evs = events()
+    evs.insert(4, ev("cpu_op", "aten::deep", 1020, 5))
+    text = json.dumps({"traceEvents": evs}, indent=1).replace('"aten::deep"', '"aten::deep", "x": ' + "[" * 100_000 + "]" * 100_000)
+    p = tmp_path / "deep.json"
+    p.write_text(text)
+    assert load_quiet(p).meta.report.skipped == {}  # the selective read never decodes a CPU op
+    kineto.FAST_PATH = False
+    try:
+        run = load_quiet(p)
+    finally:
+        kineto.FAST_PATH = True
+    (reason,) = run.meta.report.skipped
+    assert reason == "JSON nested too deeply to read (read up to it)"
+    brace = text.rfind("{", 0, text.index('"aten::deep"'))  # where the deep event begins
+    assert run.meta.report.first_lines[reason] == [text.count("\n", 0, brace) + 1]
+    assert run.steps["step"].tolist() == [1, 2]  # the spans before it were read
+    with pytest.raises(LoadError, match="nested too deeply") as exc:
+        kineto.load(p, strict=True)
+    assert str(p) in str(exc.value)
+
+
+def test_pathological_traces_are_read_in_linear_time(tmp_path):
+    import time
+
+    # 200 000 step marks in one event's text, and 40 000 events with a NaN duration: each is
+    # located, and each bad event's line counted, in one pass over the text.
+    marks = json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "x", "ts": 1, "dur": 1,
+                                         "args": {"s": "ProfilerStep#" * 200_000}}, *events()]})
+    bad = json.dumps({"traceEvents": events() + [ev("kernel", "k", 10, float("nan"))] * 40_000}, indent=1)
+    for name, text in (("marks.json", marks), ("bad.json", bad)):
+        p = tmp_path / name
+        p.write_text(text)
+        t0 = time.perf_counter()
+        run = load_quiet(p)
+        assert time.perf_counter() - t0 < 5.0, name
+        assert run.steps["step"].tolist() == [1, 2]
+
+
+# --- saved Runs ---------------------------------------------------------------------------------------
+def _reads_back_equal(run, tmp_path: Path) -> bool:
+    from mfu_toolkit.io import load_run
+    from mfu_toolkit.run import save_run
+
+    return load_run(save_run(run, tmp_path / "run.parquet"), format="run_parquet") == run
+
+
+def test_clock_offsets_survive_save_and_load(tmp_path):
+    run = load_quiet(_ranks(tmp_path / "off", [0.0, 0.0, 3600e6, 0.0]))
+    assert run.meta.extra["clock_offsets_s"] == [{"rank": 2, "offset_s": pytest.approx(3600.0, abs=1e-3)}]
+    assert _reads_back_equal(run, tmp_path)
+    assert _reads_back_equal(load_quiet(tmp_path / "off", align_clocks=True), tmp_path)
+
+
+@pytest.mark.realdata
+def test_every_real_trace_reads_back_equal_after_save_run(tmp_path):
+    from mfu_toolkit.io import load_run
+
+    folder = realdata_dir("kineto")
+    for p in sorted(folder.glob("*.json.gz")):
+        assert _reads_back_equal(load_run(p), tmp_path), p.name
+    job = tmp_path / "job"
+    job.mkdir()
+    for p in sorted(folder.glob("HTA_trace_filter_sampled_rank-*_ws128.json.gz")):
+        doc = _raw(p)
+        if "rank-1" in p.name:  # one rank's clock an hour off: the offsets are in the saved Run
+            for e in doc["traceEvents"]:
+                if isinstance(e.get("ts"), (int, float)):
+                    e["ts"] += 3600e6
+        (job / p.name).write_bytes(gzip.compress(json.dumps(doc).encode()))
+    run = load_run(job)
+    assert len(run.meta.extra["clock_offsets_s"]) == 2 and _reads_back_equal(run, tmp_path)
+
+
+# --- damaged copies of a real trace -------------------------------------------------------------------
+@pytest.mark.realdata
+@pytest.mark.parametrize("seed", range(3))
+def test_damaged_copies_of_a_real_trace_load_or_fail_cleanly(tmp_path, seed):
+    import random
+
+    from _corpus import check, materialise, mutations
+
+    from mfu_toolkit.io import load_run
+    from mfu_toolkit.run import save_run
+
+    src = realdata_dir("kineto", "HTA_amd_mi250_minitoy_ROCm6_2_kineto.json.gz")
+    save_run(load_run(src), tmp_path / "undamaged.parquet")  # the children fork with pyarrow ready
+    rng = random.Random(f"kineto:{seed}")
+    problems = []
+    for kind, data in mutations(src.read_bytes(), rng):  # truncation, flips, NaN/huge numbers, NUL, CR, BOM, gzip damage, ...
+        verdict = check(materialise(src, kind, data, tmp_path), "kineto")
+        if verdict != "ok":
+            problems.append(f"{kind}: {verdict}")
+    assert not problems, problems
+
+
+# --- regexes ------------------------------------------------------------------------------------------
+ANCHORED = {"_COLON_RE", "_WS_RE", "_EVENT_HEAD_RE"}  # applied with match/fullmatch at one position only
+
+
+@pytest.mark.parametrize("ch", list('[0 {"\\,:a\n-'))
+def test_the_format_regexes_take_linear_time_on_an_80_kb_line(ch):
+    import time
+
+    prefixes = ("", '"cat": "kernel", "name": "', '"log_history": ', "{'loss': ", "gpu.0.", "rank")
+    for name, pat in vars(kineto).items():
+        if not isinstance(pat, re.Pattern):
+            continue
+        for prefix in prefixes:
+            text = prefix + ch * 80_000
+            data = text if isinstance(pat.pattern, str) else text.encode()
+            t0 = time.perf_counter()
+            if name in ANCHORED:
+                pat.fullmatch(data)
+                pat.match(data)
+            else:
+                for _ in pat.finditer(data):
+                    pass
+            assert time.perf_counter() - t0 < 0.5, (name, repr(prefix), repr(ch))

@@ -176,6 +176,38 @@ def test_gzip_members_and_padding_read_as_the_plain_trace(tmp_path):
     assert str(cut) in str(exc.value)
 
 
+def test_a_gzip_bomb_is_refused_naming_the_file(tmp_path):
+    import zlib
+
+    # 80 MiB of spaces in a 80 KB gzip stream: past the reading limit (64 MiB for so small a file).
+    z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    chunk = b" " * (1 << 20)
+    data = b"".join([z.compress(b'{"traceEvents": [')] + [z.compress(chunk) for _ in range(80)] + [z.compress(b"]}"), z.flush()])
+    p = tmp_path / "bomb.json.gz"
+    p.write_bytes(data)
+    with pytest.raises(LoadError, match="decompression bomb") as exc:
+        kineto.load(p)
+    assert str(p) in str(exc.value)
+
+
+def test_a_trailer_claiming_4_gib_is_refused_without_allocating_it(tmp_path):
+    import tracemalloc
+
+    data = bytearray(gzip.compress(json.dumps(_doc()).encode()))
+    data[-4:] = (2**32 - 1).to_bytes(4, "little")  # ISIZE: the length the trailer claims
+    p = tmp_path / "forged.json.gz"
+    p.write_bytes(bytes(data))
+    tracemalloc.start()
+    try:
+        with pytest.raises(LoadError, match="gzip") as exc:
+            kineto.load(p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(p) in str(exc.value)
+    assert peak < 64 * 2**20  # the trace is 2 KB; nothing near the claimed 4 GiB was allocated
+
+
 @pytest.mark.realdata
 def test_real_traces_give_the_same_run_both_ways():
     files = sorted(realdata_dir("kineto").glob("*.json.gz"))

@@ -221,3 +221,248 @@ def test_real_run_matches_the_raw_exports():
     assert run.meta.extra["summary"]["train/global_step"] == summary["train/global_step"]
     # Wall time: from the run start to its end as the summary states it (_wandb.runtime).
     assert run.wall_seconds == pytest.approx(summary["_wandb"]["runtime"])
+
+
+# --- wandb-metadata.json: accelerator and count -------------------------------------------------------
+def _at(pattern: str, text: str) -> tuple[str, int, str]:
+    """The matched value, its line and that line's text, from the raw file."""
+    m = re.search(pattern, text)
+    line = text.count("\n", 0, m.start()) + 1
+    return m.group(1), line, text.splitlines()[line - 1].strip()
+
+
+@pytest.mark.realdata
+def test_real_metadata_facts_match_the_raw_bytes():
+    from mfu_toolkit.io import load_run
+
+    folder = realdata_dir("accelerator_info")
+    # Names and counts as read by eye in the files (older schema: "gpu", "gpu_count").
+    for run_id, name, count in (("v7i3k2p0", "NVIDIA A100-SXM4-80GB", 8), ("yxelkra3", "NVIDIA H100 80GB HBM3", 8)):
+        p = folder / f"0-KaiKai-0_stanford_alpaca_{run_id}_wandb-metadata.json"
+        text = p.read_text()
+        run = load_run(p)
+        assert run.meta.source_format == "wandb" and run.steps.empty
+        gpu, line, raw = _at(r'"gpu": "([^"]+)"', text)
+        f = run.meta.fact("accelerator")
+        assert (f["value"], f["where"], f["text"]) == (gpu, f"{p}:{line}", raw) and gpu == name
+        n, line, raw = _at(r'"gpu_count": (\d+)', text)
+        f = run.meta.fact("n_accelerators")
+        assert (f["value"], f["where"], f["text"]) == (int(n), f"{p}:{line}", raw) and int(n) == count
+        assert run.meta.n_accelerators == count
+        assert any("the GPUs of the host that ran wandb.init" in x for x in run.meta.report.notes)
+    p = folder / "0-KaiKai-0_stanford_alpaca_5qvjca60_wandb-metadata.json"
+    assert '"gpu' not in p.read_text()  # no GPU fields at all
+    run = load_run(p)
+    assert run.meta.n_accelerators is None and run.meta.fact("accelerator") is None and run.meta.facts == []
+    assert any("no GPU fields" in x for x in run.meta.report.notes)
+
+
+def _metadata(tmp_path: Path, **fields) -> Path:
+    doc = {"os": "Linux", "python": "3.11.9", "startedAt": "2025-01-01T00:00:00.000000Z", "program": "train.py", **fields}
+    p = tmp_path / "wandb-metadata.json"
+    p.write_text(json.dumps(doc, indent=4))
+    return p
+
+
+def test_newer_metadata_schema_and_odd_gpu_counts(tmp_path):
+    nvidia = [{"name": "NVIDIA H100 80GB HBM3", "memoryTotal": "85520809984", "cudaCores": 16896, "architecture": "Hopper"}] * 4
+    p = _metadata(tmp_path, gpu="NVIDIA H100 80GB HBM3", gpu_count=4, gpu_nvidia=nvidia)
+    run = wandb.load(p)
+    assert run.meta.fact("accelerator")["value"] == "NVIDIA H100 80GB HBM3" and run.meta.n_accelerators == 4
+    p = _metadata(tmp_path, gpu_nvidia=nvidia[:2])  # only the list: its length is the count
+    run = wandb.load(p)
+    text = p.read_text()
+    name_line = text.count("\n", 0, text.index('"name"')) + 1
+    assert run.meta.fact("accelerator")["where"] == f"{p}:{name_line}"
+    assert run.meta.n_accelerators == 2 and run.meta.fact("n_accelerators")["text"] == "gpu_nvidia lists 2 devices"
+    mixed = [nvidia[0], {**nvidia[0], "name": "NVIDIA A100-SXM4-80GB"}]
+    run = wandb.load(_metadata(tmp_path, gpu_count=2, gpu_nvidia=mixed))
+    assert run.meta.fact("accelerator") is None and run.meta.n_accelerators == 2
+    assert any("2 kinds of GPU" in x for x in run.meta.report.notes)
+    run = wandb.load(_metadata(tmp_path, gpu_count=0))  # wandb saw no GPU: unknown, never 0
+    assert run.meta.n_accelerators is None and any("gpu_count 0" in x for x in run.meta.report.notes)
+    for bad in (3e9, "eight", -1, 2.5):
+        p = _metadata(tmp_path, gpu="NVIDIA H100 80GB HBM3", gpu_count=bad)
+        run = load_quiet(p)
+        assert run.meta.report.skipped == {"value out of range": 1} and run.meta.n_accelerators is None
+        assert run.meta.report.first_lines["value out of range"] == [p.read_text().count("\n", 0, p.read_text().index('"gpu_count"')) + 1]
+
+
+@pytest.mark.realdata
+def test_the_v7i3k2p0_run_folder_gets_its_accelerator_from_its_metadata(tmp_path):
+    from mfu_toolkit.io import load_run
+
+    run_dir = tmp_path / "run-20231102_033502-v7i3k2p0"  # the layout wandb writes: files/ beside the exports
+    (run_dir / "files").mkdir(parents=True)
+    for p in realdata_dir("wandb").glob("*.csv"):
+        (run_dir / p.name).symlink_to(p)
+    meta = realdata_dir("accelerator_info", "0-KaiKai-0_stanford_alpaca_v7i3k2p0_wandb-metadata.json")
+    (run_dir / "files" / "wandb-metadata.json").symlink_to(meta)
+    (run_dir / "files" / "wandb-summary.json").symlink_to(next(realdata_dir("wandb").glob("*summary*.json")))
+    run = load_run(run_dir)
+    assert run.meta.source_format == "wandb" and len(run.steps) == 1218 and run.meta.report.total_skipped == 0
+    assert run.meta.fact("accelerator")["value"] == "NVIDIA A100-SXM4-80GB" and run.meta.n_accelerators == 8
+    assert run.meta.fact("accelerator")["where"].startswith(str(run_dir / "files" / "wandb-metadata.json"))
+    assert run.meta.claim("samples_per_s")["value"] == 28.711
+
+
+@pytest.mark.realdata
+def test_each_accelerator_info_file_and_their_folder_get_a_clear_answer():
+    from mfu_toolkit.io import load_run
+    from mfu_toolkit.io.base import InternalLoadError
+
+    folder = realdata_dir("accelerator_info")
+    for p in sorted(folder.glob("0-KaiKai-0_*")):
+        if p.suffix == ".yaml":
+            with pytest.raises(LoadError, match="config.yaml holds the run's configuration only"):
+                load_run(p)
+            continue
+        run = load_run(p)  # a summary reads the metadata beside it, and the other way round
+        assert run.meta.source_format == "wandb"
+        assert set(run.meta.extra["files"]) == {"summary", "metadata"}
+        expected = None if "5qvjca60" in p.name else 8
+        assert run.meta.n_accelerators == expected, p.name
+    with pytest.raises(LoadError, match=r"the W&B files of 3 runs are here") as exc:
+        load_run(folder)
+    assert not isinstance(exc.value, InternalLoadError)
+    assert "0-KaiKai-0_stanford_alpaca_v7i3k2p0_" in str(exc.value)
+
+
+# --- claims: the Trainer's final values as logged to W&B ---------------------------------------------
+@pytest.mark.realdata
+def test_real_summary_claims_match_the_raw_bytes():
+    from mfu_toolkit.io import load_run
+
+    p = next(realdata_dir("wandb").glob("*summary*.json"))
+    text = p.read_text()
+    run = load_run(p)
+    sps, line, _ = _at(r'"train/train_samples_per_second": ([0-9.e+-]+)', text)
+    assert run.meta.claim("samples_per_s")["value"] == float(sps) == 28.711
+    assert run.meta.claim("samples_per_s")["where"] == f"{p}:{line}"
+    flos, _, _ = _at(r'"train/total_flos": ([0-9.e+-]+)', text)
+    assert run.meta.claim("total_flos")["value"] == float(flos) == 4.43335458395521e17
+    # The H100 run logs the keys without "train/" and total_flos 0.0 (FSDP): a note, no claim.
+    h = realdata_dir("accelerator_info", "0-KaiKai-0_stanford_alpaca_yxelkra3_wandb-summary.json")
+    sps, _, _ = _at(r'"train_samples_per_second": ([0-9.e+-]+)', h.read_text())
+    assert '"total_flos": 0.0' in h.read_text()
+    run = load_run(h)  # was ambiguous between hf_trainer and wandb
+    assert run.meta.source_format == "wandb" and run.meta.claim("samples_per_s")["value"] == float(sps) == 13.432
+    assert run.meta.claim("total_flos") is None
+    assert any(n.startswith("total_flos is 0.0") for n in run.meta.report.notes)
+
+
+# --- one bad record no longer refuses the file ------------------------------------------------------
+def test_a_history_without_a_step_column_is_counted(tmp_path):
+    p = tmp_path / "h.csv"
+    p.write_text(f"loss,_timestamp,_runtime\n1.0,{T0 + 1},1\n0.9,{T0 + 2},2\n")
+    reason = "required field missing (no step column: _step, train/global_step, ...; no steps read)"
+    run = load_quiet(p)
+    assert run.meta.report.skipped == {reason: 1} and run.meta.report.first_lines[reason] == [1]
+    assert run.steps.empty
+    with pytest.raises(LoadError) as exc:
+        wandb.load(p, strict=True)
+    assert (exc.value.line, exc.value.field) == (1, "_step") and str(p) in str(exc.value)
+    (tmp_path / "run").mkdir()
+    d = make_dir(tmp_path / "run")
+    (d / "history.csv").write_text(p.read_text())
+    run = load_quiet(d)  # the system stats and summary of the folder still load
+    assert run.meta.report.first_lines[reason] == ["history.csv:1"] and len(run.tables["gpu_util"]) == 4
+
+
+def test_a_summary_nested_too_deeply_is_counted(tmp_path):
+    d = make_dir(tmp_path)
+    (d / "wandb-summary.json").write_text('{"_wandb": {"runtime": 40}, "deep": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    run = load_quiet(d)
+    assert run.meta.report.skipped == {"JSON nested too deeply to read; summary left out": 1}
+    assert "summary" not in run.meta.extra and len(run.steps) == 5
+
+
+def test_a_step_gap_too_long_is_kept_as_one_row(tmp_path):
+    p = tmp_path / "h.csv"
+    p.write_text(f"loss,_step,_timestamp,_runtime\n1.0,1,{T0 + 1},1\n0.9,2,{T0 + 2},2\n0.8,{10**12},{T0 + 3},3\n")
+    run = load_quiet(p)
+    reason = "step gap too long to be one log interval (record kept as one step)"
+    assert run.meta.report.skipped == {reason: 1} and run.meta.report.first_lines[reason] == [4]
+    s = run.steps
+    assert s["step"].tolist() == [1, 2, 10**12] and s["interval_steps"].tolist() == [1, 1, 10**12 - 2]
+    assert (s["end_s"] - s["start_s"]).tolist() == pytest.approx([0.0, 1.0, 1.0])  # the interval, whole
+
+
+def test_many_evaluations_are_placed_in_linear_time(tmp_path):
+    import time
+
+    n = 30_000
+    rows = ["train/loss,train/global_step,eval/loss,eval/runtime,_timestamp,_runtime,_step"]
+    for i in range(n):
+        rows.append(f"1.0,{i + 1},,,{T0 + 10 * i + 1},{10 * i + 1},{2 * i}")
+        rows.append(f",{i + 1},0.9,2.0,{T0 + 10 * i + 5},{10 * i + 5},{2 * i + 1}")
+    p = tmp_path / "h.csv"
+    p.write_text("\n".join(rows) + "\n")
+    t0 = time.perf_counter()
+    run = wandb.load(p)
+    assert time.perf_counter() - t0 < 10.0  # one scan of the step rows per evaluation took minutes
+    assert len(run.steps) == n and (run.events["kind"] == "eval").sum() == n
+
+
+# --- saved Runs and damaged copies --------------------------------------------------------------------
+@pytest.mark.realdata
+def test_every_real_file_reads_back_equal_after_save_run(tmp_path):
+    from mfu_toolkit.io import load_run
+    from mfu_toolkit.run import save_run
+
+    folder = realdata_dir("wandb")
+    inputs = [*sorted(folder.iterdir()), folder]
+    inputs += [p for p in sorted(realdata_dir("accelerator_info").glob("0-KaiKai-0_*.json"))]
+    for p in inputs:
+        run = load_run(p)
+        assert load_run(save_run(run, tmp_path / "run.parquet"), format="run_parquet") == run, p.name
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(("folder", "name"), [
+    ("wandb", "alpaca7b_fsdp8xA100_run-v7i3k2p0_history_from_dotwandb.csv"),
+    ("wandb", "alpaca7b_fsdp8xA100_run-v7i3k2p0_wandb-summary.json"),
+    ("accelerator_info", "0-KaiKai-0_stanford_alpaca_v7i3k2p0_wandb-metadata.json"),
+])
+def test_damaged_copies_of_real_exports_load_or_fail_cleanly(tmp_path, folder, name):
+    import random
+
+    from _corpus import check, materialise, mutations
+
+    from mfu_toolkit.io import load_run
+    from mfu_toolkit.run import save_run
+
+    src = realdata_dir(folder, name)
+    save_run(load_run(src), tmp_path / "undamaged.parquet")  # the children fork with pyarrow ready
+    rng = random.Random(f"wandb:{name}")
+    problems = []
+    for kind, data in mutations(src.read_bytes(), rng):  # truncation, flips, NaN/huge numbers, NUL, CR, BOM, ...
+        verdict = check(materialise(src, kind, data, tmp_path), "wandb")
+        if verdict != "ok":
+            problems.append(f"{kind}: {verdict}")
+    assert not problems, problems
+
+
+# --- regexes ------------------------------------------------------------------------------------------
+ANCHORED = {"_GPU_RE", "_GPU_PROC_RE", "_RUNTIME_COL_RE", "_PAIR_RE"}  # applied with match/fullmatch only (to a column or file name)
+
+
+@pytest.mark.parametrize("ch", list('[0 {"\\,:a\n-'))
+def test_the_format_regexes_take_linear_time_on_an_80_kb_line(ch):
+    import time
+
+    prefixes = ("", '"cat": "kernel", "name": "', '"log_history": ', "{'loss': ", "gpu.0.", "rank")
+    for name, pat in vars(wandb).items():
+        if not isinstance(pat, re.Pattern):
+            continue
+        for prefix in prefixes:
+            text = prefix + ch * 80_000
+            data = text if isinstance(pat.pattern, str) else text.encode()
+            t0 = time.perf_counter()
+            if name in ANCHORED:
+                pat.fullmatch(data)
+                pat.match(data)
+            else:
+                for _ in pat.finditer(data):
+                    pass
+            assert time.perf_counter() - t0 < 0.5, (name, repr(prefix), repr(ch))

@@ -555,7 +555,7 @@ def _claims(out: Parsed, finals: list[_Final], reader: Reader) -> None:
 
     sps, where = values("train_samples_per_second")
     rts, _ = values("train_runtime")
-    rt = f"{rts[0]:g} s" if len(rts) == 1 else "each attempt's"
+    rt = f"{rts[0]:.10g} s" if len(rts) == 1 else "each attempt's"
     out.claim(Claim.summarise("samples_per_s", sps, unit="samples/s", where=where, counts=(
         f"training samples per second, all processes together, over train_runtime ({rt}: the whole "
         "Trainer.train call, evaluation and checkpoint saves included)")))
@@ -564,6 +564,8 @@ def _claims(out: Parsed, finals: list[_Final], reader: Reader) -> None:
         reader.note(f"total_flos is 0.0 at {where}: the Trainer did not compute it (as under FSDP), "
                     "not zero work; no total_flos claim")
         return
+    if any(f < 0 for f in flos):
+        reader.note(f"a negative total_flos at {where} is no estimate: left out of the claim")
     out.claim(Claim.summarise("total_flos", [f for f in flos if f > 0], unit="FLOP", where=where, counts=(
         "HF Trainer's own estimate of the whole run's floating-point operations (6 × parameters × "
         "tokens; under FSDP/sharding the local shard's parameters); never used as model FLOPs")))
@@ -681,7 +683,7 @@ def parse(reader: Reader, options: Options) -> Parsed:
             return _results_only(reader.for_file(res[0]), reader)
         path = state
     sub = reader if path == src else reader.for_file(path)
-    head = sub.head(4096).lstrip()
+    head = sub.head(4096).lstrip(b"\xef\xbb\xbf \t\r\n")  # a BOM or blank lines before the JSON
     text = sub.text() if head.startswith(b"{") else None
     if text is not None and '"log_history"' in text:
         spans: dict[int, tuple[int, int]] = {}

@@ -90,8 +90,9 @@ class Options:
     align_clocks: bool = False
 
     def __post_init__(self) -> None:
-        if self.pattern is not None and (not isinstance(self.pattern, str) or not self.pattern.strip()):
-            raise ValueError(f"pattern must be a non-empty glob string or None; got {self.pattern!r}")
+        if self.pattern is not None and (not isinstance(self.pattern, str) or not self.pattern.strip()
+                                         or Path(self.pattern).is_absolute() or ".." in Path(self.pattern).parts):
+            raise ValueError(f"pattern must be a glob inside the folder (e.g. 'job_rank*.json') or None; got {self.pattern!r}")
         if not isinstance(self.align_clocks, bool):
             raise ValueError(f"align_clocks must be True or False; got {self.align_clocks!r}")
 
@@ -670,7 +671,10 @@ def _files(reader: Reader, pattern: str | None) -> list[Path]:
     p = reader.path
     if not p.is_dir():
         return [p]
-    files = sorted(p.glob(pattern)) if pattern else _trace_files(p)
+    try:
+        files = sorted(p.glob(pattern)) if pattern else _trace_files(p)
+    except (ValueError, NotImplementedError, OSError) as exc:  # a glob the file system refuses
+        reader.fail(f"cannot list the trace files ({exc})")
     files = [f for f in files if f.is_file() and _sniff_head(read_head(f)) >= 0.5]
     if not files:
         reader.fail("no Kineto trace files (.json / .json.gz with traceEvents) here")

@@ -610,7 +610,9 @@ def _claims(out: Parsed, sources: list[tuple[dict[str, Any], str]], reader: Read
     flos = first("train/total_flos", "total_flos")
     if flos is not None and flos[0] == 0.0:
         reader.note(f"total_flos is 0.0 at {flos[1]}: the Trainer did not compute it (as under FSDP), not zero work; no total_flos claim")
-    elif flos is not None and flos[0] > 0:
+    elif flos is not None and flos[0] < 0:
+        reader.note(f"total_flos {flos[0]:g} at {flos[1]} is negative, no estimate: no total_flos claim")
+    elif flos is not None:
         out.claim(Claim.summarise("total_flos", [flos[0]], unit="FLOP", where=flos[1], counts=(
             "HF Trainer's own estimate of the whole run's floating-point operations (6 × parameters × tokens; "
             "under FSDP/sharding the local shard's parameters); never used as model FLOPs")))
