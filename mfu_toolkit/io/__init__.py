@@ -19,11 +19,16 @@ wrong format name, ambiguous detection) and :class:`~mfu_toolkit.run.SchemaError
 the call itself are a ``TypeError`` (unknown keyword) or the registry's error for an unknown
 ``accelerator``.
 
-Formats (``FORMATS``): ``run_parquet`` (a Run saved by ``save_run``), ``mlperf`` (``:::MLLOG``),
-``megatron`` (stdout), ``megatron_json`` (CI golden values), ``tensorboard`` (event files),
+Formats (``FORMATS``, one module each under :mod:`mfu_toolkit.io.formats`, built in the shape
+of :mod:`mfu_toolkit.io.base`): ``run_parquet`` (a Run saved by ``save_run``), ``mlperf``
+(``:::MLLOG``), ``megatron`` (Megatron-LM and Megatron-DeepSpeed stdout, timers included),
+``megatron_json`` (CI golden values, Megatron-Bridge's too), ``tensorboard`` (event files),
 ``sacct`` (SLURM), ``goodput`` (ml-goodput-measurement event log), ``torchtitan``,
-``hf_trainer``, ``lightning``, ``wandb``, ``kineto``, ``straggler_ops`` and the generic
-``table`` (CSV/JSONL/Parquet with a column mapping).
+``hf_trainer``, ``lightning``, ``wandb``, ``kineto``, ``straggler_ops``, ``maxtext``, ``dcgm``
+(GPU telemetry, no steps), ``nemo``, ``deepspeed`` and the generic ``table`` (CSV/JSONL/Parquet
+with a column mapping). What a log states about its job is in ``run.meta.facts``, the
+throughput it claims for itself in ``run.meta.claims``. Every read is bounded (see
+:mod:`mfu_toolkit.io.reading`); ``path="-"`` reads standard input.
 """
 
 from __future__ import annotations
@@ -31,14 +36,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..run import LoadError, Run, SchemaError
+from ..run import LoadError, Run
 from . import base
-from ._build import META_KWARGS, LoaderArgumentError, apply_overrides
+from .base import LoaderArgumentError
 from .detect import FORMATS, available_formats, detect_format, get_loader, sniff_all
 from .reading import spool_input
 
 __all__ = [
     "FORMATS",
+    "LoaderArgumentError",
     "available_formats",
     "detect_format",
     "sniff_all",
@@ -81,30 +87,7 @@ def _load(p: Path, format: str, *, strict: bool, display: str | None, kwargs: di
         get_loader(name)  # a wrong name lists the valid ones
         if not p.exists():
             raise LoadError("no such file or directory", path=p)
-    mod = get_loader(name)
-    if hasattr(mod, "parse"):
-        return base.load(mod, p, strict=strict, display=display, **kwargs)
-    return _load_legacy(mod, name, p, strict, kwargs)
-
-
-def _load_legacy(mod: Any, name: str, p: Path, strict: bool, kwargs: dict[str, Any]) -> Run:
-    meta_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in META_KWARGS}
-    for k in base.READING_KWARGS:
-        kwargs.pop(k, None)
-    try:
-        run = mod.load(p, strict=strict, **kwargs)
-    except (LoadError, SchemaError, LoaderArgumentError):
-        raise
-    except MemoryError:
-        raise LoadError(f"ran out of memory reading this input as {name}", path=p) from None
-    except Exception as exc:  # the documented contract: only the toolkit's own errors escape
-        raise base.InternalLoadError(
-            f"internal error in the {name} format ({type(exc).__name__}: {exc}); this is a bug in "
-            "mfu_toolkit, not necessarily in the log", path=p
-        ) from exc
-    # What the caller states about the run wins over what the file says; applied here so every
-    # format treats these keywords alike (an unknown accelerator is the registry's own error).
-    return run.replace(meta=apply_overrides(run.meta, meta_kw)) if meta_kw else run
+    return base.load(get_loader(name), p, strict=strict, display=display, **kwargs)
 
 
 def __getattr__(name: str) -> Any:

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import contextvars
 import math
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
+
+from ..run import LoadError
 
 __all__ = [
     "NON_NUMERIC",
@@ -40,6 +44,9 @@ __all__ = [
     "as_count",
     "interval_ok",
     "take_rows",
+    "TIME_UNITS",
+    "unit_factor",
+    "wallclock",
     "start_row_budget",
     "end_row_budget",
 ]
@@ -74,6 +81,35 @@ def end_without_start(kind: str) -> str:
 
 def end_before_start(kind: str) -> str:
     return f"{kind} end before its start"
+
+
+# --- time units ------------------------------------------------------------------------------
+# Factor that turns a value in this unit into seconds. ``epoch_*`` are absolute times.
+TIME_UNITS: dict[str, float] = {
+    "s": 1.0,
+    "ms": 1e-3,
+    "us": 1e-6,
+    "ns": 1e-9,
+    "min": 60.0,
+    "h": 3600.0,
+    "epoch_s": 1.0,
+    "epoch_ms": 1e-3,
+}
+
+
+def unit_factor(unit: str, *, path: str | Path | None = None, field: str | None = "time_unit") -> float:
+    """Seconds per ``unit``; an unknown unit is a LoadError that lists the known ones."""
+    if not isinstance(unit, str) or unit not in TIME_UNITS:
+        raise LoadError(f"unknown time unit {unit!r}; expected one of {', '.join(TIME_UNITS)}", path=path, field=field)
+    return TIME_UNITS[unit]
+
+
+def wallclock(epoch_s: float) -> str:
+    """ISO text (UTC) of an absolute time, for ``meta.extra['t0_wallclock']``; '' when out of range."""
+    try:
+        return datetime.fromtimestamp(epoch_s, tz=timezone.utc).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return ""
 
 
 # --- bounds ----------------------------------------------------------------------------------

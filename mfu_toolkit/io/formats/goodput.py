@@ -40,7 +40,6 @@ import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -131,13 +130,6 @@ def _num(value: Any) -> float:
     except (TypeError, ValueError, OverflowError):
         return math.nan
     return out if math.isfinite(out) else math.nan
-
-
-def _wallclock(epoch_s: float) -> str:
-    try:
-        return datetime.fromtimestamp(epoch_s, tz=timezone.utc).isoformat()
-    except (OverflowError, OSError, ValueError):
-        return ""
 
 
 def _text(value: Any) -> str:
@@ -518,7 +510,7 @@ def parse(reader: Reader, options: Options) -> Parsed:
         out.tables["activities"] = act
     if len(got.names) == 1 or want is not None:
         out.meta["name"] = str(want) if want is not None else next(iter(got.names))
-    out.extra.update({"t0_epoch_s": t0, "t0_wallclock": _wallclock(t0), "job_names": sorted(got.names)})
+    out.extra.update({"t0_epoch_s": t0, "t0_wallclock": rules.wallclock(t0), "job_names": sorted(got.names)})
     return out
 
 

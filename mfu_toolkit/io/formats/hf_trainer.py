@@ -13,7 +13,8 @@ Neither source has per-step timestamps. What they carry, and how it becomes a Ru
   steps table stays empty and the logged values are still in ``tables["log_history"]``. A gap
   between logged steps longer than :data:`~mfu_toolkit.io.rules.MAX_LOG_INTERVAL` is not
   expanded into rows: it is counted (``step gap too long ...``, with its line) and that
-  attempt gets no step rows.
+  attempt gets no step rows; nor is an attempt whose rows would pass the load's row budget
+  (``rules.take_rows``; a note says so).
 - Logged values (``loss``, ``grad_norm``, ``learning_rate``, ``epoch``) are columns on the
   logged steps only; ``logged`` marks them. ``tables["log_history"]`` keeps every entry.
 - ``all_results.json`` / ``train_results.json`` / ``eval_results.json`` beside the state (same
@@ -239,7 +240,7 @@ def _too_long(reader: Reader, line: int | None, field: str, gap: float) -> None:
 
 def _n_steps(seg: _Segment, reader: Reader, *, global_step: tuple[int, int | None] | None, stdout: bool,
              facts: dict[str, Any]) -> int:
-    """How many optimizer steps one attempt ran (0 when its gaps are too long to expand)."""
+    """How many optimizer steps one attempt ran (-1 when its gaps are too long to expand: counted)."""
     train = [(ln, e) for ln, e in seg if _entry_kind(e) == "train"]
     finals = [(ln, e) for ln, e in seg if _entry_kind(e) == "final"]
     if stdout:
@@ -250,7 +251,7 @@ def _n_steps(seg: _Segment, reader: Reader, *, global_step: tuple[int, int | Non
                 k = max(1.0, rt * sps / len(train))
         if not (math.isfinite(k) and rules.interval_ok(round(k))):
             _too_long(reader, finals[-1][0], "train_steps_per_second", k)
-            return 0
+            return -1
         facts.setdefault("logging_steps_inferred", []).append(round(k))
         for i, (_, e) in enumerate(train, start=1):
             e.setdefault("step", i * round(k))
@@ -262,7 +263,7 @@ def _n_steps(seg: _Segment, reader: Reader, *, global_step: tuple[int, int | Non
     for step, ln, fld in sorted(marks, key=lambda m: m[0]):
         if step - prev > rules.MAX_LOG_INTERVAL:
             _too_long(reader, ln, fld, step - prev)
-            return 0
+            return -1
         prev = step
     return prev
 
@@ -288,6 +289,8 @@ def _eval_places(seg: _Segment, n_steps: int) -> tuple[list[int], list[float], l
 def _attempt_rows(seg: _Segment, attempt: int, t: float, n_steps: int, reader: Reader,
                   cols: dict[str, list[Any]], events: list[dict[str, Any]], facts: dict[str, Any]) -> float:
     """Append one attempt's step rows and eval events; return the time its last one ends."""
+    if n_steps < 0:  # not expanded (counted or noted already)
+        return t
     final = next((e for _, e in reversed(seg) if _entry_kind(e) == "final"), None)
     runtime = _num(final.get("train_runtime")) if final is not None else math.nan
     if not math.isfinite(runtime) or n_steps <= 0:
@@ -342,6 +345,11 @@ def _timeline(
                 break
         last = attempt == len(segments) - 1
         n = _n_steps(seg, reader, global_step=global_step if last else None, stdout=stdout, facts=facts)
+        logged = sum(1 for _, e in seg if _entry_kind(e) == "train")
+        if n > logged and not rules.take_rows(n - logged):  # the load's budget of invented rows (see rules)
+            reader.note(f"attempt {attempt}: {n:,} step rows would pass this load's budget of rows; not "
+                        "expanded, so no step rows for it; the logged values are in tables['log_history']")
+            n = -1
         t = _attempt_rows(seg, attempt, t, n, reader, cols, events, facts)
     return cols, events, facts
 

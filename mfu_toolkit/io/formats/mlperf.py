@@ -53,7 +53,6 @@ import bisect
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -186,13 +185,6 @@ def _num(value: Any) -> float:
     except (TypeError, ValueError, OverflowError):
         return math.nan
     return out if math.isfinite(out) else math.nan
-
-
-def _wallclock(epoch_s: float) -> str:
-    try:
-        return datetime.fromtimestamp(epoch_s, tz=timezone.utc).isoformat()
-    except (OverflowError, OSError, ValueError):
-        return ""
 
 
 # --- reading the records ---------------------------------------------------------------------
@@ -565,7 +557,7 @@ def _submission_extra(tl: _Timeline, extra: dict[str, Any]) -> str | None:
 
 def _time_extra(tl: _Timeline, run_iv: _Interval | None, run_start_t: float | None, t0: float, base_ms: float, extra: dict[str, Any]) -> None:
     extra["t0_epoch_s"] = (base_ms + t0 * 1000.0) / 1000.0
-    extra["t0_wallclock"] = _wallclock(extra["t0_epoch_s"])
+    extra["t0_wallclock"] = rules.wallclock(extra["t0_epoch_s"])
     if run_start_t is not None:
         extra["run_start_s"] = run_start_t - t0
     if run_iv is not None:

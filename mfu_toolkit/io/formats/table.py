@@ -49,7 +49,6 @@ from ...run import (
     run_order,
 )
 from .. import rules
-from .._build import unit_factor, wallclock
 from ..base import Parsed, loader_for
 from ..reading import Reader, parse_json
 
@@ -654,7 +653,7 @@ def _steps(reader: _InFileOrder, raw: pd.DataFrame, lines: Any, kind: str, optio
         _back_to_back(out, times[2] if bool(keep.all()) else times[2][keep], reader)
     elif options.time_unit.startswith("epoch_") and len(out["start_s"]):
         t0 = float(np.min(out["start_s"]))
-        extra["t0_epoch_s"], extra["t0_wallclock"] = t0, wallclock(t0)
+        extra["t0_epoch_s"], extra["t0_wallclock"] = t0, rules.wallclock(t0)
         out["start_s"], out["end_s"] = out["start_s"] - t0, out["end_s"] - t0
     extra["columns"] = {k: str(v) for k, v in mapping.items()}
     return out, "exact" if times[0] is not None else "duration_only", extra
@@ -662,7 +661,7 @@ def _steps(reader: _InFileOrder, raw: pd.DataFrame, lines: Any, kind: str, optio
 
 def parse(reader: Reader, options: Options) -> Parsed:
     """Read a step table; see the module docstring for the mapping and the checks."""
-    factor = unit_factor(options.time_unit, path=reader.name)
+    factor = rules.unit_factor(options.time_unit, path=reader.name)
     r = _InFileOrder.of(reader)
     if r.path.is_dir():
         r.fail("is a directory; the table loader reads one CSV, JSONL or Parquet file")

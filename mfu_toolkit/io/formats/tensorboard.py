@@ -47,7 +47,6 @@ import re
 import struct
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -113,13 +112,6 @@ def _count(value: Any) -> int | None:
     if isinstance(value, str) and len(value.strip()) > 20:
         return None
     return rules.as_count(value)
-
-
-def _wallclock(epoch_s: float) -> str:
-    try:
-        return datetime.fromtimestamp(epoch_s, tz=timezone.utc).isoformat()
-    except (OverflowError, OSError, ValueError):
-        return ""
 
 
 # --- CRC-32C (Castagnoli), as TFRecord uses it ------------------------------------------------
@@ -351,7 +343,7 @@ def _describe_runs(root: Path, runs: dict[Path, list[Path]], limit: int = 10) ->
     out = []
     for d, fs in list(runs.items())[:limit]:
         stamps = [int(m.group(1)) for f in fs if (m := _NAME_RE.search(f.name)) and len(m.group(1)) <= 20]
-        when = f", first {_wallclock(min(stamps))}" if stamps else ""
+        when = f", first {rules.wallclock(min(stamps))}" if stamps else ""
         out.append(f"{d.relative_to(root).as_posix() or '.'} ({len(fs)} event files{when})")
     if len(runs) > limit:
         out.append(f"and {len(runs) - limit} more")
@@ -663,7 +655,7 @@ def parse(reader: Reader, options: Options) -> Parsed:
     _throughput_claim(out, rec)
     out.extra.update({
         "t0_epoch_s": t0,
-        "t0_wallclock": _wallclock(t0),
+        "t0_wallclock": rules.wallclock(t0),
         "log_interval": log_interval,
         "launches": [{"files": n, "first_s": f - t0, "last_s": la - t0, "scalars": s}
                      for (f, la, s), n in zip(rec.bounds, _files_per_launch(launches), strict=True)],

@@ -9,8 +9,9 @@ files are told apart by their content, not their names):
   ends a logging interval that began at the previous step row; the steps of the interval share
   it evenly (``timing = "interval_mean"``); the first step row of an attempt is zero-width
   (``interval_known = False``) since its start is not logged. A gap longer than
-  :data:`~mfu_toolkit.io.rules.MAX_LOG_INTERVAL` steps is not expanded: the row stays one step
-  row spanning the interval (``interval_steps`` holds the gap) and the gap is counted. Rows with
+  :data:`~mfu_toolkit.io.rules.MAX_LOG_INTERVAL` steps is not expanded (counted), nor are
+  intervals past the load's row budget (``rules.take_rows``, noted): such an interval stays one
+  row, its last step, as long as the interval's mean step, ``interval_steps`` holding the gap. Rows with
   ``<prefix>/runtime`` (HF ``eval/runtime``) become ``eval`` events ending at their timestamp,
   and the steps after them start when they end. The final HF row (``train/train_runtime``) goes
   to ``meta.extra["final"]``. Numeric metrics become step columns (``train/`` prefix dropped
@@ -480,7 +481,8 @@ def _step_rows(df: pd.DataFrame, lines: np.ndarray, ts: np.ndarray, step_key: st
 
 def _expand(rows: list[tuple[int, int, int]], ts: np.ndarray, events: list[dict[str, Any]], lines: np.ndarray,
             step_key: str, reader: Reader) -> dict[str, np.ndarray]:
-    """One row per step: each logged interval shared evenly by its steps (a too-long one kept whole)."""
+    """One row per step: each logged interval shared evenly by its steps. An interval too long to
+    expand (or past the load's row budget) stays one row, its last step, as long as the mean step."""
     att = np.array([r[0] for r in rows])
     stp = np.array([r[1] for r in rows], dtype=np.int64)
     idx = np.array([r[2] for r in rows])
@@ -494,15 +496,22 @@ def _expand(rows: list[tuple[int, int, int]], ts: np.ndarray, events: list[dict[
         reader.bad(rules.INTERVAL_TOO_LONG, line=int(lines[idx[k]]), field=step_key,
                    example=f"steps {int(stp[k - 1])} to {int(stp[k])}: {int(gap[k]):,} steps in one interval")
     counts = np.where(long, 1, gap)
-    first = np.where(long, stp, first)
+    extra = int(counts.sum()) - len(counts)
+    if extra and not rules.take_rows(extra):  # the load's budget of invented rows (see rules)
+        counts = np.ones_like(counts)
+        reader.note(f"log intervals not expanded: one row per logged step (the steps between are counted in "
+                    f"interval_steps) — expanding them would add {extra:,} rows, over this load's budget")
     start = np.where(new_att, end, np.concatenate([[0.0], end[:-1]]))
     if events:  # steps after an evaluation start when it ends
         ev_end = np.sort(np.array([e["end_s"] for e in events]))
         k = np.searchsorted(ev_end, end, side="right") - 1
         last_eval_end = np.where(k >= 0, ev_end[np.maximum(k, 0)], -np.inf)
         start = np.where(~new_att & (last_eval_end > start) & (last_eval_end <= end), last_eval_end, start)
+    mean = (end - start) / gap  # the interval's mean step
+    start = np.where(counts < gap, end - mean, start)  # an interval kept as one row: its last step
+    first = np.where(counts < gap, stp, first)
     within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    share = np.repeat((end - start) / counts, counts)
+    share = np.repeat(mean, counts)
     st = np.repeat(start, counts) + within * share
     return {
         "attempt": np.repeat(att, counts),
