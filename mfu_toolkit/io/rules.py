@@ -42,6 +42,8 @@ __all__ = [
     "end_before_start",
     "as_step",
     "as_count",
+    "as_number",
+    "Clock",
     "interval_ok",
     "take_rows",
     "TIME_UNITS",
@@ -150,6 +152,46 @@ def as_step(value: Any) -> int | None:
     if out != value or out < 0 or out > MAX_INT64:
         return None
     return out
+
+
+def as_number(value: Any) -> float:
+    """A finite float from a number or numeric string, else NaN (never raises)."""
+    if isinstance(value, bool):
+        return math.nan
+    try:
+        out = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+    return out if math.isfinite(out) else math.nan
+
+
+class Clock:
+    """The shared clock rule: times may run back by at most ``tol`` seconds, and a lone record far
+    ahead of its neighbours is the bad one.
+
+    ``check(t)`` says ``"ok"``, ``"late"`` (``t`` is more than ``tol`` before a record already
+    accepted: skip it) or ``"retract"``: ``t`` is late only against the record accepted just
+    before it, which had jumped ahead of everything earlier; that record is the bad one (a
+    garbled time), so the caller drops it and keeps ``t``. Constant time and memory per record.
+    """
+
+    def __init__(self, tol: float) -> None:
+        self.tol = tol
+        self.t_max = -math.inf
+        self.before = -math.inf  # the largest time before the record that set t_max
+        self.last_set_max = False  # whether the record accepted last set t_max
+
+    def check(self, t: float) -> str:
+        if t >= self.t_max - self.tol:
+            if t > self.t_max:
+                self.before, self.t_max, self.last_set_max = self.t_max, t, True
+            else:
+                self.last_set_max = False
+            return "ok"
+        if self.last_set_max and self.before > -math.inf and t >= self.before - self.tol:
+            self.t_max, self.last_set_max = (t, True) if t > self.before else (self.before, False)
+            return "retract"
+        return "late"
 
 
 def as_count(value: Any, *, upper: int = 10_000_000) -> int | None:

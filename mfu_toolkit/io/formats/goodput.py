@@ -114,22 +114,6 @@ def sniff(path: Path, head: bytes) -> float:
     return 0.0
 
 
-def _step(value: Any) -> int | None:
-    """A step number (:func:`rules.as_step`); a digit string too long for int64 is None, not an error."""
-    if isinstance(value, str) and len(value.strip()) > 40:
-        return None
-    return rules.as_step(value)
-
-
-def _num(value: Any) -> float:
-    """A finite float from a number or numeric string, else NaN (never raises)."""
-    if isinstance(value, bool):
-        return math.nan
-    try:
-        out = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return math.nan
-    return out if math.isfinite(out) else math.nan
 
 
 def _text(value: Any) -> str:
@@ -187,32 +171,6 @@ def _payloads(reader: Reader) -> Iterator[tuple[int, Any]]:
             yield ln, value
 
 
-class _Clock:
-    """Times may run back by at most ``tol``; a lone record far ahead of its neighbours is the bad one.
-
-    ``check(t)`` says ``"ok"``, ``"late"`` (``t`` is more than ``tol`` before a record already
-    accepted: skip it) or ``"retract"``: ``t`` is late only against the record accepted just
-    before it, which had jumped ahead of everything earlier; that record is the bad one (a
-    garbled time), so the caller drops it and keeps ``t``. Constant time and memory per record.
-    """
-
-    def __init__(self, tol: float) -> None:
-        self.tol = tol
-        self.t_max = -math.inf
-        self.before = -math.inf  # the largest time before the record that set t_max
-        self.last_set_max = False  # whether the record accepted last set t_max
-
-    def check(self, t: float) -> str:
-        if t >= self.t_max - self.tol:
-            if t > self.t_max:
-                self.before, self.t_max, self.last_set_max = self.t_max, t, True
-            else:
-                self.last_set_max = False
-            return "ok"
-        if self.last_set_max and self.before > -math.inf and t >= self.before - self.tol:
-            self.t_max, self.last_set_max = (t, True) if t > self.before else (self.before, False)
-            return "retract"
-        return "late"
 
 
 @dataclass
@@ -229,7 +187,7 @@ def _records(reader: Reader, options: Options) -> _Records:
     out = _Records()
     want = options.job_name
     tol = options.clock_tolerance_s
-    clock = _Clock(tol)
+    clock = rules.Clock(tol)
     last_timed: int | None = None  # index in out.recs of the last record with a time
     for line, rec in _payloads(reader):
         if isinstance(rec, dict) and isinstance(rec.get("jsonPayload"), dict):
@@ -244,7 +202,7 @@ def _records(reader: Reader, options: Options) -> _Records:
             if want is not None and jn != str(want):
                 out.other_jobs += 1
                 continue
-        times = [t for k, v in rec.items() if k.endswith("_time") and 0 <= (t := _num(v)) <= _MAX_TIME_S]
+        times = [t for k, v in rec.items() if k.endswith("_time") and 0 <= (t := rules.as_number(v)) <= _MAX_TIME_S]
         if times:
             verdict = clock.check(min(times))
             if verdict == "late":
@@ -287,7 +245,7 @@ class _Attempts:
 
     def time(self, rec: dict[str, Any], key: str, line: int) -> float | None:
         """A time (or duration) in seconds, or None after counting the record as bad."""
-        v = _num(rec.get(key))
+        v = rules.as_number(rec.get(key))
         if math.isnan(v):
             self.reader.bad(f"{rules.NON_FINITE_TIME} ({key})", line=line, field=key, example=_brief(rec))
             return None
@@ -327,7 +285,7 @@ class _Attempts:
         t = self.time(rec, "step_start_time", line)
         if t is None:
             return
-        step = _step(rec.get("step_count"))
+        step = rules.as_step(rec.get("step_count"))
         if step is None:
             self.reader.bad(f"{rules.BAD_STEP} (step_count)", line=line, field="step_count", example=_brief(rec))
             return
@@ -604,7 +562,7 @@ def goodput_records(run: Run, *, job_name: str | None = None, t0_epoch_s: float 
     custom badput of one type) that overlap by more than float noise cannot be told apart when
     read, so they raise a ValueError naming both (kind, attempt, start-end) instead.
     """
-    base = t0_epoch_s if t0_epoch_s is not None else _num(run.meta.extra.get("t0_epoch_s", 0.0))
+    base = t0_epoch_s if t0_epoch_s is not None else rules.as_number(run.meta.extra.get("t0_epoch_s", 0.0))
     out = _Out(job_name or run.meta.name or "mfu_toolkit_run", 0.0 if math.isnan(base) else base)
     base = out.base
     st, ev, n_att = run.steps, run.events, run.n_attempts

@@ -72,7 +72,7 @@ class Options:
         ra = self.resume_at
         if ra is not None:
             items = list(ra) if isinstance(ra, Sequence) and not isinstance(ra, str) else [ra]
-            steps = [_step(x) for x in items]
+            steps = [rules.as_step(x) for x in items]
             if any(s is None for s in steps):
                 raise ValueError(f"resume_at must be step numbers (non-negative integers); got {ra!r}")
             object.__setattr__(self, "resume_at", tuple(sorted(set(steps))))
@@ -96,18 +96,6 @@ _PARALLEL = (("--tensor-model-parallel-size", "tp"), ("--pipeline-model-parallel
              ("--context-parallel-size", "cp"), ("--expert-model-parallel-size", "ep"))
 
 
-def _step(value: Any) -> int | None:
-    """A step number, or None (a digit string too long for int64 is None, not an error)."""
-    if isinstance(value, str) and len(value.strip()) > 40:
-        return None
-    return rules.as_step(value)
-
-
-def _count(value: Any) -> int | None:
-    """A positive count (batch, sizes) as :func:`rules.as_count`; an over-long digit string is None."""
-    if isinstance(value, str) and len(value.strip()) > 40:
-        return None
-    return rules.as_count(value)
 
 
 def _text_lines(text: str) -> Iterator[tuple[int, str]]:
@@ -120,16 +108,6 @@ def _text_lines(text: str) -> Iterator[tuple[int, str]]:
         n += 1
     yield n, text[pos:]
 
-
-def _num(value: Any) -> float:
-    """A finite float from a number or numeric string, else NaN (never raises)."""
-    if isinstance(value, bool):
-        return math.nan
-    try:
-        out = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return math.nan
-    return out if math.isfinite(out) else math.nan
 
 
 def sniff(path: Path, head: bytes) -> float:
@@ -230,9 +208,9 @@ def _config_facts(out: Parsed, cfg: _Config) -> None:
     if "TEST_TYPE" in cfg.values:
         out.extra["test_type"] = cfg.get("TEST_TYPE")
     for key, name in (("--global-batch-size", "global_batch"), ("--seq-length", "seq_len"), ("--micro-batch-size", "micro_batch")):
-        if key in cfg.values and (n := _count(cfg.get(key))) is not None:
+        if key in cfg.values and (n := rules.as_count(cfg.get(key))) is not None:
             out.fact(name, n, cfg.where(key), cfg.values[key][2])
-    sizes = {short: n for key, short in _PARALLEL if key in cfg.values and (n := _count(cfg.get(key))) is not None}
+    sizes = {short: n for key, short in _PARALLEL if key in cfg.values and (n := rules.as_count(cfg.get(key))) is not None}
     if sizes:
         keys = [key for key, short in _PARALLEL if short in sizes]
         out.fact("parallelism", sizes, cfg.where(keys[0]), "; ".join(cfg.values[k][2].strip() for k in keys))
@@ -249,8 +227,8 @@ def _resume_points(reader: Reader, options: Options, cfg: _Config | None) -> lis
         return list(options.resume_at)
     if cfg is None or cfg.get("TEST_TYPE").strip().lower() != "ckpt-resume":
         return []
-    save, total = _num(cfg.get("--save-interval")), _num(cfg.get("--train-iters"))
-    resume = _step(save + 1) if save > 0 else None
+    save, total = rules.as_number(cfg.get("--save-interval")), rules.as_number(cfg.get("--train-iters"))
+    resume = rules.as_step(save + 1) if save > 0 else None
     if resume is None or not (math.isnan(total) or save < total):
         return []
     reader.note(
@@ -277,7 +255,7 @@ class _Series:
         if v is None or (isinstance(v, str) and v.strip().lower() in ("nan", "none", "")):
             x = math.nan
         else:
-            x = _num(v)
+            x = rules.as_number(v)
             if math.isnan(x):
                 line = self.lines.get(metric, {}).get(step)
                 reader.bad(rules.NON_NUMERIC, line=line, field=metric, example=f"step {step}: {str(v)[:80]!r}")
@@ -306,18 +284,18 @@ def _lm_block(reader: Reader, series: _Series, metric: str, block: Any) -> None:
     vals = block["values"]
     if isinstance(vals, dict):
         for k, v in vals.items():
-            step = _step(k)
+            step = rules.as_step(k)
             if step is None:
                 reader.bad(rules.BAD_STEP, field=metric, example=str(k)[:80])
             else:
                 series.put(reader, metric, step, v)
     elif isinstance(vals, list):
-        start, every = _num(block.get("start_step", 0)), _num(block.get("step_interval", 1))
+        start, every = rules.as_number(block.get("start_step", 0)), rules.as_number(block.get("step_interval", 1))
         if math.isnan(start) or math.isnan(every) or every <= 0:
             reader.bad("list values need a numeric start_step and a step_interval > 0", field=metric)
             return
         for i, v in enumerate(vals):
-            step = _step(start + i * every)
+            step = rules.as_step(start + i * every)
             if step is None:
                 reader.bad(rules.BAD_STEP, field=metric, example=f"start_step {start:g} + {i} x {every:g}")
             else:
@@ -353,7 +331,7 @@ def _bridge_lines(text: str) -> dict[str, dict[int, int]]:
 
 
 def _is_bridge(doc: dict[str, Any]) -> bool:
-    has_steps = any(isinstance(v, dict) and _step(k) is not None for k, v in doc.items())
+    has_steps = any(isinstance(v, dict) and rules.as_step(k) is not None for k, v in doc.items())
     has_blocks = any(isinstance(v, dict) and "values" in v for v in doc.values())
     return has_steps and not has_blocks
 
@@ -362,7 +340,7 @@ def _bridge_series(reader: Reader, doc: dict[str, Any], text: str) -> _Series:
     series = _Series(lines=_bridge_lines(text))
     step_lines = series.lines.pop("", {})
     for key, entry in doc.items():
-        step = _step(key)
+        step = rules.as_step(key)
         if step is not None and isinstance(entry, dict):
             for metric, v in entry.items():
                 if step not in series.lines.get(metric, {}) and step in step_lines:
@@ -476,7 +454,7 @@ def _parse_values(reader: Reader, options: Options, config: Path | None, out: Pa
         reader.note(f"no {metric!r} metric: no step rows (metrics table only)")
     rows = _step_rows(reader, series, metric, factor, resume)
     block = doc.get(_LM_TIME) if not bridge else None
-    every = _num(block.get("step_interval", 1)) if isinstance(block, dict) and metric in series.values else 1.0
+    every = rules.as_number(block.get("step_interval", 1)) if isinstance(block, dict) and metric in series.values else 1.0
     if every > 1:
         reader.note(f"iteration-time sampled every {block.get('step_interval')} steps: the steps in between are not in the file")
     steps = pd.DataFrame(rows, columns=["attempt", "step", "start_s", "end_s"])

@@ -162,29 +162,7 @@ def sniff(path: Path, head: bytes) -> float:
     return 0.0
 
 
-def _step(value: Any) -> int | None:
-    """A step number (:func:`rules.as_step`); a digit string too long for int64 is None, not an error."""
-    if isinstance(value, str) and len(value.strip()) > 40:
-        return None
-    return rules.as_step(value)
 
-
-def _count(value: Any) -> int | None:
-    """A positive count (:func:`rules.as_count`); a digit string too long for int64 is None."""
-    if isinstance(value, str) and len(value.strip()) > 40:
-        return None
-    return rules.as_count(value)
-
-
-def _num(value: Any) -> float:
-    """A finite float from a number or numeric string, else NaN (never raises)."""
-    if isinstance(value, bool):
-        return math.nan
-    try:
-        out = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return math.nan
-    return out if math.isfinite(out) else math.nan
 
 
 # --- reading the records ---------------------------------------------------------------------
@@ -210,32 +188,6 @@ class _Log:
     ranks: set[int] = field(default_factory=set)
 
 
-class _Clock:
-    """Times may run back by at most ``tol``; a lone record far ahead of its neighbours is the bad one.
-
-    ``check(t)`` says ``"ok"``, ``"late"`` (``t`` is more than ``tol`` before a record already
-    accepted: skip it) or ``"retract"``: ``t`` is late only against the record accepted just
-    before it, which had jumped ahead of everything earlier; that record is the bad one (a
-    garbled time), so the caller drops it and keeps ``t``. Constant time and memory per record.
-    """
-
-    def __init__(self, tol: float) -> None:
-        self.tol = tol
-        self.t_max = -math.inf
-        self.before = -math.inf  # the largest time before the record that set t_max
-        self.last_set_max = False  # whether the record accepted last set t_max
-
-    def check(self, t: float) -> str:
-        if t >= self.t_max - self.tol:
-            if t > self.t_max:
-                self.before, self.t_max, self.last_set_max = self.t_max, t, True
-            else:
-                self.last_set_max = False
-            return "ok"
-        if self.last_set_max and self.before > -math.inf and t >= self.before - self.tol:
-            self.t_max, self.last_set_max = (t, True) if t > self.before else (self.before, False)
-            return "retract"
-        return "late"
 
 
 def _sysjson(reader: Reader, log: _Log, ln: int, text: str) -> None:
@@ -264,7 +216,7 @@ def _mllog(reader: Reader, ln: int, text: str, payload: str) -> tuple[dict[str, 
     if not isinstance(key, str) or not key:
         reader.bad(f"{rules.MISSING_FIELD} (key)", line=ln, field="key", example=text)
         return None
-    t_ms = _num(d.get("time_ms"))
+    t_ms = rules.as_number(d.get("time_ms"))
     if math.isnan(t_ms):
         reader.bad(f"{rules.NON_FINITE_TIME} (time_ms)", line=ln, field="time_ms", example=text)
         return None
@@ -279,7 +231,7 @@ def _init_rank(reader: Reader, log: _Log, rec: _Rec) -> None:
     log.init_starts.append(rec)
     if "rank" not in rec.meta:
         return
-    rank = _step(rec.meta["rank"])
+    rank = rules.as_step(rec.meta["rank"])
     if rank is None or rank >= _MAX_RANK:
         reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (metadata.rank)", line=rec.line, field="rank", example=str(rec.meta["rank"])[:80])
         return
@@ -289,7 +241,7 @@ def _init_rank(reader: Reader, log: _Log, rec: _Rec) -> None:
 def _read(reader: Reader, tol_s: float) -> _Log:
     """Records with times in seconds relative to the first valid record (kept exact in ms)."""
     log = _Log()
-    clock = _Clock(tol_s)
+    clock = rules.Clock(tol_s)
     for ln, text in reader.lines():
         if not text.strip():
             continue
@@ -438,7 +390,7 @@ def _count_fact(out: Parsed, reader: Reader, r: _Rec | None, name: str) -> int |
     """A positive count stated by record ``r`` as fact ``name``; a bad value is counted, not used."""
     if r is None or r.value is None:
         return None
-    n = _count(r.value)
+    n = rules.as_count(r.value)
     if n is None:
         why = rules.VALUE_OUT_OF_RANGE if _is_number(r.value) else rules.NON_NUMERIC
         reader.bad(f"{why} ({r.key})", line=r.line, field=r.key, example=str(r.value)[:80])
@@ -455,7 +407,7 @@ def _point_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str, An
         out.fact("platform", plat.value, where, plat.text)
         m = _PLATFORM_RE.fullmatch(plat.value.strip())
         if m:
-            nodes = _count(m.group(1))
+            nodes = rules.as_count(m.group(1))
             if nodes is None:
                 reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (submission_platform node count)", line=plat.line, field="submission_platform", example=plat.value[:80])
             else:
@@ -492,12 +444,12 @@ def _sysjson_facts(out: Parsed, reader: Reader, sysjson: list[tuple[int, dict[st
             out.fact(name, v, where, _snippet(raw, key))
     if "number_of_nodes" not in sysd and "accelerators_per_node" not in sysd:
         return
-    nodes, per = _count(sysd.get("number_of_nodes")), _count(sysd.get("accelerators_per_node"))
+    nodes, per = rules.as_count(sysd.get("number_of_nodes")), rules.as_count(sysd.get("accelerators_per_node"))
     if nodes is not None:
         out.fact("n_nodes", nodes, where, _snippet(raw, "number_of_nodes"))
     if per is not None:
         out.fact("accelerators_per_node", per, where, _snippet(raw, "accelerators_per_node"))
-    total = _count(nodes * per) if nodes is not None and per is not None else None
+    total = rules.as_count(nodes * per) if nodes is not None and per is not None else None
     if total is None:
         reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (SYSJSON number_of_nodes/accelerators_per_node not positive integers)", line=ln0, field="accelerators_per_node")
         return
@@ -531,7 +483,7 @@ def _claims(out: Parsed, reader: Reader, tl: _Timeline, token_counted: bool) -> 
     unit = "tokens" if token_counted else "samples"
     counts = (f"{unit} per second of the whole job (tracked_stats 'throughput'; the log states no unit: in the "
               f"NVIDIA logs it is the {unit} trained over the time between records)")
-    out.claim(Claim.summarise(f"{unit}_per_s", [_num(r.value["throughput"]) for r in recs], unit=f"{unit}/s",
+    out.claim(Claim.summarise(f"{unit}_per_s", [rules.as_number(r.value["throughput"]) for r in recs], unit=f"{unit}/s",
                               counts=counts, where=f"{reader.name}:{recs[0].line}"))
 
 
@@ -570,7 +522,7 @@ def _time_extra(tl: _Timeline, run_iv: _Interval | None, run_start_t: float | No
         extra["init_duration_s"] = tl.closed["init"][0].t1 - tl.closed["init"][0].t0
     for key in ("train_samples", "eval_samples", "trained_samples"):
         r = _first(tl, key)
-        v = _num(r.value) if r is not None else math.nan
+        v = rules.as_number(r.value) if r is not None else math.nan
         if not math.isnan(v):
             extra[key] = v
 
@@ -693,11 +645,11 @@ def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, t
         whole = len(segs) == 1 and segs[0] == (iv.t0, iv.t1)
         split_any |= not whole
         samples = math.nan
-        s0, s1 = _num(iv.meta0.get("samples_count")), _num(iv.meta1.get("samples_count"))
+        s0, s1 = rules.as_number(iv.meta0.get("samples_count")), rules.as_number(iv.meta1.get("samples_count"))
         if whole and not math.isnan(s0) and not math.isnan(s1) and s1 >= s0:
             samples = s1 - s0
-        ec = _num(iv.meta0.get("epoch_count", iv.meta1.get("epoch_count")))
-        first = _num(iv.meta0.get("first_epoch_num", iv.meta0.get("epoch_num")))
+        ec = rules.as_number(iv.meta0.get("epoch_count", iv.meta1.get("epoch_count")))
+        first = rules.as_number(iv.meta0.get("first_epoch_num", iv.meta0.get("epoch_num")))
         for a, b in segs:
             rows.append({
                 "attempt": 0, "step": len(rows), "rank": -1, "start_s": a - t0, "end_s": b - t0,
@@ -719,21 +671,21 @@ def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, t
 
 def _tables(tl: _Timeline, t0: float) -> dict[str, pd.DataFrame]:
     tables: dict[str, pd.DataFrame] = {}
-    evals = [{"time_s": a.t - t0, "accuracy": _num(a.value), **{k: _num(a.meta[k]) for k in _ID_KEYS if k in a.meta}}
+    evals = [{"time_s": a.t - t0, "accuracy": rules.as_number(a.value), **{k: rules.as_number(a.meta[k]) for k in _ID_KEYS if k in a.meta}}
              for a in tl.points.get("eval_accuracy", [])]
     if evals:
         tables["evals"] = pd.DataFrame(evals)
     if tl.closed["epoch"]:
         tables["epochs"] = pd.DataFrame(
-            [{"epoch_num": _num(iv.meta0.get("epoch_num")), "start_s": iv.t0 - t0, "end_s": iv.t1 - t0} for iv in tl.closed["epoch"]]
+            [{"epoch_num": rules.as_number(iv.meta0.get("epoch_num")), "start_s": iv.t0 - t0, "end_s": iv.t1 - t0} for iv in tl.closed["epoch"]]
         )
     rows = []
     for key in ("tracked_stats", "train_loss"):
         for r in tl.points.get(key, []):
-            counter = next(((k, _num(r.meta[k])) for k in ("step", "samples_count", "epoch_num") if k in r.meta), ("", math.nan))
+            counter = next(((k, rules.as_number(r.meta[k])) for k in ("step", "samples_count", "epoch_num") if k in r.meta), ("", math.nan))
             values = r.value.items() if isinstance(r.value, dict) else [(key, r.value)]
             for name, v in values:
-                rows.append({"time_s": r.t - t0, "name": str(name), "value": _num(v), "counter_name": counter[0], "counter": counter[1]})
+                rows.append({"time_s": r.t - t0, "name": str(name), "value": rules.as_number(v), "counter_name": counter[0], "counter": counter[1]})
     if rows:
         tables["metrics"] = pd.DataFrame(rows)
     return tables
