@@ -403,6 +403,19 @@ def test_a_step_gap_too_long_to_expand_is_counted(tmp_path):
     assert run.meta.report.skipped == {reason: 1} and run.steps.empty
 
 
+def test_an_attempt_past_the_row_budget_is_not_expanded(tmp_path):
+    # 30 entries 100 000 steps apart (each gap allowed) would invent 3 million rows from a 3 KB
+    # file: past the load's budget (rules.MIN_EXPANDED_ROWS, 2 million), so none are invented.
+    hist = [{"loss": 1.0, "step": 100_000 * i} for i in range(1, 31)]
+    hist.append({"step": 3_000_000, "train_runtime": 3e5, "train_steps_per_second": 10.0})
+    p = tmp_path / "trainer_state.json"
+    p.write_text(state(hist, global_step=3_000_000))
+    run = hf_trainer.load(p)
+    assert run.steps.empty and run.meta.report.skipped == {}
+    assert any("would pass this load's budget of rows" in n for n in run.meta.report.notes)
+    assert len(run.tables["log_history"]) == 31
+
+
 def test_many_entries_are_read_in_linear_time(tmp_path):
     import time
 

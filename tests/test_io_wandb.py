@@ -385,7 +385,22 @@ def test_a_step_gap_too_long_is_kept_as_one_row(tmp_path):
     assert run.meta.report.skipped == {reason: 1} and run.meta.report.first_lines[reason] == [4]
     s = run.steps
     assert s["step"].tolist() == [1, 2, 10**12] and s["interval_steps"].tolist() == [1, 1, 10**12 - 2]
-    assert (s["end_s"] - s["start_s"]).tolist() == pytest.approx([0.0, 1.0, 1.0])  # the interval, whole
+    # The kept row is the interval's last step, as long as its mean step: 1 s over 10^12 - 2 steps.
+    assert (s["end_s"] - s["start_s"]).tolist() == pytest.approx([0.0, 1.0, 1.0 / (10**12 - 2)])
+    assert s["end_s"].iloc[-1] == pytest.approx(3.0)  # at its _timestamp, T0 + 3
+
+
+def test_intervals_past_the_row_budget_stay_one_row_each(tmp_path):
+    # 31 rows 100 000 steps apart (each gap allowed) would invent 3 million rows from a 1 KB file:
+    # past the load's budget (rules.MIN_EXPANDED_ROWS, 2 million), so each stays its last step.
+    p = tmp_path / "h.csv"
+    p.write_text("loss,_step,_timestamp,_runtime\n" + "".join(f"1.0,{100_000 * i},{T0 + i},{i}\n" for i in range(31)))
+    run = wandb.load(p)
+    s = run.steps
+    assert s["step"].tolist() == [100_000 * i for i in range(31)] and run.meta.report.skipped == {}
+    assert s["interval_steps"].tolist()[1:] == [100_000] * 30
+    assert (s["end_s"] - s["start_s"]).tolist()[1:] == pytest.approx([1e-5] * 30)  # 1 s over 100 000 steps
+    assert any(n.startswith("log intervals not expanded") for n in run.meta.report.notes)
 
 
 def test_many_evaluations_are_placed_in_linear_time(tmp_path):
