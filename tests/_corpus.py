@@ -114,6 +114,10 @@ def _child(path: Path, fmt: str, out_fd: int) -> None:
     from mfu_toolkit.io.base import InternalLoadError
     from mfu_toolkit.run import LoadError, SchemaError, save_run
 
+    import pyarrow as pa  # noqa: F401 - loaded before the cap: its allocator reserves address
+    import pyarrow.parquet as pq  # space up front, which would otherwise read as a MemoryError
+
+    pq.write_table(pa.table({"x": [1]}), os.devnull)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     with open("/proc/self/statm") as f:
         vm = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
