@@ -4,8 +4,12 @@ They are the project's own synthetic logs, written in each tool's format (nothin
 real logs): an 8-GPU job (2 nodes × 4 GPUs) seen through MLPerf, Megatron-LM, TensorBoard,
 torchtitan, Hugging Face Trainer, Lightning, Weights & Biases, the PyTorch profiler, per-rank
 operation traces, a goodput event log and SLURM, plus a generic CSV with its own column names
-and one deliberately damaged file. The output is deterministic (fixed seed, fixed times, gzip
-without a timestamp): running the script again rewrites the same bytes.
+and one deliberately damaged file; besides, five small jobs of their own: two DCGM exporter
+scrapes of a 4-GPU node (one GPU clocked low, one MIG instance beside them), a NeMo 2 job with an
+in-job restart, a DeepSpeed fp16 job with overflow steps, a MaxText TPU job with its compile and
+async-dispatch steps, and a Megatron-LM job that prints its timers. The output is deterministic
+(fixed seed, fixed times, gzip without a timestamp): running the script again rewrites the same
+bytes.
 
     .venv/bin/python data/make_samples.py [--out data/samples]
 
@@ -16,6 +20,7 @@ test helpers (``tests/_samples.py``), which is independent of the toolkit's read
 from __future__ import annotations
 
 import argparse
+import base64
 import gzip
 import json
 import shutil
@@ -427,8 +432,209 @@ def two_jobs(out: Path) -> None:
     write_text(out / "two_jobs_stdout.log", text)
 
 
+# --- DCGM exporter (Prometheus text) -----------------------------------------------------------
+def dcgm(out: Path) -> None:
+    """Two scrapes of one node's dcgm-exporter, 30 s apart: 4 whole H100s of a training pod (GPU 2
+    held at a lower SM clock and power, hot) and one MIG instance of a fifth GPU serving a notebook."""
+    rng = np.random.default_rng(SEED + 10)
+    host, model = "gpu-node-07", "NVIDIA H100 80GB HBM3"
+    uuid = [f"GPU-{int(rng.integers(16**8)):08x}-{int(rng.integers(16**4)):04x}-{int(rng.integers(16**4)):04x}-"
+            f"{int(rng.integers(16**4)):04x}-{int(rng.integers(16**12)):012x}" for _ in range(5)]
+    metrics = [  # (name, help, whole GPUs only)
+        ("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", True),
+        ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", True),
+        ("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", True),
+        ("DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", False),
+        ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", False),
+    ]
+
+    def labels(g: int) -> str:
+        common = f'gpu="{g}",UUID="{uuid[g]}",modelName="{model}"'
+        if g == 4:
+            return common + f',GPU_I_PROFILE="1g.10gb",GPU_I_ID="9",Hostname="{host}",pod="notebook-3"'
+        return common + f',Hostname="{host}",pod="pretrain-worker-0"'
+
+    lines = []
+    for _scrape in range(2):
+        for name, text, whole_only in metrics:
+            lines += [f"# HELP {name} {text}", f"# TYPE {name} gauge"]
+            for g in range(5):
+                if whole_only and g == 4:
+                    continue
+                slow = g == 2
+                value = {
+                    "DCGM_FI_DEV_SM_CLOCK": f"{(1425 if slow else 1980) - 15 * int(rng.integers(0, 2))}",
+                    "DCGM_FI_DEV_POWER_USAGE": f"{(515 if slow else 688) + float(rng.normal(0, 6)):.3f}",
+                    "DCGM_FI_DEV_GPU_TEMP": f"{(86 if slow else 67) + int(rng.integers(0, 3))}",
+                    "DCGM_FI_PROF_SM_ACTIVE": f"{(0.16 if g == 4 else 0.83) + float(rng.normal(0, 0.01)):.6f}",
+                    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": f"{(0.05 if g == 4 else 0.41) + float(rng.normal(0, 0.01)):.6f}",
+                }[name]
+                lines.append(f"{name}{{{labels(g)}}} {value}")
+    write_text(out / "dcgm_metrics.txt", "\n".join(lines) + "\n")
+
+
+# --- NeMo 2 through NeMo-Run (stdout of the fault-tolerance launcher) ------------------------
+def nemo(out: Path) -> None:
+    """8 ranks, global batch 256 × 4096 tokens; a crash in step 16, an in-job restart that resumes
+    from the step-10 checkpoint and runs steps 10-19. The job name is cut to its last 12 characters."""
+    rng = np.random.default_rng(SEED + 11)
+    job = "e-pretrain/0 "  # NeMo-Run's cut of "mfu-sample-pretrain/0"
+    lines = ["Launching training run ...",
+             "Waiting for job mfu-sample-pretrain-k2x7 to finish [log=True]..."]
+
+    def launcher(attempt: int, secs: float) -> None:
+        lines.append(f"{job}[{stamp(secs, '%Y-%m-%d %H:%M:%S')},{int(secs * 1000) % 1000:03d}] [INFO] [ft_launcher@node-0] "
+                     f"[default] Rendezvous complete for workers. Result:")
+        lines.append(f"{job}  restart_count={attempt}")
+        lines.append(f"{job}[default0]:All distributed processes registered. Starting with 8 processes")
+        lines.append(f"{job}[default0]:[NeMo I {stamp(secs + 21)} utils:302] Setting up optimizer with config "
+                     "OptimizerConfig(optimizer='adam', lr=0.0003, fp16=False, bf16=True, params_dtype=torch.bfloat16)")
+        lines.append(f"{job}[default0]:[NeMo I {stamp(secs + 22)} base:44] Model config: GPTConfig(seq_length=4096, "
+                     "num_layers=24, hidden_size=2048, num_attention_heads=16)")
+
+    def step_line(step: int, dur: float) -> str:
+        tokens = 256 * 4096 / dur / 8
+        cs = "" if step == 0 else f" | consumed_samples: {256 * (step + 1)}"
+        return (f"{job}[default0]:Training epoch 0, iteration {step}/19 | global_batch_size: 256 | global_step: {step} | reduced_train_loss: {10.9 - 0.21 * step:.3f} | "
+                f"train_step_timing in s: {dur:.3f} | tokens_per_sec_per_gpu: {tokens:.4g} | "
+                f"TFLOPS_per_GPU: {6 * 1.3e9 * 256 * 4096 / dur / 8 / 1e12:.2f}{cs}")
+
+    launcher(0, 0.0)
+    for step in range(16):
+        dur = (11.8 if step == 0 else 4.21) + float(rng.normal(0, 0.01))
+        lines.append(step_line(step, dur))
+        if step == 9:
+            lines.append(f"{job}[default0]:[NeMo I {stamp(70)} nemo_logging:393] Async checkpoint save for step 10 "
+                         "(/results/checkpoints/step=9.ckpt) finalized successfully.")
+    lines += [f"{job}[default5]:[rank5]: Traceback (most recent call last):",
+              f"{job}[default5]:[rank5]:   File \"/workspace/pretrain.py\", line 88, in <module>",
+              f"{job}[default5]:[rank5]: RuntimeError: CUDA error: an illegal memory access was encountered",
+              f"{job}[{stamp(101)},412] [ERROR] [ft_launcher@node-0] failed (exitcode: 1) local_rank: 5 (pid: 20815) of binary: /usr/bin/python",
+              f"{job}[{stamp(101)},413] [INFO] [ft_launcher@node-0] [default] Worker group FAILED. 3/3 attempts left; will restart worker group"]
+    launcher(1, 102.0)
+    for step in range(10, 20):
+        dur = (9.6 if step == 10 else 4.21) + float(rng.normal(0, 0.01))
+        lines.append(step_line(step, dur))
+    lines.append(f"{job}[{stamp(195)},020] [INFO] [ft_launcher@node-0] [default] worker group successfully finished.")
+    write_text(out / "nemo_train.log", "\n".join(lines) + "\n")
+
+
+# --- DeepSpeed engine (stdout of a deepspeed launch) -------------------------------------------
+def deepspeed(out: Path) -> None:
+    """8 ranks on one node, fp16 with ZeRO-2, batch 64 (4 per GPU × 2 accumulation steps), 60 steps
+    printed every 10: the loss scale overflows at steps 3 and 27, which run but do not update."""
+    rng = np.random.default_rng(SEED + 12)
+    info = base64.b64encode(json.dumps({"node-0": list(range(8))}).encode()).decode()
+
+    def at(secs: float, where: str) -> str:
+        return f"[{stamp(secs)},{int(round(secs * 1000)) % 1000:03d}] [INFO] [{where}]"
+
+    lines = [f"{at(0.2, 'real_accelerator.py:222:get_accelerator')} Setting ds_accelerator to cuda (auto detect)",
+             f"{at(1.5, 'runner.py:607:main')} cmd = /usr/bin/python3 -u -m deepspeed.launcher.launch "
+             f"--world_info={info} --master_addr=127.0.0.1 --master_port=29500 train.py --deepspeed_config ds_config.json",
+             f"{at(3.1, 'launch.py:146:main')} WORLD INFO DICT: {{'node-0': [0, 1, 2, 3, 4, 5, 6, 7]}}",
+             f"{at(3.1, 'launch.py:152:main')} nnodes=1, num_local_procs=8, node_rank=0",
+             f"{at(3.1, 'launch.py:164:main')} dist_world_size=8",
+             f"{at(3.1, 'launch.py:168:main')} Setting CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7",
+             f"{at(41.0, 'config.py:999:print')} DeepSpeedEngine configuration:"]
+    for key, value in (("bfloat16_enabled", "False"), ("fp16_enabled", "True"), ("gradient_accumulation_steps", "2"),
+                       ("steps_per_print", "10"), ("train_batch_size", "64"), ("train_micro_batch_size_per_gpu", "4"),
+                       ("zero_optimization_stage", "2")):
+        lines.append(f"{at(41.0, 'config.py:1003:print')}   {key} {'.' * max(2, 30 - len(key))} {value}")
+    t, skipped, scale, samples = 42.0, 0, 65536, []
+    for step in range(1, 61):
+        dur = 0.742 + float(rng.normal(0, 0.004)) + (1.9 if step == 1 else 0.0)
+        t += dur
+        samples.append(64 / dur)
+        if step in (3, 27):
+            skipped += 1
+            lines.append(f"{at(t, 'loss_scaler.py:181:update_scale')} [deepspeed] OVERFLOW! Rank 0 Skipping step. "
+                         f"Attempted loss scale: {scale}, reducing to {scale // 2}")
+            scale //= 2
+        if step % 10 == 0:
+            lines.append(f"{at(t, 'logging.py:96:log_dist')} [Rank 0] step={step}, skipped={skipped}, "
+                         f"lr=[{1e-4 * min(1.0, step / 20):.6e}], mom=[(0.9, 0.95)]")
+            lines.append(f"{at(t + 0.028, 'timer.py:199:stop')} epoch=0/micro_step={2 * step}/global_step={step}, "
+                         f"RunningAvgSamplesPerSec={np.mean(samples[1:]) if step > 1 else samples[0]:.4f}, "
+                         f"CurrSamplesPerSec={samples[-1]:.4f}, MemAllocated=6.12GB, MaxMemAllocated=18.37GB")
+    lines.append(f"{at(t + 2.0, 'launch.py:351:main')} Process 20417 exits successfully.")
+    write_text(out / "deepspeed_train.log", "\n".join(lines) + "\n")
+
+
+# --- MaxText (JAX) stdout --------------------------------------------------------------------
+def maxtext(out: Path) -> None:
+    """A TPU v6e-8 job: 4 sequences of 4096 tokens per device, 12 steps; step 0 compiles, step 1
+    reports before its work is done (asynchronous dispatch)."""
+    rng = np.random.default_rng(SEED + 13)
+    tflop = 712.34  # MaxText's analytic TFLOP per device per step for this configuration
+    lines = ["Config param dtype: bfloat16", "Config param gradient_accumulation_steps: 1",
+             "Config param max_target_length: 4096", "Config param model_name: llama2-7b",
+             "Config param per_device_batch_size: 4.0", "Config param steps: 12",
+             "System Information: Jax Version: 0.4.35", "TFRT TPU v6 lite",
+             "Num_devices: 8, shape (1, 1, 8, 1, 1, 1, 1, 1, 1, 1, 1, 1)",
+             "Per train step:", f" Total TFLOPs: {tflop:.2f} ",
+             " split as 93.51% learnable weight flops and 6.49% attention flops"]
+    for step in range(12):
+        secs = 61.204 if step == 0 else 0.298 if step == 1 else 1.742 + float(rng.normal(0, 0.004))
+        lines.append(f"completed step: {step}, seconds: {secs:.3f}, TFLOP/s/device: {tflop / secs:.3f}, "
+                     f"Tokens/s/device: {16384 / secs:.3f}, total_weights: 131072, loss: {10.87 - 0.31 * step:.3f}")
+    write_text(out / "maxtext_train.log", "\n".join(lines) + "\n")
+
+
+# --- Megatron-LM with its timers -----------------------------------------------------------------
+def megatron_timers(out: Path) -> None:
+    """World size 8 (TP 2 × DP 4), 20 iterations logged every 5, each line followed by the
+    ``(min, max) time across ranks (ms):`` block of its interval (per-step means)."""
+    rng = np.random.default_rng(SEED + 14)
+    lines = [
+        "using world size: 8, data-parallel size: 4, context-parallel size: 1, tensor-model-parallel size: 2, "
+        "pipeline-model-parallel size: 1",
+        "------------------------ arguments ------------------------",
+        "  bf16 ............................................ True",
+        "  global_batch_size ............................... 128",
+        "  log_interval .................................... 5",
+        "  micro_batch_size ................................ 2",
+        "  seq_length ...................................... 2048",
+        "-------------------- end of arguments ---------------------",
+        f"[after dataloaders are built] datetime: {stamp(30)} ",
+        f"[before the start of training step] datetime: {stamp(31)} ",
+    ]
+    t = 31.0
+    for it in range(5, 21, 5):
+        warm = it == 5
+        fwd, bwd = 610 + float(rng.normal(0, 3)), 1225 + float(rng.normal(0, 5))
+        data = (95.0 if warm else 21.0) + float(rng.normal(0, 0.5))
+        ar = 148 + float(rng.normal(0, 1))
+        opt = 64 + float(rng.normal(0, 0.3))
+        # The line's timestamp has whole seconds: the interval mean is the time between two lines
+        # (what is left besides the timers is the untimed rest of the step).
+        end = round(t + 5 * (fwd + bwd + data + ar + opt + 40 + (900.0 if warm else 0.0)) / 1000)
+        ms, t = (end - t) * 1000 / 5, float(end)
+        lines.append(
+            f" [{stamp(t)}] iteration {it:8d}/{20:8d} | consumed samples: {it * 128:12d} | "
+            f"elapsed time per iteration (ms): {ms:.1f} | throughput per GPU (TFLOP/s/GPU): {2.7e15 / 8 / ms * 1e3 / 1e12:.1f} | "
+            f"learning rate: {2e-4 * it / 20:.6E} | global batch size: {128:5d} | lm loss: {8.4 - 0.11 * it:.6E} | "
+            f"loss scale: 1.0 | grad norm: {2.1 - 0.04 * it:.3f} | number of skipped iterations: {0:3d} | "
+            f"number of nan iterations: {0:3d} |")
+        lines.append("(min, max) time across ranks (ms):")
+        for name, lo, hi in (
+            ("forward-backward", fwd + bwd + data - 6, fwd + bwd + data + 2),
+            ("forward-compute", fwd - 9, fwd),
+            ("backward-compute", bwd - 14, bwd),
+            ("batch-generator", data * 0.6, data),
+            ("layernorm-grads-all-reduce", 0.02, 0.03),
+            ("embedding-grads-all-reduce", 0.04, 0.05),
+            ("all-grads-sync", ar - 1.5, ar),
+            ("optimizer-copy-to-main-grad", 6.1, 6.2),
+            ("optimizer-inner-step", opt - 12.5, opt - 12.2),
+            ("optimizer", opt - 0.4, opt),
+        ):
+            lines.append(f"    {name} {'.' * (48 - len(name))}: ({lo:.2f}, {hi:.2f})")
+    write_text(out / "megatron_timers.log", "\n".join(lines) + "\n")
+
+
 WRITERS = (mlperf, megatron, megatron_ci, tensorboard, torchtitan, hf_trainer, lightning, wandb, kineto,
-           straggler_ops, goodput, sacct, custom_csv, messy, two_jobs)
+           straggler_ops, goodput, sacct, custom_csv, messy, two_jobs, dcgm, nemo, deepspeed, maxtext, megatron_timers)
 
 
 def main(argv: list[str] | None = None) -> int:
