@@ -278,15 +278,16 @@ def test_wide_tables_load_in_time_linear_in_their_columns(tmp_path):
         rows = [",".join(names)] + [",".join([str(s), str(s), str(s + 1)] + ["1.5"] * n_cols) for s in range(3)]
         p = write_table(tmp_path, "\n".join(rows) + "\n", f"wide{n_cols}.csv")
         best = float("inf")
-        for _ in range(2):
+        for _ in range(3):
             t = time.perf_counter()
             run = load_table(p)
             best = min(best, time.perf_counter() - t)
         assert run.steps.shape == (3, 5 + n_cols)
         return best
 
-    # 4x the columns: about 4x the time when linear, 16x when quadratic (it took 18 s for 4,000)
-    assert seconds(8000) / seconds(2000) < 8
+    # 4x the columns: about 4x the time when linear (pandas' own per-column cost grows a little
+    # with width: 4-8x measured, the top under load), 16x when quadratic (it took 18 s for 4,000)
+    assert seconds(8000) / seconds(2000) < 11
 
 
 @pytest.mark.parametrize("char", ["[", "0", " ", "{", "|", ",", '"', "-"])
