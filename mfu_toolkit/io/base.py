@@ -330,7 +330,7 @@ def _restore(run: Run, overrides: Mapping[str, Any], warn: bool) -> Run:
     given = [f for f in facts if f["source"] == "given"]
     meta = apply_overrides(run.meta.replace(facts=[*run.meta.facts, *given], report=report), overrides)
     if warn and conflicts:
-        warnings.warn(f"{report.source}: " + " ".join(conflicts) + ".", LoadWarning, stacklevel=5)
+        warnings.warn(f"{report.source}: " + " ".join(conflicts) + ".", LoadWarning, stacklevel=6)
     return run.replace(meta=meta)
 
 
@@ -369,7 +369,7 @@ def assemble(parsed: Parsed, reader: Reader, overrides: Mapping[str, Any] | None
         text = rep.summary() if rep.skipped else f"{rep.source} ({rep.format}): skipped none."
         if conflicts:
             text += " " + " ".join(conflicts) + "."
-        warnings.warn(text, LoadWarning, stacklevel=4)
+        warnings.warn(text, LoadWarning, stacklevel=5)  # the caller of load_run
     return run
 
 
