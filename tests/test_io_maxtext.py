@@ -214,3 +214,16 @@ def test_mutations_never_raise_foreign_errors(realdata):  # noqa: F811
             raise
         except (LoadError, SchemaError):
             pass
+
+
+def test_garbled_numbers_cost_one_step_and_a_saved_run_reads_back_equal(tmp_path):
+    # Found by the damage corpus: 'per_device_batch_size: nan' became a NaN fact (NaN != NaN, so the
+    # saved Run read back different) and 'seconds: 1e308' put every later step at infinity.
+    from mfu_toolkit.run import save_run
+
+    text = NEW_FORM.replace("per_device_batch_size: 2", "per_device_batch_size: nan").replace("seconds: 0.400", "seconds: 1e308")
+    run = _quiet(load_run, _write(tmp_path, text))
+    assert run.steps["step"].tolist() == [0, 1, 3]
+    assert run.meta.report.skipped == {"value out of range": 1}
+    assert run.meta.fact("micro_batch") is None and run.meta.global_batch is None
+    assert load_run(save_run(run, tmp_path / "r.parquet")) == run

@@ -171,12 +171,14 @@ class Parsed:
     restored: Run | None = None
 
     def fact(self, name: str, value: Any, where: str, text: str = "") -> None:
-        """Add a fact (``None`` values are ignored)."""
-        if value is not None:
-            self.facts.append(Fact(name, value, where, text))
+        """Add a fact (``None``, NaN and infinite values are no facts and are ignored)."""
+        if value is None or (isinstance(value, float) and not math.isfinite(value)):
+            return
+        self.facts.append(Fact(name, value, where, text))
 
     def claim(self, claim: Claim | None) -> None:
-        if claim is not None:
+        """Add a claim (``None`` and a claim of a NaN or infinite value are ignored)."""
+        if claim is not None and math.isfinite(claim.value):
             self.claims.append(claim)
 
 
@@ -292,6 +294,18 @@ def apply_overrides(meta: RunMeta, overrides: Mapping[str, Any]) -> RunMeta:
     return meta
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinite floats replaced by None, in nested dicts and lists too:
+    meta is JSON and must read back equal from a saved Run (NaN never equals itself)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
         return math.isclose(float(a), float(b), rel_tol=1e-9)
@@ -357,10 +371,10 @@ def assemble(parsed: Parsed, reader: Reader, overrides: Mapping[str, Any] | None
         source_format=reader.fmt,
         time_unit=parsed.time_unit,
         timing=parsed.timing,
-        extra=dict(parsed.extra),
+        extra=_finite(dict(parsed.extra)),
         report=rep,
-        facts=facts,
-        claims=[c.to_dict() for c in parsed.claims],
+        facts=_finite([f for f in facts if not (isinstance(f["value"], float) and not math.isfinite(f["value"]))]),
+        claims=[_finite(c.to_dict()) for c in parsed.claims if math.isfinite(c.value)],
         **fields,
     )
     meta = apply_overrides(meta, overrides)

@@ -65,6 +65,7 @@ _FIELDS = {
     "total_weights": "total_weights",
     "loss": "loss",
 }
+_MAX_STEP_S = 1e7  # no training step lasts 116 days
 _CONFIG_KEYS = ("model_name", "dtype", "max_target_length", "per_device_batch_size", "gradient_accumulation_steps", "hardware")
 
 
@@ -122,6 +123,9 @@ def _step_record(reader: Reader, ln: int, body: str, raw: str) -> dict[str, Any]
     if secs is None or not math.isfinite(secs) or secs < 0:
         reader.bad(rules.NEGATIVE_DURATION if secs is not None and secs < 0 else rules.NON_FINITE_TIME,
                    line=ln, field="seconds", example=raw)
+        return None
+    if secs > _MAX_STEP_S:  # a garbled number, not a step: kept, it would put every later step at inf
+        reader.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field="seconds", example=raw)
         return None
     return rec
 
