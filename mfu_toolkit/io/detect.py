@@ -4,7 +4,8 @@ Each format module (``mfu_toolkit.io.formats.<name>``, see :mod:`mfu_toolkit.io.
 ``NAME``, ``sniff(path, head) -> float`` (0..1) and ``parse(reader, options)``. ``head`` is the
 first 8 KiB (decompressed when gzipped), ``b""`` for a directory. The best score
 of at least 0.5 wins; two scores within 0.1 of each other are an ambiguity that names the
-candidates, unless exactly one format is certain (1.0: a signature only it writes); no score
+candidates, unless exactly one format is certain (1.0: a signature only it writes, such as a
+saved Run's metadata key or NeMo's ``train_step_timing in s`` field); no score
 of 0.5 is an error that lists what was tried and advises ``format=``.
 The generic ``table`` loader is a fallback: it is considered only when no specific format
 claims the file.
@@ -179,7 +180,7 @@ def detect_format(path: str | Path) -> str:
             path=p,
         )
     certain = [n for n, s in pool.items() if s >= 1.0]
-    if len(certain) == 1:  # a signature only its format writes (a saved Run's metadata key)
+    if len(certain) == 1:  # a signature only its format writes (see the module docstring)
         return certain[0]
     ranked = sorted(pool.items(), key=lambda kv: -kv[1])
     if len(ranked) > 1 and ranked[0][1] - ranked[1][1] < MARGIN - 1e-9:
