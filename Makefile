@@ -30,8 +30,13 @@ browser: $(STAMP)
 	$(PY) -m pytest -p no:cacheprovider -m browser tests
 
 ## JupyterLab on notebooks/ (the URL with its token is printed below).
+# Jupyter refuses to start as root (containers, dev VMs) without --allow-root: add it only then.
+ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
+COMMA := ,
+
 lab: $(STAMP)
-	$(PY) -m jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=notebooks
+	@$(if $(ALLOW_ROOT),echo "make lab: running as root$(COMMA) so JupyterLab starts with --allow-root")
+	$(PY) -m jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=notebooks $(ALLOW_ROOT)
 
 ## Re-execute the curated notebooks and store their outputs (byte-for-byte reproducible).
 regen: $(STAMP)
