@@ -416,6 +416,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"mfu {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        # The reader went away (`mfu analyze log | head`): stop quietly, as other Unix tools do.
+        # stdout is pointed at /dev/null so the interpreter's final flush does not fail again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

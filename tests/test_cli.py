@@ -196,3 +196,15 @@ def test_flops_subcommand_is_wired(capsys):
     code, out, _ = run(capsys, "flops", "--preset", "dlrm-dcnv2")
     assert code == 0
     assert "32,060,928" in out or "32.06 M" in out or "32060928" in out
+
+
+def test_output_into_a_closed_pipe_is_quiet():
+    # `mfu accelerators | head -1`: once the reader has gone, the command stops with no
+    # BrokenPipeError traceback. The table (~60 KB) overfills the closed pipe.
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "mfu_toolkit", "accelerators"]
+    r = subprocess.run(f"{' '.join(cmd)} | head -c 10 > /dev/null", shell=True, capture_output=True, text=True,
+                       timeout=120, executable="/bin/bash")
+    assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
