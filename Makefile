@@ -57,30 +57,35 @@ clean:
 ## Runs notebooks/08_team_report.ipynb headless (papermill) into $(REPORTS)/NAME-report.ipynb and .html.
 LOG    ?=
 FORMAT ?= auto
-REPORT_NAME = $(if $(LOG),$(notdir $(basename $(patsubst %/,%,$(LOG)))),sample)
 REPORTS ?= reports
-REPORT_NB   = $(REPORTS)/$(REPORT_NAME)-report.ipynb
-REPORT_ARGS = -r log_path "$(if $(LOG),$(abspath $(LOG)))" -r log_format "$(FORMAT)" \
-	$(if $(ACCELERATOR),-r accelerator "$(ACCELERATOR)") $(if $(DTYPE),-r dtype "$(DTYPE)") \
-	$(if $(GPUS),-p n_accelerators $(GPUS)) $(if $(PRESET),-r preset "$(PRESET)") \
-	$(if $(SEQ_LEN),-p seq_len $(SEQ_LEN)) $(if $(FLOPS_PER_SAMPLE),-p flops_per_sample $(FLOPS_PER_SAMPLE)) \
-	$(if $(GLOBAL_BATCH),-p global_batch $(GLOBAL_BATCH)) $(if $(COLUMN_MAP),-r columns "$(COLUMN_MAP)") \
-	$(if $(TIME_UNIT),-r time_unit "$(TIME_UNIT)") $(if $(CHECKPOINT_S),-p checkpoint_write_s $(CHECKPOINT_S)) \
-	$(if $(CHECKPOINT_EVERY),-p checkpoint_every_steps $(CHECKPOINT_EVERY)) \
-	$(if $(MTBF_HOURS),-p mtbf_hours $(MTBF_HOURS))
+# What the user passes reaches the shell only as environment variables ("$$LOG"), never pasted
+# into the command line, so a file name with spaces, quotes, $ or backticks is just a name.
+export LOG FORMAT REPORTS ACCELERATOR DTYPE GPUS PRESET SEQ_LEN FLOPS_PER_SAMPLE GLOBAL_BATCH \
+	COLUMN_MAP TIME_UNIT CHECKPOINT_S CHECKPOINT_EVERY MTBF_HOURS
+REPORT_ARGS = -r log_format "$$FORMAT" \
+	$(if $(ACCELERATOR),-r accelerator "$$ACCELERATOR") $(if $(DTYPE),-r dtype "$$DTYPE") \
+	$(if $(GPUS),-p n_accelerators "$$GPUS") $(if $(PRESET),-r preset "$$PRESET") \
+	$(if $(SEQ_LEN),-p seq_len "$$SEQ_LEN") $(if $(FLOPS_PER_SAMPLE),-p flops_per_sample "$$FLOPS_PER_SAMPLE") \
+	$(if $(GLOBAL_BATCH),-p global_batch "$$GLOBAL_BATCH") $(if $(COLUMN_MAP),-r columns "$$COLUMN_MAP") \
+	$(if $(TIME_UNIT),-r time_unit "$$TIME_UNIT") $(if $(CHECKPOINT_S),-p checkpoint_write_s "$$CHECKPOINT_S") \
+	$(if $(CHECKPOINT_EVERY),-p checkpoint_every_steps "$$CHECKPOINT_EVERY") \
+	$(if $(MTBF_HOURS),-p mtbf_hours "$$MTBF_HOURS")
 # On a team's log, the commentary written for the sample (cells tagged sample-reading) is left out.
 REPORT_STRIP = $(if $(LOG),--TagRemovePreprocessor.enabled=True --TagRemovePreprocessor.remove_cell_tags=sample-reading)
 
 report: $(STAMP)
-	@if [ -n "$(LOG)" ] && [ ! -e "$(LOG)" ]; then \
-		echo "make report: LOG=$(LOG): no such file or directory" >&2; exit 2; fi
-	@mkdir -p $(REPORTS)
-	@rc=0; $(PY) -m papermill notebooks/08_team_report.ipynb $(REPORT_NB) --cwd notebooks \
-		--no-progress-bar $(REPORT_ARGS) || rc=$$?; \
-	$(if $(LOG),$(PY) -m jupyter nbconvert --to notebook --inplace --log-level=ERROR $(REPORT_STRIP) $(REPORT_NB) || exit $$?;) \
-	$(PY) -m jupyter nbconvert --to html --no-input --log-level=ERROR $(REPORT_STRIP) $(REPORT_NB) || exit $$?; \
-	if [ $$rc -ne 0 ]; then echo "make report: the report failed; the error is in $(REPORT_NB)" >&2; exit $$rc; fi; \
-	echo "wrote $(REPORT_NB) and $(REPORT_NB:.ipynb=.html)"
+	@if [ -n "$$LOG" ] && [ ! -e "$$LOG" ]; then \
+		printf 'make report: LOG=%s: no such file or directory\n' "$$LOG" >&2; exit 2; fi
+	@mkdir -p -- "$$REPORTS"
+	@if [ -n "$$LOG" ]; then log_path=$$(cd -- "$$(dirname -- "$$LOG")" && pwd)/$$(basename -- "$$LOG"); \
+		name=$$(basename -- "$${LOG%/}"); name=$${name%.*}; else log_path=; name=sample; fi; \
+	nb="$$REPORTS/$$name-report.ipynb"; rc=0; \
+	$(PY) -m papermill notebooks/08_team_report.ipynb "$$nb" --cwd notebooks \
+		--no-progress-bar -r log_path "$$log_path" $(REPORT_ARGS) || rc=$$?; \
+	$(if $(LOG),$(PY) -m jupyter nbconvert --to notebook --inplace --log-level=ERROR $(REPORT_STRIP) "$$nb" || exit $$?;) \
+	$(PY) -m jupyter nbconvert --to html --no-input --log-level=ERROR $(REPORT_STRIP) "$$nb" || exit $$?; \
+	if [ $$rc -ne 0 ]; then printf 'make report: the report failed; the error is in %s\n' "$$nb" >&2; exit $$rc; fi; \
+	printf 'wrote %s and %s\n' "$$nb" "$${nb%.ipynb}.html"
 
 ## The workshop app: the explorers as a Voila dashboard (no code shown), on loopback.
 app: $(STAMP)

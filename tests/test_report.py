@@ -61,12 +61,14 @@ def _outputs(nb: dict) -> str:
 
 @needs_make
 def test_make_report_on_a_team_log(tmp_path):
-    log = _write_log(tmp_path / "team_steps.csv")
+    # A folder and a file name with a space and a quote: names, not shell syntax.
+    (tmp_path / "team runs").mkdir()
+    log = _write_log(tmp_path / "team runs" / "team's steps.csv")
     out = tmp_path / "reports"
     r = _make(f"LOG={log}", f"REPORTS={out}", "ACCELERATOR=A100 SXM", "DTYPE=bf16",
               "FLOPS_PER_SAMPLE=1.5e12", "GLOBAL_BATCH=256")
     assert r.returncode == 0, r.stdout + r.stderr
-    nb_path, html = out / "team_steps-report.ipynb", out / "team_steps-report.html"
+    nb_path, html = out / "team's steps-report.ipynb", out / "team's steps-report.html"
     assert nb_path.exists() and html.exists(), sorted(p.name for p in out.iterdir())
     nb = json.loads(nb_path.read_text())
     assert any("injected-parameters" in c["metadata"].get("tags", []) for c in nb["cells"])
@@ -82,7 +84,8 @@ def test_make_report_on_a_team_log(tmp_path):
     assert "1 gap between steps longer than two ideal steps" in text
     assert "A100 SXM bf16" in text
     body = html.read_text()
-    assert "team_steps.csv" in body and "Persistent stragglers" in body and "<img" in body
+    assert ("team's steps.csv" in body or "team&#x27;s steps.csv" in body or "team&#39;s steps.csv" in body)
+    assert "Persistent stragglers" in body and "<img" in body
     # the commentary written for the sample is left out of a team's report; the headings stay
     prose = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert not any("sample-reading" in c["metadata"].get("tags", []) for c in nb["cells"])
@@ -90,6 +93,18 @@ def test_make_report_on_a_team_log(tmp_path):
         assert sample_fact not in prose and sample_fact not in body, sample_fact
     assert "### Stragglers" in prose and '<h3 id="Stragglers">' in body
     assert "the text between the cells describes the sample log, not this one" in text
+
+
+@needs_make
+def test_make_report_never_runs_what_a_file_name_says(tmp_path):
+    # LOG used to be pasted inside double quotes, so backticks and $(...) in it ran.
+    marker = tmp_path / "PWNED"
+    for name in (f"x`touch {marker}`.log", 'x"; touch ' + str(marker) + '; ".log', f"x$(touch {marker}).log"):
+        r = _make(f"LOG={name}", f"REPORTS={tmp_path / 'reports'}")
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert not marker.exists(), name
+        if "$(" not in name:  # make itself reads $(...) as a (here empty) make variable
+            assert f"LOG={name}: no such file or directory" in r.stderr
 
 
 @needs_make
