@@ -110,12 +110,12 @@ def mutations(data: bytes, rng: random.Random) -> Iterator[tuple[str, bytes]]:
 
 def _child(path: Path, fmt: str, out_fd: int) -> None:
     """In the forked child: cap memory, load, round-trip, and write one line of verdict."""
+    import pyarrow as pa  # noqa: F401 - loaded before the cap: its allocator reserves address
+    import pyarrow.parquet as pq  # space up front, which would otherwise read as a MemoryError
+
     from mfu_toolkit.io import load_run
     from mfu_toolkit.io.base import InternalLoadError
     from mfu_toolkit.run import LoadError, SchemaError, save_run
-
-    import pyarrow as pa  # noqa: F401 - loaded before the cap: its allocator reserves address
-    import pyarrow.parquet as pq  # space up front, which would otherwise read as a MemoryError
 
     pq.write_table(pa.table({"x": [1]}), os.devnull)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)

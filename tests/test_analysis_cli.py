@@ -110,14 +110,13 @@ def test_analyze_preset_and_accelerator_replace_the_logs_flops(tmp_path, capsys)
     ("argv", "fragment"),
     [
         (["analyze", "/no/such/log.txt"], "no such file or directory"),
-        (["analyze", "{sim}", "--flops-per-step", "1e30"], "MFU = "),
         (["analyze", "{sim}", "--n-accelerators", "0"], "--n-accelerators must be an integer >= 1"),
         (["analyze", "{sim}", "--warmup-steps", "-3"], "warmup_steps must be an integer >= 0; got -3"),
     ],
 )
 def test_analyze_user_errors_are_one_line(sim_file, capsys, argv, fragment):
     argv = [a.replace("{sim}", str(sim_file)) for a in argv]
-    assert _run(argv) == 2
+    assert _run(argv) == 2  # usage errors; MFU above 100 % is 1 (the test below)
     err = capsys.readouterr().err
     assert err.startswith("mfu analyze: error: ") and err.count("\n") == 1
     assert fragment in err
@@ -256,3 +255,13 @@ def test_analyze_preset_without_any_seq_len_names_the_flag(tmp_path, capsys):
     assert doc["model_flops_source"].startswith("preset 'llama3-8b' at seq_len 8192 (published)")
     assert _run(["analyze", str(sim), "--causal"]) == 2
     assert "--causal applies to the FLOPs count of --preset" in capsys.readouterr().err
+
+
+def test_an_mfu_above_100_percent_exits_1_as_the_readme_says(capsys):
+    # README, "Exit status": 1 for inconsistent inputs (MFU or HFU above 100 %), 2 for usage errors.
+    # 1e18 FLOPs per sample on one H100 is far above its 989.4 TFLOP/s peak.
+    sample = Path(__file__).resolve().parents[1] / "data" / "samples" / "megatron_train.log"
+    code = _run(["analyze", str(sample), "--accelerator", "H100", "--gpus", "1", "--flops-per-sample", "1e18"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mfu analyze: error: MFU = ") and err.count("\n") == 1 and "is above 100%" in err

@@ -184,6 +184,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     """Load a log, then print the MFU summary, the scorecard and the waterfall (or JSON/HTML)."""
     from ..analysis.breakdown import account, breakdown, mfu_summary
     from ..analysis.scorecard import scorecard
+    from ..formulas import MFUAbove100Error
     from ..run import LoadError, SchemaError
 
     try:
@@ -196,6 +197,9 @@ def run_analyze(args: argparse.Namespace) -> int:
             from ..report import html_report
 
             html_report(acc, path=args.html)
+    except MFUAbove100Error as exc:  # inconsistent inputs, as for `mfu calc`: status 1
+        _error("analyze", exc)
+        return 1
     except (LoadError, SchemaError, ValueError, TypeError, LookupError, OSError) as exc:
         return _error("analyze", exc)
     if args.json:
