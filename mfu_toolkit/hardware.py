@@ -74,6 +74,7 @@ __all__ = [
     "normalise_name",
     "peak_table",
     "register_accelerator",
+    "read_sourced_csv",
     "resolve",
 ]
 
@@ -499,37 +500,48 @@ def _read_text(path: str | Path) -> str:
     return text
 
 
-def _read_csv(path: str | Path) -> list[_Row]:
-    """Rows of an accelerator CSV; blank lines and lines starting with '#' are skipped."""
+def read_sourced_csv(path: str | Path, *, columns: Iterable[str], required: Iterable[str],
+                     parse_row: Callable[[dict[str, str], str], object],
+                     error: Callable[[str], Exception], what: str) -> list:
+    """``parse_row(fields, "file:line")`` for each data row of a sourced-data CSV (this registry's,
+    the published-MFU table's). Blank lines and lines starting with '#' are skipped, line numbers
+    stay the file's; a bad header or row is ``error(message)`` naming ``file:line``."""
+    columns, required = tuple(columns), tuple(required)
     try:
         text = _read_text(path)
     except OSError as exc:
-        raise RegistryError(f"{path}: cannot read accelerator CSV ({exc.strerror or exc})") from None
+        raise error(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
     # Blank out comment lines instead of dropping them, so line numbers stay those of the file.
     lines = ["\n" if line.lstrip().startswith("#") else line for line in text.splitlines(keepends=True)]
     reader = csv.reader(lines)
     header: list[str] | None = None
-    rows: list[_Row] = []
+    rows: list = []
     for fields in reader:
         line = reader.line_num
         if not any(f.strip() for f in fields):
             continue
         if header is None:
             header = [f.strip().lower() for f in fields]
-            missing = [c for c in _REQUIRED_COLUMNS if c not in header]
-            unknown = [c for c in header if c not in CSV_COLUMNS]
+            missing = [c for c in required if c not in header]
+            unknown = [c for c in header if c not in columns]
             if missing or unknown or len(set(header)) != len(header):
-                raise RegistryError(
+                raise error(
                     f"{path}:{line}: bad header: missing {missing or 'nothing'}, unknown {unknown or 'nothing'}"
                     f"{', duplicated columns' if len(set(header)) != len(header) else ''}; "
-                    f"columns are {', '.join(CSV_COLUMNS)}")
+                    f"columns are {', '.join(columns)}")
             continue
         if len(fields) != len(header):
-            raise RegistryError(f"{path}:{line}: {len(fields)} fields where the header has {len(header)}")
-        rows.append(_parse_row(dict(zip(header, fields, strict=True)), f"{path}:{line}"))
+            raise error(f"{path}:{line}: {len(fields)} fields where the header has {len(header)}")
+        rows.append(parse_row(dict(zip(header, fields, strict=True)), f"{path}:{line}"))
     if header is None:
-        raise RegistryError(f"{path}: no header row; columns are {', '.join(CSV_COLUMNS)}")
+        raise error(f"{path}: no header row; columns are {', '.join(columns)}")
     return rows
+
+
+def _read_csv(path: str | Path) -> list[_Row]:
+    """Rows of an accelerator CSV; blank lines and lines starting with '#' are skipped."""
+    return read_sourced_csv(path, columns=CSV_COLUMNS, required=_REQUIRED_COLUMNS, parse_row=_parse_row,
+                            error=RegistryError, what="accelerator CSV")
 
 
 def _common_note(notes: list[str]) -> str:

@@ -26,12 +26,12 @@ use, so ``mfu calc`` stays fast.
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 import re
 
 from .formulas import LIKELY_CAUSES
+from .hardware import read_sourced_csv
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -238,36 +238,8 @@ def _parse_row(raw: dict[str, str], origin: str) -> PublishedMFU:
 
 def load_csv(path: str | os.PathLike[str]) -> tuple[PublishedMFU, ...]:
     """Every row of a CSV in the shipped format, validated; blank and ``#`` lines are skipped."""
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            text = f.read()
-    except OSError as exc:
-        raise PublishedDataError(f"{path}: cannot read published-MFU CSV ({exc.strerror or exc})") from None
-    # Comment lines are blanked, not dropped, so line numbers stay those of the file.
-    lines = ["\n" if line.lstrip().startswith("#") else line for line in text.splitlines(keepends=True)]
-    reader = csv.reader(lines)
-    header: list[str] | None = None
-    rows: list[PublishedMFU] = []
-    for fields in reader:
-        line = reader.line_num
-        if not any(f.strip() for f in fields):
-            continue
-        if header is None:
-            header = [f.strip().lower() for f in fields]
-            missing = [c for c in _REQUIRED if c not in header]
-            unknown = [c for c in header if c not in CSV_COLUMNS]
-            if missing or unknown or len(set(header)) != len(header):
-                raise PublishedDataError(
-                    f"{path}:{line}: bad header: missing {missing or 'nothing'}, unknown {unknown or 'nothing'}"
-                    f"{', duplicated columns' if len(set(header)) != len(header) else ''}; "
-                    f"columns are {', '.join(CSV_COLUMNS)}")
-            continue
-        if len(fields) != len(header):
-            raise PublishedDataError(f"{path}:{line}: {len(fields)} fields where the header has {len(header)}")
-        rows.append(_parse_row(dict(zip(header, fields, strict=True)), f"{path}:{line}"))
-    if header is None:
-        raise PublishedDataError(f"{path}: no header row; columns are {', '.join(CSV_COLUMNS)}")
-    return tuple(rows)
+    return tuple(read_sourced_csv(path, columns=CSV_COLUMNS, required=_REQUIRED, parse_row=_parse_row,
+                                  error=PublishedDataError, what="published-MFU CSV"))
 
 
 _BUILTIN: tuple[PublishedMFU, ...] | None = None
