@@ -188,3 +188,29 @@ def materialise(src: Path, kind: str, data: bytes, root: Path, folder_of: Path |
     shutil.copytree(folder_of, copy)
     (copy / src.relative_to(folder_of)).write_bytes(data)
     return copy
+
+
+def assert_regexes_linear(module: object, ch: str, *, prefixes: tuple[str, ...], anchored: set[str],
+                          limit_s: float = 0.5) -> None:
+    """Every compiled pattern of ``module`` on 80 KB of ``ch`` after each prefix, within ``limit_s``.
+
+    Patterns named in ``anchored`` are applied with match/fullmatch (as their module uses them),
+    the others with finditer over the whole text.
+    """
+    import re
+    import time
+
+    for name, pat in vars(module).items():
+        if not isinstance(pat, re.Pattern):
+            continue
+        for prefix in prefixes:
+            text = prefix + ch * 80_000
+            data = text if isinstance(pat.pattern, str) else text.encode()
+            t0 = time.perf_counter()
+            if name in anchored:
+                pat.fullmatch(data)
+                pat.match(data)
+            else:
+                for _ in pat.finditer(data):
+                    pass
+            assert time.perf_counter() - t0 < limit_s, (name, repr(prefix), repr(ch))
