@@ -46,8 +46,9 @@ Timeline rule (a priority sweep)
    that carry them), the ideal time per unit of work ``ρ`` is the median of ``x_k / w_k`` over the
    steady-state window (:func:`steady_state_window`). Then ``ideal_compute = ρ · Σ w_k`` over
    useful steps, and ``jitter = U − ideal_compute − Σ strag_k − Σ data_k``: step time above the
-   ideal not explained by one rank or by input waits (it can be slightly negative when steps
-   outside the window run faster than the window's median).
+   ideal not explained by one rank or by input waits. ``ρ`` is capped at the mean clean rate
+   ``Σ x_k / Σ w_k`` of the window and of all useful steps, so jitter is never negative,
+   goodput never exceeds 100 % and the window MFU never exceeds the steady-state MFU.
 
 MFU (PaLM, Chowdhery et al. 2022, Appendix B; ``formulas.mfu``)::
 
@@ -680,6 +681,22 @@ class Accounting:
         return self.seconds["ideal_compute"] / self.wall_s if self.wall_s > 0 else float("nan")
 
 
+def _ideal_rate(clean: np.ndarray, w: np.ndarray, window: np.ndarray, useful: np.ndarray) -> float:
+    """The ideal time per unit of work: the window's median clean rate, never above a mean.
+
+    The median is robust to outliers, but on a left-skewed window (a few fast steps among
+    slow ones, or only three steps) it can exceed the mean, and an "ideal" slower than what
+    the job averaged would book negative jitter and a goodput above 100 %. So the ideal is
+    capped at the mean clean rate of the window and of all useful steps (Σ clean / Σ work).
+    """
+    rho = float(np.median(clean[window] / w[window]))
+    for sel in (window, useful):
+        total = float(w[sel].sum())
+        if total > 0:
+            rho = min(rho, float(clean[sel].sum()) / total)
+    return rho
+
+
 def _step_pieces(js: pd.DataFrame, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     idx = np.flatnonzero(mask)
     st = js["start_s"].to_numpy(float)[idx]
@@ -805,7 +822,7 @@ def account(
     if n and useful_mask.any():
         sel = in_win & (w > 0) & (labelled > 0)
         if sel.any():
-            rho = float(np.median(clean[sel] / w[sel]))
+            rho = _ideal_rate(clean, w, sel, useful_mask & (w > 0))
     ideal = rho * float(w[useful_mask].sum()) if rho is not None else 0.0
     seconds["ideal_compute"] = ideal
     seconds["stragglers"] = float(strag[useful_mask].sum()) if n else 0.0
