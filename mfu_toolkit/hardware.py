@@ -63,13 +63,16 @@ __all__ = [
     "ENV_VAR",
     "Accelerator",
     "DtypeNotAvailableError",
+    "MemoryBandwidth",
     "Peak",
     "Registry",
     "RefusedNameError",
     "RegistryError",
     "UnknownAcceleratorError",
     "accelerators",
+    "get_memory_bandwidth",
     "get_peak",
+    "load_bandwidth_csv",
     "load_csv",
     "normalise_name",
     "peak_table",
@@ -991,3 +994,92 @@ def register_accelerator(name: str, *, vendor: str, peaks: Mapping[str, float],
 def load_csv(path: str | os.PathLike[str], *, replace: bool = False) -> list[str]:
     """Add the accelerators of a CSV in the shipped format to the shared registry; returns their names."""
     return _registry().load_csv(path, replace=replace)
+
+
+# --- memory bandwidth (memory_bandwidth.csv) -------------------------------------------------
+# A roofline needs the bytes side as well: the vendor's peak memory bandwidth per package, each
+# value with its source. One row per accelerator of the peak registry that publishes a figure.
+
+_BANDWIDTH_CSV = os.path.join(os.path.dirname(os.path.realpath(__file__)), "memory_bandwidth.csv")
+BANDWIDTH_COLUMNS: tuple[str, ...] = ("name", "memory", "bandwidth", "unit", "source", "read_on", "note")
+_BANDWIDTH: dict[str, MemoryBandwidth] | None = None
+
+
+class MemoryBandwidth(_Record):
+    """Peak memory bandwidth of one accelerator package, with its source."""
+
+    __slots__ = ("accelerator", "memory", "tb_per_s", "source", "read_on", "note")
+    __match_args__ = __slots__
+    _hash_fields = __slots__
+
+    accelerator: str
+    memory: str
+    tb_per_s: float
+    source: str
+    read_on: str
+    note: str
+
+    def __init__(self, accelerator: str, memory: str, tb_per_s: float, source: str, read_on: str,
+                 note: str) -> None:
+        init = object.__setattr__
+        for field, value in zip(self.__slots__, (accelerator, memory, tb_per_s, source, read_on, note),
+                                strict=True):
+            init(self, field, value)
+
+    @property
+    def bytes_per_s(self) -> float:
+        """Bandwidth in B/s (decimal: 1 TB/s = 1e12 B/s, as datasheets print it)."""
+        return self.tb_per_s * 1e12
+
+    def describe(self) -> str:
+        return f"{self.accelerator} {self.memory}: {self.tb_per_s:,.6g} TB/s (source: {self.source}, read {self.read_on})"
+
+
+def _parse_bandwidth_row(raw: Mapping[str, str], origin: str) -> MemoryBandwidth:
+    def fail(column: str, message: str) -> RegistryError:
+        return RegistryError(f"{origin}: field {column!r}: {message}")
+
+    def get(column: str) -> str:
+        return (raw.get(column) or "").strip()
+
+    name = get("name")
+    if not name:
+        raise fail("name", "missing")
+    if get("unit") != "TB/s":
+        raise fail("unit", f"{get('unit')!r}: expected 'TB/s'")
+    value = _parse_number(get("bandwidth"), "bandwidth", fail)
+    source = get("source")
+    if not _URL.fullmatch(source):
+        raise fail("source", f"{source!r} is not an http(s) URL: no bandwidth without its source")
+    read_on = get("read_on")
+    if not _is_iso_date(read_on):
+        raise fail("read_on", f"{read_on!r} is not an ISO date (YYYY-MM-DD)")
+    try:
+        canonical = resolve(name).name
+    except UnknownAcceleratorError as exc:
+        raise fail("name", f"{name!r} is not in the peak registry ({exc})") from None
+    return MemoryBandwidth(canonical, get("memory"), value, source, read_on, get("note"))
+
+
+def load_bandwidth_csv(path: str | os.PathLike[str]) -> list[MemoryBandwidth]:
+    """Rows of a memory-bandwidth CSV in the shipped format; every error names file, line and field."""
+    return read_sourced_csv(path, columns=BANDWIDTH_COLUMNS, required=("name", "bandwidth", "unit", "source",
+                                                                       "read_on"),
+                            parse_row=_parse_bandwidth_row, error=RegistryError, what="memory-bandwidth CSV")
+
+
+def get_memory_bandwidth(name: str) -> MemoryBandwidth:
+    """Peak memory bandwidth of ``name`` (any name or alias the peak registry resolves), per package.
+
+    Raises ``UnknownAcceleratorError`` for an unknown name and ``RegistryError`` for a known
+    accelerator whose vendor publishes no bandwidth figure in the table; never a default.
+    """
+    global _BANDWIDTH
+    if _BANDWIDTH is None:
+        _BANDWIDTH = {row.accelerator: row for row in load_bandwidth_csv(_BANDWIDTH_CSV)}
+    canonical = resolve(name).name
+    try:
+        return _BANDWIDTH[canonical]
+    except KeyError:
+        listed = ", ".join(sorted(_BANDWIDTH))
+        raise RegistryError(f"no memory bandwidth with a source for {canonical!r}; listed: {listed}") from None

@@ -621,3 +621,49 @@ def test_hardware_module_alone_uses_only_the_standard_library():
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+# --- memory bandwidth -------------------------------------------------------------------------
+# Expected values are the datasheet figures as printed (decimal TB/s): H100 SXM "3.35TB/s" and
+# H100 NVL "3.9TB/s" (nvidia.com/en-us/data-center/h100), A100 80GB SXM "2,039GB/s" (…/a100),
+# MI300X "5.3 TB/s" (amd.com MI300X page), TPU v5e "819 GBps" (cloud.google.com/tpu/docs/v5e),
+# L40S "864GB/s" (…/l40s).
+@pytest.mark.parametrize("name, tb_per_s", [
+    ("H100 SXM", 3.35), ("NVIDIA H100 80GB HBM3", 3.35), ("H100 NVL", 3.9), ("A100 SXM", 2.039),
+    ("MI300X", 5.3), ("TPU v5e", 0.819), ("L40S", 0.864), ("L4", 0.3),
+])
+def test_memory_bandwidth_matches_the_datasheet(name, tb_per_s):
+    bw = hw.get_memory_bandwidth(name)
+    assert bw.tb_per_s == tb_per_s
+    assert bw.bytes_per_s == pytest.approx(tb_per_s * 1e12)
+    assert bw.source.startswith("https://") and bw.read_on
+
+
+def test_every_bandwidth_row_names_a_registry_accelerator_and_a_source():
+    rows = hw.load_bandwidth_csv(REPO / "mfu_toolkit" / "memory_bandwidth.csv")
+    assert len(rows) >= 25
+    assert len({r.accelerator for r in rows}) == len(rows), "one row per accelerator"
+    for r in rows:
+        assert r.accelerator in hw.resolve(r.accelerator).name
+        assert r.source.startswith("https://") and r.memory
+
+
+def test_bandwidth_is_never_a_default():
+    with pytest.raises(hw.RegistryError, match="no memory bandwidth with a source for 'RTX 4090'"):
+        hw.get_memory_bandwidth("RTX 4090")  # GeForce: the registry has its peaks, the table no bandwidth
+    with pytest.raises(hw.UnknownAcceleratorError):
+        hw.get_memory_bandwidth("H1OO")
+
+
+@pytest.mark.parametrize("row, field", [
+    ("H100 SXM,HBM3,3.35,TB/s,,2026-12-01,\n", "source"),
+    ("H100 SXM,HBM3,3.35,GB/s,https://example.com,2026-12-01,\n", "unit"),
+    ("H100 SXM,HBM3,-1,TB/s,https://example.com,2026-12-01,\n", "bandwidth"),
+    ("Acme Z9,HBM3,1,TB/s,https://example.com,2026-12-01,\n", "name"),
+    ("H100 SXM,HBM3,1,TB/s,https://example.com,01/12/2026,\n", "read_on"),
+])
+def test_a_bad_bandwidth_row_names_file_line_and_field(tmp_path, row, field):
+    path = tmp_path / "bw.csv"
+    path.write_text("name,memory,bandwidth,unit,source,read_on,note\n" + row, encoding="utf-8")
+    with pytest.raises(hw.RegistryError, match=rf"bw\.csv:2: field '{field}'"):
+        hw.load_bandwidth_csv(path)
