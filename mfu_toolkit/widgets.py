@@ -63,7 +63,8 @@ def calculator_html(inputs: CalculatorInputs) -> str:
         '<div class="mfu-result">'
         f'<span class="mfu-value" style="font-size:1.4em"><b>MFU: {r.mfu:.2%}</b></span><br>'
         f"Model throughput: {r.model_tflops_per_second:,.2f} TFLOP/s "
-        f"= {r.model_flops_per_step:.3g} FLOP / {r.step_seconds:g} s<br>"
+        f"= {r.model_flops_per_step:.6g} FLOP / {r.step_seconds:.6g} s "
+        f"(step time used: {r.step_seconds:.6g} s)<br>"
         f"Cluster peak: {r.cluster_peak_tflops:,.2f} TFLOP/s "
         f"= {r.n_accelerators:,} × {peak:,.1f} TFLOP/s per {inputs.per} "
         f"({html.escape(r.accelerator or '')} {r.dtype} {kind}{both})<br>"
@@ -92,15 +93,37 @@ def mfu_calculator(
                      description="GPUs count")
     n = w.IntSlider(value=gpus, min=1, max=16384, step=1, description="GPUs",
                     continuous_update=False, style={"description_width": "initial"})
-    flops = w.FloatLogSlider(value=flops_per_step, base=10, min=12, max=19, step=0.01,
-                             description="FLOPs/step", readout_format=".3g", continuous_update=False)
-    secs = w.FloatSlider(value=step_seconds, min=0.05, max=30.0, step=0.05, description="step s",
-                         readout_format=".2f", continuous_update=False)
+    # Exact values are typed; the sliders beside them are for dragging and write into the fields.
+    # The field's value is the one used, and the result repeats it, so 0.0948 s is 0.0948 s.
+    flops = w.BoundedFloatText(value=flops_per_step, min=1.0, max=1e24, description="FLOPs/step",
+                               layout=w.Layout(width="260px"))
+    flops_drag = w.FloatLogSlider(value=flops_per_step, base=10, min=12, max=19, step=0.001, description="",
+                                  readout=False, continuous_update=False)
+    secs = w.BoundedFloatText(value=step_seconds, min=1e-6, max=1e6, step=0.0001, description="step s",
+                              layout=w.Layout(width="260px"))
+    secs_drag = w.FloatLogSlider(value=step_seconds, base=10, min=-2, max=1.5, step=0.001, description="",
+                                 readout=False, continuous_update=False)
     out = w.HTML()
 
     def refresh(_: Any = None) -> None:
         out.value = calculator_html(CalculatorInputs(acc.value, dt.value, n.value, flops.value, secs.value, sparse.value,
                                                      per.value))
+
+    def linked(field: Any, drag: Any) -> None:
+        def from_drag(change: Any) -> None:
+            field.value = float(f"{change['new']:.4g}")  # a dragged value, rounded to what a slider resolves
+
+        def from_field(change: Any) -> None:
+            lo, hi = drag.base ** drag.min, drag.base ** drag.max
+            drag.unobserve(from_drag, "value")
+            drag.value = min(max(change["new"], lo), hi)
+            drag.observe(from_drag, "value")
+
+        drag.observe(from_drag, "value")
+        field.observe(from_field, "value")
+
+    linked(flops, flops_drag)
+    linked(secs, secs_drag)
 
     def on_accelerator(_: Any = None) -> None:
         options = hardware.resolve(acc.value).dtypes()
@@ -115,7 +138,7 @@ def mfu_calculator(
     for widget in (dt, sparse, per, n, flops, secs):
         widget.observe(refresh, "value")
     refresh()
-    box = w.VBox([w.HBox([acc, dt, sparse, per]), n, flops, secs, out])
+    box = w.VBox([w.HBox([acc, dt, sparse, per]), n, w.HBox([flops, flops_drag]), w.HBox([secs, secs_drag]), out])
     box.add_class("mfu-calculator")
     return box
 

@@ -352,3 +352,31 @@ def test_widgets_import_without_pandas():
     code = "import sys, mfu_toolkit.widgets; print('pandas' in sys.modules, 'matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_calculator_takes_exact_step_times():
+    # The workshop's first question: the step time at which 128 H100s reach 20 % MFU with 2.4e15
+    # FLOP per step is 2.4e15 / (0.2 × 128 × 989.4e12) = 0.094763 s (hand computation); 0.0948 s,
+    # its four-digit rounding, gives 2.4e15 / 0.0948 / 126,643.2e12 = 19.990 %.
+    box = mfu_calculator(gpus=128)
+    secs = box.children[3].children[0]
+    out = box.children[-1]
+    secs.value = 0.094763
+    assert secs.value == 0.094763  # the field keeps what was typed (the old slider snapped to 0.05 s steps)
+    assert "MFU: 20.00%" in out.value
+    secs.value = 0.0948
+    assert out.value == calculator_html(CalculatorInputs("H100 SXM", "bf16", 128, 2.4e15, 0.0948))
+    assert "MFU: 19.99%" in out.value and "step time used: 0.0948 s" in out.value
+    secs.value = 0.095
+    assert "step time used: 0.095 s" in out.value and "0.10 s" not in out.value
+
+
+def test_calculator_drag_writes_into_the_exact_field():
+    box = mfu_calculator(gpus=128)
+    secs, drag = box.children[3].children
+    drag.value = 2.5
+    assert secs.value == 2.5
+    flops, flops_drag = box.children[2].children
+    flops.value = 3.3e15  # a typed FLOP count moves the slider but is used as typed
+    assert flops_drag.value == pytest.approx(3.3e15)
+    assert "3.3e+15 FLOP" in box.children[-1].value
