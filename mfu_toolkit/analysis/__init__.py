@@ -3,6 +3,7 @@
 - ``breakdown``   where the wall time goes (:func:`breakdown`, :func:`mfu_summary`,
   :func:`steady_state_window`, :func:`account`, :func:`job_steps`)
 - ``stragglers``  per-rank and per-operation stragglers, and order-statistics theory
+- ``replay``      dependency-aware what-if replay of per-operation traces (:func:`straggler_whatif`)
 - ``checkpoint``  Young/Daly intervals, expected overhead, reference failure records, Run report
 - ``scaling``     scaling efficiency from a table or from runs
 - ``scorecard``   the four families of acceptance metrics
@@ -37,6 +38,7 @@ from .checkpoint import (
     young_interval,
 )
 from .compare import Comparison, ConfoundedComparisonWarning, compare, major_variables
+from .replay import WhatIfResult, slowed_replay, straggler_whatif
 from .scaling import run_throughput, scaling_from_runs, scaling_table
 from .scorecard import gpu_idle_share, scorecard
 from .stragglers import (
@@ -96,4 +98,7 @@ __all__ = [
     "straggler_summary",
     "sync_step_time",
     "without_worst_ranks",
+    "WhatIfResult",
+    "slowed_replay",
+    "straggler_whatif",
 ]
