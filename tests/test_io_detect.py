@@ -31,7 +31,7 @@ def test_registry_is_the_agreed_list():
     assert FORMATS == (
         "run_parquet", "mlperf", "megatron", "megatron_json", "tensorboard", "sacct", "goodput",
         "torchtitan", "hf_trainer", "lightning", "wandb", "kineto", "straggler_ops", "maxtext",
-        "dcgm", "nemo", "deepspeed", "table",
+        "dcgm", "nemo", "deepspeed", "recorded", "table",
     )
     folder = Path(io.__file__).parent / "formats"
     assert sorted(FORMATS) == sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))

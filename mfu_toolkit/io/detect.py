@@ -45,6 +45,7 @@ FORMATS: tuple[str, ...] = (
     "dcgm",
     "nemo",
     "deepspeed",
+    "recorded",
     "table",
 )
 FALLBACK_FORMATS: frozenset[str] = frozenset({"table"})

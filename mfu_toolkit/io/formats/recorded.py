@@ -1,0 +1,348 @@
+"""A folder written by :class:`mfu_toolkit.record.StepRecorder` (or any tool that writes its format).
+
+The format (documented in the README, "Record your own job"): one JSON-lines file per rank and
+attempt, ``rank{R:05d}.attempt{A:03d}.jsonl``. Line 1 is the header
+``{"format": "mfu_toolkit.record", "version": 1, "rank", "world_size", "attempt", "t0_unix", ...}``;
+then ``{"step", "start", "end"[, "samples", "tokens", "data_wait", "comm"]}`` steps,
+``{"event", "start", "end"[, "detail"]}`` events, ``{"gpu_step", "gpu_s"}`` GPU times and a final
+``{"close"}``. Times are seconds since the header's ``t0_unix``.
+
+How it becomes a Run:
+
+- every file is one rank of one attempt; the attempts named in the headers, in order, are the
+  Run's attempts 0, 1, ... (renumbered, with a note, when the headers skip numbers); a launch
+  into a folder that held records is the next attempt, so restarts, redone steps and the
+  downtime between attempts come out of the analysis unaided;
+- times become seconds since the earliest record (``meta.extra["t0_wallclock"]`` says when);
+- ``compute_s = end − start − data_wait − comm`` (at least 0), ``comm_s``, ``data_wait_s``;
+  ``gpu_s`` where CUDA events timed the step;
+- a half-written last line (a process killed mid-write) is counted under ``HALF_WRITTEN`` and
+  skipped; every other bad record is counted under its shared reason with its file and line; a
+  file without a usable header is counted once and left out; a file without the close record
+  is noted (its process was killed or crashed), as are ranks missing from an attempt and two
+  files of one rank that overlap in time (two processes that recorded as the same rank);
+- facts: ``n_ranks`` and ``n_accelerators`` (the last attempt's world size), ``framework`` and
+  ``accelerator`` when the header names them, each with ``file:1``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...run import EVENT_KINDS
+from .. import rules
+from ..base import Parsed, loader_for
+from ..reading import Reader, parse_json
+
+NAME = "recorded"
+_FORMAT = "mfu_toolkit.record"
+_VERSION = 1
+_NAME_PATTERN = r"^rank(\d{1,9})\.attempt(\d{1,9})\.jsonl$"
+_SCAN = 10_000  # folder entries a sniff looks at
+_UNKNOWN_RECORD = "record of no known kind (step, event, gpu_step, close)"
+_NOT_HEADER = "file without a record header on line 1 (left out)"
+_SHOWN = 10  # ranks named in one note
+
+
+@dataclass(frozen=True)
+class Options:
+    """The recorded format takes no options besides the RunMeta keywords."""
+
+
+def _is_header(line: bytes | str) -> bool:
+    value, why, _ = parse_json(line)
+    return why is None and isinstance(value, dict) and value.get("format") == _FORMAT
+
+
+def sniff(path: Path, head: bytes) -> float:
+    """1.0 (certain) for a record file or a folder holding one: its header names the format."""
+    import re
+
+    p = Path(path)
+    try:
+        if not p.is_dir():
+            return 1.0 if _is_header(head.split(b"\n", 1)[0]) else 0.0
+        with os.scandir(p) as it:
+            for i, entry in enumerate(it):
+                if i >= _SCAN:
+                    break
+                if re.match(_NAME_PATTERN, entry.name) and entry.is_file():
+                    with open(entry.path, "rb") as f:
+                        return 1.0 if _is_header(f.readline(65536)) else 0.5
+    except OSError:
+        return 0.0
+    return 0.0
+
+
+@dataclass
+class _Table:
+    """The records of all files, as columns."""
+
+    steps: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in (
+        "attempt", "step", "rank", "start_s", "end_s", "samples", "tokens", "data_wait_s", "comm_s", "gpu_s")})
+    events: list[dict[str, Any]] = field(default_factory=list)
+    files: list[dict[str, Any]] = field(default_factory=list)  # one header summary per file read
+
+
+def _files(reader: Reader) -> tuple[list[Path], Path | None]:
+    import re
+
+    p = reader.path
+    if not p.is_dir():
+        return [p], None
+    names = sorted(n for n in os.listdir(p) if re.match(_NAME_PATTERN, n))
+    others = len(os.listdir(p)) - len(names)
+    if others:
+        reader.note(f"{others} other entries in the folder are not record files and were not read")
+    if not names:
+        reader.fail("no rank*.attempt*.jsonl record files in this folder")
+    return [p / n for n in names], p
+
+
+def _header(sub: Reader, text: str) -> dict[str, Any] | None:
+    """The header's fields, or None after counting the file as left out."""
+    value, ok = sub.json(text, line=1)
+    if not ok:
+        return None
+    if not isinstance(value, dict) or value.get("format") != _FORMAT:
+        sub.bad(_NOT_HEADER, line=1, field="format", example=text[:120])
+        return None
+    out = {"rank": rules.as_step(value.get("rank")), "world_size": rules.as_count(value.get("world_size")),
+           "attempt": rules.as_step(value.get("attempt")), "t0_unix": rules.as_number(value.get("t0_unix"))}
+    for name, v in out.items():
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            why = rules.MISSING_FIELD if name not in value else rules.VALUE_OUT_OF_RANGE
+            sub.bad(f"{why} in the header (file left out)", line=1, field=name, example=text[:120])
+            return None
+    if out["rank"] >= out["world_size"]:
+        sub.bad(f"{rules.VALUE_OUT_OF_RANGE} in the header (file left out)", line=1, field="rank", example=text[:120])
+        return None
+    version = value.get("version")
+    if version != _VERSION:
+        sub.note(f"{sub.file or sub.path.name}: format version {version!r}; this reader knows {_VERSION} (unknown fields ignored)")
+    for key in ("framework", "accelerator", "gpu_timing", "restart_count", "host"):
+        if isinstance(value.get(key), (str, int)) and not isinstance(value.get(key), bool):
+            out[key] = value[key]
+    return out
+
+
+def _time(sub: Reader, rec: dict[str, Any], line: int, text: str) -> tuple[float, float] | None:
+    start, end = rules.as_number(rec.get("start")), rules.as_number(rec.get("end"))
+    if math.isnan(start) or math.isnan(end):
+        bad = "start" if math.isnan(start) else "end"
+        sub.bad(rules.NON_FINITE_TIME, line=line, field=bad, example=text)
+        return None
+    if end < start:
+        sub.bad(rules.NEGATIVE_DURATION, line=line, field="end", example=text)
+        return None
+    return start, end
+
+
+def _optional(sub: Reader, rec: dict[str, Any], key: str, line: int, text: str) -> float:
+    """An optional non-negative number; a bad one is counted and left missing (record kept)."""
+    if key not in rec or rec[key] is None:
+        return math.nan
+    v = rules.as_number(rec[key])
+    if math.isnan(v):
+        sub.bad(rules.NON_NUMERIC, line=line, field=key, example=text)
+    elif v < 0:
+        sub.bad(rules.VALUE_OUT_OF_RANGE, line=line, field=key, example=text)
+        return math.nan
+    return v
+
+
+def _step(sub: Reader, rec: dict[str, Any], line: int, text: str, head: dict[str, Any], out: _Table,
+          seen: set[int]) -> None:
+    step = rules.as_step(rec.get("step"))
+    if step is None:
+        sub.bad(rules.BAD_STEP, line=line, field="step", example=text)
+        return
+    span = _time(sub, rec, line, text)
+    if span is None:
+        return
+    if step in seen:
+        sub.bad(rules.DUPLICATE, line=line, field="step", example=text)
+        return
+    seen.add(step)
+    t0, cols = head["t0_unix"], out.steps
+    cols["attempt"].append(head["attempt"])
+    cols["step"].append(step)
+    cols["rank"].append(head["rank"])
+    cols["start_s"].append(t0 + span[0])
+    cols["end_s"].append(t0 + span[1])
+    cols["samples"].append(_optional(sub, rec, "samples", line, text))
+    cols["tokens"].append(_optional(sub, rec, "tokens", line, text))
+    cols["data_wait_s"].append(_optional(sub, rec, "data_wait", line, text))
+    cols["comm_s"].append(_optional(sub, rec, "comm", line, text))
+    cols["gpu_s"].append(math.nan)
+
+
+def _event(sub: Reader, rec: dict[str, Any], line: int, text: str, head: dict[str, Any], out: _Table) -> None:
+    kind = rec.get("event")
+    if kind not in EVENT_KINDS:
+        sub.bad(f"{rules.VALUE_OUT_OF_RANGE} (event kind not one of {', '.join(EVENT_KINDS)})", line=line,
+                field="event", example=text)
+        return
+    span = _time(sub, rec, line, text)
+    if span is None:
+        return
+    detail = rec.get("detail")
+    out.events.append({"kind": kind, "start_s": head["t0_unix"] + span[0], "end_s": head["t0_unix"] + span[1],
+                       "attempt": head["attempt"], "rank": head["rank"],
+                       "detail": detail if isinstance(detail, str) else ""})
+
+
+def _records(sub: Reader) -> Any:
+    """``(line, text, is_last)`` for each non-blank line after the header (one line of lookahead)."""
+    held: tuple[int, str] | None = None
+    for ln, text in sub.lines():
+        if held is not None:
+            yield held[0], held[1], False
+        held = (ln, text) if text.strip() else None
+    if held is not None:
+        yield held[0], held[1], True  # text after the last line break: no newline ends it
+
+
+def _read_file(sub: Reader, out: _Table) -> None:
+    head: dict[str, Any] | None = None
+    closed, seen, gpu = False, set(), {}
+    first_row = len(out.steps["step"])
+    for ln, text, last in _records(sub):
+        sub.report.lines_read += 1
+        if head is None:
+            head = _header(sub, text) if ln == 1 else None
+            if head is None:
+                if ln != 1:
+                    sub.bad(_NOT_HEADER, line=ln, field="format")
+                return
+            continue
+        rec, why, _ = parse_json(text)
+        if why is not None:
+            sub.bad(rules.HALF_WRITTEN if last else why, line=ln, example=text[:160])
+            continue
+        if not isinstance(rec, dict):
+            sub.bad(rules.NOT_AN_OBJECT, line=ln, example=text[:160])
+        elif "step" in rec:
+            _step(sub, rec, ln, text[:160], head, out, seen)
+        elif "event" in rec:
+            _event(sub, rec, ln, text[:160], head, out)
+        elif "gpu_step" in rec:
+            s, v = rules.as_step(rec.get("gpu_step")), rules.as_number(rec.get("gpu_s"))
+            if s is None or math.isnan(v) or v < 0:
+                sub.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field="gpu_s" if s is not None else "gpu_step", example=text[:160])
+            else:
+                gpu[s] = v
+        elif "close" in rec:
+            closed = True
+        else:
+            sub.bad(_UNKNOWN_RECORD, line=ln, example=text[:160])
+    if head is None:
+        return
+    if gpu:
+        cols = out.steps
+        for i in range(first_row, len(cols["step"])):
+            cols["gpu_s"][i] = gpu.get(cols["step"][i], math.nan)
+    out.files.append({**head, "closed": closed, "file": sub.file or sub.path.name, "first_row": first_row,
+                      "rows": len(out.steps["step"]) - first_row})
+
+
+def _names(ranks: list[int]) -> str:
+    shown = ", ".join(map(str, ranks[:_SHOWN]))
+    return shown + (f" and {len(ranks) - _SHOWN} more" if len(ranks) > _SHOWN else "")
+
+
+def _attempt_notes(reader: Reader, files: list[dict[str, Any]]) -> dict[int, int]:
+    """Attempt renumbering (header number → 0, 1, ...) and notes about each attempt's files."""
+    header_attempts = sorted({f["attempt"] for f in files})
+    renumber = {a: i for i, a in enumerate(header_attempts)}
+    if header_attempts != list(range(len(header_attempts))):
+        reader.note(f"attempts {header_attempts} in the file headers are numbered 0..{len(header_attempts) - 1}")
+    for a in header_attempts:
+        mine = [f for f in files if f["attempt"] == a]
+        world = max(f["world_size"] for f in mine)
+        missing = sorted(set(range(world)) - {f["rank"] for f in mine})
+        if missing:
+            reader.note(f"attempt {renumber[a]}: {world - len(missing)} of {world} ranks recorded (none from rank {_names(missing)})")
+        open_ranks = sorted(f["rank"] for f in mine if not f["closed"])
+        if open_ranks:
+            reader.note(f"attempt {renumber[a]}: rank {_names(open_ranks)} ended without a close record (killed or crashed)")
+    return renumber
+
+
+def _overlaps(reader: Reader, files: list[dict[str, Any]], start: np.ndarray, end: np.ndarray) -> None:
+    """Note a rank whose files of two attempts overlap in time (two processes, one rank number)."""
+    spans: dict[int, list[tuple[float, float, int]]] = {}
+    for f in files:
+        if f["rows"]:
+            sl = slice(f["first_row"], f["first_row"] + f["rows"])
+            spans.setdefault(f["rank"], []).append((float(start[sl].min()), float(end[sl].max()), f["attempt"]))
+    bad = sorted(r for r, s in spans.items() if any(b[0] < a[1] for a, b in zip(sorted(s), sorted(s)[1:], strict=False)))
+    if bad:
+        reader.note(f"rank {_names(bad)}: files of two attempts overlap in time (two processes recorded as the "
+                    "same rank? create the recorder after init_process_group, or under a launcher that sets RANK)")
+
+
+def _frames(reader: Reader, out: _Table) -> tuple[pd.DataFrame, pd.DataFrame, float]:
+    renumber = _attempt_notes(reader, out.files)
+    dup: set[tuple[int, int]] = set()
+    keep = np.ones(len(out.steps["step"]), bool)
+    for f in out.files:  # two files that claim one (rank, attempt): the second is left out
+        key = (f["rank"], f["attempt"])
+        if key in dup:
+            keep[f["first_row"]:f["first_row"] + f["rows"]] = False
+            reader.bad(rules.DUPLICATE, line=1, field="attempt", example=f["file"])
+        dup.add(key)
+    cols = {c: np.asarray(v, dtype=float if c not in ("attempt", "step", "rank") else np.int64)
+            for c, v in out.steps.items()}
+    _overlaps(reader, out.files, cols["start_s"], cols["end_s"])
+    st = pd.DataFrame(cols)[keep].reset_index(drop=True)
+    ev = pd.DataFrame(out.events, columns=["kind", "start_s", "end_s", "attempt", "rank", "detail"])
+    times = [x for x in (st["start_s"].min(), ev["start_s"].min()) if x == x]
+    origin = min(times) if times else 0.0
+    for df in (st, ev):
+        df["start_s"] -= origin
+        df["end_s"] -= origin
+        df["attempt"] = df["attempt"].map(renumber).astype(np.int64)
+    busy = st["end_s"] - st["start_s"] - st["data_wait_s"].fillna(0.0) - st["comm_s"].fillna(0.0)
+    st["compute_s"] = busy.clip(lower=0.0)
+    if st["gpu_s"].isna().all():
+        st = st.drop(columns="gpu_s")
+    return st, ev, origin
+
+
+def parse(reader: Reader, options: Options) -> Parsed:
+    """Read every record file (see the module docstring)."""
+    paths, root = _files(reader)
+    out = _Table()
+    for path in paths:
+        sub = reader.for_file(path, root=root) if root is not None else reader
+        _read_file(sub, out)
+    if not out.files:
+        reader.fail("no record file with a usable header (see the load report)")
+    st, ev, origin = _frames(reader, out)
+    parsed = Parsed(steps=st, events=ev, timing="exact", time_unit="s")
+    last = [f for f in out.files if f["attempt"] == max(g["attempt"] for g in out.files)]
+    where = f"{last[0]['file']}:1"
+    world = max(f["world_size"] for f in last)
+    parsed.fact("n_ranks", world, where, f"world_size {world}")
+    parsed.fact("n_accelerators", world, where, f"world_size {world}")
+    for key in ("framework", "accelerator"):
+        named = [f for f in out.files if isinstance(f.get(key), str)]
+        if named:
+            parsed.fact(key, named[0][key], f"{named[0]['file']}:1", f"{key} {named[0][key]}")
+    parsed.extra.update({
+        "t0_epoch_s": origin, "t0_wallclock": rules.wallclock(origin), "files": len(out.files),
+        "gpu_timing": sorted({str(f.get("gpu_timing", "off")) for f in out.files}),
+        "hosts": sorted({str(f["host"]) for f in out.files if "host" in f})[:_SHOWN],
+    })
+    return parsed
+
+
+load = loader_for(NAME)
