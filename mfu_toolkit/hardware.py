@@ -394,6 +394,12 @@ def _check_dtype(dtype: object, param: str = "dtype") -> str:
                         f"'bfloat16'); got {dtype!r}")
 
 
+def canonical_dtype(dtype: str) -> str:
+    """The registry's name for a dtype spelling (``"bfloat16"`` -> ``"bf16"``, ``"torch.float8_e4m3fn"``
+    -> ``"fp8"``); ``RegistryError`` naming the allowed values for anything else."""
+    return _check_dtype(dtype)
+
+
 def _check_per(per: object) -> str:
     if per not in PER_CHOICES:
         raise RegistryError(f"per must be one of {', '.join(repr(p) for p in PER_CHOICES)}; got {per!r}")

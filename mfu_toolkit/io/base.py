@@ -169,6 +169,9 @@ class Parsed:
     # A Run saved by save_run, read back whole: assemble keeps its meta (report, facts and
     # claims as saved) and applies only the caller's keywords, so a saved Run reads back equal.
     restored: Run | None = None
+    # Step rows reduced out of core (a mfu_toolkit.engine.Reductions): the Run holds these
+    # instead of rows; ``steps`` stays empty.
+    reductions: Any = None
 
     def fact(self, name: str, value: Any, where: str, text: str = "") -> None:
         """Add a fact (``None``, NaN and infinite values are no facts and are ignored)."""
@@ -312,6 +315,31 @@ def _same(a: Any, b: Any) -> bool:
     return str(a).strip().lower() == str(b).strip().lower()
 
 
+_MAX_NAME = 200  # characters: a longer "accelerator name" is not one, and is not looked up
+
+
+def _canonical(name: str, value: Any) -> Any:
+    """An accelerator or dtype as the registry names it (so 'H100' and 'NVIDIA H100 80GB HBM3'
+    are one accelerator, 'bfloat16' and 'bf16' one dtype); other values, and names the registry
+    does not know, unchanged."""
+    from .. import hardware
+
+    if not isinstance(value, str) or len(value) > _MAX_NAME:
+        return value
+    try:
+        if name == "accelerator":
+            return hardware.resolve(value).name
+        if name == "dtype":
+            return hardware.canonical_dtype(value)
+    except hardware.RegistryError:
+        pass
+    return value
+
+
+def _same_fact(name: str, a: Any, b: Any) -> bool:
+    return _same(a, b) or (name in ("accelerator", "dtype") and _same(_canonical(name, a), _canonical(name, b)))
+
+
 def _facts(parsed: Parsed, overrides: Mapping[str, Any], reader: Reader) -> tuple[list[dict[str, Any]], list[str]]:
     """Stated facts, given facts, and a note for each given value the log contradicts."""
     facts = [f.to_dict("stated") for f in parsed.facts]
@@ -320,7 +348,7 @@ def _facts(parsed: Parsed, overrides: Mapping[str, Any], reader: Reader) -> tupl
         if name not in FACT_NAMES or value is None:
             continue
         facts.append({"name": name, "value": value, "source": "given", "where": "load_run keyword", "text": ""})
-        stated = [f for f in parsed.facts if f.name == name and not _same(f.value, value)]
+        stated = [f for f in parsed.facts if f.name == name and not _same_fact(name, f.value, value)]
         if stated:
             f = stated[0]
             conflicts.append(
@@ -330,6 +358,160 @@ def _facts(parsed: Parsed, overrides: Mapping[str, Any], reader: Reader) -> tupl
     for text in conflicts:
         reader.note(text)
     return facts, conflicts
+
+
+def _first_fact(parsed: Parsed, name: str) -> Fact | None:
+    return next((f for f in parsed.facts if f.name == name), None)
+
+
+def _quote(f: Fact) -> str:
+    return f"{f.value!r} stated in the log at {f.where}" + (f" ({f.text.strip()[:80]!r})" if f.text.strip() else "")
+
+
+@dataclass
+class _Stated:
+    """What the log's facts fill in RunMeta: the fields, one provenance line per field, the
+    facts derived from other facts (nodes x accelerators per node), and notes on facts unused."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+    used: list[str] = field(default_factory=list)
+    derived: list[dict[str, Any]] = field(default_factory=list)
+    peak_from: list[str] = field(default_factory=list)
+
+
+def _stated_count(parsed: Parsed, fields: Mapping[str, Any], overrides: Mapping[str, Any], out: _Stated) -> None:
+    """n_accelerators: a stated count, else nodes x accelerators per node when the log states both."""
+    if overrides.get("n_accelerators") is not None:
+        return
+    stated = _first_fact(parsed, "n_accelerators")
+    if stated is not None and fields.get("n_accelerators") == stated.value:
+        out.used.append(f"n_accelerators {_quote(stated)}")
+        return
+    if fields.get("n_accelerators") is not None:
+        return
+    nodes, per = _first_fact(parsed, "n_nodes"), _first_fact(parsed, "accelerators_per_node")
+    if nodes is None or per is None:
+        return
+    total = rules.as_count(rules.as_count(nodes.value) * rules.as_count(per.value)) if (
+        rules.as_count(nodes.value) and rules.as_count(per.value)) else None
+    if total is None:
+        return
+    where = nodes.where if nodes.where == per.where else f"{nodes.where} and {per.where}"
+    text = f"n_nodes {nodes.value} x accelerators_per_node {per.value}"
+    out.fields["n_accelerators"] = total
+    out.derived.append({"name": "n_accelerators", "value": total, "source": "stated", "where": where, "text": text})
+    out.used.append(f"n_accelerators {total} = {text}, stated in the log at {where}")
+
+
+def _stated_dtype(parsed: Parsed, overrides: Mapping[str, Any], reader: Reader) -> tuple[str | None, Fact | None]:
+    """The dtype the log states, as the registry names it (a spelling it does not know is noted)."""
+    from .. import hardware
+
+    f = _first_fact(parsed, "dtype")
+    if f is None or overrides.get("dtype") is not None:
+        return None, f
+    try:
+        return hardware.canonical_dtype(str(f.value)), f
+    except hardware.RegistryError:
+        reader.note(f"dtype {_quote(f)} is not a dtype the peak registry knows "
+                    f"({', '.join(hardware.DTYPES)}); it is kept as a fact, not used for the peak")
+        return None, None
+
+
+def _stated_accelerator(parsed: Parsed, overrides: Mapping[str, Any], reader: Reader, out: _Stated) -> None:
+    """The accelerator (and dtype) the log states, where the registry resolves them and the caller
+    gave neither an accelerator nor a peak; otherwise a note says why the peak is unknown."""
+    from .. import hardware
+
+    dtype, dtype_fact = _stated_dtype(parsed, overrides, reader)
+    if dtype is not None:
+        out.fields["dtype"] = dtype
+        out.used.append(f"dtype {_quote(dtype_fact)}")
+        out.peak_from.append(f"dtype {dtype} {_quote(dtype_fact)}")
+    given_acc = overrides.get("accelerator")
+    if overrides.get("peak_flops_per_accelerator") is not None:
+        return
+    if given_acc is not None:
+        if dtype is not None:  # the caller's accelerator at the log's dtype
+            _check_dtype_for(str(given_acc), dtype, f"accelerator {given_acc!r} given, but the log states dtype "
+                             f"{_quote(dtype_fact)}")
+        return
+    f = _first_fact(parsed, "accelerator")
+    if f is None:
+        return
+    if len(str(f.value)) > _MAX_NAME:
+        reader.note(f"peak unknown: the accelerator the log states at {f.where} is {len(str(f.value))} characters "
+                    f"long, not a device name (at most {_MAX_NAME}); pass accelerator= to set it")
+        return
+    try:
+        acc = hardware.resolve(str(f.value))
+    except hardware.UnknownAcceleratorError as exc:
+        reader.note(f"peak unknown: the log states accelerator {_quote(f)}, which the peak registry does not "
+                    f"resolve ({exc}); pass accelerator= (or peak_flops_per_accelerator=) to set it")
+        return
+    out.fields["accelerator"] = acc.name
+    out.used.append(f"accelerator {acc.name} from {_quote(f)}")
+    want = overrides.get("dtype") or dtype
+    if want is not None:
+        if overrides.get("dtype") is not None:
+            _check_dtype_for(acc.name, str(want), f"dtype {want!r} given, but the log states accelerator {_quote(f)}")
+        elif not _has_dtype(acc.name, dtype, reader, f"the log states accelerator {f.value!r} at {f.where} and "
+                            f"dtype {_quote(dtype_fact)}"):
+            out.fields.pop("dtype", None)
+            out.peak_from.clear()
+            return
+    else:
+        out.fields["dtype"] = "bf16"
+        out.peak_from.append("dtype bf16 assumed (the log states none; pass dtype= if the run used another)")
+    out.peak_from.insert(0, f"accelerator {acc.name} from {_quote(f)}")
+
+
+def _check_dtype_for(accelerator: str, dtype: str, context: str) -> None:
+    """Raise the registry's error, with ``context`` first, when ``accelerator`` has no ``dtype`` peak."""
+    from .. import hardware
+
+    try:
+        hardware.get_peak(accelerator, dtype)
+    except hardware.DtypeNotAvailableError as exc:
+        raise hardware.DtypeNotAvailableError(f"{context}: {exc}", accelerator=exc.accelerator, dtype=exc.dtype,
+                                              available=exc.available) from None
+
+
+def _has_dtype(accelerator: str, dtype: str, reader: Reader, context: str) -> bool:
+    """Whether ``accelerator`` has a ``dtype`` peak; if not, a note says the peak is unknown and why."""
+    from .. import hardware
+
+    try:
+        hardware.get_peak(accelerator, dtype)
+    except hardware.DtypeNotAvailableError as exc:
+        reader.note(f"peak unknown: {context}, but {exc}")
+        return False
+    return True
+
+
+def _stated(parsed: Parsed, fields: Mapping[str, Any], overrides: Mapping[str, Any], reader: Reader) -> _Stated:
+    """The RunMeta fields the log's facts fill (count, accelerator, dtype), the caller's keywords
+    winning; each used value is traced to its file:line in a note (and in ``peak_source``)."""
+    out = _Stated()
+    _stated_count(parsed, fields, overrides, out)
+    _stated_accelerator(parsed, overrides, reader, out)
+    for name in ("global_batch", "seq_len"):
+        f = _first_fact(parsed, name)
+        if f is not None and overrides.get(name) is None and fields.get(name) == f.value:
+            out.used.append(f"{name} {_quote(f)}")
+    if out.used:
+        reader.note("used from the log: " + "; ".join(out.used))
+    return out
+
+
+def _traced_peak(meta: RunMeta, stated: _Stated) -> RunMeta:
+    """``meta`` with its peak resolved where the log named the accelerator, and ``peak_source``
+    saying which of the log's lines the accelerator and dtype came from."""
+    if meta.accelerator and meta.dtype and meta.peak_flops_per_accelerator is None:
+        meta = meta.with_accelerator(meta.accelerator, meta.dtype, sparse=meta.peak_sparse, per=meta.peak_per)
+    if stated.peak_from and meta.peak_source and "stated in the log" not in meta.peak_source:
+        meta = meta.replace(peak_source=f"{meta.peak_source}; " + "; ".join(stated.peak_from))
+    return meta
 
 
 def _restore(run: Run, overrides: Mapping[str, Any], warn: bool) -> Run:
@@ -359,13 +541,16 @@ def assemble(parsed: Parsed, reader: Reader, overrides: Mapping[str, Any] | None
     events = parsed.events
     ev = events if isinstance(events, pd.DataFrame) else pd.DataFrame(list(events or []))
     st = parsed.steps if isinstance(parsed.steps, pd.DataFrame) else pd.DataFrame(parsed.steps or {})
-    rep.rows_kept = int(len(st) + len(ev))
+    rep.rows_kept = int(len(st) + len(ev) + (parsed.reductions.n_rows if parsed.reductions is not None else 0))
     fields = dict(parsed.meta)
     fields.setdefault("name", Path(reader.display or reader.path).name)
     for f in parsed.facts:
         if f.name in _FILLS_META and fields.get(f.name) is None:
             fields[f.name] = f.value
     facts, conflicts = _facts(parsed, overrides, reader)
+    stated = _stated(parsed, fields, overrides, reader)
+    fields.update(stated.fields)
+    facts.extend(stated.derived)
     meta = RunMeta(
         source_path=reader.display or str(reader.path),
         source_format=reader.fmt,
@@ -377,8 +562,9 @@ def assemble(parsed: Parsed, reader: Reader, overrides: Mapping[str, Any] | None
         claims=[_finite(c.to_dict()) for c in parsed.claims if math.isfinite(c.value)],
         **fields,
     )
-    meta = apply_overrides(meta, overrides)
-    run = Run.build(st if len(st.columns) else None, ev if len(ev.columns) else None, meta, parsed.tables)
+    meta = _traced_peak(apply_overrides(meta, overrides), stated)
+    run = Run.build(st if len(st.columns) else None, ev if len(ev.columns) else None, meta, parsed.tables,
+                    reductions=parsed.reductions)
     if warn and (rep.skipped or conflicts):
         text = rep.summary() if rep.skipped else f"{rep.source} ({rep.format}): skipped none."
         if conflicts:

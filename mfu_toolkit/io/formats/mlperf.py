@@ -107,10 +107,22 @@ _TOKEN_COUNTED = {"gpt3"}
 _PLATFORM_RE = re.compile(r"(\d+)\s*[xX]\s*(.+)", re.S)  # matched on the stripped value
 _SEQ_KEYS = ("max_sequence_length", "sequence_length", "seq_len", "seq_length", "max_seq_length")
 # Keys whose line is kept as printed, for the facts' text.
-_TEXT_KEYS = frozenset({"submission_platform", "submission_benchmark", "global_batch_size", *_SEQ_KEYS})
+_TEXT_KEYS = frozenset({"submission_platform", "submission_benchmark", "global_batch_size", *_SEQ_KEYS,
+                        "precision", "dtype", "compute_dtype", "training_precision", "fp8", "use_fp8", "fp8_training"})
 # time_ms after the year 9999 is not a time a log was written at.
 _MAX_TIME_MS = 253_402_300_800_000
 _MAX_RANK = 10_000_000
+# Accelerators per system of the submission platforms an "N x SYSTEM" string names, as data with
+# their source: (accelerator as the registry names it, accelerators per system, source). A system
+# not listed here (HGX boards come with 4 or 8 GPUs) states no per-node count.
+KNOWN_SYSTEMS: dict[str, tuple[str, int, str]] = {
+    # NVIDIA DGX H100/H200 User Guide, "Introduction to the NVIDIA DGX H100/H200 System": 8 x NVIDIA H100 GPUs
+    "nvidia dgx h100": ("H100 SXM", 8, "https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html"),
+}
+# Keys that state the training precision, where a submission logs one (MLPerf has no standard key;
+# none of the v4.x result files read here logs one): a dtype name, or True for an "fp8" flag.
+_DTYPE_KEYS = ("precision", "dtype", "compute_dtype", "training_precision")
+_FP8_FLAGS = ("fp8", "use_fp8", "fp8_training")
 _NOT_PARAMS = ("cache_clear", "tracked_stats", "eval_accuracy", "train_loss", "weights_initialization")
 
 
@@ -285,6 +297,7 @@ class _Interval:
     meta0: dict[str, Any]
     t1: float = math.nan
     meta1: dict[str, Any] = field(default_factory=dict)
+    line1: int = 0
 
 
 @dataclass
@@ -325,6 +338,7 @@ def _stop(reader: Reader, tl: _Timeline, kind: str, r: _Rec) -> None:
         return
     cur.t1 = r.t
     cur.meta1 = r.meta
+    cur.line1 = r.line
     tl.closed[kind].append(cur)
 
 
@@ -414,6 +428,7 @@ def _point_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str, An
                 out.fact("n_nodes", nodes, where, plat.text)
                 extra["platform_nodes"] = nodes
                 extra["platform_system"] = m.group(2).strip()
+        _dtype_fact(out, reader, tl)
     bench = _first(tl, "submission_benchmark")
     if bench is not None and isinstance(bench.value, str) and bench.value.strip():
         out.fact("model", bench.value, f"{reader.name}:{bench.line}", bench.text)
@@ -421,6 +436,62 @@ def _point_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str, An
     for key in _SEQ_KEYS:
         if _count_fact(out, reader, _first(tl, key), "seq_len") is not None:
             break
+
+
+def _dtype_fact(out: Parsed, reader: Reader, tl: _Timeline) -> None:
+    """The training precision, where a record states it (see ``_DTYPE_KEYS``); never guessed."""
+    for key in _DTYPE_KEYS:
+        r = _first(tl, key)
+        if r is not None and isinstance(r.value, str) and r.value.strip():
+            out.fact("dtype", r.value.strip(), f"{reader.name}:{r.line}", r.text)
+            return
+    for key in _FP8_FLAGS:
+        r = _first(tl, key)
+        if r is not None and r.value is True:
+            out.fact("dtype", "fp8", f"{reader.name}:{r.line}", r.text)
+            return
+
+
+def _platform_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str, Any]) -> None:
+    """The accelerator a submission platform names, and its accelerators per node where the system
+    is in ``KNOWN_SYSTEMS``; only for what a SYSJSON line did not already state."""
+    plat = _first(tl, "submission_platform")
+    if plat is None or not isinstance(plat.value, str) or not plat.value.strip():
+        return
+    where = f"{reader.name}:{plat.line}"
+    system = str(extra.get("platform_system") or plat.value.strip())
+    known = KNOWN_SYSTEMS.get(" ".join(system.lower().split()))
+    stated = {f.name for f in out.facts if f.where != where}
+    if "accelerator" not in stated and len(system) <= 200:  # a longer platform string names no system
+        if known is not None:
+            out.fact("accelerator", known[0], where, f"{plat.value!r}: {known[1]} x {known[0]} per {system} ({known[2]})")
+        else:
+            out.fact("accelerator", system, where, plat.text)
+    if known is not None and "accelerators_per_node" not in stated and "platform_nodes" in extra:
+        out.fact("accelerators_per_node", known[1], where, f"{plat.value!r}: {known[1]} x {known[0]} per {system} ({known[2]})")
+        extra["platform_accelerators"] = extra["platform_nodes"] * known[1]
+    elif known is None and "accelerators_per_node" not in stated and "platform_nodes" in extra:
+        reader.note(f"n_accelerators unknown: the platform {plat.value!r} at {where} names {extra['platform_nodes']} "
+                    f"x {system!r}, a system whose accelerators per node the loader has no source for "
+                    f"(known: {', '.join(sorted(KNOWN_SYSTEMS))}); pass n_accelerators= for the job's count")
+
+
+def _check_ranks(out: Parsed, reader: Reader) -> None:
+    """Nodes x accelerators per node against the per-rank record count: a disagreement is noted."""
+    def first(name: str) -> Any:
+        return next((f for f in out.facts if f.name == name), None)
+
+    nodes, per, ranks = first("n_nodes"), first("accelerators_per_node"), first("n_ranks")
+    if nodes is None or per is None or ranks is None:
+        return
+    total = nodes.value * per.value
+    if total != ranks.value:
+        reader.note(f"the platform states {nodes.value} nodes x {per.value} accelerators = {total} ({per.where}), but "
+                    f"{ranks.value} ranks logged init_start ({ranks.where}); one rank per accelerator does not hold "
+                    "here, or the log is incomplete: n_accelerators is taken from the platform, not from the ranks")
+    else:
+        reader.note(f"{nodes.value} nodes x {per.value} accelerators = {total} ({per.where}) matches the {ranks.value} "
+                    f"ranks that logged init_start ({ranks.where})")
 
 
 def _snippet(raw: str, key: str) -> str:
@@ -507,7 +578,7 @@ def _submission_extra(tl: _Timeline, extra: dict[str, Any]) -> str | None:
     return " ".join(bits) if bits else None
 
 
-def _time_extra(tl: _Timeline, run_iv: _Interval | None, run_start_t: float | None, t0: float, base_ms: float, extra: dict[str, Any]) -> None:
+def _time_extra(reader: Reader, tl: _Timeline, run_iv: _Interval | None, run_start_t: float | None, t0: float, base_ms: float, extra: dict[str, Any]) -> None:
     extra["t0_epoch_s"] = (base_ms + t0 * 1000.0) / 1000.0
     extra["t0_wallclock"] = rules.wallclock(extra["t0_epoch_s"])
     if run_start_t is not None:
@@ -515,6 +586,9 @@ def _time_extra(tl: _Timeline, run_iv: _Interval | None, run_start_t: float | No
     if run_iv is not None:
         extra["run_stop_s"] = run_iv.t1 - t0
         extra["run_duration_s"] = run_iv.t1 - run_iv.t0
+        # MLPerf's score: time to train is run_start to run_stop (MLPerf Training rules, "Timing")
+        extra["time_to_train_s"] = run_iv.t1 - run_iv.t0
+        extra["time_to_train_where"] = f"{reader.name}:{run_iv.line}-{run_iv.line1}"
         status = run_iv.meta1.get("status")
         if status is not None:
             extra["run_status"] = str(status)
@@ -575,9 +649,22 @@ def _accuracy_for(evals: list[_Interval], accs: list[_Rec]) -> list[_Rec | None]
     return out
 
 
+def _cache_clear(tl: _Timeline, t0: float) -> list[dict[str, Any]]:
+    """The ``cache_clear`` records before init (or the run) as one ``other`` event, so that the wall
+    time starts at the job's first record; the gap from the last one to init_start stays a gap."""
+    starts = [iv.t0 for kind in ("init", "run") for iv in tl.closed[kind][:1]]
+    first = min(starts) if starts else math.inf
+    recs = [r for r in tl.points.get("cache_clear", []) if r.t <= first]
+    if not recs:
+        return []
+    a, b = min(r.t for r in recs), max(r.t for r in recs)
+    return [{"kind": "other", "start_s": a - t0, "end_s": b - t0,
+             "detail": f"cache_clear: {len(recs)} records, lines {recs[0].line}-{recs[-1].line}"}]
+
+
 def _events(reader: Reader, tl: _Timeline, t0: float) -> list[dict[str, Any]]:
     """The init event and one eval event per eval_start/eval_stop, with its accuracy."""
-    events: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = _cache_clear(tl, t0)
     for iv in tl.closed["init"][:1]:
         events.append({"kind": "init", "start_s": iv.t0 - t0, "end_s": iv.t1 - t0, "detail": "init_start to init_stop"})
     accs = tl.points.get("eval_accuracy", [])
@@ -634,7 +721,8 @@ def _bases(reader: Reader, tl: _Timeline, run_iv: _Interval | None) -> tuple[lis
     return [], "none"
 
 
-def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, token_counted: bool, extra: dict[str, Any]) -> pd.DataFrame:
+def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, token_counted: bool, extra: dict[str, Any],
+           seq_len: int | None = None) -> pd.DataFrame:
     """One step row per training segment: blocks (or epochs, or the run) minus evaluations."""
     bases, base_kind = _bases(reader, tl, run_iv)
     holes = _Holes([(iv.t0, iv.t1) for iv in tl.closed["eval"]])
@@ -650,6 +738,8 @@ def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, t
             samples = s1 - s0
         ec = rules.as_number(iv.meta0.get("epoch_count", iv.meta1.get("epoch_count")))
         first = rules.as_number(iv.meta0.get("first_epoch_num", iv.meta0.get("epoch_num")))
+        if token_counted and whole and seq_len and not math.isnan(ec) and ec % seq_len == 0:
+            samples = ec / seq_len  # a block's tokens over the sequence length: its sequences
         for a, b in segs:
             rows.append({
                 "attempt": 0, "step": len(rows), "rank": -1, "start_s": a - t0, "end_s": b - t0,
@@ -660,13 +750,28 @@ def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, t
     if split_any:
         reader.note(f"evaluations inside a training {base_kind}: it is split around them (no time counted twice)")
     if token_counted and any(not math.isnan(r["tokens"]) for r in rows):
-        reader.note("MLPerf GPT-3 counts epoch_count in tokens: block epoch_count fills tokens")
+        reader.note("MLPerf GPT-3 counts epoch_count in tokens: block epoch_count fills tokens"
+                    + (f", and tokens / max_sequence_length {seq_len} the samples (sequences) of each block" if seq_len else
+                       "; the log states no sequence length, so samples per block are unknown"))
+        _batches_per_step(reader, tl, rows, extra)
     if not rows:
         reader.note("no training blocks, epochs or finished run: no step rows")
     steps = pd.DataFrame(rows)
     if len(steps):
         steps = steps.drop(columns=[c for c in ("samples", "tokens", "epoch_count", "first_epoch_num") if steps[c].isna().all()])
     return steps
+
+
+def _batches_per_step(reader: Reader, tl: _Timeline, rows: list[dict[str, Any]], extra: dict[str, Any]) -> None:
+    """A step row here is a block of several global batches: say how many, from the raw counts."""
+    gbs = _first(tl, "global_batch_size")
+    gb = rules.as_number(gbs.value) if gbs is not None else math.nan
+    per = {r["samples"] / gb for r in rows if not math.isnan(r["samples"])} if gb > 0 else set()
+    if len(per) == 1:
+        (n,) = per
+        extra["global_batches_per_step"] = n
+        reader.note(f"a step here is a block of {n:g} global batches ({n * gb:g} sequences = {n:g} x "
+                    f"global_batch_size {gb:g}), not one optimizer step")
 
 
 def _tables(tl: _Timeline, t0: float) -> dict[str, pd.DataFrame]:
@@ -711,13 +816,16 @@ def parse(reader: Reader, options: Options) -> Parsed:
     if log.sysjson:
         _sysjson_facts(out, reader, log.sysjson, extra)
     _rank_facts(out, reader, log, tl, extra)
+    _platform_facts(out, reader, tl, extra)
+    _check_ranks(out, reader)
     bench = _first(tl, "submission_benchmark")
     token_counted = bench is not None and str(bench.value).lower() in _TOKEN_COUNTED
     _claims(out, reader, tl, token_counted)
     t0 = min(r.t for r in log.recs)
-    _time_extra(tl, run_iv, run_start_t, t0, log.base_ms or 0.0, extra)
+    _time_extra(reader, tl, run_iv, run_start_t, t0, log.base_ms or 0.0, extra)
     out.events = _events(reader, tl, t0)
-    out.steps = _steps(reader, tl, run_iv, t0, token_counted, extra)
+    seq = next((f.value for f in out.facts if f.name == "seq_len"), None)
+    out.steps = _steps(reader, tl, run_iv, t0, token_counted, extra, seq)
     out.tables = _tables(tl, t0)
     return out
 
