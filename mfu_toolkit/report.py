@@ -1,4 +1,4 @@
-"""A self-contained HTML report of one run: summary, scorecard, waterfall table and figures.
+"""A self-contained HTML report of one run: the same answer as ``mfu analyze``, with figures.
 
 The figures come from :mod:`mfu_toolkit.plots`, drawn on ``matplotlib.figure.Figure`` objects
 (no pyplot state, so any backend works, Agg included) and embedded as base64 PNG, so the file
@@ -11,21 +11,21 @@ from __future__ import annotations
 import base64
 import html
 import io
-import math
 from collections.abc import Callable
 from pathlib import Path
 
-import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from . import plots
-from .analysis import Accounting, account, breakdown, mfu_summary, scorecard
+from .analysis import Accounting, account, breakdown
+from .analysis.answer import Answer, build_answer
 from .run import Run
 
 __all__ = ["figure_to_base64", "report_figures", "html_report"]
 
 _STYLE = (
+    ".check-warn td:first-child{color:#b00;font-weight:bold}.check-ok td:first-child{color:#070}"
     "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}"
     "table{border-collapse:collapse;font-size:13px;margin:0.5em 0 1.5em}"
     "td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}"
@@ -89,64 +89,51 @@ def report_figures(run: Run | Accounting) -> tuple[list[tuple[str, Figure]], lis
     return figs, notes
 
 
-def _table_html(df: pd.DataFrame, percent: set[str]) -> str:
-    """A plain HTML table; columns in ``percent`` (and fraction-unit scorecard rows) as percents."""
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-    rows = []
-    for rec in df.to_dict("records"):
-        frac = rec.get("unit") == "fraction"
-        cells = []
-        for c, v in rec.items():
-            if isinstance(v, float):
-                if math.isnan(v):
-                    text = "n/a"
-                elif c in percent or (frac and c == "value"):
-                    text = f"{v:.2%}"
-                else:
-                    text = f"{v:,.6g}"
-                cells.append(f"<td class='num'>{text}</td>")
-            else:
-                cells.append(f"<td>{html.escape(str(v))}</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+def _img(caption: str, fig: Figure) -> str:
+    return (f"<figure><img alt='{html.escape(caption, quote=True)}' "
+            f"src='data:image/png;base64,{figure_to_base64(fig)}'>"
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
-def html_report(run: Run | Accounting, *, path: str | Path | None = None, title: str | None = None) -> str:
+def html_report(run: Run | Accounting, *, path: str | Path | None = None, title: str | None = None,
+                answer: Answer | None = None, interface: str = "python") -> str:
     """The HTML report as a string (also written to ``path`` when given).
 
-    Contents: the MFU summary lines, the waterfall figure and table, the scorecard, then the
-    timeline, step times, per-rank heatmap and GPU utilisation vs MFU where the data allow.
+    It renders the same :class:`~mfu_toolkit.analysis.answer.Answer` as ``mfu analyze`` (built
+    here unless ``answer`` is given), section by section in its reading order: the answer first
+    (both MFUs with numerator and denominator), the largest losses, stragglers, checkpoint
+    advice, checks, facts used; then the waterfall with its figure, the scorecard, the other
+    figures and the steady-state window. A run without timed steps gets the answer's account of
+    what the log holds and no figures.
     """
     if not isinstance(run, (Run, Accounting)):
         raise TypeError(f"run must be a Run or an Accounting; got {type(run).__name__}")
     acc = run if isinstance(run, Accounting) else account(run)
-    r = acc.run
-    bd = breakdown(acc)
-    sc = scorecard(acc)
-    summ = mfu_summary(acc)
-    figs, notes = report_figures(acc)
-    name = title or f"MFU report: {r.meta.name or r.meta.source_path or 'run'}"
+    if answer is None:
+        answer = build_answer(acc, interface=interface, title=title)
+    elif not isinstance(answer, Answer):
+        raise TypeError(f"answer must be an Answer (analysis.build_answer) or None; got {type(answer).__name__}")
+    name = title or answer.title
+    figs: list[tuple[str, Figure]] = []
+    notes: list[str] = []
+    if answer.timed:
+        figs, notes = report_figures(acc)
+    first = figs[:1] if figs and figs[0][0].startswith("Waterfall") else []
+    rest = figs[len(first):]
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>{html.escape(name)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{html.escape(name)}</h1>",
-        "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in summ.lines()) + "</ul>",
     ]
-    def img(caption: str, fig: Figure) -> str:
-        return (f"<figure><img alt='{html.escape(caption, quote=True)}' "
-                f"src='data:image/png;base64,{figure_to_base64(fig)}'>"
-                f"<figcaption>{html.escape(caption)}</figcaption></figure>")
-
-    first = figs[:1] if figs and figs[0][0].startswith("Waterfall") else []
-    parts.append("<h2>Waterfall</h2>")
-    parts += [img(c, f) for c, f in first]
-    parts.append(_table_html(bd, {"share", "efficiency_after", "mfu_after"}))
-    parts += ["<h2>Scorecard</h2>", _table_html(sc, set()), "<h2>Figures</h2>"]
-    parts += [img(c, f) for c, f in figs[len(first):]]
-    parts += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
-    parts.append(
-        f"<p class='note'>Steady-state window: {html.escape(acc.window.reason)}. {html.escape(acc.window.rule)}</p>"
-    )
+    for heading, fragment in answer.sections():
+        if heading == "Steady-state window" and (rest or notes):
+            parts.append("<h2>Figures</h2>")
+            parts += [_img(c, f) for c, f in rest]
+            parts += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
+        parts.append(f"<h2>{html.escape(heading)}</h2>")
+        if heading == "Waterfall":
+            parts += [_img(c, f) for c, f in first]
+        parts.append(fragment)
     parts.append("</body></html>")
     text = "\n".join(parts)
     if path is not None:

@@ -8,11 +8,15 @@
 - ``scaling``     scaling efficiency from a table or from runs
 - ``scorecard``   the four families of acceptance metrics
 - ``compare``     two runs side by side, warning when more than one major variable differs
+- ``inputs``      the user's inputs applied to a Run (:func:`apply_inputs`), asked for in each
+  interface's terms (:func:`ask`)
+- ``answer``      the one answer every front end renders (:func:`build_answer`, :class:`Answer`)
 - ``cli``         the ``analyze``/``simulate`` commands (the HTML report lives in ``mfu_toolkit.report``)
 """
 
 from __future__ import annotations
 
+from .answer import Answer, Check, build_answer, straggler_verdict
 from .breakdown import (
     CATEGORIES,
     Accounting,
@@ -38,6 +42,7 @@ from .checkpoint import (
     young_interval,
 )
 from .compare import Comparison, ConfoundedComparisonWarning, compare, major_variables
+from .inputs import INTERFACES, InputError, apply_inputs, ask
 from .replay import WhatIfResult, slowed_replay, straggler_whatif
 from .scaling import run_throughput, scaling_from_runs, scaling_table
 from .scorecard import gpu_idle_share, scorecard
@@ -57,6 +62,14 @@ from .stragglers import (
 )
 
 __all__ = [
+    "Answer",
+    "Check",
+    "build_answer",
+    "straggler_verdict",
+    "INTERFACES",
+    "InputError",
+    "apply_inputs",
+    "ask",
     "CATEGORIES",
     "Accounting",
     "MFUSummary",

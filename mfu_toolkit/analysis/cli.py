@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,181 +46,73 @@ def _load(args: argparse.Namespace) -> Any:
     return load_run(args.path if args.path == "-" else path, args.format or "auto")
 
 
-def _apply_meta(run: Any, args: argparse.Namespace) -> Any:
-    meta = run.meta
-    # --gpus N counts framework devices (as the log's world size does), --packages N packages;
-    # --per says what the log's own count is when it is not what the format states.
-    per = args.per
-    for flag, n, counts in (("--n-accelerators", args.n_accelerators, "device"), ("--packages", args.packages, "package")):
-        if n is None:
-            continue
-        if n < 1:
-            raise ValueError(f"{flag} must be an integer >= 1; got {n}")
-        if args.per is not None and args.per != counts:
-            raise ValueError(f"{flag} counts {counts}s; --per {args.per} contradicts it "
-                             f"(use {'--packages' if counts == 'device' else '--gpus'} N instead)")
-        meta = meta.replace(n_accelerators=n)
-        per = counts
-    if args.accelerator:
-        meta = meta.with_accelerator(args.accelerator, args.dtype, per=per)
-    elif args.dtype_given or (per is not None and per != meta.peak_per):
-        if meta.accelerator:  # the run's accelerator, its peak for this dtype and unit
-            meta = meta.with_accelerator(meta.accelerator, args.dtype if args.dtype_given else meta.dtype or "bf16",
-                                         sparse=bool(meta.peak_sparse), per=per or meta.peak_per)
-        elif meta.peak_flops_per_accelerator is not None and args.dtype_given:
-            meta = meta.with_dtype(args.dtype)  # raises: a peak that names no accelerator
-        elif meta.peak_flops_per_accelerator is not None:
-            raise ValueError(
-                f"--per {per}: the run's peak ({meta.peak_flops_per_accelerator:.4g} FLOP/s per {meta.peak_per}, "
-                f"{meta.peak_source or 'source unknown'}) names no accelerator to look it up per {per} for; "
-                "give --accelerator too")
-        else:
-            meta = meta.replace(peak_per=per or meta.peak_per,
-                                dtype=args.dtype if args.dtype_given else meta.dtype)
-    if args.global_batch is not None:
-        meta = meta.replace(global_batch=args.global_batch)
-    if args.seq_len is not None:
-        meta = meta.replace(seq_len=args.seq_len)
-    # FLOPs given here replace whatever the log carried (all of it, so nothing stale wins)
-    cleared = dict(model_flops_per_sample=None, model_flops_per_token=None, model_flops_per_step=None,
-                   hardware_flops_per_step=None)
-    for flag, field in (("flops_per_sample", "model_flops_per_sample"), ("flops_per_token", "model_flops_per_token"),
-                        ("flops_per_step", "model_flops_per_step")):
-        v = getattr(args, flag)
-        if v is not None:
-            if not (math.isfinite(v) and v > 0):
-                raise ValueError(f"--{flag.replace('_', '-')} must be a finite number > 0; got {v}")
-            meta = meta.replace(**{**cleared, field: v, "model_flops_source": f"command line --{flag.replace('_', '-')}"})
-    if args.preset:
-        mf, counted = _preset_flops(meta, args)
-        changes: dict[str, Any] = {
-            **cleared,
-            "model_flops_per_sample": float(mf.training_per_sample),
-            "model_flops_source": f"preset {args.preset!r}{counted}: {mf.source}"[:300],
-        }
-        if mf.training_per_token:
-            changes["model_flops_per_token"] = float(mf.training_per_token)
-        if mf.tokens_per_sample and meta.seq_len is None:
-            changes["seq_len"] = int(mf.tokens_per_sample)
-        meta = meta.replace(**changes)
-    elif getattr(args, "causal", False):
-        raise ValueError("--causal applies to the FLOPs count of --preset NAME; give --preset too")
-    return run.replace(meta=meta)
+def _interface() -> str:
+    """The interface whose terms error messages and requests use: ``MFU_INTERFACE`` (``make``
+    sets it for ``make report``), else ``cli``."""
+    from .inputs import INTERFACES
+
+    value = os.environ.get("MFU_INTERFACE", "").strip().lower()
+    return value if value in INTERFACES else "cli"
 
 
-def _stated_seq_len(meta: Any) -> tuple[int, str] | None:
-    """The first ``seq_len`` fact of the run that is a whole number >= 1, and where it was stated."""
-    for f in meta.facts:
-        value = f.get("value")
-        if f.get("name") != "seq_len" or isinstance(value, bool):
-            continue
-        try:
-            n = float(value)
-        except (TypeError, ValueError):
-            continue
-        if math.isfinite(n) and n >= 1 and n == int(n):
-            return int(n), str(f.get("where") or "")
-    return None
+def _apply_inputs(run: Any, args: argparse.Namespace, interface: str) -> Any:
+    """The flags of ``mfu analyze`` applied to the run (``inputs.apply_inputs``)."""
+    from .inputs import apply_inputs
+
+    return apply_inputs(
+        run, interface=interface, accelerator=args.accelerator, dtype=args.dtype,
+        n_accelerators=args.n_accelerators, packages=args.packages, per=args.per, preset=args.preset,
+        seq_len=args.seq_len, causal=bool(getattr(args, "causal", False)), flops_per_sample=args.flops_per_sample,
+        flops_per_token=args.flops_per_token, flops_per_step=args.flops_per_step, global_batch=args.global_batch,
+    )
 
 
-def _preset_flops(meta: Any, args: argparse.Namespace) -> tuple[Any, str]:
-    """``--preset``'s FLOPs for this run and a note of what they were counted at.
-
-    The sequence length is ``--seq-len``, else the run's own (``meta.seq_len``, then a
-    ``seq_len`` fact the log states), else the preset's published training length; with none of
-    them the error names ``--seq-len``. ``--causal`` counts the causal mask (off by default, as in
-    PaLM Appendix B)."""
-    from ..flops import get_preset, model_flops
-
-    preset = get_preset(args.preset)
-    seq_len, where = args.seq_len, "--seq-len"
-    if seq_len is None and hasattr(preset.config, "seq_len"):
-        stated = _stated_seq_len(meta)
-        if meta.seq_len is not None:
-            seq_len, where = int(meta.seq_len), "the run's seq_len"
-        elif stated is not None:
-            seq_len, where = stated[0], "stated in the log" + (f" at {stated[1]}" if stated[1] else "")
-        elif preset.config.seq_len is None:
-            raise ValueError(
-                f"--preset {preset.name}: its source states no training sequence length and the run "
-                "states none (no seq_len in the log); give --seq-len N"
-            )
-        else:
-            where = "published"
-    mf = model_flops(preset, seq_len=seq_len, causal=True if getattr(args, "causal", False) else None)
-    counted = ""
-    if mf.tokens_per_sample:
-        counted = f" at seq_len {mf.tokens_per_sample:g} ({where})"
-    return mf, f"{counted}; {mf.conventions.summary()}"
-
-
-def _fmt_table(df: Any, cols: list[str]) -> str:
-    def f(v: Any) -> str:
-        if isinstance(v, float):
-            return "n/a" if math.isnan(v) else f"{v:.6g}"
-        return str(v)
-
-    rows = [[f(v) for v in r] for r in df[cols].itertuples(index=False)]
-    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(cols)]
-    line = "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))
-    out = [line, "  ".join("-" * w for w in widths)]
-    out += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
-    return "\n".join(out)
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if hasattr(v, "item") and callable(v.item):
-        return _jsonable(v.item())
-    return v
+def _validate_text(answer: Any) -> str:
+    """What ``--validate`` prints: the facts that would be used and what is missing."""
+    lines = [f"{answer.log_name}: {'timed steps found' if answer.timed else 'no timed steps'}"]
+    lines += [f"  {f['name']} = {f['value']!r} (from {f['where']})" for f in answer.facts] or ["  no facts"]
+    lines += [f"  missing: {m}" for m in answer.missing] or ["  missing: nothing"]
+    return "\n".join(lines)
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    """Load a log, then print the MFU summary, the scorecard and the waterfall (or JSON/HTML)."""
-    from ..analysis.breakdown import account, breakdown, mfu_summary
-    from ..analysis.scorecard import scorecard
+    """Load a log and print its answer (terminal text, ``--json`` or ``--html``).
+
+    Exit status: 0 success; 1 an MFU above 100 % (inconsistent inputs) or, with ``--strict``, a
+    check that warns; 2 a user error (one line on stderr).
+    """
     from ..formulas import MFUAbove100Error
     from ..run import LoadError, SchemaError
+    from .answer import build_answer
 
+    interface = _interface()
     try:
-        run = _apply_meta(_load(args), args)
-        acc = account(run, warmup_steps=args.warmup_steps)
-        summ = mfu_summary(acc)
-        bd = breakdown(acc)
-        sc = scorecard(acc)
+        run = _apply_inputs(_load(args), args, interface)
+        answer = build_answer(run, interface=interface, warmup_steps=args.warmup_steps,
+                              checkpoint_write_s=args.checkpoint_s, checkpoint_every_steps=args.checkpoint_every,
+                              mtbf_hours=args.mtbf_hours)
+        if args.validate:
+            print(_validate_text(answer))
+            return 0
         if args.html:
             from ..report import html_report
 
-            html_report(acc, path=args.html)
+            html_report(run, path=args.html, answer=answer)
     except MFUAbove100Error as exc:  # inconsistent inputs, as for `mfu calc`: status 1
         _error("analyze", exc)
         return 1
     except (LoadError, SchemaError, ValueError, TypeError, LookupError, OSError) as exc:
         return _error("analyze", exc)
     if args.json:
-        doc = {
-            "run": repr(run),
-            "summary": _jsonable(summ.to_dict()),
-            "breakdown": _jsonable(bd.to_dict(orient="records")),
-            "scorecard": _jsonable(sc.to_dict(orient="records")),
-            "window": _jsonable(acc.window.summary()),
-        }
+        doc = {"run": repr(run), **answer.to_dict()}
         print(json.dumps(doc, indent=2))
-        return 0
-    print(repr(run))
-    print("\n".join(summ.lines()))
-    print(f"Steady-state window: {acc.window.n_steps} steps ({acc.window.reason})")
-    print("\nScorecard")
-    print(_fmt_table(sc, ["family", "metric", "value", "unit", "note"]))
-    print("\nWaterfall (each row removes its category and those above it)")
-    print(_fmt_table(bd, ["category", "seconds", "share", "efficiency_after", "mfu_after"]))
-    if args.html:
-        print(f"\nwrote {args.html}")
+    else:
+        print(answer.to_text(width=100))
+        if args.html:
+            print(f"\nwrote {args.html}")
+    if args.strict and answer.warnings:
+        print(f"mfu analyze: --strict: {len(answer.warnings)} check(s) warn", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -303,27 +195,25 @@ def run_simulate(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-class _DtypeAction(argparse.Action):
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        setattr(namespace, self.dest, values)
-        namespace.dtype_given = True
-
-
 def add_parsers(subparsers: Any) -> None:
     """Add the ``analyze`` and ``simulate`` subcommands to an argparse subparsers object."""
     a = subparsers.add_parser(
         "analyze",
-        help="scorecard and steady-state → end-to-end waterfall of a training log",
+        help="the MFU of a training log, where the rest goes, and checks of both",
         description=(
-            "Load a training log (or a Run saved as Parquet), then print the MFU summary, the "
-            "scorecard and the waterfall of where the wall time went."
+            "Load a training log (or a Run saved as Parquet), then print the answer first (steady-state "
+            "and end-to-end MFU with numerator and denominator, the largest losses, the straggler "
+            "verdict, checkpoint advice), the checks (the log's own claims, published maxima, facts "
+            "given vs stated, the accounting), the facts used and what is missing, then the detail. "
+            "Exit status: 0 ok; 1 an MFU above 100%% or, with --strict, a check that warns; 2 a user error."
         ),
     )
     a.add_argument("path", help="log file or folder, a Run .parquet, or - for standard input")
     a.add_argument("--format", default=None, help="log format (default: detect)")
     a.add_argument("--accelerator", help="accelerator name for the peak (from the registry)")
-    a.add_argument("--dtype", default="bf16", action=_DtypeAction, help="dtype of the peak (default bf16)")
+    a.add_argument("--dtype", default=None,
+                   help="dtype of the peak (default: the run's, else bf16; with no --accelerator the run's "
+                        "accelerator is looked up again)")
     n = a.add_mutually_exclusive_group()
     n.add_argument("--n-accelerators", "--gpus", dest="n_accelerators", type=int,
                    help="framework devices in the job (a world size: one per GPU, two per MI250X, four per "
@@ -345,10 +235,20 @@ def add_parsers(subparsers: Any) -> None:
                    help="tokens per sample; with --preset the FLOPs are counted at it, else at the log's own "
                         "sequence length, else at the preset's published one (required where it has none)")
     a.add_argument("--warmup-steps", type=int, help="override: warm-up steps dropped per attempt")
+    a.add_argument("--checkpoint-s", type=float, default=None, metavar="S",
+                   help="checkpoint write time in seconds, for the interval advice (default: the log's median)")
+    a.add_argument("--checkpoint-every", type=float, default=None, metavar="N",
+                   help="steps between checkpoints, for the interval advice (default: the log's)")
+    a.add_argument("--mtbf-hours", type=float, default=None, metavar="H",
+                   help="the job's mean time between failures in hours (default: observed failures)")
+    a.add_argument("--strict", action="store_true", help="exit 1 when any check warns (to gate CI on it)")
+    a.add_argument("--validate", action="store_true",
+                   help="load the log, apply the inputs, print the facts that would be used and what is "
+                        "missing, and exit (0, or 2 with the error)")
     o = a.add_mutually_exclusive_group()
     o.add_argument("--json", action="store_true", help="print JSON instead of tables")
     o.add_argument("--html", metavar="REPORT.html", help="also write an HTML report with figures")
-    a.set_defaults(func=run_analyze, dtype_given=False)
+    a.set_defaults(func=run_analyze)
 
     s = subparsers.add_parser(
         "simulate",

@@ -1,0 +1,931 @@
+"""One answer for every front end: ``mfu analyze`` (terminal, ``--json``, ``--html``) and the report.
+
+:func:`build_answer` turns a Run (or its Accounting) into an :class:`Answer`, in reading order:
+
+1. **the answer**: steady-state and end-to-end MFU, each with its numerator (model FLOPs per
+   step and where they came from) and its denominator (N × peak, per device or package, dtype,
+   the peak's source), HFU where known, MLPerf's time to train where the run states it;
+2. the three largest losses (seconds and share of wall time), the straggler verdict with its
+   culprit and the checkpoint-interval advice (Young/Daly) where the log or the user gives a
+   checkpoint cost;
+3. **checks** (:class:`Check`): the log's own throughput claims against ours, the MFU against the
+   highest published one, facts given against facts stated, the accounting's own consistency and
+   the load report;
+4. the facts used, each with where it came from, and the missing facts asked for once in the
+   terms of the interface in use (:func:`mfu_toolkit.analysis.inputs.ask`);
+5. the detail: waterfall table, scorecard, steady-state window.
+
+Every front end renders the same Answer (:meth:`Answer.to_text`, :meth:`Answer.to_dict`,
+:meth:`Answer.sections`), so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..run import Run
+from .breakdown import Accounting, account, breakdown, mfu_summary
+from .checkpoint import checkpoint_overhead, checkpoint_report, daly_interval, young_interval
+from .inputs import INTERFACES, InputError, ask, input_name, preset_family
+from .scorecard import scorecard
+
+__all__ = ["CHECK_STATUSES", "Check", "Answer", "build_answer", "straggler_verdict"]
+
+CHECK_STATUSES: tuple[str, ...] = ("ok", "warn", "info")
+_CLAIM_METRICS = ("tflops_per_accelerator", "mfu", "tokens_per_s_per_accelerator", "tokens_per_s", "samples_per_s")
+_AGREE = 0.10  # a claim within 10 % of ours agrees
+_NEAR = 0.06  # a ratio within 6 % of a named cause is that cause
+_FOLD = 1e-6  # a category below this share of the wall time is float noise, folded
+_POINTER = "n/a: missing facts (listed above)"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check beside the answer: ``status`` is "ok", "warn" or "info"."""
+
+    name: str
+    status: str
+    message: str
+
+    def __post_init__(self) -> None:
+        if self.status not in CHECK_STATUSES:
+            raise ValueError(f"Check.status must be one of {', '.join(CHECK_STATUSES)}; got {self.status!r}")
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "status": self.status, "message": self.message}
+
+
+# --------------------------------------------------------------------------------------------
+# formatting (one place, so every front end prints numbers the same way)
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None or not math.isfinite(v) else f"{v:.2%}"
+
+
+def _secs(v: float | None) -> str:
+    if v is None or not math.isfinite(v):
+        return "n/a"
+    a = abs(v)
+    if a == 0:
+        return "0 s"
+    if a >= 100:
+        return f"{v:,.1f} s"
+    if a >= 1:
+        return f"{v:.3f} s"
+    if a >= 1e-3:
+        return f"{v * 1e3:.3f} ms"
+    return f"{v * 1e6:.3f} µs"
+
+
+def _si(v: float | None, unit: str) -> str:
+    """1.234e15 FLOP -> '1.234 PFLOP'; 9.894e14 FLOP/s -> '989.4 TFLOP/s'."""
+    if v is None or not math.isfinite(v):
+        return "n/a"
+    for scale, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale:
+            return f"{v / scale:,.4g} {prefix}{unit}"
+    return f"{v:,.4g} {unit}"
+
+
+def _num(v: Any) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "n/a"
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v):,}"
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        if v.is_integer() and abs(v) < 1e15:
+            return f"{int(v):,}"
+        return f"{v:,.4g}" if abs(v) < 1e6 else _si(v, "")
+    return str(v)
+
+
+def _value(v: Any, unit: str) -> str:
+    """A scorecard value with its unit: fractions as percentages, seconds with units."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "n/a"
+    if unit == "fraction":
+        return _pct(float(v))
+    if unit == "s":
+        return _secs(float(v))
+    if unit == "FLOP/s":
+        return _si(float(v), "FLOP/s")
+    if unit == "ratio":
+        return f"{float(v):.3f}"
+    if unit == "count":
+        return _num(v)
+    return f"{_num(v)} {unit}".strip()
+
+
+def _short_where(where: Any) -> str:
+    """``/long/path/train.log:12`` -> ``train.log:12`` (the file's name and line)."""
+    text = str(where or "")
+    head, sep, tail = text.rpartition(":")
+    if sep and tail.isdigit():
+        return f"{Path(head).name}:{tail}"
+    return Path(text).name if "/" in text else text
+
+
+def _wrap(text: str, width: int, indent: str = "", hang: str = "  ") -> list[str]:
+    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent + hang,
+                         break_long_words=True, break_on_hyphens=False) or [indent]
+
+
+def _table(rows: list[list[str]], head: list[str], width: int, *, wrap: bool = False) -> list[str]:
+    """A plain text table that fits ``width``: its last column wrapped (``wrap``) or truncated
+    with an ellipsis."""
+    if not rows:
+        return []
+    cols = list(zip(head, *rows, strict=True))
+    widths = [max(len(c) for c in col) for col in cols]
+    fixed = sum(widths[:-1]) + 2 * (len(widths) - 1)
+    widths[-1] = max(min(widths[-1], width - fixed), 8)
+    for i in range(len(widths) - 1):  # a wide middle column gives way too
+        over = sum(widths) + 2 * (len(widths) - 1) - width
+        if over > 0 and widths[i] > 24:
+            widths[i] = max(24, widths[i] - over)
+
+    def cut(s: str, w: int) -> str:
+        return s if len(s) <= w else s[: max(w - 1, 0)] + "…"
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(cut(c, w).ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    out = [line(head), line(["-" * w for w in widths])]
+    for r in rows:
+        if not wrap or len(r[-1]) <= widths[-1]:
+            out.append(line(r))
+            continue
+        pieces = textwrap.wrap(r[-1], width=widths[-1], break_long_words=True) or [""]
+        out.append(line([*r[:-1], pieces[0]]))
+        out += [line([""] * (len(r) - 1) + [p]) for p in pieces[1:]]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# the parts of the answer
+
+
+def straggler_verdict(acc: Accounting) -> dict[str, Any]:
+    """Who held the job back: ``verdict``, ``culprit`` ("rank 11", "no single culprit", ...),
+    ``seconds`` and ``share`` of wall time waiting for the slowest rank, and the ``basis``.
+
+    A per-operation trace (``tables['ops']``) is classified by
+    :func:`~mfu_toolkit.analysis.stragglers.classify_op_stragglers`; per-rank steps by
+    :func:`~mfu_toolkit.analysis.stragglers.straggler_summary` (every rank compared with all the
+    others, so it assumes no pipeline); job-level steps cannot show a straggler.
+    """
+    from .stragglers import classify_op_stragglers, straggler_summary
+
+    run, wall = acc.run, acc.wall_s
+    sec = acc.seconds["stragglers"]
+    out: dict[str, Any] = {"seconds": sec, "share": sec / wall if wall > 0 else None}
+    if "ops" in run.tables:
+        try:
+            v = classify_op_stragglers(run)
+        except (ValueError, KeyError) as exc:
+            out["op_trace_note"] = str(exc)
+        else:
+            e = v.evidence
+            culprit = {"slow_worker": f"worker {e['worst_worker']}",
+                       "stage_imbalance": f"stage {max(e['stage_medians_s'], key=e['stage_medians_s'].get)}",
+                       "spread": "no single culprit", "none": "none"}[v.kind]
+            return {**out, "verdict": v.label, "kind": v.kind, "culprit": culprit,
+                    "basis": "per-operation trace: a what-if on compute time per worker (dp_rank, stage)",
+                    "shares": dict(v.shares)}
+    ranks = run.steps.loc[run.steps["rank"] >= 0, "rank"] if len(run.steps) else pd.Series(dtype=int)
+    if ranks.nunique() < 2:
+        return {**out, "verdict": "not measurable from this log: it has no per-rank step times",
+                "kind": "unknown", "culprit": "unknown", "basis": "job-level steps (one row per step)"}
+    try:
+        s = straggler_summary(acc)
+    except ValueError as exc:
+        return {**out, "verdict": f"not measurable: {exc}", "kind": "unknown", "culprit": "unknown",
+                "basis": "per-rank steps"}
+    basis = ("per-rank step times; assumes no pipeline (every rank is compared with all the others, "
+             "not with the peers of its stage)")
+    persistent = s.persistent_ranks
+    if persistent:
+        named = ", ".join(map(str, persistent[:5])) + (f" and {len(persistent) - 5} more" if len(persistent) > 5 else "")
+        culprit = f"rank{'s' if len(persistent) > 1 else ''} {named}"
+        kind = "slow_worker"
+        verdict = f"persistent straggler: {culprit}, more than {s.threshold:.0%} slower than the fastest rank"
+    elif out["share"] is not None and out["share"] < 0.01:
+        culprit, kind, verdict = "none", "none", "no material straggling (under 1% of wall time)"
+    elif s.most_often_slowest is not None and s.most_often_slowest_share >= 0.5:
+        culprit = f"rank {s.most_often_slowest}"
+        kind = "slow_worker"
+        verdict = f"{culprit} is the slowest in {s.most_often_slowest_share:.0%} of steps"
+    else:
+        culprit, kind = "no single culprit", "spread"
+        verdict = (f"no single culprit: the slowest rank changes from step to step (the most frequent, "
+                   f"rank {s.most_often_slowest}, in {s.most_often_slowest_share:.0%} of steps)")
+    return {**out, "verdict": verdict, "kind": kind, "culprit": culprit, "basis": basis,
+            "persistent_ranks": list(persistent), "most_often_slowest": s.most_often_slowest,
+            "most_often_slowest_share": s.most_often_slowest_share, "tail_ratio": s.tail_ratio}
+
+
+def _positive_input(name: str, value: Any, interface: str) -> float | None:
+    if value is None:
+        return None
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+    if not ok:
+        raise InputError(f"{input_name(name, interface)} must be a finite number > 0; got {value!r}")
+    return float(value)
+
+
+def _checkpoint_advice(acc: Accounting, interface: str, write_s: float | None, every: float | None,
+                       mtbf_h: float | None) -> dict[str, Any] | None:
+    """Young/Daly interval advice where the log has checkpoints or the user gave their cost."""
+    ev = acc.run.events
+    has_events = bool(len(ev)) and bool((ev["kind"] == "checkpoint_save").any())
+    if not has_events and write_s is None and every is None and mtbf_h is None:
+        return None
+    rep = checkpoint_report(acc, mtbf_s=None if mtbf_h is None else mtbf_h * 3600.0)
+    delta = write_s if write_s is not None else rep.checkpoint_s_median
+    mtbf = rep.mtbf_s
+    step_s = acc.ideal_step_s
+    interval = rep.interval_s_median
+    if every is not None and step_s and delta is not None:
+        interval = every * step_s + delta
+    out: dict[str, Any] = {
+        "checkpoint_s": delta, "checkpoint_s_source": "given" if write_s is not None else "the log's median",
+        "mtbf_s": mtbf, "mtbf_source": "given" if mtbf_h is not None else rep.mtbf_source,
+        "interval_s": interval, "checkpoints": rep.checkpoints, "young_interval_s": None,
+        "daly_interval_s": None, "daly_steps": None, "interval_vs_daly": None,
+    }
+    need = []
+    if not delta:
+        need.append(ask("checkpoint_write_s", interface))
+    if not mtbf:
+        need.append(ask("mtbf_hours", interface))
+    if need:
+        out["advice"] = "interval advice needs the " + " and the ".join(
+            (["checkpoint write time"] if not delta else []) + (["job's MTBF"] if not mtbf else [])
+        ) + ": give " + " and ".join(need)
+        return out
+    assert delta is not None and mtbf is not None
+    young = young_interval(checkpoint_s=delta, mtbf_s=mtbf)
+    daly = daly_interval(checkpoint_s=delta, mtbf_s=mtbf)
+    out.update(young_interval_s=young, daly_interval_s=daly, daly_steps=daly / step_s if step_s else None)
+    restart = rep.mean_time_to_recover_s or 0.0
+    out["expected_overhead_optimal"] = checkpoint_overhead(interval_s=daly, checkpoint_s=delta, mtbf_s=mtbf,
+                                                           restart_s=restart)["total"]
+    steps = f" (about {daly / step_s:,.0f} steps)" if step_s else ""
+    text = (f"Daly's optimum: checkpoint every {_secs(daly)} of compute{steps}, with a {_secs(delta)} write "
+            f"and an MTBF of {_secs(mtbf)} ({out['mtbf_source']}); Young: {_secs(young)}")
+    if interval is not None:
+        tau = max(interval - delta, 1e-9)
+        ratio = tau / daly
+        out["interval_vs_daly"] = ratio
+        out["expected_overhead_used"] = checkpoint_overhead(interval_s=tau, checkpoint_s=delta, mtbf_s=mtbf,
+                                                            restart_s=restart)["total"]
+        verdict = ("checkpoint more often" if ratio > 1.5 else "checkpoint less often" if ratio < 1 / 1.5
+                   else "close to the optimum")
+        text += (f". The run checkpoints every {_secs(interval)} ({ratio:.2f} × the optimum): {verdict}; "
+                 f"expected overhead {_pct(out['expected_overhead_used'])} vs {_pct(out['expected_overhead_optimal'])}"
+                 " at the optimum")
+    out["advice"] = text
+    return out
+
+
+def _window_rate(acc: Accounting) -> float | None:
+    """Work units per second over the steady-state window's mean actual step (as window MFU)."""
+    st = acc.steps
+    if not len(st):
+        return None
+    win = st["in_window"].to_numpy(bool) & (st["work"].to_numpy(float) > 0) & ~st["lost"].to_numpy(bool)
+    t = float(st["labelled_s"].to_numpy(float)[win].sum())
+    return float(st["work"].to_numpy(float)[win].sum()) / t if t > 0 else None
+
+
+def _ours(metric: str, acc: Accounting, summ: Any) -> tuple[float | None, str]:
+    """Our figure for a claim's metric (in the claim's units), or None with what is missing."""
+    m = acc.run.meta
+    rate, unit = _window_rate(acc), acc.work_unit
+    if metric == "mfu":
+        return summ.window_mfu, "window MFU unknown"
+    if rate is None:
+        return None, "no timed steps in the steady-state window"
+    if metric == "tflops_per_accelerator":
+        if acc.flops_per_unit is None or not m.n_accelerators:
+            return None, "model FLOPs or the accelerator count unknown"
+        return rate * acc.flops_per_unit / m.n_accelerators / 1e12, ""
+    tokens = {"token": 1.0, "sample": m.seq_len, "step": (m.global_batch or 0) * (m.seq_len or 0) or None}[unit]
+    samples = {"sample": 1.0, "token": 1.0 / m.seq_len if m.seq_len else None, "step": m.global_batch}[unit]
+    per = samples if metric == "samples_per_s" else tokens
+    if not per:
+        return None, "the sequence length or the batch is unknown"
+    value = rate * float(per)
+    if metric == "tokens_per_s_per_accelerator":
+        if not m.n_accelerators:
+            return None, "the accelerator count is unknown"
+        value /= m.n_accelerators
+    return value, ""
+
+
+def _registry_match(tflops: float) -> str | None:
+    """The registry row whose dense or sparse peak (per package or per device) is ``tflops``."""
+    from .. import hardware
+
+    best: tuple[float, str] | None = None
+    for a in hardware.accelerators():
+        for kind, table in (("dense", a.dense), ("sparse", a.sparse)):
+            for dtype, peak in table.items():
+                for per, value in (("per package", peak), ("per device", peak / a.devices_per_package)):
+                    if per == "per device" and a.devices_per_package == 1:
+                        continue
+                    err = abs(value / tflops - 1.0)
+                    if err < 0.015 and (best is None or err < best[0]):
+                        best = (err, f"{a.name} {dtype} {kind} ({value:,.6g} TFLOP/s {per})")
+    return None if best is None else best[1]
+
+
+def _near(ratio: float, target: float) -> bool:
+    return abs(ratio / target - 1.0) < _NEAR
+
+
+def _claim_cause(metric: str, ratio: float, acc: Accounting) -> str:
+    """The likeliest reason ours and the log's figure differ by ``ratio`` (ours / theirs)."""
+    from .. import hardware
+
+    m = acc.run.meta
+    causes: list[str] = []
+    if metric == "mfu":
+        tf, mf = m.claim("tflops_per_accelerator"), m.claim("mfu")
+        if tf and mf and mf.get("value"):
+            fw = float(tf["value"]) / float(mf["value"])
+            match = _registry_match(fw)
+            ours = (f"; ours divides by {m.peak_flops_per_accelerator / 1e12:,.6g} ({m.accelerator} {m.dtype})"
+                    if m.peak_flops_per_accelerator else "")
+            causes.append(f"the peak the framework used: its TFLOP/s over its MFU is {fw:,.6g} TFLOP/s, "
+                          + (f"the registry's {match}" if match else "no registry row") + ours)
+    if m.accelerator and m.peak_flops_per_accelerator and metric in ("mfu", "tflops_per_accelerator"):
+        try:
+            acc_row = hardware.resolve(m.accelerator)
+        except hardware.RegistryError:
+            acc_row = None
+        ours_pkg = m.peak_flops_per_accelerator / 1e12 * (acc_row.devices_per_package if acc_row and m.peak_per == "device" else 1)
+        for dtype, peak in (acc_row.dense.items() if acc_row else ()):
+            if dtype != m.dtype and peak > 0 and _near(ratio, peak / ours_pkg):
+                causes.append(f"the dtype: against the {dtype} peak ({peak:,.6g} TFLOP/s) instead of the "
+                              f"{m.dtype} one ours would read as the log does")
+                break
+    if _near(ratio, 2.0) or _near(ratio, 0.5):
+        more = "twice" if ratio > 1 else "half"
+        causes.append(f"the sequence length or the batch: ours counts {more} the work per step "
+                      f"(seq_len {m.seq_len or 'unknown'}, global batch {_num(m.global_batch)})")
+    if not causes:
+        causes.append("the model FLOPs count (preset, sequence length, causal mask, recomputation) or the "
+                      "step time the framework measured")
+    return "; or ".join(causes)
+
+
+def _claim_checks(acc: Accounting, summ: Any) -> list[Check]:
+    out = []
+    for c in acc.run.meta.claims:
+        metric = c.get("metric")
+        if metric not in _CLAIM_METRICS or not c.get("value"):
+            continue
+        theirs = float(c["value"])
+        ours, why = _ours(metric, acc, summ)
+        shown = _pct(theirs) if metric == "mfu" else f"{_num(theirs)} {c.get('unit', '')}".strip()
+        where = _short_where(c.get("where"))
+        stat = f" ({c.get('statistic')} of {c.get('n')})" if c.get("n", 1) > 1 else ""
+        name = f"claim {metric}"
+        if ours is None:
+            out.append(Check(name, "info", f"the log claims {shown}{stat} at {where}; not compared: {why}"))
+            continue
+        ratio = ours / theirs
+        mine = _pct(ours) if metric == "mfu" else f"{_num(ours)}"
+        text = f"the log claims {shown}{stat} at {where}; ours {mine} (ratio {ratio:.2f})"
+        if abs(ratio - 1.0) <= _AGREE:
+            out.append(Check(name, "ok", text + ": agrees within 10%"))
+        else:
+            out.append(Check(name, "warn", text + ". Likely cause: " + _claim_cause(metric, ratio, acc)))
+    return out
+
+
+def _plausibility_check(acc: Accounting, summ: Any) -> list[Check]:
+    from ..plausibility import check_mfu
+
+    m = acc.run.meta
+    best = max((v for v in (summ.steady_state_mfu, summ.window_mfu) if v), default=None)
+    if best is None:
+        return []
+    family = preset_family(m.extra.get("preset") if isinstance(m.extra.get("preset"), str) else None)
+    p = check_mfu(best, dtype=m.dtype, family=family, n_accelerators=m.n_accelerators)
+    msg = " ".join(line.strip() for line in p.message.splitlines() if line.strip())
+    return [Check("plausibility", "ok" if p.ok else "warn", msg)]
+
+
+def _same_fact(name: str, given: Any, stated: Any) -> bool | None:
+    """True/False, or None when the two cannot be compared (a stated name not in the registry)."""
+    if name == "accelerator":
+        from .. import hardware
+
+        try:
+            return hardware.resolve(str(given)).name == hardware.resolve(str(stated)).name
+        except hardware.RegistryError:
+            return None
+    if isinstance(given, (int, float)) and not isinstance(given, bool):
+        try:
+            return math.isclose(float(given), float(stated), rel_tol=1e-9)
+        except (TypeError, ValueError):
+            return False
+    return str(given).strip().lower() == str(stated).strip().lower()
+
+
+def _fact_checks(meta: Any) -> list[Check]:
+    facts = meta.facts
+    given = [f for f in facts if f.get("source") == "given"]
+    stated = [f for f in facts if f.get("source") == "stated"]
+    if not given:
+        return [Check("facts", "info", "no value given: the facts the log states are used as stated")]
+    out, compared = [], 0
+    for g in given:
+        name = g.get("name")
+        peers = [s for s in stated if s.get("name") == name or (name == "accelerator" and s.get("name") == "platform")]
+        for s in peers:
+            same = _same_fact(name, g.get("value"), s.get("value"))
+            if same is None:
+                continue
+            compared += 1
+            if not same:
+                out.append(Check(f"fact {name}", "warn",
+                                 f"{name} given as {g.get('value')!r} ({g.get('where')}), but the log states "
+                                 f"{s.get('value')!r} at {_short_where(s.get('where'))}; the given value is used"))
+            break
+    if not out:
+        out.append(Check("facts", "ok", f"the given values agree with the log's ({compared} compared)"
+                         if compared else "the log states none of the given facts: nothing to compare"))
+    return out
+
+
+def _accounting_checks(acc: Accounting, summ: Any) -> list[Check]:
+    wall, sec = acc.wall_s, acc.seconds
+    if wall <= 0:
+        return []
+    out = []
+    parts = sum(v for k, v in sec.items() if k not in ("jitter", "unaccounted"))
+    if parts > wall * (1 + 1e-9):
+        out.append(Check("accounting", "warn", f"the categories other than jitter add up to {_secs(parts)}, more "
+                         f"than the wall time {_secs(wall)}: steps overlap or events double-count"))
+    if math.isfinite(acc.goodput) and acc.goodput > 1 + 1e-9:
+        out.append(Check("accounting", "warn", f"goodput {_pct(acc.goodput)} is above 100%: the ideal step "
+                         "time exceeds what the steps took (too few steps in the steady-state window?)"))
+    if sec["jitter"] < -0.01 * wall:
+        out.append(Check("accounting", "warn", f"negative jitter ({_secs(sec['jitter'])}): steps outside the "
+                         "window ran faster than the window's median"))
+    if summ.window_mfu and summ.steady_state_mfu and summ.window_mfu > summ.steady_state_mfu * (1 + 1e-6):
+        out.append(Check("accounting", "warn", f"window MFU {_pct(summ.window_mfu)} is above the ideal-step MFU "
+                         f"{_pct(summ.steady_state_mfu)}: the steps overlap or their durations are anchored on "
+                         "coarse timestamps"))
+    if not out:
+        out.append(Check("accounting", "ok", f"the categories sum to the wall time ({_secs(wall)}); goodput "
+                         f"{_pct(acc.goodput)}"))
+    return out
+
+
+def _load_checks(run: Run, timed: bool) -> list[Check]:
+    rep = run.meta.report
+    out = []
+    if not timed:
+        out.append(Check("load", "warn", "no timed steps: MFU and the waterfall cannot be measured from this "
+                         "log; what it holds is listed below"))
+    if rep.skipped:
+        out.append(Check("load", "warn", rep.summary()))
+    for note in rep.notes:
+        if not note.startswith("conflict:"):  # conflicts are the fact checks' rows
+            out.append(Check("load note", "info", note))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# facts used and missing
+
+
+def _fact_where(meta: Any, name: str, value: Any) -> str:
+    for f in reversed(meta.facts):
+        if f.get("name") == name and f.get("source") == "given":
+            return str(f.get("where"))
+    for f in meta.facts:
+        if f.get("name") in (name, "platform" if name == "accelerator" else name) and f.get("source") == "stated":
+            same = _same_fact(name, value, f.get("value"))
+            if same:
+                return f"the log, {_short_where(f.get('where'))}"
+    if name in meta.extra.get("defaults", []):
+        return "default"
+    return f"the {meta.source_format or 'run'} metadata" if meta.source_format else "the run's metadata"
+
+
+def _facts_used(acc: Accounting, summ: Any) -> list[dict[str, Any]]:
+    m = acc.run.meta
+    rows = []
+    for name in ("accelerator", "n_accelerators", "dtype", "seq_len", "global_batch"):
+        value = getattr(m, name)
+        if value is None:
+            continue
+        rows.append({"name": name, "value": value, "where": _fact_where(m, name, value)})
+    if m.peak_flops_per_accelerator:
+        rows.append({"name": "peak_flops_per_accelerator", "value": m.peak_flops_per_accelerator,
+                     "where": m.peak_source or "the run's metadata"})
+    if acc.flops_per_unit is not None:
+        rows.append({"name": f"model_flops_per_{acc.work_unit}", "value": acc.flops_per_unit,
+                     "where": acc.flops_source or "the run's metadata"})
+    return rows
+
+
+def _missing(acc: Accounting, interface: str, timed: bool) -> list[str]:
+    if not timed:
+        return []
+    m = acc.run.meta
+    out = []
+    if acc.flops_per_unit is None:
+        unit = acc.work_unit
+        if unit == "step":
+            batch = "" if m.global_batch else " " + ask("global_batch", interface)
+            how = (f"{ask('preset', interface)} {ask('seq_len', interface)}{batch} or "
+                   f"{ask('flops_per_step', interface)}")
+        elif unit == "token":
+            how = ask("model_flops_per_token", interface)
+        else:
+            how = ask("model_flops", interface)
+        out.append(f"model FLOPs per {unit}: give {how}")
+    if not m.n_accelerators:
+        out.append(f"accelerator count: give {ask('n_accelerators', interface)} (or {ask('packages', interface)})")
+    if not m.peak_flops_per_accelerator:
+        if m.accelerator:
+            out.append(f"peak: the registry has no {m.dtype or 'bf16'} figure for {m.accelerator}; give "
+                       f"{ask('accelerator', interface)} or {ask('dtype', interface)}")
+        else:
+            out.append(f"accelerator: give {ask('accelerator', interface)} (and {ask('dtype', interface)} "
+                       "when not bf16)")
+    return out
+
+
+def _point(note: str, acc: Accounting, interface: str) -> str:
+    """A note that asks for a missing fact in Python's terms becomes a pointer to the list."""
+    text = str(note or "")
+    if not text:
+        return text
+    reasons = [r for r in (acc.flops_reason, acc.peak_reason) if r]
+    if "hardware FLOPs (with recomputation) unknown" in text:
+        return "n/a: no recomputation count in the log"
+    if any(r in text for r in reasons) or "set meta." in text or "meta.with_accelerator" in text:
+        return _POINTER
+    return _speak(text, interface)
+
+
+def _speak(text: str, interface: str) -> str:
+    """``meta.seq_len`` in a note becomes the interface's own request (``--seq-len N``)."""
+    def swap(match: re.Match[str]) -> str:
+        name = match.group(1)
+        name = name[len("model_"):] if name.startswith("model_flops_per_") else name
+        try:
+            return ask(name, interface)
+        except ValueError:
+            return match.group(0)
+
+    return re.sub(r"\bmeta\.([a-z_]+)", swap, text)
+
+
+# --------------------------------------------------------------------------------------------
+# the Answer
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Everything a front end shows about one run, in reading order (see the module docstring)."""
+
+    title: str
+    log_name: str
+    date: str | None
+    interface: str
+    headline: dict[str, Any]
+    losses: tuple[dict[str, Any], ...]
+    stragglers: dict[str, Any]
+    checkpoint: dict[str, Any] | None
+    checks: tuple[Check, ...]
+    missing: tuple[str, ...]
+    facts: tuple[dict[str, Any], ...]
+    breakdown: pd.DataFrame = field(repr=False)
+    scorecard: pd.DataFrame = field(repr=False)
+    window: dict[str, Any] = field(default_factory=dict)
+    load: dict[str, Any] = field(default_factory=dict)
+    holds: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def warnings(self) -> tuple[Check, ...]:
+        """The checks whose status is "warn" (``mfu analyze --strict`` exits 1 on any)."""
+        return tuple(c for c in self.checks if c.status == "warn")
+
+    @property
+    def timed(self) -> bool:
+        return bool(self.headline.get("timed_steps"))
+
+    # -- JSON --------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The answer as JSON-able data (NaN and infinities as None)."""
+        doc = {
+            "title": self.title, "log_name": self.log_name, "date": self.date, "interface": self.interface,
+            "headline": self.headline, "losses": list(self.losses), "stragglers": self.stragglers,
+            "checkpoint": self.checkpoint, "checks": [c.to_dict() for c in self.checks],
+            "facts": list(self.facts), "missing": list(self.missing),
+            "breakdown": self.breakdown.to_dict(orient="records"),
+            "scorecard": self.scorecard.to_dict(orient="records"),
+            "window": self.window, "load": self.load, "holds": self.holds, "summary": self.summary,
+        }
+        return _jsonable(doc)
+
+    # -- text --------------------------------------------------------------------------------
+
+    def _headline_lines(self) -> list[str]:
+        h = self.headline
+        if not self.timed:
+            return ["MFU: not measurable: the log has no timed steps (see the load note below)."]
+        num, den = h["numerator"], h["denominator"]
+        reason = h["reasons"]
+        lines = []
+        for key, label, what in (("steady_state_mfu", "Steady-state MFU", "ideal step"),
+                                 ("end_to_end_mfu", "End-to-end MFU", "whole wall time")):
+            v = h[key]
+            lines.append(f"{label}: {_pct(v)} ({what})" if v is not None
+                         else f"{label}: unknown ({reason.get(key) or 'n/a'})")
+        if h.get("window_mfu") is not None:
+            lines.append(f"Steady-window MFU: {_pct(h['window_mfu'])} (mean actual step in the window)")
+        if h.get("steady_state_hfu") is not None:
+            lines.append(f"Steady-state HFU: {_pct(h['steady_state_hfu'])}; end-to-end HFU: {_pct(h['end_to_end_hfu'])}")
+        if num.get("model_flops_per_step") is not None:
+            per_unit = ("" if num["work_unit"] == "step"
+                        else f" ({_si(num['flops_per_unit'], 'FLOP')} per {num['work_unit']})")
+            lines.append(f"  numerator: {_si(num['model_flops_per_step'], 'FLOP')} model FLOPs per step"
+                         f"{per_unit}, from {num['source']}")
+        else:
+            lines.append("  numerator: model FLOPs unknown")
+        lines.append(f"  step: ideal {_secs(h['ideal_step_s'])}, {h['useful_steps']:,} useful steps, wall time "
+                     f"{_secs(h['wall_s'])}, goodput {_pct(h['goodput'])}")
+        if den.get("cluster_peak_flops"):
+            lines.append(f"  denominator: {den['n_accelerators']:,} × {_si(den['peak_flops_per_accelerator'], 'FLOP/s')} "
+                         f"= {_si(den['cluster_peak_flops'], 'FLOP/s')} ({den['accelerator']} {den['dtype']}"
+                         f"{', sparse' if den['sparse'] else ' dense'}, {den['per_text']}; peak source: "
+                         f"{den['peak_source'] or 'unknown'})")
+        else:
+            n = den.get("n_accelerators")
+            lines.append(f"  denominator: unknown (N = {n if n else 'unknown'}, peak "
+                         f"{_si(den.get('peak_flops_per_accelerator'), 'FLOP/s')})")
+        if h.get("time_to_train_s") is not None:
+            lines.append(f"Time to train (MLPerf run_start to run_stop): {_secs(h['time_to_train_s'])}")
+        return lines
+
+    def _loss_lines(self) -> list[str]:
+        if not self.losses:
+            return ["No loss above float noise."]
+        return [f"{i}. {loss['category']}: {_secs(loss['seconds'])} ({_pct(loss['share'])} of wall time)"
+                for i, loss in enumerate(self.losses, 1)]
+
+    def _straggler_lines(self) -> list[str]:
+        s = self.stragglers
+        lines = [f"Verdict: {s['verdict']}", f"Culprit: {s['culprit']}"]
+        if s.get("share") is not None and s.get("kind") != "unknown":
+            lines.append(f"Waiting for the slowest rank: {_secs(s['seconds'])} ({_pct(s['share'])} of wall time)")
+        lines.append(f"Basis: {s['basis']}")
+        return lines
+
+    def _holds_lines(self) -> list[str]:
+        h = self.holds
+        lines = [f"Steps: {h['step_rows']:,} rows ({h['timed_step_rows']:,} timed)"]
+        if h["events"]:
+            lines.append("Events: " + ", ".join(f"{k} × {v}" for k, v in h["events"].items()))
+        if h["tables"]:
+            lines.append("Tables: " + ", ".join(f"{k} ({r:,} rows × {c} columns)" for k, (r, c) in h["tables"].items()))
+        lines.append(f"Facts stated: {h['facts_stated']}; claims: {h['claims']}")
+        return lines
+
+    def _blocks(self) -> list[tuple[str, list[str], list[list[str]] | None, list[str] | None]]:
+        """(heading, lines, table rows, table head) in reading order; shared by text and HTML."""
+        out: list[tuple[str, list[str], list[list[str]] | None, list[str] | None]] = []
+        out.append(("The answer", self._headline_lines(), None, None))
+        if self.missing:
+            out.append(("Missing facts", [f"- {m}" for m in self.missing], None, None))
+        if self.timed:
+            out.append(("Largest losses", self._loss_lines(), None, None))
+        out.append(("Stragglers", self._straggler_lines(), None, None))
+        if self.checkpoint is not None:
+            out.append(("Checkpoint interval", [self.checkpoint["advice"]], None, None))
+        out.append(("Checks", [], [[c.status.upper(), c.name, c.message] for c in self.checks],
+                    ["status", "check", "message"]))
+        out.append(("Facts used", [] if self.facts else ["none"],
+                    [[f["name"], _fact_value(f), str(f["where"])] for f in self.facts] or None,
+                    ["fact", "value", "from"]))
+        if not self.timed:
+            out.append(("What the log holds", self._holds_lines(), None, None))
+            return out
+        rows, folded = _waterfall_rows(self.breakdown, self.headline["wall_s"])
+        out.append(("Waterfall", [f"Folded (0 s or float noise): {', '.join(folded)}"] if folded else [],
+                    rows, ["category", "seconds", "share", "efficiency after", "MFU after"]))
+        out.append(("Scorecard", [], [[r["family"], r["metric"], _value(r["value"], r["unit"]), str(r["note"])]
+                                      for r in self.scorecard.to_dict("records")],
+                    ["family", "metric", "value", "note"]))
+        w = self.window
+        out.append(("Steady-state window", [f"{w.get('n_steps', 0):,} steps: {w.get('reason', '')}"], None, None))
+        return out
+
+    def to_text(self, *, width: int = 100) -> str:
+        """The answer for a terminal: every line at most ``width`` characters."""
+        if isinstance(width, bool) or not isinstance(width, int) or width < 40:
+            raise ValueError(f"width must be an integer >= 40; got {width!r}")
+        out = _wrap(self.title, width)
+        for heading, lines, rows, head in self._blocks():
+            out += ["", heading, "-" * min(len(heading), width)]
+            for line in lines:
+                indent = line[: len(line) - len(line.lstrip())]
+                out += _wrap(line.strip(), width, indent=indent, hang="  " if not line.startswith("-") else "  ")
+            if rows and head:
+                out += _table(rows, head, width, wrap=heading in ("Checks", "Facts used"))
+        return "\n".join(line[:width] for line in out)
+
+    # -- HTML --------------------------------------------------------------------------------
+
+    def sections(self) -> list[tuple[str, str]]:
+        """``(heading, HTML fragment)`` pairs in reading order (the answer first)."""
+        out = []
+        for heading, lines, rows, head in self._blocks():
+            parts = []
+            items = [line.strip() for line in lines]
+            if items and all(i.startswith("- ") for i in items):
+                parts.append("<ul>" + "".join(f"<li>{html.escape(i[2:])}</li>" for i in items) + "</ul>")
+            else:
+                parts += [f"<p>{html.escape(i)}</p>" for i in items]
+            if rows and head:
+                parts.append(_html_table(head, rows, status=heading == "Checks"))
+            out.append((heading, "\n".join(parts)))
+        return out
+
+
+def _fact_value(f: dict[str, Any]) -> str:
+    v = f["value"]
+    if f["name"].startswith("model_flops"):
+        return _si(float(v), "FLOP")
+    if f["name"] == "peak_flops_per_accelerator":
+        return _si(float(v), "FLOP/s")
+    return _num(v)
+
+
+def _waterfall_rows(bd: pd.DataFrame, wall: float) -> tuple[list[list[str]], list[str]]:
+    rows, folded = [], []
+    for r in bd.to_dict("records"):
+        if r["category"] != "ideal_compute" and abs(r["seconds"]) <= max(_FOLD * wall, 1e-9):
+            folded.append(r["category"])
+            continue
+        rows.append([r["category"], _secs(r["seconds"]), _pct(r["share"]), _pct(r["efficiency_after"]),
+                     _pct(r["mfu_after"])])
+    return rows, folded
+
+
+def _html_table(head: list[str], rows: list[list[str]], *, status: bool = False) -> str:
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = []
+    for r in rows:
+        cls = f" class='check-{html.escape(r[0].lower())}'" if status else ""
+        body.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.generic):
+        return _jsonable(v.item())
+    if isinstance(v, pd.Timestamp):
+        return v.isoformat()
+    return v
+
+
+# --------------------------------------------------------------------------------------------
+# the builder
+
+
+def _run_date(meta: Any) -> str | None:
+    wall = meta.extra.get("t0_wallclock")
+    text = str(wall or "")
+    return text[:10] if len(text) >= 10 and text[4] == "-" and text[7] == "-" else None
+
+
+def _holds(run: Run) -> dict[str, Any]:
+    st = run.steps
+    timed = int(((st["end_s"] - st["start_s"]) > 0).sum()) if len(st) else 0
+    events = run.events["kind"].value_counts().to_dict() if len(run.events) else {}
+    return {
+        "step_rows": int(len(st)), "timed_step_rows": timed,
+        "events": {str(k): int(v) for k, v in events.items()},
+        "tables": {str(k): (int(len(df)), int(len(df.columns))) for k, df in run.tables.items()},
+        "facts_stated": sum(1 for f in run.meta.facts if f.get("source") == "stated"),
+        "claims": len(run.meta.claims),
+    }
+
+
+def _headline(acc: Accounting, summ: Any, timed: bool, interface: str) -> dict[str, Any]:
+    m = acc.run.meta
+    step_flops = None
+    if summ.model_flops_per_unit is not None and acc.useful_steps:
+        step_flops = summ.model_flops_per_unit * acc.useful_work / acc.useful_steps
+    ttt = m.extra.get("time_to_train_s")
+    return {
+        "timed_steps": timed,
+        "steady_state_mfu": summ.steady_state_mfu, "end_to_end_mfu": summ.end_to_end_mfu,
+        "window_mfu": summ.window_mfu, "steady_state_hfu": summ.steady_state_hfu,
+        "end_to_end_hfu": summ.end_to_end_hfu, "goodput": summ.goodput, "wall_s": summ.wall_s,
+        "ideal_step_s": summ.ideal_step_s, "useful_steps": summ.useful_steps,
+        "time_to_train_s": float(ttt) if isinstance(ttt, (int, float)) and not isinstance(ttt, bool) else None,
+        "numerator": {"model_flops_per_step": step_flops, "flops_per_unit": summ.model_flops_per_unit,
+                      "work_unit": summ.work_unit, "source": summ.model_flops_source or "unknown"},
+        "denominator": {"n_accelerators": summ.n_accelerators, "peak_flops_per_accelerator": summ.peak_flops_per_accelerator,
+                        "cluster_peak_flops": summ.cluster_peak_flops, "accelerator": summ.accelerator,
+                        "dtype": summ.dtype, "sparse": summ.peak_sparse, "per": summ.peak_per,
+                        "per_text": summ.peak_per_text, "peak_source": summ.peak_source},
+        "reasons": {k: _point(v, acc, interface) for k, v in summ.reasons.items()},
+    }
+
+
+def build_answer(
+    run_or_accounting: Run | Accounting,
+    *,
+    interface: str = "python",
+    warmup_steps: int | None = None,
+    checkpoint_write_s: float | None = None,
+    checkpoint_every_steps: float | None = None,
+    mtbf_hours: float | None = None,
+    title: str | None = None,
+) -> Answer:
+    """The answer for one run, shared by ``mfu analyze`` and the HTML report.
+
+    ``interface`` ("python", "cli" or "make") words every request for an input.
+    ``checkpoint_write_s``, ``checkpoint_every_steps`` and ``mtbf_hours`` feed the checkpoint
+    advice (Young/Daly) where the log has no checkpoint events or no failures to measure them.
+    An MFU above 100 % raises :class:`~mfu_toolkit.formulas.MFUAbove100Error`.
+    """
+    if interface not in INTERFACES:
+        raise ValueError(f"interface must be one of {', '.join(map(repr, INTERFACES))}; got {interface!r}")
+    if isinstance(run_or_accounting, Accounting):
+        acc = (run_or_accounting if warmup_steps is None
+               else account(run_or_accounting.run, warmup_steps=warmup_steps))
+    elif isinstance(run_or_accounting, Run):
+        acc = account(run_or_accounting, warmup_steps=warmup_steps)
+    else:
+        raise TypeError(f"run_or_accounting must be a Run or an Accounting; got {type(run_or_accounting).__name__}")
+    write_s = _positive_input("checkpoint_write_s", checkpoint_write_s, interface)
+    every = _positive_input("checkpoint_every_steps", checkpoint_every_steps, interface)
+    mtbf_h = _positive_input("mtbf_hours", mtbf_hours, interface)
+    run = acc.run
+    m = run.meta
+    summ = mfu_summary(acc)
+    timed = bool(len(acc.steps)) and bool((acc.steps["span_s"].to_numpy(float) > 0).any())
+    bd = breakdown(acc)
+    sc = scorecard(acc)
+    sc = sc.assign(note=[_point(n, acc, interface) for n in sc["note"]])
+    wall = acc.wall_s
+    losses = [
+        {"category": r["category"], "seconds": float(r["seconds"]), "share": float(r["share"])}
+        for r in bd.to_dict("records")
+        if r["category"] != "ideal_compute" and r["seconds"] > max(_FOLD * wall, 1e-9)
+    ][:3] if timed else []
+    checks = [*_claim_checks(acc, summ), *_plausibility_check(acc, summ), *_fact_checks(m),
+              *(_accounting_checks(acc, summ) if timed else []), *_load_checks(run, timed)]
+    log_name = Path(m.source_path).name if m.source_path else (m.name or "run")
+    date = _run_date(m)
+    if title is None:
+        fmt = m.source_format if m.source_format and m.source_format != log_name else None
+        title = f"MFU report: {log_name}" + (f" ({fmt})" if fmt else "")
+        title += f", run of {date}" if date else f", report of {pd.Timestamp.now().strftime('%Y-%m-%d')}"
+    return Answer(
+        title=title, log_name=log_name, date=date, interface=interface,
+        headline=_headline(acc, summ, timed, interface), losses=tuple(losses),
+        stragglers=straggler_verdict(acc) if timed else {
+            "verdict": "not measurable: no timed steps", "kind": "unknown", "culprit": "unknown",
+            "seconds": 0.0, "share": None, "basis": "no timed steps"},
+        checkpoint=_checkpoint_advice(acc, interface, write_s, every, mtbf_h) if timed else None,
+        checks=tuple(checks), missing=tuple(_missing(acc, interface, timed)),
+        facts=tuple(_facts_used(acc, summ)), breakdown=bd, scorecard=sc, window=acc.window.summary(),
+        load={"summary": m.report.summary(), "notes": list(m.report.notes), "skipped": dict(m.report.skipped),
+              "lines_read": m.report.lines_read, "rows_kept": m.report.rows_kept},
+        holds=_holds(run), summary=summ.to_dict(),
+    )
