@@ -690,12 +690,18 @@ def _sorted_steps(s: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass(frozen=True, eq=False)
 class Run:
-    """A training run in the common schema: ``steps``, ``events``, ``meta`` (+ aux ``tables``)."""
+    """A training run in the common schema: ``steps``, ``events``, ``meta`` (+ aux ``tables``).
+
+    A Run read out of core from a large Parquet dataset has no step rows in memory: ``steps`` is
+    empty and ``reductions`` (a :class:`mfu_toolkit.engine.Reductions`) holds the per-step
+    reductions the analyses consume, with the engine that computes per-rank statistics on demand.
+    """
 
     steps: pd.DataFrame = field(default_factory=empty_steps)
     events: pd.DataFrame = field(default_factory=empty_events)
     meta: RunMeta = field(default_factory=RunMeta)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    reductions: Any = None
 
     @classmethod
     def build(
@@ -706,15 +712,20 @@ class Run:
         tables: Mapping[str, pd.DataFrame] | None = None,
         *,
         sort: bool = True,
+        reductions: Any = None,
     ) -> Run:
-        """Coerce, sort and validate tables into a Run (the constructor loaders should use)."""
+        """Coerce, sort and validate tables into a Run (the constructor loaders should use).
+
+        With ``reductions`` (rows reduced out of core), ``steps`` must be empty."""
         s = make_steps(steps)
         e = make_events(events)
+        if reductions is not None and len(s):
+            raise SchemaError("a Run holds either step rows or reductions of them, not both")
         validate(s, e)  # before sorting, so the rows an error names are the caller's rows
         if sort:
             s = _sorted_steps(s)
             e = e.sort_values(["start_s", "end_s"], kind="stable").reset_index(drop=True)
-        return cls(s, e, meta or RunMeta(), dict(tables or {}))
+        return cls(s, e, meta or RunMeta(), dict(tables or {}), reductions)
 
     def validate(self) -> Run:
         validate(self.steps, self.events)
@@ -728,23 +739,39 @@ class Run:
 
     # --- facts every analysis needs -------------------------------------------------------
     @property
+    def step_extent(self) -> pd.DataFrame:
+        """``attempt, start_s, end_s`` of the steps: the rows, or per job-level step when reduced.
+
+        Either gives the same first start and last end per attempt."""
+        if self.reductions is not None:
+            return self.reductions.extent()
+        return self.steps[["attempt", "start_s", "end_s"]]
+
+    @property
+    def n_step_rows(self) -> int:
+        """Step rows of the run, in memory or in the dataset its reductions were computed from."""
+        return int(self.reductions.n_rows) if self.reductions is not None else len(self.steps)
+
+    @property
     def n_attempts(self) -> int:
-        a = pd.concat([self.steps["attempt"], self.events["attempt"]])
+        a = pd.concat([self.step_extent["attempt"], self.events["attempt"]])
         return int(a.max()) + 1 if len(a) else 0
 
     @property
     def ranks(self) -> list[int]:
+        if self.reductions is not None:
+            return self.reductions.ranks
         return sorted(int(r) for r in self.steps["rank"].unique())
 
     @property
     def t0(self) -> float:
         """The job's first event time (seconds)."""
-        starts = [df["start_s"].min() for df in (self.steps, self.events) if len(df)]
+        starts = [df["start_s"].min() for df in (self.step_extent, self.events) if len(df)]
         return float(min(starts)) if starts else 0.0
 
     @property
     def t1(self) -> float:
-        ends = [df["end_s"].max() for df in (self.steps, self.events) if len(df)]
+        ends = [df["end_s"].max() for df in (self.step_extent, self.events) if len(df)]
         return float(max(ends)) if ends else 0.0
 
     @property
@@ -757,6 +784,8 @@ class Run:
         if not isinstance(other, Run):
             return NotImplemented
         if self.meta != other.meta or set(self.tables) != set(other.tables):
+            return False
+        if self.reductions is not other.reductions:
             return False
         pairs = [(self.steps, other.steps), (self.events, other.events)]
         pairs += [(self.tables[k], other.tables[k]) for k in self.tables]
@@ -774,7 +803,7 @@ class Run:
     def __repr__(self) -> str:
         m = self.meta
         return (
-            f"Run(name={m.name!r}, steps={len(self.steps)} rows, ranks={self.steps['rank'].nunique()}, "
+            f"Run(name={m.name!r}, steps={self.n_step_rows} rows, ranks={len(self.ranks)}, "
             f"attempts={self.n_attempts}, events={len(self.events)}, wall={self.wall_seconds:.3f}s, "
             f"timing={m.timing!r}, format={m.source_format!r})"
         )
@@ -854,6 +883,10 @@ def save_run(run: Run, path: str | Path) -> Path:
     """
     import pyarrow.parquet as pq
 
+    if run.reductions is not None:
+        raise SchemaError(
+            f"this Run was reduced out of core from {run.reductions.source} ({run.reductions.n_rows:,} rows "
+            "not in memory); save_run writes rows: load the dataset with engine='pandas' to save it whole")
     path = Path(path)
     table = _to_arrow(run.steps, "steps")
     md = dict(table.schema.metadata or {})

@@ -180,6 +180,8 @@ def job_steps(run: Run) -> pd.DataFrame:
 
 def _job_step_columns(run: Run) -> dict[str, np.ndarray] | None:
     """The columns of :func:`job_steps` as arrays (``None`` for a run without steps)."""
+    if run.reductions is not None:  # rows reduced out of core by an engine (mfu_toolkit.engine)
+        return run.reductions.job_step_columns()
     s = run.steps
     if len(s) == 0:
         return None
@@ -714,7 +716,7 @@ def _event_intervals(events: _Events, kinds: Iterable[str], background: bool | N
 
 
 def _attempt_gaps(run: Run) -> tuple[np.ndarray, np.ndarray]:
-    frames = [df for df in (run.steps, run.events) if len(df)]
+    frames = [df for df in (run.step_extent, run.events) if len(df)]
     if not frames:
         return np.empty(0), np.empty(0)
     att = np.concatenate([df["attempt"].to_numpy() for df in frames])

@@ -41,6 +41,7 @@ FORMATS: tuple[str, ...] = (
     "wandb",
     "kineto",
     "straggler_ops",
+    "parquet_dataset",
     "maxtext",
     "dcgm",
     "nemo",

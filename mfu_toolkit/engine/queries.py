@@ -1,0 +1,98 @@
+"""The reduction queries, written once in DuckDB's SQL and transpiled for Spark with sqlglot.
+
+Every query reads a relation ``steps`` with the Run's step columns (``attempt, step, rank,
+start_s, end_s, data_wait_s, compute_s, samples, tokens``; an engine supplies NULL for optional
+columns a dataset lacks) and small side tables the caller registers (``useful``: the useful
+job-level steps with their median busy time; ``grid``: per-rank value ranges to histogram).
+
+A rank's busy time and data wait follow ``analysis.breakdown._busy_and_wait``: the wait is
+``data_wait_s`` with NULL/NaN as 0; busy is ``compute_s`` where logged (not NULL/NaN), else
+``max(end_s − start_s − wait, 0)``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+__all__ = ["DIALECTS", "ROWS", "JOB_STEPS", "RANK_HISTOGRAM", "RANK_REFINE", "RANK_VALUES", "render"]
+
+DIALECTS = ("duckdb", "spark")
+
+# Each rank-step row with its wait and busy time; {where} restricts the scan (a step range).
+ROWS = """
+SELECT attempt, step, rank, start_s, end_s, samples, tokens, wait,
+       CASE WHEN compute_s IS NULL OR isnan(compute_s)
+            THEN greatest(end_s - start_s - wait, CAST(0.0 AS DOUBLE)) ELSE compute_s END AS busy
+FROM (SELECT attempt, step, rank, start_s, end_s, samples, tokens, compute_s,
+             CASE WHEN data_wait_s IS NULL OR isnan(data_wait_s)
+                  THEN CAST(0.0 AS DOUBLE) ELSE data_wait_s END AS wait
+      FROM steps WHERE {where}) AS base
+"""
+
+# One row per (attempt, step): the span over ranks, exact medians, the slowest rank. Ties of the
+# slowest rank go to the earliest start, then the lowest rank (the Run's row order);
+# slowest_by_rank breaks ties by the lowest rank alone (as an argmax over sorted ranks).
+JOB_STEPS = """
+SELECT attempt, step, min(start_s) AS start_s, max(end_s) AS end_s, count(*) AS n_ranks,
+       count(DISTINCT rank) AS n_distinct,
+       median(busy) AS busy_median_s, max(busy) AS busy_max_s, min(busy) AS busy_min_s,
+       arg_max(rank, struct_pack(b := busy, s := -start_s, r := -rank)) AS slowest_rank,
+       arg_max(rank, struct_pack(b := busy, r := -rank)) FILTER (WHERE rank >= 0) AS slowest_by_rank,
+       count(*) FILTER (WHERE rank >= 0) AS n_rank_rows,
+       median(wait) AS data_wait_s, max(samples) AS samples, max(tokens) AS tokens,
+       min(rank) AS rank_min, max(rank) AS rank_max
+FROM ({rows}) AS r
+GROUP BY attempt, step
+"""
+
+# Per rank and value bin over the useful steps: counts, the bin's min and max, and the rank-steps
+# above (1 + threshold) x the step's median busy time.
+RANK_HISTOGRAM = """
+SELECT r.rank AS rank,
+       least(greatest(CAST(floor((r.busy - CAST({lo} AS DOUBLE)) * CAST({inv} AS DOUBLE)) AS BIGINT),
+                      CAST(0 AS BIGINT)), CAST({last_bin} AS BIGINT)) AS bin,
+       count(*) AS n, min(r.busy) AS lo, max(r.busy) AS hi,
+       sum(CASE WHEN r.busy > CAST({factor} AS DOUBLE) * u.busy_median_s THEN 1 ELSE 0 END) AS slow
+FROM ({rows}) AS r JOIN useful AS u ON r.attempt = u.attempt AND r.step = u.step
+WHERE r.rank >= 0
+GROUP BY r.rank, bin
+"""
+
+# The same histogram within each (rank, target) value range of ``grid``, to find one order
+# statistic's bin at finer resolution.
+RANK_REFINE = """
+SELECT r.rank AS rank, g.tid AS tid,
+       least(CAST(floor((r.busy - g.lo) * g.inv) AS BIGINT), CAST({last_bin} AS BIGINT)) AS bin,
+       count(*) AS n, min(r.busy) AS lo, max(r.busy) AS hi
+FROM ({rows}) AS r JOIN useful AS u ON r.attempt = u.attempt AND r.step = u.step
+     JOIN grid AS g ON r.rank = g.rank
+WHERE r.rank >= 0 AND r.busy >= g.lo AND r.busy <= g.hi
+GROUP BY r.rank, g.tid, bin
+"""
+
+# The values themselves within each (rank, target) range, once few enough are left.
+RANK_VALUES = """
+SELECT r.rank AS rank, g.tid AS tid, r.busy AS busy
+FROM ({rows}) AS r JOIN useful AS u ON r.attempt = u.attempt AND r.step = u.step
+     JOIN grid AS g ON r.rank = g.rank
+WHERE r.rank >= 0 AND r.busy >= g.lo AND r.busy <= g.hi
+"""
+
+
+def render(template: str, dialect: str = "duckdb", *, where: str = "TRUE", **params: object) -> str:
+    """The query text for ``dialect``: the template filled in, transpiled when not DuckDB's.
+
+    Parameters are numbers written with ``repr`` (which reads back as the same double).
+    """
+    if dialect not in DIALECTS:
+        raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}; got {dialect!r}")
+    rows = ROWS.format(where=where)
+    text = template.format(rows=rows, **{k: repr(v) for k, v in params.items()})
+    return text if dialect == "duckdb" else _transpile(text, dialect)
+
+
+@lru_cache(maxsize=64)
+def _transpile(text: str, dialect: str) -> str:
+    import sqlglot
+
+    return sqlglot.transpile(text, read="duckdb", write=dialect)[0]

@@ -1,0 +1,252 @@
+"""Reductions: what the analyses need from per-rank step rows, computed by an engine.
+
+The breakdown needs, per ``(attempt, step)``, the span over ranks, the median and max busy time,
+the slowest rank and the median data wait (:data:`JOB_COLUMNS`); the straggler scores need, per
+rank, its number of useful steps, its exact median busy time, how often it was slowest and how
+many of its steps ran above ``(1 + threshold)`` times the step's median. :class:`Reductions`
+holds the first (small: one row per step) and computes the second on demand through the engine
+that read the rows (:mod:`.duck` or :mod:`.spark`), so the rows are never held in memory.
+
+Exact per-rank medians without holding every value: a histogram of each rank's busy times
+(``bins`` bins over the global range), the bin holding each middle order statistic, then a finer
+histogram within that bin, until the bin holds one distinct value or few enough values to fetch
+and sort. Every figure is exact (no approximation), in a few scans of the data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from . import queries
+
+__all__ = ["JOB_COLUMNS", "Backend", "Reductions", "RankStats", "compute_reductions"]
+
+# What one engine query returns per (attempt, step) (see queries.JOB_STEPS).
+JOB_COLUMNS: tuple[str, ...] = (
+    "attempt", "step", "start_s", "end_s", "n_ranks", "n_distinct", "busy_median_s", "busy_max_s",
+    "busy_min_s", "slowest_rank", "slowest_by_rank", "n_rank_rows", "data_wait_s", "samples",
+    "tokens", "rank_min", "rank_max",
+)
+_INT_COLUMNS = ("attempt", "step", "n_ranks", "n_distinct", "n_rank_rows", "rank_min", "rank_max", "slowest_rank")
+
+
+class Backend(Protocol):
+    """An engine that runs the queries of :mod:`.queries` over one dataset's ``steps``."""
+
+    dialect: str
+    name: str
+
+    def run(self, sql: str, tables: Mapping[str, pd.DataFrame]) -> dict[str, np.ndarray]: ...
+
+    def step_batches(self) -> list[str]: ...
+
+
+def _progress(total: int, desc: str, show: bool) -> Any:
+    if not show:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc, leave=False)
+
+
+def compute_reductions(backend: Backend, *, n_rows: int, source: str, progress: bool = False) -> Reductions:
+    """Run the job-step query over ``backend``'s dataset, one step range at a time."""
+    batches = backend.step_batches()
+    bar = _progress(len(batches), f"reducing {n_rows:,} rows ({backend.name})", progress)
+    parts = []
+    try:
+        for where in batches:
+            parts.append(backend.run(queries.render(queries.JOB_STEPS, backend.dialect, where=where), {}))
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    job = {c: np.concatenate([p[c] for p in parts]) if parts else np.zeros(0) for c in JOB_COLUMNS}
+    for c in _INT_COLUMNS:
+        job[c] = job[c].astype(np.int64)
+    order = np.lexsort((job["step"], job["attempt"]))
+    job = {c: v[order] for c, v in job.items()}
+    return Reductions(job=job, n_rows=n_rows, engine=backend.name, source=source, backend=backend,
+                      progress=progress)
+
+
+@dataclass(frozen=True)
+class RankStats:
+    """Per-rank statistics over useful steps (rows with ``rank >= 0``).
+
+    ``frame``: ``rank``, ``steps`` (rows), ``median_s`` (exact median busy time), ``n_slowest``
+    (steps in which the rank was slowest, ties to the lowest rank), ``slow_steps`` (rows above
+    ``(1 + threshold)`` × the step's median busy time); ``n_keys`` is the number of useful steps.
+    """
+
+    frame: pd.DataFrame
+    n_keys: int
+    threshold: float
+
+
+@dataclass(frozen=True, eq=False)
+class Reductions:
+    """Per-step reductions of a dataset's rows and the engine that can compute more of them."""
+
+    job: dict[str, np.ndarray] = field(repr=False)
+    n_rows: int
+    engine: str
+    source: str
+    backend: Any = field(default=None, repr=False)
+    progress: bool = False
+    bins: int = 256
+    fetch_cap: int = 2_000_000
+    _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    # --- what the Run and the breakdown read -------------------------------------------------
+    @property
+    def n_steps(self) -> int:
+        return len(self.job["attempt"])
+
+    @property
+    def ranks(self) -> list[int]:
+        """The ranks seen: every rank between the smallest and largest when each step has them all."""
+        lo, hi = int(self.job["rank_min"].min()), int(self.job["rank_max"].max())
+        return list(range(lo, hi + 1)) if self.n_steps else []
+
+    def extent(self) -> pd.DataFrame:
+        """``attempt, start_s, end_s`` per job-level step: the steps' reach on the timeline."""
+        return pd.DataFrame({c: self.job[c] for c in ("attempt", "start_s", "end_s")})
+
+    def job_step_columns(self) -> dict[str, np.ndarray] | None:
+        """The columns of ``analysis.breakdown.job_steps``, in its row order (None: no steps)."""
+        j = self.job
+        if not self.n_steps:
+            return None
+        job_level = bool((j["rank_min"] == -1).all() and (j["rank_max"] == -1).all())
+        cols: dict[str, np.ndarray] = {
+            "attempt": j["attempt"], "step": j["step"], "start_s": j["start_s"], "end_s": j["end_s"],
+            "span_s": j["end_s"] - j["start_s"], "n_ranks": j["n_ranks"],
+            "busy_median_s": j["busy_median_s"], "busy_max_s": j["busy_max_s"],
+            "slowest_rank": j["slowest_rank"], "data_wait_s": j["data_wait_s"],
+        }
+        for c in ("samples", "tokens"):
+            cols[c] = j[c].astype(float) if job_level else np.full(self.n_steps, np.nan)
+        cols["lost"] = self.lost()
+        by = np.lexsort((cols["step"], cols["attempt"], cols["start_s"]))
+        return {c: v[by] for c, v in cols.items()}
+
+    def lost(self) -> np.ndarray:
+        """Per job step (in ``job`` order): a later attempt ran the same step number."""
+        uniq, inv = np.unique(self.job["step"], return_inverse=True)
+        last = np.full(len(uniq), np.iinfo(np.int64).min)
+        np.maximum.at(last, inv, self.job["attempt"])
+        return self.job["attempt"] < last[inv]
+
+    def incomplete_steps(self) -> pd.DataFrame:
+        """Steps that lack some ranks, or log a rank twice: ``attempt, step, n_ranks, n_distinct``."""
+        j = self.job
+        full = int(j["n_distinct"].max()) if self.n_steps else 0
+        bad = (j["n_distinct"] < full) | (j["n_ranks"] != j["n_distinct"])
+        return pd.DataFrame({c: j[c][bad] for c in ("attempt", "step", "n_ranks", "n_distinct")})
+
+    # --- per-rank statistics, computed by the engine -----------------------------------------
+    def rank_stats(self, threshold: float = 0.05) -> RankStats:
+        """Exact per-rank statistics over useful steps (see the module docstring); cached."""
+        key = ("rank_stats", float(threshold))
+        if key not in self._cache:
+            if self.backend is None:
+                raise ValueError(f"{self.source}: these reductions have no engine to compute per-rank statistics with")
+            self._cache[key] = _rank_stats(self, float(threshold))
+        return self._cache[key]
+
+
+def _useful(red: Reductions) -> tuple[pd.DataFrame, np.ndarray]:
+    j = red.job
+    keep = ~red.lost() & (j["n_rank_rows"] > 0)
+    useful = pd.DataFrame({"attempt": j["attempt"][keep], "step": j["step"][keep],
+                           "busy_median_s": j["busy_median_s"][keep]})
+    return useful, keep
+
+
+def _rank_stats(red: Reductions, threshold: float) -> RankStats:
+    useful, keep = _useful(red)
+    j = red.job
+    lo = float(np.min(j["busy_min_s"][keep])) if keep.any() else 0.0
+    hi = float(np.max(j["busy_max_s"][keep])) if keep.any() else 0.0
+    inv = red.bins / (hi - lo) if hi > lo else 0.0
+    be = red.backend
+    bar = _progress(3, "per-rank statistics", red.progress)
+    h = be.run(queries.render(queries.RANK_HISTOGRAM, be.dialect, lo=lo, inv=inv, last_bin=red.bins - 1,
+                              factor=1.0 + threshold), {"useful": useful})
+    if bar is not None:
+        bar.update(1)
+    o = np.lexsort((h["bin"], h["rank"]))
+    h = {c: np.asarray(v)[o] for c, v in h.items()}
+    ranks, first = np.unique(h["rank"].astype(np.int64), return_index=True)
+    n = np.add.reduceat(h["n"].astype(np.int64), first) if len(first) else np.zeros(0, np.int64)
+    slow = np.add.reduceat(h["slow"].astype(np.int64), first) if len(first) else np.zeros(0, np.int64)
+    k1, k2 = (n - 1) // 2, n // 2
+    v1 = _order_stat(red, useful, h, first, ranks, k1, 0, bar)
+    v2 = v1 if np.array_equal(k1, k2) else _order_stat(red, useful, h, first, ranks, k2, 1, bar)
+    if bar is not None:
+        bar.close()
+    median = np.where(k1 == k2, v1, (v1 + v2) / 2)
+    sb = j["slowest_by_rank"][keep]
+    n_slowest = np.zeros(len(ranks), np.int64)
+    pos = np.searchsorted(ranks, sb.astype(np.int64))
+    np.add.at(n_slowest, pos, 1)
+    frame = pd.DataFrame({"rank": ranks, "steps": n, "median_s": median, "n_slowest": n_slowest, "slow_steps": slow})
+    return RankStats(frame, int(keep.sum()), threshold)
+
+
+def _locate(h: Mapping[str, np.ndarray], first: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For rows sorted by group then bin (groups starting at ``first``), the row holding each
+    group's ``k``-th value (0-based) and ``k``'s offset within that row's bin."""
+    cum = np.cumsum(h["n"].astype(np.int64))
+    before = np.r_[0, cum][first]
+    row = np.searchsorted(cum, before + k, side="right")
+    return row, before + k - (cum[row] - h["n"].astype(np.int64)[row])
+
+
+def _order_stat(red: Reductions, useful: pd.DataFrame, h: Mapping[str, np.ndarray], first: np.ndarray,
+                ranks: np.ndarray, k: np.ndarray, tid: int, bar: Any) -> np.ndarray:
+    """The exact ``k``-th smallest busy time of each rank, refining its histogram bin by bin."""
+    row, off = _locate(h, first, k)
+    value = np.where(h["lo"][row] == h["hi"][row], h["lo"][row], np.nan)
+    todo = pd.DataFrame({"rank": ranks, "tid": tid, "lo": h["lo"][row], "hi": h["hi"][row],
+                         "off": off, "n": h["n"][row].astype(np.int64), "i": np.arange(len(ranks))})
+    todo = todo[np.isnan(value)]
+    be = red.backend
+    for _ in range(64):  # each round narrows a bin's range by ``bins``; doubles run out long before
+        if todo.empty:
+            break
+        grid = todo.assign(inv=red.bins / (todo["hi"] - todo["lo"]))[["rank", "tid", "lo", "hi", "inv"]]
+        if int(todo["n"].sum()) <= red.fetch_cap:
+            got = be.run(queries.render(queries.RANK_VALUES, be.dialect), {"useful": useful, "grid": grid})
+            vals = pd.DataFrame({"rank": got["rank"].astype(np.int64), "busy": got["busy"]})
+            vals = vals.sort_values(["rank", "busy"], kind="stable")
+            starts = vals.groupby("rank", sort=True).cumcount().to_numpy()
+            pick = vals[starts == vals["rank"].map(dict(zip(todo["rank"], todo["off"], strict=True))).to_numpy()]
+            found = dict(zip(pick["rank"].to_numpy(), pick["busy"].to_numpy(), strict=True))
+            value[todo["i"].to_numpy()] = [found[r] for r in todo["rank"].to_numpy()]
+            break
+        sub = be.run(queries.render(queries.RANK_REFINE, be.dialect, last_bin=red.bins - 1),
+                     {"useful": useful, "grid": grid})
+        o = np.lexsort((sub["bin"], sub["rank"]))
+        sub = {c: np.asarray(v)[o] for c, v in sub.items()}
+        _, sfirst = np.unique(sub["rank"].astype(np.int64), return_index=True)
+        srow, soff = _locate(sub, sfirst, todo["off"].to_numpy())
+        done = sub["lo"][srow] == sub["hi"][srow]
+        value[todo["i"].to_numpy()[done]] = sub["lo"][srow][done]
+        todo = todo.assign(lo=sub["lo"][srow], hi=sub["hi"][srow], off=soff, n=sub["n"][srow].astype(np.int64))[~done]
+    if bar is not None:
+        bar.update(1)
+    if np.isnan(value).any():
+        raise RuntimeError("per-rank medians did not converge; this is a bug in mfu_toolkit")
+    return value
+
+

@@ -1,0 +1,280 @@
+"""Per-rank step logs at scale: a Parquet dataset (a folder of part files, as Spark and
+warehouse exports write them) or one large Parquet file with the Run's step columns.
+
+Columns: ``step``, ``start_s``, ``end_s`` (seconds), and where known ``attempt`` (0 when absent),
+``rank`` (-1 when absent), ``data_wait_s``, ``compute_s``, ``samples``, ``tokens``; other columns
+are ignored. Part files are every ``*.parquet`` below the folder whose name does not start with
+``_`` or ``.`` (Spark's ``_SUCCESS`` and metadata files); Hive-style folders (``attempt=0/``) are
+read as plain folders, so the column must be in the files. A saved Run named ``_mfu_run.parquet``
+beside the parts (``mfu simulate --dataset`` writes one) supplies the events and meta.
+
+Engines (``engine=``): ``pandas`` reads the rows into memory; ``duckdb`` and ``spark`` reduce them
+out of core (:mod:`mfu_toolkit.engine`) and the Run carries ``reductions`` instead of rows;
+``auto`` (default) is ``pandas`` up to ``threshold_rows`` rows and ``duckdb`` beyond.
+
+Bad input: a part file whose footer cannot be read, or whose columns lack a required one or hold
+non-numbers, is skipped and counted (file named, its rows from its footer) and the rest is read;
+``strict=True`` raises on it. Steps that lack some ranks, or name a rank twice, are counted in
+the report's notes (out of core; in memory the schema check names repeated rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...engine import check_engine, compute_reductions
+from ...run import LoadError, read_run
+from ..base import Parsed, loader_for
+from ..reading import Reader
+
+NAME = "parquet_dataset"
+SIDECAR = "_mfu_run.parquet"
+_MAGIC = b"PAR1"
+_REQUIRED = ("step", "start_s", "end_s")
+_OPTIONAL = ("attempt", "rank", "data_wait_s", "compute_s", "samples", "tokens")
+_MAX_FILES = 200_000
+_META_FIELDS = ("name", "accelerator", "dtype", "n_accelerators", "peak_flops_per_accelerator", "peak_sparse",
+                "peak_source", "model_flops_per_sample", "model_flops_per_token", "model_flops_per_step",
+                "hardware_flops_per_step", "model_flops_source", "global_batch", "seq_len", "peak_per")
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the dataset loader accepts besides the RunMeta keywords.
+
+    - ``engine``: ``"auto"``, ``"pandas"``, ``"duckdb"`` or ``"spark"`` (see the module docstring);
+    - ``threshold_rows``: with ``"auto"``, the most rows read into memory (20M: about 1.5 GB);
+    - ``spark``: a SparkSession to run on (else ``SPARK_REMOTE``, else a local session);
+    - ``batch_rows``: rows per DuckDB query (its exact medians hold one batch's values);
+    - ``memory_limit``: DuckDB's memory limit (it spills beyond it);
+    - ``progress``: a progress bar; ``None`` shows one out of core.
+    """
+
+    engine: str = "auto"
+    threshold_rows: int = 20_000_000
+    spark: Any = None
+    batch_rows: int = 25_000_000
+    memory_limit: str | None = "3GB"
+    progress: bool | None = None
+
+    def __post_init__(self) -> None:
+        check_engine(self.engine)
+        for name in ("threshold_rows", "batch_rows"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1; got {v!r}")
+
+
+def _part_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    out = []
+    for p in sorted(path.rglob("*.parquet")):
+        rel = p.relative_to(path).parts
+        if any(part.startswith(("_", ".")) for part in rel):
+            continue
+        out.append(p)
+        if len(out) > _MAX_FILES:
+            raise LoadError(f"more than {_MAX_FILES:,} part files; point at a sub-folder", path=path)
+    return out
+
+
+def _columns_of(path: Path) -> dict[str, str] | None:
+    """Column name → Arrow type of a Parquet file's footer (None when the footer is unreadable)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return {f.name: str(f.type) for f in pq.read_schema(path)}
+    except Exception:  # any damage to the footer: the caller reports the file
+        return None
+
+
+def sniff(path: Path, head: bytes) -> float:
+    """0.9 for a folder whose first part file, or a Parquet file (not a saved Run), has the step columns."""
+    path = Path(path)
+    if path.is_file() and not head.startswith(_MAGIC):
+        return 0.0
+    files = [path] if path.is_file() else _first_parts(path)
+    if not files:
+        return 0.0
+    cols = _columns_of(files[0])
+    if cols is None or not set(_REQUIRED) <= set(cols):
+        return 0.0
+    if path.is_file():
+        import pyarrow.parquet as pq
+
+        if b"mfu_toolkit.meta" in (pq.read_schema(path).metadata or {}):
+            return 0.0
+    return 0.9
+
+
+def _first_parts(path: Path, n: int = 1) -> list[Path]:
+    out = []
+    for p in sorted(path.rglob("*.parquet")):
+        if not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts):
+            out.append(p)
+            if len(out) >= n:
+                break
+    return out
+
+
+def _is_number(arrow_type: str) -> bool:
+    return arrow_type.startswith(("int", "uint", "double", "float", "halffloat", "decimal"))
+
+
+@dataclass
+class _Parts:
+    files: list[Path]
+    columns: set[str]
+    rows: int
+    step_range: tuple[int, int] | None
+
+
+def _check_parts(reader: Reader, files: list[Path]) -> _Parts:
+    """The readable part files with the step columns; the others reported (file, rows, why)."""
+    import pyarrow.parquet as pq
+
+    root = reader.path if reader.path.is_dir() else reader.path.parent
+    good, cols, rows, lo, hi = [], set(), 0, None, None
+    for p in files:
+        name = p.relative_to(root).as_posix()
+        try:
+            md = pq.read_metadata(p)
+        except Exception as exc:  # a damaged footer, or not Parquet at all
+            reader.bad("corrupt part file (unreadable Parquet footer)", example=f"{name}: rows unknown ({type(exc).__name__})")
+            reader.note(f"{name}: corrupt part file left out (footer unreadable: {str(exc)[:120]}); its rows are unknown")
+            continue
+        schema = {f.name: str(f.type) for f in md.schema.to_arrow_schema()}
+        why = _schema_problem(schema)
+        if why:
+            reader.bad("part file with a different schema", example=f"{name}: {md.num_rows:,} rows; {why}")
+            reader.note(f"{name}: {md.num_rows:,} rows left out: {why}")
+            continue
+        good.append(p)
+        cols |= {c for c in schema if c in _REQUIRED or c in _OPTIONAL}
+        rows += md.num_rows
+        lo, hi = _step_stats(md, lo, hi)
+    reader.report.lines_read = rows
+    return _Parts(good, cols, rows, None if lo is None or hi is None or lo is False else (int(lo), int(hi)))
+
+
+def _schema_problem(schema: dict[str, str]) -> str:
+    missing = [c for c in _REQUIRED if c not in schema]
+    if missing:
+        return f"missing column(s) {missing} (has {sorted(schema)[:12]})"
+    wrong = [f"{c}: {schema[c]}" for c in (*_REQUIRED, *_OPTIONAL) if c in schema and not _is_number(schema[c])]
+    return f"non-numeric column(s) {wrong}; expected numbers" if wrong else ""
+
+
+def _step_stats(md: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
+    """Smallest and largest step over the row groups' statistics (False once any lacks them)."""
+    if lo is False:
+        return False, False
+    names = md.schema.to_arrow_schema().names
+    i = names.index("step")
+    for g in range(md.num_row_groups):
+        st = md.row_group(g).column(i).statistics
+        if st is None or not st.has_min_max:
+            return False, False
+        lo = st.min if lo is None else min(lo, st.min)
+        hi = st.max if hi is None else max(hi, st.max)
+    return lo, hi
+
+
+def _sidecar(reader: Reader, root: Path, out: Parsed) -> None:
+    """Events, tables and meta from a saved Run beside the parts (``_mfu_run.parquet``)."""
+    side = root / SIDECAR
+    if not side.is_file():
+        return
+    saved = read_run(side)
+    out.events = saved.events
+    out.tables = dict(saved.tables)
+    m = saved.meta
+    out.meta.update({k: getattr(m, k) for k in _META_FIELDS if getattr(m, k) is not None})
+    out.extra.update(m.extra)
+    out.timing, out.time_unit = m.timing, m.time_unit
+    reader.note(f"events and meta read from {SIDECAR}")
+
+
+def _read_rows(parts: _Parts) -> Any:
+    """Every row of the good part files, in memory (the ``pandas`` engine)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    keep = [c for c in (*_REQUIRED, *_OPTIONAL) if c in parts.columns]
+    tables = []
+    for p in parts.files:
+        t = pq.read_table(p, columns=[c for c in keep if c in pq.read_schema(p).names])
+        tables.append(t)
+    table = pa.concat_tables(tables, promote_options="permissive") if tables else None
+    return table.to_pandas() if table is not None else None
+
+
+def _backend(reader: Reader, parts: _Parts, engine: str, options: Options) -> Any:
+    step_range = parts.step_range
+    if engine == "spark":
+        from ...engine.spark import SparkBackend
+
+        return SparkBackend(parts.files, parts.columns, spark=options.spark)
+    from ...engine.duck import DuckBackend
+
+    be = DuckBackend(parts.files, parts.columns, n_rows=parts.rows, step_range=step_range or (0, 0),
+                     batch_rows=options.batch_rows if step_range else 10**18, memory_limit=options.memory_limit)
+    return be
+
+
+def parse(reader: Reader, options: Options) -> Parsed:
+    """The rows (``pandas``) or their reductions (``duckdb``/``spark``); see the module docstring."""
+    files = _part_files(reader.path)
+    if not files:
+        reader.fail("no Parquet part files (*.parquet) in this folder")
+    parts = _check_parts(reader, files)
+    if not parts.files:
+        reader.fail(f"none of the {len(files)} part file(s) is readable with the step columns {list(_REQUIRED)}")
+    root = reader.path if reader.path.is_dir() else reader.path.parent
+    out = Parsed(time_unit="s")
+    if reader.path.is_dir():
+        _sidecar(reader, root, out)
+    out.extra["dataset"] = {"files": len(parts.files), "rows": parts.rows, "left_out": len(files) - len(parts.files)}
+    engine = options.engine
+    if engine == "auto":
+        engine = "pandas" if parts.rows <= options.threshold_rows else "duckdb"
+    out.extra["dataset"]["engine"] = engine
+    if engine == "pandas":
+        out.steps = _read_rows(parts)
+        return out
+    backend = _backend(reader, parts, engine, options)
+    progress = options.progress if options.progress is not None else True
+    try:
+        red = compute_reductions(backend, n_rows=parts.rows, source=reader.name, progress=progress)
+    except Exception as exc:  # a part file damaged past its footer, as the engine reports it
+        if type(exc).__name__ in ("MemoryError", "KeyboardInterrupt"):
+            raise
+        raise LoadError(f"the {engine} engine could not read the dataset: {str(exc).splitlines()[0][:300]}",
+                        path=reader.name) from None
+    _note_incomplete(reader, red)
+    out.reductions = red
+    return out
+
+
+def _note_incomplete(reader: Reader, red: Any) -> None:
+    bad = red.incomplete_steps()
+    if not len(bad):
+        return
+    full = int(red.job["n_distinct"].max())
+    missing = int((full - bad["n_distinct"]).clip(lower=0).sum())
+    repeated = int((bad["n_ranks"] - bad["n_distinct"]).sum())
+    first = ", ".join(f"attempt {a} step {s}" for a, s in zip(bad["attempt"][:3], bad["step"][:3], strict=True))
+    if missing:
+        reader.note(f"{int((bad['n_distinct'] < full).sum()):,} steps lack some of the {full:,} ranks "
+                    f"({missing:,} rank-steps missing; first: {first}); their reductions use the ranks present")
+    if repeated:
+        reader.note(f"{repeated:,} rows repeat a (attempt, step, rank) already seen (first: {first}); "
+                    "every row counts in the reductions")
+        if reader.strict:
+            reader.fail(f"{repeated:,} rows repeat a (attempt, step, rank)", field="rank")
+
+
+load = loader_for(NAME)
