@@ -522,10 +522,13 @@ def _stage_partition(rp: _Replay) -> np.ndarray:
 
 
 def _verdict(s: float, m_w: float, sp_share: float, wk: pd.DataFrame, st: pd.DataFrame,
-             min_slowdown: float) -> tuple[str, dict[str, Any]]:
+             min_slowdown: float, n_dp: int) -> tuple[str, dict[str, Any]]:
+    """Slow worker when its few slowest workers recover half the slowdown (and a worker has
+    data-parallel peers to be slower than); stage imbalance when the stage partition alone
+    (compute at its stage's mean) makes half of it; else no single culprit."""
     if not s > 1.0 + min_slowdown:
         return "none", {}
-    if m_w >= 0.5:
+    if m_w >= 0.5 and n_dp > 1:
         w = wk.iloc[0]
         return "slow_worker", {"dp_rank": int(w["dp_rank"]), "stage": int(w["stage"]),
                                "ranks": list(w["ranks"]), "share": float(w["share"])}
@@ -595,7 +598,7 @@ def _result(rp: _Replay, notes: list[str], min_slowdown: float) -> WhatIfResult:
     m_s = _recovery(rp, _mask(rp, np.flatnonzero(g.stage == last)), t_act, t_ideal)
     t_sp = rp.mean_step(_stage_partition(rp))
     sp_share = (t_sp - t_ideal) / (t_act - t_ideal) if t_act != t_ideal else float("nan")
-    verdict, culprit = _verdict(s, m_w, sp_share, wk, st, min_slowdown)
+    verdict, culprit = _verdict(s, m_w, sp_share, wk, st, min_slowdown, rp.n_dp)
     if verdict == "slow_worker":
         fixed = t_act - rp.mean_step(np.where(_workers_mask(rp, [(culprit["dp_rank"], culprit["stage"])]), rp.ideal, rp.actual))
     elif verdict == "stage_imbalance":
