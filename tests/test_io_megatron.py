@@ -173,17 +173,40 @@ def test_real_stdout_logs(realdata):  # noqa: F811
 
 def test_real_timestamped_log_places_steps_at_their_timestamps(realdata):  # noqa: F811
     path = realdata / "megatron" / "NVIDIA-Megatron-LM_issue756_mixtral8x7b_16xH100_iterations.log"
-    stamps = re.findall(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] iteration", path.read_text())
+    text = path.read_text()
+    stamps = re.findall(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] iteration", text)
+    durations = [float(x) / 1000 for x in re.findall(r"elapsed time per iteration \(ms\): ([0-9.]+)", text)]
     from datetime import datetime
 
-    secs = [datetime.fromisoformat(s).timestamp() for s in stamps]
+    secs = [datetime.fromisoformat(s).timestamp() - datetime.fromisoformat(stamps[0]).timestamp() for s in stamps]
+    # each end = max(timestamp, previous end + duration), by hand from the raw lines
+    want = [secs[0]]
+    for t, d in zip(secs[1:], durations[1:], strict=True):
+        want.append(max(t, want[-1] + d))
     run = load_run(path)
     ends = run.steps["end_s"].tolist()
-    assert [e - ends[0] for e in ends] == pytest.approx([s - secs[0] for s in secs])
+    assert [e - ends[0] for e in ends] == pytest.approx(want)
+    # steps 3 and 44 end later than their whole-second stamps (02:55:50 is 5 s after 02:55:45, step 3 took 5.4106 s)
+    assert [round(e - ends[0] - t, 4) for e, t in zip(ends, secs, strict=True)] == [0.0, 0.4106, 0.0, 0.5338, 0.2524]
     its = [int(x) for x in re.findall(r"iteration\s+(\d+)/", path.read_text())]
     missing = sum(b - a - 1 for a, b in zip(its, its[1:], strict=False))
     assert f"{missing} iterations between logged lines are not in the log (an excerpt, or lost lines)" in run.meta.report.notes
     assert run.meta.global_batch == float(re.search(r"global batch size:\s+(\d+)", path.read_text()).group(1))
+
+
+def test_real_mixtral_steps_never_overlap_and_keep_their_durations(realdata):  # noqa: F811
+    # before: step 3 started 0.41 s before step 2 ended (both anchored on whole-second timestamps),
+    # so the window MFU came out above the ideal-step MFU
+    path = realdata / "megatron" / "NVIDIA-Megatron-LM_issue756_mixtral8x7b_16xH100_iterations.log"
+    text = path.read_text()
+    logged = [(int(it), float(ms)) for it, ms in re.findall(
+        r"iteration\s+(\d+)/\s*\d+ \|.*?elapsed time per iteration \(ms\): ([0-9.]+)", text)]
+    assert logged[:2] == [(2, 5630.1), (3, 5410.6)]
+    s = load_run(path).steps
+    assert s["step"].tolist() == [it for it, _ in logged]
+    assert (s["end_s"] - s["start_s"]).tolist() == pytest.approx([ms / 1000 for _, ms in logged])
+    assert (s["start_s"].to_numpy()[1:] >= s["end_s"].to_numpy()[:-1] - 1e-9).all()
+    assert s["start_s"].iloc[1] == pytest.approx(s["end_s"].iloc[0])  # step 3 starts where step 2 ends
 
 
 def test_real_straggler_line(realdata):  # noqa: F811

@@ -15,7 +15,10 @@ What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
   row and is counted under ``rules.INTERVAL_TOO_LONG``. ``meta.timing`` is ``"interval_mean"``
   for intervals longer than one step, else ``"duration_only"``; ``rank = -1`` (job level).
 - ``[YYYY-mm-dd HH:MM:SS(.ffffff)]`` before the line (local time, no zone) is the end of the
-  interval. Without timestamps on every line the steps are placed back to back from their
+  interval, except where that would start it before the previous interval ends (timestamps are
+  whole seconds, durations milliseconds): each interval ends at ``max(timestamp, previous end +
+  duration)``, so consecutive steps never overlap and every duration is kept (noted in the
+  report when an end moves). Without timestamps on every line the steps are placed back to back from their
   durations, and gaps between launches are unknown (noted in the report).
 - A step number that does not increase, or a new argument banner / checkpoint load after logged
   steps, starts a new attempt. A line repeated (the same record from another rank, or a
@@ -928,6 +931,27 @@ def _record_at(iv: _Intervals, attempt: int, step: int) -> int | None:
     return j
 
 
+def _no_overlap(reader: Reader, ts: np.ndarray, span: np.ndarray) -> np.ndarray:
+    """Interval ends from the timestamps, each at ``max(timestamp, previous end + duration)``.
+
+    A timestamp is the end of its interval, but printed to the second, while the durations are
+    milliseconds: anchoring every interval at its timestamp would start a step before the previous
+    one ends (Megatron's Mixtral log: step 3 would start 0.41 s before step 2 ends). So an interval
+    that would overlap the one before starts at its end instead; every duration is kept, and an
+    end moves later than its timestamp only by what the rounding took. In closed form:
+    ``end_i = C_i + max_{j <= i}(ts_j - C_j)`` with ``C`` the running sum of durations.
+    """
+    c = np.cumsum(span)
+    end = c + np.maximum.accumulate(ts - c)
+    moved = end - ts
+    later = int((moved > 1e-9).sum())
+    if later:
+        reader.note(f"{later} of {len(ts)} intervals end after their line's timestamp (by at most {moved.max():.3f} s): "
+                    "timestamps are whole seconds, so an interval that would overlap the previous one starts where it "
+                    "ends (each end = max(timestamp, previous end + duration)); durations are as logged")
+    return end
+
+
 def _intervals(reader: Reader, st: _State, given: int | None) -> _Intervals:
     """Where each record's interval lies: at its timestamp, or back to back from the durations."""
     it, att, n, log_interval = _rows_per_record(reader, st, given)
@@ -935,7 +959,8 @@ def _intervals(reader: Reader, st: _State, given: int | None) -> _Intervals:
     ts = np.asarray(st.rec.ts, dtype=float)
     span = n * dur
     timestamped = bool(len(ts)) and not np.isnan(ts).any()
-    iv = _Intervals(it, att, dur, n, ts - span, ts, log_interval, timestamped)
+    end = _no_overlap(reader, ts, span) if timestamped else ts
+    iv = _Intervals(it, att, dur, n, end - span, end, log_interval, timestamped)
     if len(ts) and not timestamped:
         if not np.isnan(ts).all():
             reader.note("some iteration lines have timestamps and some not: all placed back to back from durations")
