@@ -141,31 +141,46 @@ def rank_scores(run: Run, *, threshold: float = 0.05) -> pd.DataFrame:
     rank is not persistent but had slow steps, else ``normal``. Sorted by score, worst first.
     """
     threshold = _check_threshold("threshold", threshold)
-    m = _rank_matrix(run)
-    med_rank = np.nanmedian(m.busy, axis=0)
+    ranks, n_steps, med_rank, n_slowest, slow_steps, n_keys = _rank_statistics(run, threshold)
     fastest = np.nanmin(med_rank)
     score = med_rank / fastest - 1.0 if fastest > 0 else np.full(len(med_rank), np.nan)
-    step_med = np.nanmedian(m.busy, axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        slow = m.busy > (1.0 + threshold) * step_med
-    slowest = np.nanargmax(m.busy, axis=1)
-    n_slowest = np.bincount(slowest, minlength=len(m.ranks))
-    n_steps = np.sum(np.isfinite(m.busy), axis=0)
-    kind = np.where(score > threshold, "persistent", np.where(slow.sum(axis=0) > 0, "transient", "normal"))
+    kind = np.where(score > threshold, "persistent", np.where(slow_steps > 0, "transient", "normal"))
     out = pd.DataFrame(
         {
-            "rank": m.ranks,
+            "rank": ranks,
             "steps": n_steps,
             "median_s": med_rank,
             "score": score,
             "n_slowest": n_slowest,
-            "share_slowest": n_slowest / max(len(m.keys), 1),
-            "slow_steps": slow.sum(axis=0),
-            "share_slow_steps": slow.sum(axis=0) / np.maximum(n_steps, 1),
+            "share_slowest": n_slowest / max(n_keys, 1),
+            "slow_steps": slow_steps,
+            "share_slow_steps": slow_steps / np.maximum(n_steps, 1),
             "kind": kind,
         }
     )
     return out.sort_values(["score", "n_slowest"], ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _rank_statistics(run: Run, threshold: float) -> tuple[np.ndarray, ...]:
+    """Per rank over useful steps: ranks, steps, median busy time, times slowest, rank-steps
+    above ``(1 + threshold)`` × the step's median; and the number of useful steps.
+
+    From the rows in memory (a steps × ranks matrix), or from the engine that reduced them out of
+    core (``run.reductions``: exact medians by refined histograms, see mfu_toolkit.engine)."""
+    if run.reductions is not None:
+        rs = run.reductions.rank_stats(threshold)
+        f = rs.frame
+        if not len(f):
+            _rank_matrix(run.replace(reductions=None))  # the no-per-rank-rows error
+        return (f["rank"].to_numpy(), f["steps"].to_numpy(), f["median_s"].to_numpy(),
+                f["n_slowest"].to_numpy(), f["slow_steps"].to_numpy(), rs.n_keys)
+    m = _rank_matrix(run)
+    step_med = np.nanmedian(m.busy, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        slow = m.busy > (1.0 + threshold) * step_med
+    n_slowest = np.bincount(np.nanargmax(m.busy, axis=1), minlength=len(m.ranks))
+    return (m.ranks, np.sum(np.isfinite(m.busy), axis=0), np.nanmedian(m.busy, axis=0), n_slowest,
+            slow.sum(axis=0), len(m.keys))
 
 
 @dataclass(frozen=True)
@@ -201,10 +216,9 @@ def straggler_summary(run: Run | Accounting, *, threshold: float = 0.05) -> Stra
     """Wall share lost waiting for the slowest rank, persistent/transient ranks, step-time tail."""
     acc = run if isinstance(run, Accounting) else account(run)
     sc = rank_scores(acc.run, threshold=threshold)
-    m = _rank_matrix(acc.run)
-    step_med = np.nanmedian(m.busy, axis=1, keepdims=True)
-    with np.errstate(invalid="ignore"):
-        slow_share = float(np.nanmean(m.busy > (1.0 + threshold) * step_med))
+    # rank-steps above the threshold over every (useful step, rank) cell, a missing row counting as not slow
+    n_keys = _rank_statistics(acc.run, float(threshold))[5]
+    slow_share = float(sc["slow_steps"].sum() / (n_keys * len(sc))) if n_keys and len(sc) else float("nan")
     top = sc.sort_values("n_slowest", ascending=False, kind="stable").iloc[0]
     span = acc.steps.loc[~acc.steps["lost"], "span_s"].to_numpy(float)
     p50 = float(np.percentile(span, 50)) if len(span) else float("nan")
