@@ -69,9 +69,18 @@ __all__ = [
     "gpu_util_mfu_table",
     "mfu_vs_gpu_util",
     "TIME_UNITS",
+    "ROOM_STYLE",
+    "roofline",
 ]
 
 TIME_UNITS: dict[str, float] = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+# Figures for a projector: 110 dpi and 12-pt text (at 7 in wide a figure spans ~770 px, its labels
+# stay readable from the back of a room); annotation text uses relative sizes so it follows.
+# ``plt.rcParams.update(ROOM_STYLE)`` in a notebook's setup cell.
+ROOM_STYLE: dict[str, Any] = {
+    "figure.dpi": 110, "font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12,
+    "xtick.labelsize": 11, "ytick.labelsize": 11, "legend.fontsize": 11,
+}
 _PAL = sns.color_palette("deep")
 _BLUE, _ORANGE, _GREEN, _RED, _PURPLE, _BROWN, _PINK, _GREY, _OLIVE, _CYAN = _PAL[:10]
 _LEGEND_OUT: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "frameon": False}
@@ -181,6 +190,13 @@ def _duration(seconds: float) -> str:
     if s < 2 * 86400:
         return f"{sign}{s / 3600:.3g} h"
     return f"{sign}{s / 86400:.3g} d"
+
+
+def _in_unit(seconds: float, unit: str, *, noise_s: float = 0.0) -> str:
+    """``seconds`` in one chosen unit (every label of a figure in the same one); a magnitude below
+    ``noise_s`` (float noise of a subtraction, e.g. 2.7e-9 s of a 10-minute job) reads as 0."""
+    value = 0.0 if abs(seconds) <= noise_s else seconds / TIME_UNITS[unit]
+    return f"{value:.3g} {unit}" if value else f"0 {unit}"
 
 
 def _duration_tick(seconds: float) -> str:
@@ -358,7 +374,9 @@ def waterfall(
     shares = np.nan_to_num(t["share"].to_numpy(float))
     seconds = t["seconds"].to_numpy(float)
     cats = t["category"].astype(str).to_numpy()
-    keep = [i for i in range(1, len(t)) if show_zero or seconds[i] != 0]
+    wall = float(np.nansum(np.abs(seconds)))
+    noise = 1e-9 * wall  # float noise of the accounting's subtractions (2.7e-9 s of a job), not a loss
+    keep = [i for i in range(1, len(t)) if show_zero or abs(seconds[i]) > noise]
     top, bottom = scale, scale * shares[0]
     ax, created = _axes(ax, (max(6.0, 0.75 * (len(keep) + 1) + 2.5), 4.6))
     xs = np.arange(len(keep) + 1)
@@ -374,12 +392,18 @@ def waterfall(
            color=[_RED if d >= 0 else _GREEN for d in drops] + [_BLUE], edgecolor="none")
     if len(keep):
         ax.hlines(after, lx + 0.35, lx + 0.65, colors="0.5", linewidth=0.8, linestyles=":")
+    unit, _ = _time_unit("auto", float(np.nanmax(np.abs(seconds))) if len(seconds) else 0.0)
+
+    def label(i: int) -> str:
+        share = 0.0 if abs(seconds[i]) <= noise else shares[i]
+        return f"{_in_unit(seconds[i], unit, noise_s=noise)}\n{share:.1%}"
+
     for x, i, d, level in zip(lx, keep, drops, before, strict=True):
-        ax.text(x, min(level - d, level) - pad, f"{_duration(seconds[i])}\n{shares[i]:.1%}",
-                ha="center", va="top", fontsize=8, bbox=label_box)
+        ax.text(x, min(level - d, level) - pad, label(i),
+                ha="center", va="top", fontsize="small", bbox=label_box)
     xi = xs[-1]
-    ax.text(xi, bottom / 2 if bottom > 0.15 * top else bottom + pad, f"{_duration(seconds[0])}\n{shares[0]:.1%}",
-            ha="center", va="center" if bottom > 0.15 * top else "bottom", fontsize=8, bbox=label_box)
+    ax.text(xi, bottom / 2 if bottom > 0.15 * top else bottom + pad, label(0),
+            ha="center", va="center" if bottom > 0.15 * top else "bottom", fontsize="small", bbox=label_box)
     names = ("steady-state MFU", "end-to-end MFU") if metric == "mfu" else ("steady state", "end to end")
     ax.axhline(top, color="0.25", linewidth=1.0, linestyle="--", zorder=0)
     ax.axhline(bottom, color="0.25", linewidth=1.0, linestyle="--", zorder=0)
@@ -396,7 +420,7 @@ def waterfall(
     nudge = max(0.0, (sep - (top - bottom)) / 2)
     for level, y, name in ((top, top + nudge, names[0]), (bottom, bottom - nudge, names[1])):
         ax.annotate(f"{name}\n{level:.1%}", xy=(1.0, y), xycoords=("axes fraction", "data"), xytext=(4, 0),
-                    textcoords="offset points", ha="left", va="center", fontsize=9)
+                    textcoords="offset points", ha="left", va="center", fontsize="medium")
     _percent(ax, decimals=0 if top >= 0.05 else 1)
     if metric == "mfu":
         ax.set_ylabel("MFU (% of peak FLOP/s)")
@@ -504,7 +528,7 @@ def timeline(
             wide = (t1 - t0) / f * 0.06
             for (a, _s, _e), (x, w) in zip(attempts, segs, strict=True):
                 if w >= wide and len(attempts) <= 20:
-                    ax.text(x + w / 2, y, f"attempt {a}", ha="center", va="center", fontsize=8)
+                    ax.text(x + w / 2, y, f"attempt {a}", ha="center", va="center", fontsize="small")
         else:
             alpha = 0.55 if key == "checkpoint_background" else 1.0
             coll = ax.broken_barh(segs, (y - 0.4, 0.8), facecolors=color, edgecolor=color, linewidth=0.6,
@@ -797,7 +821,7 @@ def expected_step_time(
     ax.axhline(base, color="0.3", linestyle="--", linewidth=1.0, label=f"one rank's mean {_duration(base)}")
     last = tab.iloc[-1]
     ax.annotate(f"{last['overhead']:+.1%} at {int(last['n_ranks']):,} ranks", (last["n_ranks"], last["expected_step_s"]),
-                xytext=(-8, 8), textcoords="offset points", ha="right", va="bottom", fontsize=9)
+                xytext=(-8, 8), textcoords="offset points", ha="right", va="bottom", fontsize="medium")
     ax.set_xscale("log", base=2 if ns[-1] <= 2**16 else 10)
     ax.xaxis.set_major_formatter(_count_formatter)
     ax.set_xlabel("number of ranks (log scale)")
@@ -920,7 +944,7 @@ def scaling_efficiency(
         sns.lineplot(x=x, y=eff, marker="o", color=_BLUE, ax=ax, label="measured")
         ax.axhline(1.0, color="0.3", linestyle="--", linewidth=1.0, label="linear scaling (100%)")
         for xi, ei in zip(x, eff, strict=True):
-            ax.annotate(f"{ei:.0%}", (xi, ei), xytext=(0, 7), textcoords="offset points", ha="center", fontsize=8)
+            ax.annotate(f"{ei:.0%}", (xi, ei), xytext=(0, 7), textcoords="offset points", ha="center", fontsize="small")
         _percent(ax)
         ax.set_ylim(0, max(1.1, float(np.nanmax(eff)) * 1.1))
         ax.set_ylabel("scaling efficiency")
@@ -1101,5 +1125,68 @@ def mfu_vs_gpu_util(
     ax.set_title("GPU utilisation is not MFU")
     ax.legend(**_LEGEND_OUT)
     ax.grid(axis="y", alpha=0.3)
+    sns.despine(ax=ax)
+    return _finish(ax, created)
+
+
+# --------------------------------------------------------------------------------------------
+# roofline
+
+_KIND_COLOURS = {"matmul": _BLUE, "attention": _PURPLE, "elementwise": _RED, "embedding": _ORANGE}
+
+
+def roofline(
+    data: pd.DataFrame,
+    *,
+    peak_flops: float,
+    bandwidth: float,
+    accelerator: str = "",
+    matmul_peak: float | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Operations on an accelerator's roofline (Williams et al. 2009), log-log.
+
+    ``data``: one row per op with ``name``, ``kind`` and ``intensity`` (FLOP/byte), e.g. from
+    ``mfu_toolkit.roofline`` ops. The roof is ``min(peak, intensity × bandwidth)`` in TFLOP/s;
+    the ridge point ``peak / bandwidth`` is marked, and ``matmul_peak`` (a measured achievable
+    matmul rate) is drawn as a second, lower roof. An op of zero intensity (a one-hot embedding
+    lookup does no FLOPs) is drawn at the left edge and its label says so.
+    """
+    _check_ax(ax)
+    t = _frame("data", data, ("name", "kind", "intensity"))
+    peak = _number("peak_flops", peak_flops, unit=" FLOP/s")
+    bw = _number("bandwidth", bandwidth, unit=" B/s")
+    ax, created = _axes(ax, (7.5, 4.6))
+    ridge = peak / bw
+    pos = t["intensity"][t["intensity"] > 0]
+    lo = 10 ** math.floor(math.log10(min([ridge / 100, *pos.tolist()])))
+    hi = 10 ** math.ceil(math.log10(max([ridge * 30, *pos.tolist()])))
+    x = np.geomspace(lo, hi, 200)
+    ax.plot(x, np.minimum(peak, x * bw) / 1e12, color="0.2", linewidth=2, label="roof: min(peak, I × bandwidth)")
+    if matmul_peak is not None:
+        mp = _number("matmul_peak", matmul_peak, unit=" FLOP/s")
+        ax.plot(x, np.minimum(mp, x * bw) / 1e12, color="0.45", linewidth=1.2, linestyle="--",
+                label=f"measured matmul roof ({mp / peak:.0%} of peak)")
+    ax.axvline(ridge, color="0.6", linewidth=0.8, linestyle=":")
+    ax.annotate(f"ridge {ridge:,.0f} FLOP/B", xy=(ridge, peak / 1e12), xytext=(6, -16), textcoords="offset points",
+                fontsize="small", color="0.3")
+    for kind, group in t.groupby("kind", sort=False):
+        xi = group["intensity"].clip(lower=lo).to_numpy(float)
+        ax.scatter(xi, np.minimum(peak, xi * bw) / 1e12, s=45, zorder=3, color=_KIND_COLOURS.get(kind, _GREY),
+                   label=str(kind), edgecolor="white", linewidth=0.6)
+    for i, (name, inten) in enumerate(zip(t["name"], t["intensity"], strict=True)):
+        xi = max(float(inten), lo)
+        text = f"{name} (0 FLOP)" if inten == 0 else str(name)
+        ax.annotate(text, xy=(xi, min(peak, xi * bw) / 1e12), xytext=(6, -12 - 11 * (i % 2)),
+                    textcoords="offset points", fontsize="x-small", color="0.25")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
+    ax.set_ylabel("attainable TFLOP/s")
+    _set_title(ax, f"Roofline{' of ' + accelerator if accelerator else ''}: "
+                   f"{peak / 1e12:,.0f} TFLOP/s, {bw / 1e12:,.2f} TB/s")
+    ax.legend(**_LEGEND_OUT)
+    ax.grid(which="major", alpha=0.3)
     sns.despine(ax=ax)
     return _finish(ax, created)

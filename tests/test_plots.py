@@ -377,3 +377,61 @@ def test_analysis_does_not_depend_on_plots():
                 continue
             for name in names:
                 assert not re.search(r"(^|\.)(plots|report)$|^(seaborn|matplotlib)", name), (path.name, name)
+
+
+def _breakdown_table(seconds: dict[str, float], steady: float = 0.4) -> pd.DataFrame:
+    wall = sum(seconds.values())
+    t = pd.DataFrame({"category": list(seconds), "seconds": list(seconds.values())})
+    t["share"] = t["seconds"] / wall
+    t["mfu_after"] = steady
+    t["efficiency_after"] = 1.0
+    t.attrs["steady_state_mfu"] = steady
+    return t
+
+
+def _texts(ax) -> list[str]:
+    return [t.get_text() for t in ax.texts]
+
+
+def test_waterfall_reads_float_noise_as_zero_and_keeps_one_unit():
+    # 600 s of ideal compute, 120 s of checkpoints, 2.71e-9 s of "jitter" left by a subtraction.
+    from mfu_toolkit.plots import waterfall
+
+    table = _breakdown_table({"ideal_compute": 600.0, "checkpoint_save": 120.0, "jitter": 2.71e-9})
+    ax = waterfall(table)
+    labels = " ".join(_texts(ax))
+    assert "e-0" not in labels and "2.71" not in labels  # no "2.71e-06 ms" bar
+    assert [lbl.get_text() for lbl in ax.get_xticklabels()] == ["checkpoint save", "ideal compute"]
+    # one unit for every bar of the figure (the old labels mixed "2 min" and "600 s"):
+    # 120 / 720 = 16.7 %, 600 / 720 = 83.3 %
+    assert "120 s\n16.7%" in _texts(ax) and "600 s\n83.3%" in _texts(ax)
+    long = waterfall(_breakdown_table({"ideal_compute": 6000.0, "checkpoint_save": 120.0}))
+    assert "2 min\n2.0%" in _texts(long) and "100 min\n98.0%" in _texts(long)
+    shown = waterfall(table, show_zero=True)
+    assert "0 s\n0.0%" in _texts(shown)
+    plt.close("all")
+
+
+def test_room_style_is_for_a_projector():
+    from mfu_toolkit.plots import ROOM_STYLE
+
+    assert ROOM_STYLE["figure.dpi"] >= 100 and ROOM_STYLE["font.size"] >= 12
+
+
+def test_roofline_puts_each_op_on_its_roof():
+    # H100 SXM: 989.4e12 FLOP/s, 3.35e12 B/s (datasheets) -> ridge 295 FLOP/B; an op of intensity
+    # 1.25 (LayerNorm in bf16) attains 1.25 × 3.35 = 4.19 TFLOP/s, one of 1365 (a 4096³ matmul) the peak.
+    from mfu_toolkit.plots import roofline
+
+    data = pd.DataFrame({"name": ["LayerNorm", "matmul 4096³", "lookup"], "kind": ["elementwise", "matmul",
+                                                                                  "embedding"],
+                         "intensity": [1.25, 4096 / 3, 0.0]})
+    ax = roofline(data, peak_flops=989.4e12, bandwidth=3.35e12, accelerator="H100 SXM", matmul_peak=797.5e12)
+    ys = sorted(float(y) for c in ax.collections for y in c.get_offsets()[:, 1])
+    assert ys[1] == pytest.approx(4.1875) and ys[2] == pytest.approx(989.4)
+    texts = _texts(ax)
+    assert "ridge 295 FLOP/B" in texts and "lookup (0 FLOP)" in texts
+    assert ax.get_xscale() == "log" and "TFLOP/s" in ax.get_ylabel()
+    with pytest.raises(ValueError, match="peak_flops must be a finite number > 0 FLOP/s; got -1"):
+        roofline(data, peak_flops=-1, bandwidth=1e12)
+    plt.close("all")
