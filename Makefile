@@ -54,15 +54,27 @@ clean:
 ## A team's report: make report LOG=path [FORMAT=auto] [ACCELERATOR="H100 SXM" DTYPE=bf16 GPUS=N]
 ##   [PRESET=llama3-8b SEQ_LEN=N | FLOPS_PER_SAMPLE=F] [GLOBAL_BATCH=N] [COLUMN_MAP=step:iter,start_s:t0,...]
 ##   [TIME_UNIT=ms] [CHECKPOINT_S=s CHECKPOINT_EVERY=steps MTBF_HOURS=h]. Without LOG: the sample log.
-## Runs notebooks/08_team_report.ipynb headless (papermill) into $(REPORTS)/NAME-report.ipynb and .html.
+## Checks the values first (mfu analyze --validate: a wrong one is one line and exit 2), then runs
+## notebooks/08_team_report.ipynb headless (papermill) into $(REPORTS)/NAME-report.ipynb and .html.
+## Exit status: 0 written, 2 a wrong value or a LOG that does not exist, 1 the report failed.
 LOG    ?=
 FORMAT ?= auto
 REPORTS ?= reports
+SAMPLE_LOG := data/sample_team_log.csv
 # What the user passes reaches the shell only as environment variables ("$$LOG"), never pasted
 # into the command line, so a file name with spaces, quotes, $ or backticks is just a name.
 export LOG FORMAT REPORTS ACCELERATOR DTYPE GPUS PRESET SEQ_LEN FLOPS_PER_SAMPLE GLOBAL_BATCH \
 	COLUMN_MAP TIME_UNIT CHECKPOINT_S CHECKPOINT_EVERY MTBF_HOURS
-REPORT_ARGS = -r log_format "$$FORMAT" \
+# The same values as mfu analyze flags; MFU_INTERFACE=make makes its errors name the make variables.
+CHECK_ARGS = $(if $(filter-out auto,$(FORMAT)),--format "$$FORMAT") \
+	$(if $(ACCELERATOR),--accelerator "$$ACCELERATOR") $(if $(DTYPE),--dtype "$$DTYPE") \
+	$(if $(GPUS),--gpus "$$GPUS") $(if $(PRESET),--preset "$$PRESET") $(if $(SEQ_LEN),--seq-len "$$SEQ_LEN") \
+	$(if $(FLOPS_PER_SAMPLE),--flops-per-sample "$$FLOPS_PER_SAMPLE") \
+	$(if $(GLOBAL_BATCH),--global-batch "$$GLOBAL_BATCH") $(if $(COLUMN_MAP),--columns "$$COLUMN_MAP") \
+	$(if $(TIME_UNIT),--time-unit "$$TIME_UNIT") $(if $(CHECKPOINT_S),--checkpoint-s "$$CHECKPOINT_S") \
+	$(if $(CHECKPOINT_EVERY),--checkpoint-every "$$CHECKPOINT_EVERY") \
+	$(if $(MTBF_HOURS),--mtbf-hours "$$MTBF_HOURS")
+REPORT_ARGS = -r interface make -r log_format "$$FORMAT" \
 	$(if $(ACCELERATOR),-r accelerator "$$ACCELERATOR") $(if $(DTYPE),-r dtype "$$DTYPE") \
 	$(if $(GPUS),-p n_accelerators "$$GPUS") $(if $(PRESET),-r preset "$$PRESET") \
 	$(if $(SEQ_LEN),-p seq_len "$$SEQ_LEN") $(if $(FLOPS_PER_SAMPLE),-p flops_per_sample "$$FLOPS_PER_SAMPLE") \
@@ -70,26 +82,39 @@ REPORT_ARGS = -r log_format "$$FORMAT" \
 	$(if $(TIME_UNIT),-r time_unit "$$TIME_UNIT") $(if $(CHECKPOINT_S),-p checkpoint_write_s "$$CHECKPOINT_S") \
 	$(if $(CHECKPOINT_EVERY),-p checkpoint_every_steps "$$CHECKPOINT_EVERY") \
 	$(if $(MTBF_HOURS),-p mtbf_hours "$$MTBF_HOURS")
-# On a team's log, the commentary written for the sample (cells tagged sample-reading) is left out.
-REPORT_STRIP = $(if $(LOG),--TagRemovePreprocessor.enabled=True --TagRemovePreprocessor.remove_cell_tags=sample-reading)
+# The notebook's cells about the template itself (tagged template: its title, how to run it, the
+# questions to try) are left out of every report; the report's own title and headings are outputs.
+REPORT_STRIP = --TagRemovePreprocessor.enabled=True --TagRemovePreprocessor.remove_cell_tags=template
 
 report: $(STAMP)
 	@if [ -n "$$LOG" ] && [ ! -e "$$LOG" ]; then \
 		printf 'make report: LOG=%s: no such file or directory\n' "$$LOG" >&2; exit 2; fi
+	@MFU_INTERFACE=make $(PY) -m mfu_toolkit analyze "$${LOG:-$(SAMPLE_LOG)}" $(CHECK_ARGS) --validate
 	@mkdir -p -- "$$REPORTS"
 	@if [ -n "$$LOG" ]; then log_path=$$(cd -- "$$(dirname -- "$$LOG")" && pwd)/$$(basename -- "$$LOG"); \
 		name=$$(basename -- "$${LOG%/}"); name=$${name%.*}; else log_path=; name=sample; fi; \
-	nb="$$REPORTS/$$name-report.ipynb"; rc=0; \
-	$(PY) -m papermill notebooks/08_team_report.ipynb "$$nb" --cwd notebooks \
-		--no-progress-bar -r log_path "$$log_path" $(REPORT_ARGS) || rc=$$?; \
-	$(if $(LOG),$(PY) -m jupyter nbconvert --to notebook --inplace --log-level=ERROR $(REPORT_STRIP) "$$nb" || exit $$?;) \
-	$(PY) -m jupyter nbconvert --to html --no-input --log-level=ERROR $(REPORT_STRIP) "$$nb" || exit $$?; \
-	if [ $$rc -ne 0 ]; then printf 'make report: the report failed; the error is in %s\n' "$$nb" >&2; exit $$rc; fi; \
+	nb="$$REPORTS/$$name-report.ipynb"; rm -f -- "$$nb"; err=$$(mktemp); rc=0; \
+	$(PY) -m papermill notebooks/08_team_report.ipynb "$$nb" --cwd notebooks --no-progress-bar \
+		-r log_path "$$log_path" -r report_date "$$(date +%Y-%m-%d)" $(REPORT_ARGS) 2>"$$err" || rc=$$?; \
+	if [ $$rc -ne 0 ] && [ ! -s "$$nb" ]; then cat "$$err" >&2; rm -f "$$err"; exit $$rc; fi; \
+	if [ $$rc -ne 0 ]; then printf 'make report: the report failed (%s); the error is in %s\n' \
+		"$$(grep -E '^[A-Za-z_.]*(Error|Exception)' "$$err" | tail -n 1)" "$$nb" >&2; fi; rm -f "$$err"; \
+	$(PY) -m jupyter nbconvert --to notebook --inplace --log-level=ERROR $(REPORT_STRIP) "$$nb" || exit $$?; \
+	$(PY) -m jupyter nbconvert --to html --no-input --log-level=ERROR "$$nb" || exit $$?; \
+	if [ $$rc -ne 0 ]; then exit 1; fi; \
 	printf 'wrote %s and %s\n' "$$nb" "$${nb%.ipynb}.html"
 
 ## The workshop app: the explorers as a Voila dashboard (no code shown), on loopback.
+# Voila starts a kernel per page load; a kernel whose page is gone (no connection) and that has been
+# idle CULL_IDLE_S seconds is shut down, checked every CULL_INTERVAL_S, so a workshop host does not
+# grow without bound. Open pages keep their kernels.
+CULL_IDLE_S ?= 600
+CULL_INTERVAL_S ?= 60
+export CULL_IDLE_S CULL_INTERVAL_S
+
 app: $(STAMP)
-	$(PY) -m voila notebooks/workshop_app.ipynb --no-browser --Voila.ip=127.0.0.1 --port=$${PORT:-8866}
+	$(PY) -m voila notebooks/workshop_app.ipynb --no-browser --Voila.ip=127.0.0.1 --port=$${PORT:-8866} \
+		--MappingKernelManager.cull_idle_timeout="$$CULL_IDLE_S" --MappingKernelManager.cull_interval="$$CULL_INTERVAL_S"
 
 ## Regenerate the exercise versions of the teaching notebooks (answers removed).
 exercises: $(STAMP)
