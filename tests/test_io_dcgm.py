@@ -141,7 +141,13 @@ def test_issue68_two_scrapes_across_prose_and_a_quote_prefix(realdata):  # noqa:
     assert "pod" not in m.columns or m["pod"].isna().all()
     assert m["mig_profile"].tolist() == ["2g.12gb", "2g.12gb"] and m["kind"].tolist() == ["mig", "mig"]
     facts = {f["name"]: f for f in run.meta.facts}
-    assert facts["accelerator"]["value"] == re.search(r'modelName="([^"]+)"', text).group(1) == "NVIDIA A30"
+    # only a MIG slice was sampled: the device is the slice, which the registry refuses (never the whole A30's peak)
+    profile = re.search(r'GPU_I_PROFILE="([^"]+)"', text).group(1)
+    model = re.search(r'modelName="([^"]+)"', text).group(1)
+    assert facts["accelerator"]["value"] == f"{model} MIG {profile}"
+    assert facts["accelerator"]["value"] == "NVIDIA A30 MIG 2g.12gb"
+    assert run.meta.accelerator is None and run.meta.peak_flops_per_accelerator is None
+    assert any(n.startswith("peak unknown") and "MIG slice 2g.12gb" in n for n in run.meta.report.notes)
     first = next(i for i, ln in enumerate(text.splitlines(), 1) if 'modelName="NVIDIA A30"' in ln)
     assert first == 4 and facts["accelerator"]["where"] == f"{path}:{first}"
     assert "n_accelerators" not in facts and run.meta.n_accelerators is None  # a MIG slice only

@@ -446,8 +446,7 @@ def _stated_accelerator(parsed: Parsed, overrides: Mapping[str, Any], reader: Re
     try:
         acc = hardware.resolve(str(f.value))
     except hardware.UnknownAcceleratorError as exc:
-        reader.note(f"peak unknown: the log states accelerator {_quote(f)}, which the peak registry does not "
-                    f"resolve ({exc}); pass accelerator= (or peak_flops_per_accelerator=) to set it")
+        reader.note(f"peak unknown: accelerator {_quote(f)} does not resolve in the peak registry ({exc})")
         return
     out.fields["accelerator"] = acc.name
     out.used.append(f"accelerator {acc.name} from {_quote(f)}")

@@ -666,13 +666,23 @@ def _summary_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return df
 
 
+def _device_of(model: str, entities: list[dict[str, Any]]) -> str:
+    """What the sampled devices are: ``model`` when a whole GPU was sampled, else the MIG slice
+    (``"NVIDIA H100 80GB HBM3 MIG 1g.10gb"``), which the peak registry refuses rather than giving a
+    slice the whole GPU's peak."""
+    if any(e["kind"] == "gpu" for e in entities):
+        return model
+    profiles = sorted({e["mig_profile"] for e in entities if e["mig_profile"]})
+    return f"{model} MIG {profiles[0]}" if len(profiles) == 1 else f"{model} MIG"
+
+
 def _hardware_facts(out: Parsed, reader: Reader, c: _Collector, entities: list[dict[str, Any]]) -> None:
     """accelerator, n_accelerators, platform, n_nodes, accelerators_per_node from the entities."""
     at = f"{reader.name}:"
     models = list(dict.fromkeys(e["model_name"] for e in entities if e["model_name"]))
     if len(models) == 1:
         line, text = c.stated.get(("model_name", models[0]), (entities[0]["_line"], ""))
-        out.fact("accelerator", models[0], f"{at}{line}", text)
+        out.fact("accelerator", _device_of(models[0], entities), f"{at}{line}", text)
     elif models:
         reader.note(f"several GPU models in one file ({', '.join(models[:8])}); no accelerator fact")
     whole = [e for e in entities if e["kind"] == "gpu"]
