@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ import pandas as pd
 
 from .run import EVENT_COLUMNS, LoadReport, Run, RunMeta, make_events
 
-__all__ = ["SimConfig", "SimConfigError", "simulate", "CHECKPOINT_MODES"]
+__all__ = ["SimConfig", "SimConfigError", "simulate", "write_dataset", "CHECKPOINT_MODES"]
 
 CHECKPOINT_MODES = ("blocking", "async")
 H100_SXM_BF16_DENSE = 989.4e12  # FLOP/s; NVIDIA H100 datasheet (dense BF16 Tensor Core, SXM)
@@ -214,15 +215,47 @@ def simulate(config: SimConfig | None = None, *, validate: bool = True, **overri
     holds N, the peak and the model FLOPs so MFU is computable, and ``meta.extra['injected']``
     the ground truth (slow ranks, failures, lost work and downtime in seconds).
     """
+    cfg = _config(config, overrides)
+    parts: list[dict[str, np.ndarray]] = []
+
+    def emit(attempt: int, steps_no: np.ndarray, st: np.ndarray, data: np.ndarray, c: _Dense,
+             n_rows: int, clip: float | None) -> None:
+        cc = c.array[:n_rows]
+        if clip is not None:
+            cc = cc.copy()
+            cc[-1] = np.clip(cc[-1], 0.0, clip)
+        parts.append(_rows(cfg, attempt, steps_no, st, data, cc))
+
+    events, meta = _timeline(cfg, _Dense, emit)
+    steps = _concat(parts)
+    meta = meta.replace(report=LoadReport(source="<simulate>", format="simulated", rows_kept=len(steps)))
+    # Rows are generated in (attempt, start_s, step, rank) order with schema dtypes, so the Run
+    # is built directly and validated (Run.build would only copy and re-sort the same table).
+    run = Run(steps, events, meta, {})
+    return run.validate() if validate else run
+
+
+def _config(config: SimConfig | None, overrides: dict[str, Any]) -> SimConfig:
     cfg = config if config is not None else SimConfig()
     if not isinstance(cfg, SimConfig):
         raise TypeError(f"config must be a SimConfig; got {type(cfg).__name__}")
-    if overrides:
-        cfg = cfg.replace(**overrides)
+    return cfg.replace(**overrides) if overrides else cfg
+
+
+class _Dense:
+    """One attempt's compute times held whole (m steps × R ranks)."""
+
+    def __init__(self, cfg: SimConfig, rng: np.random.Generator, m: int) -> None:
+        self.array = _compute_times(cfg, rng, m)
+        self.cmax = self.array.max(axis=1)
+
+
+def _timeline(cfg: SimConfig, compute: Any, emit: Any) -> tuple[pd.DataFrame, RunMeta]:
+    """Lay the job out on the timeline; ``emit`` receives each attempt's rows, ``compute`` makes
+    each attempt's compute times (whole, or in chunks for a dataset). Returns events and meta."""
     rng = np.random.default_rng(cfg.seed)
     ev = _Events()
     R = cfg.n_ranks
-    parts: list[dict[str, np.ndarray]] = []
     pending_fail = set(cfg.fail_at_steps)
     t = 0.0
     attempt = 0
@@ -260,9 +293,9 @@ def simulate(config: SimConfig | None = None, *, validate: bool = True, **overri
         # --- the steps of this attempt
         steps_no = np.arange(first, cfg.n_steps + 1)
         if not died:
-            c = _compute_times(cfg, rng, m)
+            c = compute(cfg, rng, m)
             data = np.where(rng.random(m) < cfg.data_stall_prob, cfg.data_stall_s, 0.0) if cfg.data_stall_prob > 0 else np.zeros(m)
-            cmax = c.max(axis=1)
+            cmax = c.cmax
             span = data + cmax
             # gaps after each step: blocking checkpoint / async snapshot, then evaluation
             is_ckpt = (cfg.checkpoint_every > 0) & (steps_no % max(cfg.checkpoint_every, 1) == 0)
@@ -292,15 +325,14 @@ def simulate(config: SimConfig | None = None, *, validate: bool = True, **overri
             # rows
             st = starts[:n_rows]
             sp_data = data[:n_rows]
-            cc = c[:n_rows]
+            clip = None
             if fail_idx is not None:
                 # truncate the step in progress at the failure instant
                 lim = fail_t - st[-1]
                 sp_data = sp_data.copy()
                 sp_data[-1] = min(sp_data[-1], lim)
-                cc = cc.copy()
-                cc[-1] = np.clip(cc[-1], 0.0, max(lim - sp_data[-1], 0.0))
-            parts.append(_rows(cfg, attempt, steps_no[:n_rows], st, sp_data, cc))
+                clip = max(lim - sp_data[-1], 0.0)
+            emit(attempt, steps_no[:n_rows], st, sp_data, c, n_rows, clip)
             # events after steps (only those that started before the failure)
             new_durable = durable
             for j in np.flatnonzero(is_ckpt[:n_rows] | is_eval[:n_rows]):
@@ -343,7 +375,6 @@ def simulate(config: SimConfig | None = None, *, validate: bool = True, **overri
         downtime += cfg.restart_s
         t += cfg.restart_s
         attempt += 1
-    steps = _concat(parts)
     events = ev.frame()
     flops = cfg.flops_per_step
     meta = RunMeta(
@@ -376,12 +407,8 @@ def simulate(config: SimConfig | None = None, *, validate: bool = True, **overri
                 "checkpoints_started": n_ckpt,
             },
         },
-        report=LoadReport(source="<simulate>", format="simulated", rows_kept=len(steps)),
     )
-    # Rows are generated in (attempt, start_s, step, rank) order with schema dtypes, so the Run
-    # is built directly and validated (Run.build would only copy and re-sort the same table).
-    run = Run(steps, events, meta, {})
-    return run.validate() if validate else run
+    return events, meta
 
 
 def _rows(
@@ -419,3 +446,137 @@ def _concat(parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
         return pd.DataFrame({c: pd.Series(dtype="int64" if c in ("attempt", "step", "rank") else "float64") for c in cols})
     data = {c: (parts[0][c] if len(parts) == 1 else np.concatenate([p[c] for p in parts])) for c in cols}
     return pd.DataFrame(data, copy=False)
+
+
+# --- the same run written as a Parquet dataset, in chunks ---------------------------------------
+
+
+def _generator(state: dict[str, Any]) -> np.random.Generator:
+    g = np.random.Generator(np.random.PCG64())
+    g.bit_generator.state = state
+    return g
+
+
+class _Chunked:
+    """One attempt's compute times made ``k`` steps at a time, equal to :func:`_compute_times`'s.
+
+    The normal and uniform draws are read from copies of the generator at the points where
+    ``_compute_times`` would start each, so a chunk holds exactly the values the whole array
+    would (numpy fills arrays from the stream in order); the generator itself is advanced past
+    both, as ``_compute_times`` leaves it.
+    """
+
+    def __init__(self, cfg: SimConfig, rng: np.random.Generator, m: int, *, chunk_rows: int) -> None:
+        self.cfg, self.m, r = cfg, m, cfg.n_ranks
+        self.k = max(1, chunk_rows // r)
+        self.s_norm = rng.bit_generator.state
+        if cfg.jitter > 0:
+            for a in range(0, m, self.k):
+                rng.standard_normal((min(self.k, m - a), r))
+        self.s_hit = rng.bit_generator.state
+        if self._transient:
+            for a in range(0, m, self.k):
+                rng.random((min(self.k, m - a), r))
+        self.cmax = np.concatenate([c.max(axis=1) for _, _, c in self.chunks(m)]) if m else np.zeros(0)
+
+    @property
+    def _transient(self) -> bool:
+        return self.cfg.transient_prob > 0 and self.cfg.transient_factor != 1.0
+
+    def chunks(self, n: int) -> Any:
+        """``(first, end, times)`` for steps ``first..end-1`` of the first ``n``."""
+        cfg, r = self.cfg, self.cfg.n_ranks
+        g_norm, g_hit = _generator(self.s_norm), _generator(self.s_hit)
+        factors = np.linspace(cfg.warmup_factor, 1.0, cfg.warmup_steps + 1) if cfg.warmup_steps else None
+        for a in range(0, n, self.k):
+            b = min(a + self.k, n)
+            if cfg.jitter > 0:
+                c = g_norm.standard_normal((b - a, r))
+                c *= cfg.jitter
+                c -= 0.5 * cfg.jitter**2
+                np.exp(c, out=c)
+                c *= cfg.step_time_s
+            else:
+                c = np.full((b - a, r), cfg.step_time_s)
+            if cfg.slow_ranks and cfg.slow_factor != 1.0:
+                c[:, list(cfg.slow_ranks)] *= cfg.slow_factor
+            if self._transient:
+                c[g_hit.random((b - a, r)) < cfg.transient_prob] *= cfg.transient_factor
+            if factors is not None and cfg.warmup_factor != 1.0 and a < min(cfg.warmup_steps, self.m):
+                w = min(cfg.warmup_steps, self.m, b)
+                c[: w - a] *= factors[a:w, None]
+            yield a, b, c
+
+
+def write_dataset(
+    config: SimConfig | None = None,
+    folder: str | Path = "sim_dataset",
+    *,
+    rows_per_file: int = 20_000_000,
+    chunk_rows: int = 4_000_000,
+    progress: bool = False,
+    **overrides: Any,
+) -> Path:
+    """Write the run :func:`simulate` would make as a Parquet dataset, never holding it whole.
+
+    ``folder`` receives ``part-00000.parquet``, ... (the steps, in the Run's row order, about
+    ``rows_per_file`` rows each, in row groups of ``chunk_rows`` at most) and ``_mfu_run.parquet``
+    (a saved Run without steps: the events and meta). ``load_run(folder)`` reads it back; its
+    rows equal ``simulate(config).steps``. Memory stays about ``chunk_rows`` rows (×~100 bytes)
+    whatever the size: 4,096 ranks × 100,000 steps is written in chunks of a few hundred steps.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .run import save_run
+
+    cfg = _config(config, overrides)
+    out = Path(folder)
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"folder {str(out)!r} exists and is not empty; write_dataset needs a new or empty folder")
+    out.mkdir(parents=True, exist_ok=True)
+    state: dict[str, Any] = {"writer": None, "rows": 0, "file": 0, "total": 0}
+    bar = _bar(progress, cfg)
+
+    def write(cols: dict[str, np.ndarray]) -> None:
+        table = pa.table(cols)
+        if state["writer"] is None:
+            name = out / f"part-{state['file']:05d}.parquet"
+            state["writer"] = pq.ParquetWriter(name, table.schema, compression="snappy")
+        state["writer"].write_table(table, row_group_size=chunk_rows)
+        state["rows"] += table.num_rows
+        state["total"] += table.num_rows
+        if bar is not None:
+            bar.update(table.num_rows)
+        if state["rows"] >= rows_per_file:
+            state["writer"].close()
+            state["writer"], state["rows"], state["file"] = None, 0, state["file"] + 1
+
+    def emit(attempt: int, steps_no: np.ndarray, st: np.ndarray, data: np.ndarray, c: _Chunked,
+             n_rows: int, clip: float | None) -> None:
+        for a, b, block in c.chunks(n_rows):
+            if clip is not None and b == n_rows:
+                block[-1] = np.clip(block[-1], 0.0, clip)
+            write(_rows(cfg, attempt, steps_no[a:b], st[a:b], data[a:b], block))
+
+    try:
+        events, meta = _timeline(cfg, lambda cf, rng, m: _Chunked(cf, rng, m, chunk_rows=chunk_rows), emit)
+    finally:
+        if state["writer"] is not None:
+            state["writer"].close()
+        if bar is not None:
+            bar.close()
+    meta = meta.replace(report=LoadReport(source="<simulate>", format="simulated", rows_kept=state["total"]))
+    save_run(Run(_concat([]), events, meta, {}), out / "_mfu_run.parquet")
+    return out
+
+
+def _bar(progress: bool, cfg: SimConfig) -> Any:
+    if not progress:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=None, desc=f"writing {cfg.n_ranks:,} ranks × {cfg.n_steps:,} steps", unit=" rows",
+                unit_scale=True, leave=False)
