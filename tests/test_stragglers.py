@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -203,3 +205,79 @@ def test_sync_step_time_grows_with_ranks_and_errors():
         expected_max(0)
     with pytest.raises(ValueError, match=r"std must be a finite number >= 0"):
         expected_max(3, std=-1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# stage-aware comparison: a heavier pipeline stage is stage imbalance, not stragglers
+
+
+def _staged_run(*, slow_rank: int | None = None) -> Run:
+    """Two stages of four ranks; stage 1 does 1.6x the work of stage 0 (hand-made busy times)."""
+    rows = []
+    for step in range(10):
+        for rank in range(8):
+            stage = rank // 4
+            busy = (1.6 if stage else 1.0) * (1 + 0.001 * ((rank + step) % 3))
+            if rank == slow_rank:
+                busy *= 1.3
+            rows.append({"attempt": 0, "step": step, "rank": rank, "start_s": step * 3.0,
+                         "end_s": step * 3.0 + 2.5, "compute_s": busy, "stage": stage})
+    return Run.build(steps=pd.DataFrame(rows))
+
+
+def test_a_heavier_stage_is_not_a_straggler():
+    run = _staged_run()
+    sc = rank_scores(run)
+    # the old all-ranks comparison scored ranks 4-7 at 1.6 / 1.0 - 1 = 0.6: "persistent"
+    assert set(sc["kind"]) <= {"normal"}, sc
+    assert sc.attrs["compared_with"] == "peers of the same pipeline stage"
+    s = straggler_summary(run)
+    assert s.persistent_ranks == []
+    assert s.stage_ratio == pytest.approx(1.6, rel=0.01)
+    assert any("Stage imbalance (not stragglers): stage 1" in line for line in s.lines())
+    # removing ranks of stage 1 cannot make its work vanish: no gain
+    w = without_worst_ranks(run, k=4)
+    assert w["saving_s"].abs().max() < 0.01
+
+
+def test_a_slow_rank_is_found_among_its_stage_peers():
+    run = _staged_run(slow_rank=5)
+    sc = rank_scores(run)
+    assert sc.iloc[0]["rank"] == 5 and sc.iloc[0]["kind"] == "persistent"
+    assert sc.iloc[0]["score"] == pytest.approx(0.3, abs=0.01)  # 1.3x its stage's median rank
+    assert (sc["kind"].iloc[1:] == "normal").all()
+    # removing it: stage 1's step max falls from 1.6 * 1.3 to about 1.6 (its peers' median)
+    w = without_worst_ranks(run, k=1)
+    assert w["saving_s"].iloc[1] == pytest.approx(1.6 * 1.002 * 1.3 - 1.6 * 1.002, rel=0.02)
+
+
+def test_without_stage_information_all_ranks_are_compared_and_said_so(slow_run):
+    sc = rank_scores(slow_run)
+    assert "no stage information" in sc.attrs["compared_with"]
+    assert (sc["stage"] == -1).all()
+    assert "Compared with: all ranks" in "\n".join(straggler_summary(slow_run).lines())
+
+
+_OPS = Path(os.environ.get("MFU_REALDATA", "/nonexistent")) / "straggler_ops"
+
+
+@pytest.mark.skipif(not (_OPS / "trace-SE.parquet").is_file(), reason="MFU_REALDATA not set")
+def test_real_traces_stage_aware_verdicts():
+    import warnings
+
+    from mfu_toolkit.io import load_run
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runs = {t: load_run(_OPS / f"trace-{t}.parquet") for t in ("AR", "ST", "SE")}
+    # AR: only rank 0 (the artifact's README: one slowed worker), not 48, 52, 60 of the last stage
+    assert straggler_summary(runs["AR"]).persistent_ranks == [0]
+    # ST: ranks 6 and 7 are the last stage (meta-ST.yaml: pp_size 4, dp_size 2): stage imbalance
+    st = straggler_summary(runs["ST"])
+    assert st.persistent_ranks == [] and st.stage_ratio > 1.5
+    w = without_worst_ranks(runs["ST"], k=2)
+    assert w["speedup"].max() < 1.01  # was 1.315: removing both last-stage ranks made their work vanish
+    # SE: sequence-length imbalance, random over ranks: no persistent straggler (was 63 of 64)
+    se = straggler_summary(runs["SE"])
+    assert se.persistent_ranks == []
+    assert se.scores["kind"].eq("transient").sum() > 32

@@ -82,6 +82,24 @@ class _Matrix:
     keys: pd.DataFrame  # attempt, step (one row per useful job-level step)
     ranks: np.ndarray
     busy: np.ndarray  # steps × ranks, NaN where a rank has no row
+    stage: np.ndarray | None = None  # pipeline stage of each rank, where the log says
+
+    @property
+    def peer_groups(self) -> list[np.ndarray]:
+        """Column indices of ranks that share a role: one group per stage, or all ranks."""
+        return _peer_groups(self.stage, len(self.ranks))
+
+
+def _peer_groups(stage: np.ndarray | None, n: int) -> list[np.ndarray]:
+    if stage is None:
+        return [np.arange(n)]
+    return [np.flatnonzero(stage == p) for p in np.unique(stage)]
+
+
+def _compared_with(stage: np.ndarray | None) -> str:
+    if stage is not None:
+        return "peers of the same pipeline stage"
+    return "all ranks (no stage information: ranks of different pipeline stages are compared as peers)"
 
 
 def _rank_matrix(run: Run) -> _Matrix:
@@ -110,7 +128,26 @@ def _rank_matrix(run: Run) -> _Matrix:
     mat = np.full((len(ukeys), len(ranks)), np.nan)
     mat[gidx, ridx] = busy
     keys = pd.DataFrame({"attempt": ukeys // width, "step": ukeys % width + lo})
-    return _Matrix(keys, ranks, mat)
+    return _Matrix(keys, ranks, mat, _rank_stage(s, per_rank, ranks))
+
+
+def _rank_stage(s: pd.DataFrame, per_rank: np.ndarray, ranks: np.ndarray) -> np.ndarray | None:
+    """Each rank's pipeline stage from a ``stage`` column; None when unknown, mixed or one stage."""
+    if "stage" not in s.columns:
+        return None
+    st = pd.Series(pd.to_numeric(s["stage"], errors="coerce").to_numpy(float)[per_rank])
+    by_rank = st.groupby(s["rank"].to_numpy(np.int64)[per_rank]).agg(["min", "max"]).reindex(ranks)
+    if by_rank.isna().any().any() or (by_rank["min"] != by_rank["max"]).any() or by_rank["min"].nunique() < 2:
+        return None
+    return by_rank["min"].to_numpy(np.int64)
+
+
+def _peer_step_median(m: _Matrix) -> np.ndarray:
+    """Steps × ranks: the median busy time of each rank's peers (its stage, or all ranks) per step."""
+    out = np.full(m.busy.shape, np.nan)
+    for cols in m.peer_groups:
+        out[:, cols] = np.nanmedian(m.busy[:, cols], axis=1, keepdims=True)
+    return out
 
 
 def step_spread(run: Run) -> pd.DataFrame:
@@ -133,21 +170,29 @@ def step_spread(run: Run) -> pd.DataFrame:
 
 
 def rank_scores(run: Run, *, threshold: float = 0.05) -> pd.DataFrame:
-    """Per rank: how much slower than the fastest rank, how often slowest, and its kind.
+    """Per rank: how much slower than its peers, how often slowest, and its kind.
 
-    ``score`` = (rank's median time / the fastest rank's median time) − 1 over useful steps.
-    ``slow_steps`` counts steps where the rank took more than ``1 + threshold`` times that
-    step's median. ``kind`` is ``persistent`` when ``score > threshold``, ``transient`` when the
-    rank is not persistent but had slow steps, else ``normal``. Sorted by score, worst first.
+    Peers are the ranks of the same pipeline stage where the steps carry a ``stage`` column (a
+    stage with more work is stage imbalance, not a straggler: see ``straggler_whatif``); then
+    ``score`` = (rank's median time / the median of its stage's rank medians) − 1. Without stage
+    information every rank is a peer and the reference is the fastest rank's median.
+    ``slow_steps`` counts steps where the rank took more than ``1 + threshold`` times its peers'
+    median that step. ``kind`` is ``persistent`` when ``score > threshold``, ``transient`` when
+    the rank is not persistent but had slow steps, else ``normal``. Sorted by score, worst
+    first; ``attrs["compared_with"]`` says which comparison was made.
     """
     threshold = _check_threshold("threshold", threshold)
-    ranks, n_steps, med_rank, n_slowest, slow_steps, n_keys = _rank_statistics(run, threshold)
-    fastest = np.nanmin(med_rank)
-    score = med_rank / fastest - 1.0 if fastest > 0 else np.full(len(med_rank), np.nan)
+    ranks, n_steps, med_rank, n_slowest, slow_steps, n_keys, stage = _rank_statistics(run, threshold)
+    ref = np.full(len(med_rank), np.nan)
+    for cols in _peer_groups(stage, len(ranks)):
+        ref[cols] = np.nanmin(med_rank[cols]) if stage is None else np.nanmedian(med_rank[cols])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = np.where(ref > 0, med_rank / ref - 1.0, np.nan)
     kind = np.where(score > threshold, "persistent", np.where(slow_steps > 0, "transient", "normal"))
     out = pd.DataFrame(
         {
             "rank": ranks,
+            "stage": stage if stage is not None else np.full(len(ranks), -1),
             "steps": n_steps,
             "median_s": med_rank,
             "score": score,
@@ -158,7 +203,9 @@ def rank_scores(run: Run, *, threshold: float = 0.05) -> pd.DataFrame:
             "kind": kind,
         }
     )
-    return out.sort_values(["score", "n_slowest"], ascending=False, kind="stable").reset_index(drop=True)
+    out = out.sort_values(["score", "n_slowest"], ascending=False, kind="stable").reset_index(drop=True)
+    out.attrs["compared_with"] = _compared_with(stage)
+    return out
 
 
 def _rank_statistics(run: Run, threshold: float) -> tuple[np.ndarray, ...]:
@@ -173,14 +220,14 @@ def _rank_statistics(run: Run, threshold: float) -> tuple[np.ndarray, ...]:
         if not len(f):
             _rank_matrix(run.replace(reductions=None))  # the no-per-rank-rows error
         return (f["rank"].to_numpy(), f["steps"].to_numpy(), f["median_s"].to_numpy(),
-                f["n_slowest"].to_numpy(), f["slow_steps"].to_numpy(), rs.n_keys)
+                f["n_slowest"].to_numpy(), f["slow_steps"].to_numpy(), rs.n_keys, None)
     m = _rank_matrix(run)
-    step_med = np.nanmedian(m.busy, axis=1, keepdims=True)
+    step_med = _peer_step_median(m)  # each rank against its stage's peers where stages are known
     with np.errstate(invalid="ignore", divide="ignore"):
         slow = m.busy > (1.0 + threshold) * step_med
     n_slowest = np.bincount(np.nanargmax(m.busy, axis=1), minlength=len(m.ranks))
     return (m.ranks, np.sum(np.isfinite(m.busy), axis=0), np.nanmedian(m.busy, axis=0), n_slowest,
-            slow.sum(axis=0), len(m.keys))
+            slow.sum(axis=0), len(m.keys), m.stage)
 
 
 @dataclass(frozen=True)
@@ -200,13 +247,30 @@ class StragglerSummary:
     step_p99_s: float
     tail_ratio: float
     scores: pd.DataFrame = field(repr=False)
+    compared_with: str = "all ranks"
+    stage_medians_s: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def stage_ratio(self) -> float:
+        """Slowest stage's median rank time over the fastest stage's (NaN without stages)."""
+        v = list(self.stage_medians_s.values())
+        return max(v) / min(v) if v and min(v) > 0 else float("nan")
 
     def lines(self) -> list[str]:
         per = ", ".join(map(str, self.persistent_ranks)) or "none"
-        return [
-            f"Waiting for the slowest rank: {self.straggler_s:,.3f} s = {self.wall_share:.2%} of wall time",
-            f"Persistent stragglers (> {self.threshold:.0%} slower than the fastest rank): {per}",
-            f"Rank-steps more than {self.threshold:.0%} above the step median: {self.slow_rank_steps_share:.2%}",
+        peers = "its stage's median rank" if self.stage_medians_s else "the fastest rank"
+        out = [
+            f"Waiting for the slowest rank: {self.straggler_s:,.3f} s = {self.wall_share:.2%} of wall time "
+            "(step-level, assuming no pipeline: an upper bound on what removing a straggler gains)",
+            f"Persistent stragglers (> {self.threshold:.0%} slower than {peers}): {per}",
+            f"Compared with: {self.compared_with}",
+        ]
+        if self.stage_medians_s:
+            slow = max(self.stage_medians_s, key=lambda p: self.stage_medians_s[p])
+            out.append(f"Stage imbalance (not stragglers): stage {slow}'s median rank time is "
+                       f"{self.stage_ratio:.2f}x the fastest stage's")
+        return out + [
+            f"Rank-steps more than {self.threshold:.0%} above their peers' step median: {self.slow_rank_steps_share:.2%}",
             f"Most often slowest: rank {self.most_often_slowest} ({self.most_often_slowest_share:.0%} of steps)",
             f"Step time p50 {self.step_p50_s:.4g} s, p99 {self.step_p99_s:.4g} s (p99/p50 = {self.tail_ratio:.3f})",
         ]
@@ -224,6 +288,8 @@ def straggler_summary(run: Run | Accounting, *, threshold: float = 0.05) -> Stra
     p50 = float(np.percentile(span, 50)) if len(span) else float("nan")
     p99 = float(np.percentile(span, 99)) if len(span) else float("nan")
     strag = acc.seconds["stragglers"]
+    staged = sc[sc["stage"] >= 0]
+    stage_med = {int(p): float(v) for p, v in staged.groupby("stage")["median_s"].median().items()}
     return StragglerSummary(
         wall_s=acc.wall_s,
         straggler_s=strag,
@@ -238,15 +304,20 @@ def straggler_summary(run: Run | Accounting, *, threshold: float = 0.05) -> Stra
         step_p99_s=p99,
         tail_ratio=p99 / p50 if p50 > 0 else float("nan"),
         scores=sc,
+        compared_with=sc.attrs.get("compared_with", "all ranks"),
+        stage_medians_s=stage_med,
     )
 
 
 def without_worst_ranks(run: Run, *, k: int = 3) -> pd.DataFrame:
-    """What-if: the mean step time if the ``k`` worst ranks (by score) ran like the next one.
+    """What-if: the mean step time if the ``k`` worst ranks (by score) ran like their peers.
 
-    For each ``j = 0..k`` the step's rank-bound time becomes the max over the remaining ranks
-    (the removed ranks' work assumed spread over healthy ones at no cost). Columns: ``removed``
-    (j), ``ranks`` (which), ``mean_step_s``, ``saving_s`` per step and ``speedup``.
+    For each ``j = 0..k`` a removed rank's time in each step becomes the median of its remaining
+    peers (same pipeline stage where known, else all ranks) and the step's rank-bound time the
+    new max. A rank with no remaining peer keeps its time: a stage's work does not vanish with
+    its ranks (that is stage imbalance; see ``straggler_whatif``). Step-level, assuming no
+    pipeline: an upper bound on the gain. Columns: ``removed`` (j), ``ranks`` (which),
+    ``mean_step_s``, ``saving_s`` per step and ``speedup``.
     """
     k = _check_k("k", k)
     m = _rank_matrix(run)
@@ -260,11 +331,17 @@ def without_worst_ranks(run: Run, *, k: int = 3) -> pd.DataFrame:
     col = {int(r): i for i, r in enumerate(m.ranks)}
     rows = []
     base = float(np.mean(span)) if len(span) else float("nan")
+    groups = m.peer_groups
     for j in range(min(k, len(order) - 1) + 1):
         drop = order[:j]
         keep = np.ones(len(m.ranks), bool)
         keep[[col[r] for r in drop]] = False
-        new_max = np.nanmax(m.busy[:, keep], axis=1)
+        busy = m.busy.copy()
+        for cols in groups:
+            gone, left = cols[~keep[cols]], cols[keep[cols]]
+            if len(gone) and len(left):
+                busy[:, gone] = np.nanmedian(m.busy[:, left], axis=1, keepdims=True)
+        new_max = np.nanmax(busy, axis=1)
         t = span - (full_max - new_max)
         mean_t = float(np.mean(t)) if len(t) else float("nan")
         rows.append(
