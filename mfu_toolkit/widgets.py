@@ -1016,3 +1016,126 @@ def gem_explorer(
 
     layout = [w.HBox([w.VBox([fm, em, g]), w.VBox([ss, e0, f0])])]
     return _live([fm, em, g, ss, e0, f0], compute, gem_figure, gem_table, "gem-explorer", layout)
+
+
+# --------------------------------------------------------------------------------------------
+# Roofline explorer: one transformer layer (or the DLRM) on one accelerator, op by op.
+
+ROOFLINE_SEQ_LENS = tuple(2**k for k in range(8, 18))  # 256 .. 131,072 tokens
+ROOFLINE_BATCHES = tuple(2**k for k in range(0, 7))  # 1 .. 64 sequences
+ROOFLINE_HIDDEN = (1024, 2048, 4096, 5120, 8192, 12288, 16384)
+# The dtype of the tensors, and the registry peak their matmuls run at (fp32 matmuls on tensor
+# cores run as TF32).
+ROOFLINE_DTYPES: dict[str, str] = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp32": "tf32"}
+
+
+@dataclass(frozen=True)
+class RooflineResult:
+    accelerator: str
+    dtype: str
+    ops: tuple  # tuple[roofline.Op, ...]
+    peak_flops: float
+    bandwidth: float
+    peak_source: str
+    bandwidth_source: str
+    ceiling: float
+    headline: str
+
+
+def roofline_scenario(*, accelerator: str = "H100 SXM", dtype: str = "bf16", seq_len: int = 4096, batch: int = 1,
+                      hidden: int = 4096, model: str = "transformer") -> RooflineResult:
+    """One layer's ops (``model="transformer"``) or the DLRM's (``"dlrm"``, ``batch`` samples) on
+    ``accelerator``: peak from the registry for ``dtype`` (fp32 → the TF32 peak), bandwidth from
+    the registry's datasheet table, and the MFU ceiling of the ops at their roofline."""
+    from . import roofline as rl
+
+    if dtype not in ROOFLINE_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(ROOFLINE_DTYPES)}; got {dtype!r}")
+    if model not in ("transformer", "dlrm"):
+        raise ValueError(f"model must be 'transformer' or 'dlrm'; got {model!r}")
+    try:
+        peak = hardware.get_peak(accelerator, ROOFLINE_DTYPES[dtype])
+        bw = hardware.get_memory_bandwidth(accelerator)
+    except hardware.RegistryError as exc:
+        raise ValueError(str(exc)) from None
+    if model == "transformer":
+        ops = rl.transformer_layer_ops(seq_len=seq_len, batch=batch, hidden=hidden, heads=max(1, hidden // 128),
+                                       dtype=dtype)
+    else:
+        ops = rl.dlrm_ops(batch=batch, dtype=dtype)
+    ceiling = rl.mfu_ceiling(ops, peak.flops, bw.bytes_per_s)
+    ridge = rl.ridge_point(peak.flops, bw.bytes_per_s)
+    times = [rl.op_time(o, peak.flops, bw.bytes_per_s) for o in ops]
+    memory_share = sum(t for o, t in zip(ops, times, strict=True) if o.intensity < ridge) / sum(times)
+    what = (f"one layer, {batch:,} × {seq_len:,} tokens, hidden {hidden:,}" if model == "transformer"
+            else f"DLRM-DCNv2, {batch:,} samples")
+    headline = (f"MFU ceiling {ceiling:.1%} at the roofline ({what}, {dtype}) · ridge {ridge:,.0f} FLOP/B · "
+                f"memory-bound ops {memory_share:.1%} of the time")
+    return RooflineResult(peak.accelerator, dtype, tuple(ops), peak.flops, bw.bytes_per_s, peak.source, bw.source,
+                          ceiling, headline)
+
+
+def roofline_table(result: RooflineResult):  # -> pandas.DataFrame of strings
+    """One row per op: FLOPs, bytes, intensity, what bounds it, its time and share at the roofline."""
+    import pandas as pd
+
+    from . import roofline as rl
+
+    ridge = rl.ridge_point(result.peak_flops, result.bandwidth)
+    times = [rl.op_time(o, result.peak_flops, result.bandwidth) for o in result.ops]
+    total = sum(times)
+    return pd.DataFrame({
+        "op": [o.name for o in result.ops],
+        "GFLOP": [f"{o.flops / 1e9:,.3f}" for o in result.ops],
+        "MB moved": [f"{o.bytes / 1e6:,.2f}" for o in result.ops],
+        "FLOP/B": [f"{o.intensity:,.1f}" for o in result.ops],
+        "bound by": ["memory" if o.intensity < ridge else "compute" for o in result.ops],
+        "time (µs)": [f"{t * 1e6:,.1f}" for t in times],
+        "share of time": [f"{t / total:.1%}" for t in times],
+    })
+
+
+def roofline_figure(result: RooflineResult):  # -> matplotlib.figure.Figure
+    import pandas as pd
+
+    from .plots import roofline
+
+    fig, ax = _figure(left=0.1, right=0.72, bottom=0.14, top=0.88)
+    data = pd.DataFrame({"name": [o.name for o in result.ops], "kind": [o.kind for o in result.ops],
+                         "intensity": [o.intensity for o in result.ops]})
+    roofline(data, peak_flops=result.peak_flops, bandwidth=result.bandwidth, accelerator=result.accelerator, ax=ax)
+    return fig
+
+
+def roofline_explorer(*, accelerator: str = "H100 SXM", dtype: str = "bf16", seq_len: int = 4096, batch: int = 1,
+                      hidden: int = 4096) -> Any:
+    """Sequence length, batch, hidden size, dtype and accelerator → one transformer layer's ops
+    on the roofline, the time each takes and the MFU ceiling (``roofline_scenario``). CSS class
+    ``roofline-explorer``."""
+    import ipywidgets as w
+
+    st = _slider_style()
+    with_bw = [a.name for a in hardware.accelerators() if _has_bandwidth(a.name)]
+    acc = w.Dropdown(options=with_bw, value=hardware.resolve(accelerator).name, description="accelerator", style=st)
+    dt = w.Dropdown(options=list(ROOFLINE_DTYPES), value=dtype, description="dtype", style=st)
+    seq = w.SelectionSlider(options=[(f"{v:,}", v) for v in sorted(set(ROOFLINE_SEQ_LENS) | {seq_len})],
+                            value=seq_len, description="sequence length", continuous_update=False, style=st)
+    bat = w.SelectionSlider(options=[(f"{v:,}", v) for v in sorted(set(ROOFLINE_BATCHES) | {batch})], value=batch,
+                            description="batch", continuous_update=False, style=st)
+    hid = w.SelectionSlider(options=[(f"{v:,}", v) for v in sorted(set(ROOFLINE_HIDDEN) | {hidden})], value=hidden,
+                            description="hidden size", continuous_update=False, style=st)
+
+    def compute() -> Any:
+        return roofline_scenario(accelerator=acc.value, dtype=dt.value, seq_len=seq.value, batch=bat.value,
+                                 hidden=hid.value)
+
+    layout = [w.HBox([w.VBox([seq, bat, hid]), w.VBox([acc, dt])])]
+    return _live([seq, bat, hid, acc, dt], compute, roofline_figure, roofline_table, "roofline-explorer", layout)
+
+
+def _has_bandwidth(name: str) -> bool:
+    try:
+        hardware.get_memory_bandwidth(name)
+    except hardware.RegistryError:
+        return False
+    return True

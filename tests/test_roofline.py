@@ -103,3 +103,42 @@ def test_roofline_imports_no_pandas():
     code = "import sys, mfu_toolkit.roofline; print('pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+# --- the roofline explorer's pure functions and widget ------------------------------------------
+
+def test_roofline_scenario_headline_by_hand():
+    from mfu_toolkit.widgets import roofline_scenario, roofline_table
+
+    r = roofline_scenario(accelerator="H100 SXM", dtype="bf16", seq_len=4096, batch=1, hidden=4096)
+    ops = rl.transformer_layer_ops(seq_len=4096, batch=1, hidden=4096, heads=32)
+    expected = rl.mfu_ceiling(ops, 989.4e12, 3.35e12)
+    assert r.ceiling == pytest.approx(expected, rel=1e-12)
+    assert f"MFU ceiling {expected:.1%}" in r.headline and "ridge 295 FLOP/B" in r.headline
+    table = roofline_table(r)
+    ln = table[table["op"] == "LayerNorm (attention)"].iloc[0]
+    # 4096 × 4096 elements, read and written in bf16: 67.11 MB; at 3.35 TB/s: 20.0 µs
+    assert (ln["MB moved"], ln["bound by"], ln["time (µs)"]) == ("67.11", "memory", "20.0")
+    # fp32 tensors run their matmuls at the TF32 peak (494.7 TFLOP/s dense on H100 SXM)
+    assert roofline_scenario(dtype="fp32").peak_flops == pytest.approx(494.7e12)
+
+
+def test_roofline_scenario_refuses_what_it_cannot_source():
+    from mfu_toolkit.widgets import roofline_scenario
+
+    with pytest.raises(ValueError, match="no memory bandwidth with a source for 'RTX 4090'"):
+        roofline_scenario(accelerator="RTX 4090")
+    with pytest.raises(ValueError, match="dtype must be one of bf16, fp16, fp8, fp32; got 'int8'"):
+        roofline_scenario(dtype="int8")
+
+
+def test_roofline_explorer_recomputes_on_slider_change():
+    from mfu_toolkit.widgets import roofline_explorer, roofline_scenario
+
+    box = roofline_explorer()
+    headline = box.children[-2]
+    seq, bat, hid = box.children[0].children[0].children
+    assert roofline_scenario().headline in headline.value
+    seq.value = 512
+    assert roofline_scenario(seq_len=512).headline in headline.value
+    assert "roofline-explorer" in box._dom_classes
