@@ -193,6 +193,9 @@ def straggler_verdict(acc: Accounting) -> dict[str, Any]:
     sec = acc.seconds["stragglers"]
     out: dict[str, Any] = {"seconds": sec, "share": sec / wall if wall > 0 else None}
     if "ops" in run.tables:
+        replayed = _replayed_verdict(run, out)
+        if replayed is not None:
+            return replayed
         try:
             v = classify_op_stragglers(run)
         except (ValueError, KeyError) as exc:
@@ -235,6 +238,33 @@ def straggler_verdict(acc: Accounting) -> dict[str, Any]:
     return {**out, "verdict": verdict, "kind": kind, "culprit": culprit, "basis": basis,
             "persistent_ranks": list(persistent), "most_often_slowest": s.most_often_slowest,
             "most_often_slowest_share": s.most_often_slowest_share, "tail_ratio": s.tail_ratio}
+
+
+def _replayed_verdict(run: Any, out: dict[str, Any]) -> dict[str, Any] | None:
+    """The verdict of the dependency-aware replay (:func:`~mfu_toolkit.analysis.replay.straggler_whatif`),
+    or None (with ``out["op_trace_note"]``) when the trace cannot be replayed."""
+    from .replay import straggler_whatif
+
+    w = straggler_whatif(run)
+    if not w.available:
+        out["op_trace_note"] = "; ".join(w.notes)
+        return None
+    c = w.culprit
+    culprit = {"slow_worker": f"rank {', '.join(map(str, c.get('ranks') or ['?']))} "
+                              f"(dp_rank {c.get('dp_rank')}, stage {c.get('stage')})",
+               "stage_imbalance": f"stage {c.get('stage')}", "spread": "no single culprit",
+               "none": "none"}[w.verdict]
+    verdict = w.lines()[1].removeprefix("Verdict: ")
+    gain = w.recovered_if_fixed_s / w.actual_step_s if w.actual_step_s > 0 else float("nan")
+    verdict += (f"; S = {w.slowdown:.3f} (replayed step {w.actual_step_s:.4g} s, balanced {w.ideal_step_s:.4g} s); "
+                + ("balancing every worker" if w.verdict == "spread" else "fixing the culprit")
+                + f" recovers {w.recovered_if_fixed_s:.4g} s per step ({gain:.0%})")
+    return {**out, "verdict": verdict, "kind": w.verdict, "culprit": culprit,
+            "basis": "per-operation trace replayed through its pipeline dependency graph "
+                     "(what-if analysis of arXiv 2505.05713); the wait below is step-level and assumes no pipeline",
+            "slowdown": w.slowdown, "actual_step_s": w.actual_step_s, "ideal_step_s": w.ideal_step_s,
+            "recovered_if_fixed_s": w.recovered_if_fixed_s, "worker_recovery": w.worker_recovery,
+            "stage_recovery": w.stage_recovery, "replay_notes": list(w.notes)}
 
 
 def _positive_input(name: str, value: Any, interface: str) -> float | None:
