@@ -42,6 +42,9 @@ def _load(args: argparse.Namespace) -> Any:
         from ..io import load_run
     except ImportError as exc:  # pragma: no cover - only while the loaders are missing
         raise ValueError(f"no log loaders available to read {str(path)!r} ({exc})") from None
+    engine = getattr(args, "engine", None)
+    if engine not in (None, "auto"):  # an engine is chosen for Parquet datasets only
+        return load_run(path, args.format or "parquet_dataset", engine=engine)
     # "-" (standard input), /dev/stdin, pipes and FIFOs are read once by load_run.
     return load_run(args.path if args.path == "-" else path, args.format or "auto")
 
@@ -178,6 +181,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         kw["per_rank"] = False
     try:
         cfg = SimConfig(**kw)
+        if args.dataset:
+            return _simulate_dataset(cfg, Path(args.dataset))
         run = simulate(cfg)
         out = Path(args.output)
         save_run(run, out)
@@ -189,6 +194,17 @@ def run_simulate(args: argparse.Namespace) -> int:
         f"{len(run.steps)} step rows, {len(run.events)} events, wall {run.wall_seconds:,.3f} s, "
         f"{inj['failures']} failure(s), lost work {inj['lost_work_s']:,.3f} s"
     )
+    return 0
+
+
+def _simulate_dataset(cfg: Any, out: Path) -> int:
+    """Write the simulated run as a Parquet dataset in chunks (any size; progress on stderr)."""
+    from ..simulate import write_dataset
+
+    write_dataset(cfg, out, progress=True)
+    files = len(list(out.glob("part-*.parquet")))
+    print(f"wrote {out}/: {cfg.n_ranks:,} ranks x {cfg.n_steps:,} steps in {files} part file(s) "
+          f"and {out / '_mfu_run.parquet'} (events and meta); analyse it with `mfu analyze {out}`")
     return 0
 
 
@@ -210,6 +226,10 @@ def add_parsers(subparsers: Any) -> None:
     )
     a.add_argument("path", help="log file or folder, a Run .parquet, or - for standard input")
     a.add_argument("--format", default=None, help="log format (default: detect)")
+    a.add_argument("--engine", choices=("auto", "pandas", "duckdb", "spark"), default=None,
+                   help="for a Parquet dataset (a folder of part files or one large file): reduce its rows in "
+                        "memory (pandas), out of core (duckdb) or on Spark (SPARK_REMOTE, else a local "
+                        "session); auto: pandas up to 20M rows, duckdb beyond")
     a.add_argument("--accelerator", help="accelerator name for the peak (from the registry)")
     a.add_argument("--dtype", default=None,
                    help="dtype of the peak (default: the run's, else bf16; with no --accelerator the run's "
@@ -255,7 +275,11 @@ def add_parsers(subparsers: Any) -> None:
         help="write a synthetic Run (Parquet) for what-ifs",
         description="Simulate a synchronous training job and write it as a Run Parquet file.",
     )
-    s.add_argument("-o", "--output", required=True, help="output .parquet path")
+    dest = s.add_mutually_exclusive_group(required=True)
+    dest.add_argument("-o", "--output", help="output .parquet path (the Run, held in memory)")
+    dest.add_argument("--dataset", metavar="FOLDER",
+                      help="write a Parquet dataset folder instead, in chunks (4,096 ranks x 100,000 steps "
+                           "without holding them)")
     for flag, field, typ, hlp in _SIM_OPTIONS:
         s.add_argument(flag, dest=field, type=typ, default=None, help=hlp)
     s.add_argument("--slow-ranks", type=_int_list, default=None, help="comma-separated persistent straggler ranks")
