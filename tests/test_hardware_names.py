@@ -423,3 +423,42 @@ def test_mfu_accelerators_lists_the_added_rows_with_sources(capsys):
     mi210 = line("MI210", "bf16")
     assert " 181.0 " in mi210 and "https://www.amd.com/en/products/accelerators/instinct/mi200/mi210.html" in mi210
     assert "https://awsdocs-neuron.readthedocs-hosted.com/" in line("Trainium3", "bf16")
+
+
+# --- device names the real logs state ------------------------------------------------------------
+def test_a100_pg509_200_is_an_alias_of_the_a100_sxm_with_its_source():
+    # NVIDIA's open-gpu-kernel-modules README lists "NVIDIA A100-PG509-200 | 20B0 10DE 1450" next to
+    # "NVIDIA A100-SXM4-40GB | 20B0": the same device ID, the SXM4 40GB board
+    acc = hw.resolve("NVIDIA A100-PG509-200")
+    assert acc.name == "A100 SXM" and "NVIDIA A100-PG509-200" in acc.aliases
+    assert "20B0 10DE 1450" in acc.note and "open-gpu-kernel-modules" in acc.note
+    assert hw.get_peak("NVIDIA A100-PG509-200", "bf16").tflops == 312.0  # A100 datasheet, bf16 dense
+
+
+@pytest.mark.parametrize(("text", "canonical"), [
+    ("NVIDIA A100-SXM4-80GB", "A100 SXM"),  # W&B metadata "gpu" (accelerator_info/…v7i3k2p0)
+    ("NVIDIA H100 80GB HBM3", "H100 SXM"),  # W&B metadata (…yxelkra3), torchtitan "CUDA capacity:"
+    ("NVIDIA A100 80GB PCIe", "A100 PCIe"),  # dcgm-exporter modelName
+    ("NVIDIA H200-SXM5-141GB", "H200 SXM"),  # MLPerf SYSJSON accelerator_model_name
+    ("TPU v6 lite", "TPU v6e"),  # JAX device_kind in the MaxText log
+    ("tpu-v5p", "TPU v5p"),  # MLPerf submission_platform
+    ("AMD Instinct MI250X", "MI250X"),
+])
+def test_device_names_the_real_logs_state(text, canonical):
+    assert hw.resolve(text).name == canonical
+
+
+@pytest.mark.parametrize("text", [
+    "AMD Radeon Graphics",  # what ROCm's deviceProperties call the MI250 GCD: no product named
+    "NVIDIA H10O",  # a typo
+    "NVIDIA A100-PG509-200 MIG 1g.5gb",  # a slice, not the board
+])
+def test_a_wrong_or_generic_name_never_resolves_to_another_accelerator(text):
+    with pytest.raises(hw.UnknownAcceleratorError):
+        hw.resolve(text)
+
+
+def test_canonical_dtype_names_the_registrys_dtype():
+    assert [hw.canonical_dtype(d) for d in ("bfloat16", "torch.float8_e4m3fn", "FP16")] == ["bf16", "fp8", "fp16"]
+    with pytest.raises(hw.RegistryError, match="dtype must be one of"):
+        hw.canonical_dtype("mixed")
