@@ -39,7 +39,12 @@ Timeline rule (a priority sweep)
    - ``data_k``  = median over ranks of ``data_wait_s`` (0 when not logged), at most ``L_k``;
    - ``strag_k`` = max over ranks − median over ranks of the rank's busy time
      (``compute_s`` where logged, else ``end_s − start_s − data_wait_s``), at most
-     ``L_k − data_k``: the time the slowest rank held everyone;
+     ``L_k − data_k``: the time the slowest rank held everyone, less ``stage_k``;
+   - ``stage_k`` = where steps carry a ``stage`` column: the slowest pipeline stage's median
+     rank busy time − the median over all ranks, at most the wait above: a heavier stage is
+     ``stage_imbalance``, not ``stragglers``. Step-level, this assumes no pipeline (the wait is
+     an upper bound on what removing a straggler gains; ``straggler_whatif`` replays the
+     dependency graph of a per-operation trace);
    - ``x_k``     = ``L_k − data_k − strag_k``, the clean step time of the typical rank.
 
    With ``w_k`` the step's work (1 per step, or its ``samples``/``tokens`` for job-level rows
@@ -89,6 +94,7 @@ CATEGORIES: tuple[str, ...] = (
     "ideal_compute",
     "jitter",
     "stragglers",
+    "stage_imbalance",
     "data_stall",
     "eval",
     "checkpoint_save",
@@ -160,6 +166,25 @@ def _busy_and_wait(steps: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         comp = steps["compute_s"].to_numpy(dtype=float)
         busy = np.where(np.isnan(comp), busy, comp)
     return busy, wait
+
+
+def _stage_imbalance(run: Run, js: pd.DataFrame, strag: np.ndarray) -> np.ndarray:
+    """Per job step, the part of the wait that a heavier pipeline stage explains: the slowest
+    stage's median rank busy time minus the median over all ranks, within ``[0, strag]``
+    (zeros without a ``stage`` column or with one stage)."""
+    s = run.steps
+    if not len(js) or not len(s) or "stage" not in s.columns:
+        return np.zeros(len(js))
+    busy, _ = _busy_and_wait(s)
+    f = pd.DataFrame({"attempt": s["attempt"].to_numpy(np.int64), "step": s["step"].to_numpy(np.int64),
+                      "stage": pd.to_numeric(s["stage"], errors="coerce").to_numpy(float), "busy": busy})
+    f = f[s["rank"].to_numpy() >= 0].dropna()
+    if f["stage"].nunique() < 2:
+        return np.zeros(len(js))
+    worst_stage = f.groupby(["attempt", "step", "stage"])["busy"].median().groupby(level=["attempt", "step"]).max()
+    part = (worst_stage - f.groupby(["attempt", "step"])["busy"].median()).clip(lower=0.0)
+    key = pd.MultiIndex.from_arrays([js["attempt"].to_numpy(np.int64), js["step"].to_numpy(np.int64)])
+    return np.minimum(part.reindex(key).fillna(0.0).to_numpy(float), strag)
 
 
 def job_steps(run: Run) -> pd.DataFrame:
@@ -814,6 +839,8 @@ def account(
     clean = np.maximum(labelled - data - strag, 0.0)
     for arr in (data, strag, clean):
         arr[lost] = 0.0
+    stage_part = _stage_imbalance(run, js, strag)  # a heavier pipeline stage, booked apart
+    strag = strag - stage_part
     window = _window(
         js, ev, labelled, w, warmup_steps=warmup_steps, step_range=step_range,
         tolerance=tolerance, lookahead=lookahead,
@@ -828,14 +855,17 @@ def account(
     ideal = rho * float(w[useful_mask].sum()) if rho is not None else 0.0
     seconds["ideal_compute"] = ideal
     seconds["stragglers"] = float(strag[useful_mask].sum()) if n else 0.0
+    seconds["stage_imbalance"] = float(stage_part[useful_mask].sum()) if n else 0.0
     seconds["data_stall"] += float(data[useful_mask].sum()) if n else 0.0
-    seconds["jitter"] = useful_s - ideal - seconds["stragglers"] - float(data[useful_mask].sum() if n else 0.0)
+    seconds["jitter"] = (useful_s - ideal - seconds["stragglers"] - seconds["stage_imbalance"]
+                         - float(data[useful_mask].sum() if n else 0.0))
     others = sum(v for k, v in seconds.items() if k != "unaccounted")
     residual = wall - others
     # float dust from the subtractions above is shown as 0 (|r| < 1e-10 W keeps the identity)
     seconds["unaccounted"] = 0.0 if abs(residual) < 1e-10 * max(wall, 1e-300) else residual
     steps_out = _with_columns(
-        js, labelled_s=labelled, data_s=data, straggler_s=strag, clean_s=clean, work=w, in_window=in_win,
+        js, labelled_s=labelled, data_s=data, straggler_s=strag, stage_imbalance_s=stage_part, clean_s=clean,
+        work=w, in_window=in_win,
         why=window.steps["why"].to_numpy() if n else np.zeros(0, object),
     )
     return Accounting(
