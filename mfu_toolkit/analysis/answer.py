@@ -46,6 +46,7 @@ _AGREE = 0.10  # a claim within 10 % of ours agrees
 _NEAR = 0.06  # a ratio within 6 % of a named cause is that cause
 _FOLD = 1e-6  # a category below this share of the wall time is float noise, folded
 _POINTER = "n/a: missing facts (listed above)"
+_POINTER_BELOW = "needs the missing facts listed below"
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,21 @@ def _si(v: float | None, unit: str) -> str:
     return f"{v:,.4g} {unit}"
 
 
+def _brief(text: str, limit: int = 180) -> str:
+    """A long source (a preset's citation) cut for the headline; JSON keeps it whole."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _first(text: str | None) -> str:
+    """The first clause of a source (its URL), without what follows a semicolon."""
+    return (text or "unknown").split(";")[0].strip()
+
+
+def _tflops(v: float | None) -> str:
+    """A peak as the registry prints it: ``989.4 TFLOP/s``."""
+    return "unknown" if not v else f"{v / 1e12:,.6g} TFLOP/s"
+
+
 def _num(v: Any) -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "n/a"
@@ -108,7 +124,11 @@ def _num(v: Any) -> str:
         v = float(v)
         if v.is_integer() and abs(v) < 1e15:
             return f"{int(v):,}"
-        return f"{v:,.4g}" if abs(v) < 1e6 else _si(v, "")
+        if abs(v) >= 1e6:
+            return _si(v, "").strip()
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        return f"{v:.4g}" if abs(v) >= 1e-3 else f"{v:.8f}".rstrip("0")
     return str(v)
 
 
@@ -402,7 +422,7 @@ def _claim_cause(metric: str, ratio: float, acc: Accounting) -> str:
                     if m.peak_flops_per_accelerator else "")
             causes.append(f"the peak the framework used: its TFLOP/s over its MFU is {fw:,.6g} TFLOP/s, "
                           + (f"the registry's {match}" if match else "no registry row") + ours)
-    if m.accelerator and m.peak_flops_per_accelerator and metric in ("mfu", "tflops_per_accelerator"):
+    if m.accelerator and m.peak_flops_per_accelerator and metric == "mfu":
         try:
             acc_row = hardware.resolve(m.accelerator)
         except hardware.RegistryError:
@@ -457,8 +477,12 @@ def _plausibility_check(acc: Accounting, summ: Any) -> list[Check]:
         return []
     family = preset_family(m.extra.get("preset") if isinstance(m.extra.get("preset"), str) else None)
     p = check_mfu(best, dtype=m.dtype, family=family, n_accelerators=m.n_accelerators)
-    msg = " ".join(line.strip() for line in p.message.splitlines() if line.strip())
-    return [Check("plausibility", "ok" if p.ok else "warn", msg)]
+    if p.ok:
+        return [Check("plausibility", "ok", p.message)]
+    ref = f": {p.reference.describe()}" if p.reference is not None else ""
+    causes = "; ".join(f"({i}) {c}" for i, c in enumerate(p.causes[:3], 1))
+    return [Check("plausibility", "warn", f"MFU {_pct(best)} is above the {p.basis}{ref}. Not an error, but no "
+                  f"published training run reaches it. Likely causes: {causes}")]
 
 
 def _same_fact(name: str, given: Any, stated: Any) -> bool | None:
@@ -537,9 +561,11 @@ def _load_checks(run: Run, timed: bool) -> list[Check]:
                          "log; what it holds is listed below"))
     if rep.skipped:
         out.append(Check("load", "warn", rep.summary()))
+    folder = str(Path(run.meta.source_path).parent) + "/" if run.meta.source_path else None
     for note in rep.notes:
-        if not note.startswith("conflict:"):  # conflicts are the fact checks' rows
-            out.append(Check("load note", "info", note))
+        # conflicts are the fact checks' rows, the facts used are their own table
+        if not note.startswith(("conflict:", "used from the log")):
+            out.append(Check("load note", "info", note.replace(folder, "") if folder else note))
     return out
 
 
@@ -571,7 +597,7 @@ def _facts_used(acc: Accounting, summ: Any) -> list[dict[str, Any]]:
         rows.append({"name": name, "value": value, "where": _fact_where(m, name, value)})
     if m.peak_flops_per_accelerator:
         rows.append({"name": "peak_flops_per_accelerator", "value": m.peak_flops_per_accelerator,
-                     "where": m.peak_source or "the run's metadata"})
+                     "where": _first(m.peak_source) if m.peak_source else "the run's metadata"})
     if acc.flops_per_unit is not None:
         rows.append({"name": f"model_flops_per_{acc.work_unit}", "value": acc.flops_per_unit,
                      "where": acc.flops_source or "the run's metadata"})
@@ -695,7 +721,7 @@ class Answer:
                                  ("end_to_end_mfu", "End-to-end MFU", "whole wall time")):
             v = h[key]
             lines.append(f"{label}: {_pct(v)} ({what})" if v is not None
-                         else f"{label}: unknown ({reason.get(key) or 'n/a'})")
+                         else f"{label}: unknown: {reason.get(key) or 'n/a'}")
         if h.get("window_mfu") is not None:
             lines.append(f"Steady-window MFU: {_pct(h['window_mfu'])} (mean actual step in the window)")
         if h.get("steady_state_hfu") is not None:
@@ -704,20 +730,20 @@ class Answer:
             per_unit = ("" if num["work_unit"] == "step"
                         else f" ({_si(num['flops_per_unit'], 'FLOP')} per {num['work_unit']})")
             lines.append(f"  numerator: {_si(num['model_flops_per_step'], 'FLOP')} model FLOPs per step"
-                         f"{per_unit}, from {num['source']}")
+                         f"{per_unit}, from {_brief(num['source'])}")
         else:
             lines.append("  numerator: model FLOPs unknown")
         lines.append(f"  step: ideal {_secs(h['ideal_step_s'])}, {h['useful_steps']:,} useful steps, wall time "
                      f"{_secs(h['wall_s'])}, goodput {_pct(h['goodput'])}")
         if den.get("cluster_peak_flops"):
-            lines.append(f"  denominator: {den['n_accelerators']:,} × {_si(den['peak_flops_per_accelerator'], 'FLOP/s')} "
+            lines.append(f"  denominator: {den['n_accelerators']:,} × {_tflops(den['peak_flops_per_accelerator'])} "
                          f"= {_si(den['cluster_peak_flops'], 'FLOP/s')} ({den['accelerator']} {den['dtype']}"
                          f"{', sparse' if den['sparse'] else ' dense'}, {den['per_text']}; peak source: "
-                         f"{den['peak_source'] or 'unknown'})")
+                         f"{_first(den['peak_source'])})")
         else:
             n = den.get("n_accelerators")
             lines.append(f"  denominator: unknown (N = {n if n else 'unknown'}, peak "
-                         f"{_si(den.get('peak_flops_per_accelerator'), 'FLOP/s')})")
+                         f"{_tflops(den.get('peak_flops_per_accelerator'))})")
         if h.get("time_to_train_s") is not None:
             lines.append(f"Time to train (MLPerf run_start to run_stop): {_secs(h['time_to_train_s'])}")
         return lines
@@ -812,7 +838,7 @@ def _fact_value(f: dict[str, Any]) -> str:
     if f["name"].startswith("model_flops"):
         return _si(float(v), "FLOP")
     if f["name"] == "peak_flops_per_accelerator":
-        return _si(float(v), "FLOP/s")
+        return _tflops(float(v))
     return _num(v)
 
 
@@ -892,7 +918,7 @@ def _headline(acc: Accounting, summ: Any, timed: bool, interface: str) -> dict[s
                         "cluster_peak_flops": summ.cluster_peak_flops, "accelerator": summ.accelerator,
                         "dtype": summ.dtype, "sparse": summ.peak_sparse, "per": summ.peak_per,
                         "per_text": summ.peak_per_text, "peak_source": summ.peak_source},
-        "reasons": {k: _point(v, acc, interface) for k, v in summ.reasons.items()},
+        "reasons": {k: _point(v, acc, interface).replace(_POINTER, _POINTER_BELOW) for k, v in summ.reasons.items()},
     }
 
 
@@ -915,6 +941,9 @@ def build_answer(
     """
     if interface not in INTERFACES:
         raise ValueError(f"interface must be one of {', '.join(map(repr, INTERFACES))}; got {interface!r}")
+    if warmup_steps is not None and (isinstance(warmup_steps, bool) or not isinstance(warmup_steps, (int, np.integer))
+                                     or warmup_steps < 0):
+        raise InputError(f"{input_name('warmup_steps', interface)} must be a whole number >= 0; got {warmup_steps!r}")
     if isinstance(run_or_accounting, Accounting):
         acc = (run_or_accounting if warmup_steps is None
                else account(run_or_accounting.run, warmup_steps=warmup_steps))

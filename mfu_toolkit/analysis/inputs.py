@@ -84,6 +84,14 @@ def ask(field: str, interface: str) -> str:
     return f"{name}={meta}" if interface == "make" else f"{name}={'True' if field == 'causal' else meta}"
 
 
+def _said(field: str, value: Any, interface: str) -> str:
+    """A value as the user typed it: ``--preset gemma-2-9b``, ``PRESET=gemma-2-9b``, ``preset='gemma-2-9b'``."""
+    name = input_name(field, interface)
+    if interface == "cli":
+        return f"{name} {value}"
+    return f"{name}={value}" if interface == "make" else f"{name}={value!r}"
+
+
 def _given_where(field: str, interface: str) -> str:
     """Where a given value came from, in the words of its interface."""
     name = input_name(field, interface)
@@ -130,10 +138,9 @@ def _resolve_peak(meta: Any, name: str, dtype: str, per: str | None, *, sparse: 
     try:
         return meta.with_accelerator(name, dtype, sparse=sparse, per=per)
     except hardware.DtypeNotAvailableError as exc:
-        raise InputError(f"{input_name('dtype', interface)}={dtype}: {_one_line(exc)}") from None
+        raise InputError(f"{_said('dtype', dtype, interface)}: {_one_line(exc)}") from None
     except hardware.RegistryError as exc:
-        where = input_name(blame, interface)
-        raise InputError(f"{where}={name}: {_one_line(exc)}") from None
+        raise InputError(f"{_said(blame, name, interface)}: {_one_line(exc)}") from None
 
 
 def _apply_count(meta: Any, interface: str, n_accelerators: Any, packages: Any, per: str | None) -> tuple[Any, str | None]:
@@ -147,8 +154,8 @@ def _apply_count(meta: Any, interface: str, n_accelerators: Any, packages: Any, 
         n = _count(field, n, interface)
         if per is not None and per != counts:
             other = "packages" if counts == "device" else "n_accelerators"
-            raise InputError(f"{input_name(field, interface)} counts {counts}s; {input_name('per', interface)} "
-                             f"{per} contradicts it (use {ask(other, interface)} instead)")
+            raise InputError(f"{input_name(field, interface)} counts {counts}s; {_said('per', per, interface)} "
+                             f"contradicts it (use {ask(other, interface)} instead)")
         meta = meta.replace(n_accelerators=n)
         per = counts
     return meta, per
@@ -169,7 +176,7 @@ def _apply_peak(meta: Any, interface: str, accelerator: Any, dtype: Any, per: st
         return _resolve_peak(meta, meta.accelerator, dtype or meta.dtype or "bf16", per or meta.peak_per,
                              sparse=bool(meta.peak_sparse), blame="accelerator", interface=interface)
     if meta.peak_flops_per_accelerator is not None:
-        what = f"{input_name('dtype', interface)} {dtype}" if dtype else f"{input_name('per', interface)} {per}"
+        what = _said("dtype", dtype, interface) if dtype else _said("per", per, interface)
         raise InputError(
             f"{what}: the run's peak ({meta.peak_flops_per_accelerator:.4g} FLOP/s per {meta.peak_per}, "
             f"{meta.peak_source or 'source unknown'}) names no accelerator to look it up for; give "
@@ -205,11 +212,10 @@ def _preset_flops(meta: Any, name: str, seq_len: int | None, causal: bool, inter
     """
     from ..flops import FlopsConfigError, get_preset, model_flops
 
-    flag = input_name("preset", interface)
     try:
         preset = get_preset(name)
     except FlopsConfigError as exc:
-        raise InputError(f"{flag}={name}: {_one_line(exc)}") from None
+        raise InputError(f"{_said('preset', name, interface)}: {_one_line(exc)}") from None
     where = input_name("seq_len", interface)
     if seq_len is None and hasattr(preset.config, "seq_len"):
         stated = _stated_seq_len(meta)
@@ -219,14 +225,14 @@ def _preset_flops(meta: Any, name: str, seq_len: int | None, causal: bool, inter
             seq_len, where = stated[0], "stated in the log" + (f" at {stated[1]}" if stated[1] else "")
         elif preset.config.seq_len is None:
             raise InputError(
-                f"{flag}={preset.name}: its source states no training sequence length and the run "
+                f"{_said('preset', preset.name, interface)}: its source states no training sequence length and the run "
                 f"states none (no seq_len in the log); give {ask('seq_len', interface)}")
         else:
             where = "published"
     try:
         mf = model_flops(preset, seq_len=seq_len, causal=True if causal else None)
     except (FlopsConfigError, ValueError) as exc:
-        raise InputError(f"{flag}={preset.name}: {_one_line(exc)}") from None
+        raise InputError(f"{_said('preset', preset.name, interface)}: {_one_line(exc)}") from None
     counted = f" at seq_len {mf.tokens_per_sample:g} ({where})" if mf.tokens_per_sample else ""
     return mf, f"{counted}; {mf.conventions.summary()}"
 
