@@ -281,3 +281,14 @@ def test_real_traces_stage_aware_verdicts():
     se = straggler_summary(runs["SE"])
     assert se.persistent_ranks == []
     assert se.scores["kind"].eq("transient").sum() > 32
+
+
+def test_breakdown_books_a_heavier_stage_as_stage_imbalance():
+    acc = account(_staged_run())
+    # per step: stage 1's median rank ≈ 1.6 s, all ranks' median ≈ (1.0 + 1.6) / 2 = 1.3 s, max 1.6 s:
+    # the 0.3 s wait is the stage's, over 10 steps 3 s; before, all of it was "stragglers"
+    assert acc.seconds["stage_imbalance"] == pytest.approx(3.0, rel=0.02)
+    assert acc.seconds["stragglers"] < 0.05
+    assert sum(acc.seconds.values()) == pytest.approx(acc.wall_s, rel=1e-12)
+    slow = account(_staged_run(slow_rank=5))
+    assert slow.seconds["stragglers"] == pytest.approx(10 * 1.6 * 0.3, rel=0.03)  # rank 5 is 30 % over its stage
