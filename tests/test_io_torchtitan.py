@@ -269,7 +269,10 @@ def test_start_up_lines_are_facts_with_their_lines(tmp_path):
     assert all(f["where"].startswith(str(p)) and f["source"] == "stated" for f in facts.values())
     assert facts["accelerator"]["text"].endswith(STARTUP[1])
     assert (run.meta.n_accelerators, run.meta.global_batch, run.meta.seq_len) == (256, 128.0, 8192)
-    assert run.meta.accelerator is None  # a fact, not a choice of peak: the caller states that
+    # the stated accelerator is used, but the stated fp8 has no A100 peak (the A100 datasheet lists none):
+    # the peak stays unknown and a note says why
+    assert (run.meta.accelerator, run.meta.dtype, run.meta.peak_flops_per_accelerator) == ("A100 SXM", None, None)
+    assert any(n.startswith("peak unknown") and "fp8" in n for n in run.meta.report.notes)
     x = run.meta.extra
     assert (x["n_parameters"], x["peak_flops_assumed"], x["accelerator_memory_gib"]) == (8_030_261_248, 3.12e14, 79.33)
     # what the caller gives wins, and a contradiction is said, not resolved silently
