@@ -21,8 +21,12 @@ How it becomes a Run:
   file without a usable header is counted once and left out; a file without the close record
   is noted (its process was killed or crashed), as are ranks missing from an attempt and two
   files of one rank that overlap in time (two processes that recorded as the same rank);
+- events: the ranks' events of one kind and attempt that overlap in time are one job-level event
+  (rank -1 when several ranks recorded it; a checkpoint every rank waits in counts once); each
+  rank's own events stay in ``tables["rank_events"]``;
 - facts: ``n_ranks`` and ``n_accelerators`` (the last attempt's world size), ``framework`` and
-  ``accelerator`` when the header names them, each with ``file:1``.
+  ``accelerator`` when the header names them, each with ``file:1``; ``global_batch`` when every
+  step's samples, summed over its ranks, are one number.
 """
 
 from __future__ import annotations
@@ -289,7 +293,33 @@ def _overlaps(reader: Reader, files: list[dict[str, Any]], start: np.ndarray, en
                     "same rank? create the recorder after init_process_group, or under a launcher that sets RANK)")
 
 
-def _frames(reader: Reader, out: _Table) -> tuple[pd.DataFrame, pd.DataFrame, float]:
+def _job_events(ev: pd.DataFrame) -> pd.DataFrame:
+    """Job-level events: the ranks' events of one kind and attempt that overlap are one event
+    (a checkpoint all ranks wait in, the failure every surviving rank sees), of the one rank
+    that recorded it alone, else of rank -1; the detail is the first rank's, with the ranks named."""
+    if not len(ev):
+        return ev
+    ev = ev.sort_values(["attempt", "kind", "start_s", "end_s"], kind="stable").reset_index(drop=True)
+    att, kind = ev["attempt"].to_numpy(), ev["kind"].to_numpy()
+    start, end = ev["start_s"].to_numpy(float), ev["end_s"].to_numpy(float)
+    reach = end.copy()
+    new = np.ones(len(ev), bool)
+    for i in range(1, len(ev)):
+        same = att[i] == att[i - 1] and kind[i] == kind[i - 1]
+        if same and start[i] <= reach[i - 1]:
+            new[i], reach[i] = False, max(reach[i - 1], end[i])
+    group = np.cumsum(new) - 1
+    rows = []
+    for _, g in ev.groupby(group, sort=True):
+        ranks = sorted(set(g["rank"].tolist()))
+        first = g.iloc[0]
+        detail = first["detail"] if len(ranks) == 1 else f"{first['detail']} (ranks {_names(ranks)})".strip()
+        rows.append({"kind": first["kind"], "start_s": float(g["start_s"].min()), "end_s": float(g["end_s"].max()),
+                     "attempt": int(first["attempt"]), "rank": ranks[0] if len(ranks) == 1 else -1, "detail": detail})
+    return pd.DataFrame(rows, columns=ev.columns)
+
+
+def _frames(reader: Reader, out: _Table) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, float]:
     renumber = _attempt_notes(reader, out.files)
     dup: set[tuple[int, int]] = set()
     keep = np.ones(len(out.steps["step"]), bool)
@@ -310,11 +340,25 @@ def _frames(reader: Reader, out: _Table) -> tuple[pd.DataFrame, pd.DataFrame, fl
         df["start_s"] -= origin
         df["end_s"] -= origin
         df["attempt"] = df["attempt"].map(renumber).astype(np.int64)
+    ev, per_rank = _job_events(ev), ev
     busy = st["end_s"] - st["start_s"] - st["data_wait_s"].fillna(0.0) - st["comm_s"].fillna(0.0)
     st["compute_s"] = busy.clip(lower=0.0)
     if st["gpu_s"].isna().all():
         st = st.drop(columns="gpu_s")
-    return st, ev, origin
+    return st, ev, per_rank, origin
+
+
+def _batch_fact(parsed: Parsed, st: pd.DataFrame, out: _Table) -> None:
+    """``global_batch``: samples per step summed over the ranks, when every rank of every step
+    recorded them and the sum is one number."""
+    if not len(st) or st["samples"].isna().any():
+        return
+    per_step = st.groupby(["attempt", "step"])["samples"].sum()
+    values = per_step.unique()
+    if len(values) == 1:
+        n = float(values[0])
+        parsed.fact("global_batch", int(n) if n.is_integer() else n, f"{out.files[0]['file']}:2",
+                    f"samples per step summed over the ranks, the same in all {len(per_step)} steps")
 
 
 def parse(reader: Reader, options: Options) -> Parsed:
@@ -326,8 +370,9 @@ def parse(reader: Reader, options: Options) -> Parsed:
         _read_file(sub, out)
     if not out.files:
         reader.fail("no record file with a usable header (see the load report)")
-    st, ev, origin = _frames(reader, out)
-    parsed = Parsed(steps=st, events=ev, timing="exact", time_unit="s")
+    st, ev, per_rank, origin = _frames(reader, out)
+    parsed = Parsed(steps=st, events=ev, tables={"rank_events": per_rank}, timing="exact", time_unit="s")
+    _batch_fact(parsed, st, out)
     last = [f for f in out.files if f["attempt"] == max(g["attempt"] for g in out.files)]
     where = f"{last[0]['file']}:1"
     world = max(f["world_size"] for f in last)
