@@ -1,0 +1,212 @@
+"""``analysis.answer``: the one answer every front end renders, against hand computations."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from mfu_toolkit.analysis.answer import Answer, Check, build_answer
+from mfu_toolkit.analysis.inputs import InputError, apply_inputs
+from mfu_toolkit.formulas import MFUAbove100Error
+from mfu_toolkit.run import Run, RunMeta
+
+H100_BF16 = 989.4e12  # H100 SXM bf16 dense, https://www.nvidia.com/en-us/data-center/h100/
+
+
+def _steps(n: int = 4, step_s: float = 2.0) -> dict:
+    return {"attempt": [0] * n, "step": list(range(1, n + 1)), "rank": [-1] * n,
+            "start_s": [i * step_s for i in range(n)], "end_s": [(i + 1) * step_s for i in range(n)]}
+
+
+def _hand_run(*, claims=(), facts=(), extra=None, **inputs) -> Run:
+    """4 job-level steps of 2 s, then a 2 s evaluation: wall 10 s."""
+    events = [{"kind": "eval", "start_s": 8.0, "end_s": 10.0, "attempt": 0, "rank": -1, "detail": ""}]
+    meta = RunMeta(name="hand", source_path="/logs/hand.log", source_format="table", claims=list(claims),
+                   facts=list(facts), extra=dict(extra or {}))
+    run = Run.build(_steps(), events, meta)
+    kw = dict(accelerator="H100", dtype="bf16", n_accelerators=4, flops_per_step=1e15)
+    kw.update(inputs)
+    return apply_inputs(run, interface="cli", **{k: v for k, v in kw.items() if v is not None})
+
+
+def test_the_headline_matches_the_hand_computation():
+    a = build_answer(_hand_run(), interface="cli")
+    h = a.headline
+    # steady MFU = FLOPs per step / ideal step / (N × P) = 1e15 / 2 s / (4 × 989.4 TFLOP/s)
+    assert h["steady_state_mfu"] == pytest.approx(1e15 / 2.0 / (4 * H100_BF16), rel=1e-12)
+    # end to end = useful FLOPs / wall = 4e15 / 10 s / (4 × 989.4 TFLOP/s)
+    assert h["end_to_end_mfu"] == pytest.approx(4e15 / 10.0 / (4 * H100_BF16), rel=1e-12)
+    assert h["numerator"]["model_flops_per_step"] == pytest.approx(1e15)
+    assert h["numerator"]["source"] == "command line --flops-per-step"
+    assert h["denominator"]["cluster_peak_flops"] == pytest.approx(4 * H100_BF16)
+    assert h["denominator"]["peak_source"] == "https://www.nvidia.com/en-us/data-center/h100/"
+    # the only loss: the 2 s evaluation, 20 % of the 10 s wall time
+    assert a.losses == ({"category": "eval", "seconds": pytest.approx(2.0), "share": pytest.approx(0.2)},)
+    text = a.to_text()
+    assert "Steady-state MFU: 12.63% (ideal step)" in text and "End-to-end MFU: 10.11% (whole wall time)" in text
+    assert "denominator: 4 × 989.4 TFLOP/s = 3.958 PFLOP/s (H100 SXM bf16 dense" in text
+    assert "1. eval: 2.000 s (20.00% of wall time)" in text
+
+
+def test_facts_used_say_where_each_came_from():
+    a = build_answer(_hand_run())
+    where = {f["name"]: f["where"] for f in a.facts}
+    assert where["accelerator"] == "command line --accelerator"
+    assert where["n_accelerators"] == "command line --gpus"
+    assert where["dtype"] == "command line --dtype"
+    assert where["model_flops_per_step"] == "command line --flops-per-step"
+    stated = {"name": "seq_len", "value": 2048, "source": "stated", "where": "/logs/hand.log:7", "text": "seq 2048"}
+    a = build_answer(_hand_run(facts=[stated], seq_len=None))
+    assert not [f for f in a.facts if f["name"] == "seq_len"]  # the fact is stated but never applied here
+    run = _hand_run(facts=[stated])
+    run = run.replace(meta=run.meta.replace(seq_len=2048))
+    assert {f["name"]: f["where"] for f in build_answer(run).facts}["seq_len"] == "the log, hand.log:7"
+
+
+def test_claims_are_checked_with_the_ratio_and_the_peak_the_framework_used():
+    # ours: 1e15 FLOPs / 2 s / 4 GPUs = 125 TFLOP/s per GPU. The log claims 125 TFLOP/s (agrees) and
+    # an MFU of 6.32 %: its peak is 125 / 0.0632 = 1,977.8 TFLOP/s, the H100's fp8 dense 1,978.9.
+    claims = [{"metric": "tflops_per_accelerator", "value": 125.0, "unit": "TFLOP/s per GPU", "counts": "",
+               "where": "/logs/hand.log:3", "n": 1, "statistic": "value"},
+              {"metric": "mfu", "value": 0.0632, "unit": "fraction", "counts": "", "where": "/logs/hand.log:3",
+               "n": 1, "statistic": "value"}]
+    a = build_answer(_hand_run(claims=claims))
+    by = {c.name: c for c in a.checks}
+    assert by["claim tflops_per_accelerator"].status == "ok"
+    assert "ours 125 (ratio 1.00): agrees within 10%" in by["claim tflops_per_accelerator"].message
+    mfu = by["claim mfu"]
+    ratio = (1e15 / 2.0 / (4 * H100_BF16)) / 0.0632
+    assert mfu.status == "warn" and f"(ratio {ratio:.2f})" in mfu.message
+    assert "its TFLOP/s over its MFU is 1,977.85 TFLOP/s, the registry's H100 SXM fp8 dense" in mfu.message
+    assert mfu in a.warnings and all(c.status == "warn" for c in a.warnings)
+
+
+def test_a_given_accelerator_is_compared_with_the_stated_one_through_the_registry():
+    same = {"name": "accelerator", "value": "NVIDIA H100 80GB HBM3", "source": "stated", "where": "/logs/hand.log:1",
+            "text": ""}
+    a = build_answer(_hand_run(facts=[same]))
+    assert [c.status for c in a.checks if c.name.startswith("fact")] == ["ok"]
+    other = {"name": "platform", "value": "tpu-v5p", "source": "stated", "where": "/logs/hand.log:4", "text": ""}
+    a = build_answer(_hand_run(facts=[other], accelerator="TPU v6e"))
+    conflict = [c for c in a.checks if c.name == "fact accelerator"]
+    assert len(conflict) == 1 and conflict[0].status == "warn"
+    assert conflict[0].message == ("accelerator given as 'TPU v6e' (command line --accelerator), but the log "
+                                   "states 'tpu-v5p' at hand.log:4; the given value is used")
+
+
+def test_missing_facts_are_asked_for_once_in_the_interface_s_terms():
+    run = Run.build(_steps(), None, RunMeta(name="bare"))
+    for interface, want in (("cli", ["model FLOPs per step: give --preset NAME --seq-len N --global-batch N or "
+                                     "--flops-per-step F", "accelerator count: give --gpus N (or --packages N)",
+                                     "accelerator: give --accelerator NAME (and --dtype DTYPE when not bf16)"]),
+                            ("make", ["model FLOPs per step: give PRESET=NAME SEQ_LEN=N GLOBAL_BATCH=N or "
+                                      "FLOPS_PER_STEP=F", "accelerator count: give GPUS=N (or PACKAGES=N)",
+                                      "accelerator: give ACCELERATOR=NAME (and DTYPE=DTYPE when not bf16)"])):
+        a = build_answer(run, interface=interface)
+        assert list(a.missing) == want
+        text = a.to_text()
+        assert text.count(want[1].split("give ")[1]) == 1, "asked for once"
+        assert "meta." not in text and "with_accelerator" not in text
+        assert a.headline["reasons"]["steady_state_mfu"] == "needs the missing facts listed below"
+
+
+def test_a_log_without_timed_steps_reports_what_it_holds():
+    events = [{"kind": "init", "start_s": 0.0, "end_s": 5.0, "attempt": 0, "rank": -1, "detail": ""}]
+    run = Run.build(None, events, RunMeta(name="no steps"))
+    a = build_answer(run, interface="cli")
+    assert not a.timed and a.missing == () and a.losses == ()
+    text = a.to_text()
+    assert "Wall time: 0.000 s" not in text and "Waterfall" not in text
+    assert "MFU: not measurable: the log has no timed steps" in text
+    assert "What the log holds" in text and "Events: init × 1" in text
+    assert a.warnings[0].name == "load" and "no timed steps" in a.warnings[0].message
+    assert [h for h, _ in a.sections()] == ["The answer", "Stragglers", "Checks", "Facts used", "What the log holds"]
+
+
+def test_straggler_verdict_names_the_rank():
+    # 4 ranks, 4 steps; rank 2 takes 1.3 s where the others take 1.0 s
+    rows = {"attempt": [], "step": [], "rank": [], "start_s": [], "end_s": []}
+    for k in range(4):
+        for r in range(4):
+            rows["attempt"].append(0)
+            rows["step"].append(k + 1)
+            rows["rank"].append(r)
+            rows["start_s"].append(2.0 * k)
+            rows["end_s"].append(2.0 * k + (1.3 if r == 2 else 1.0))
+    a = build_answer(Run.build(rows, None, RunMeta(name="ranks")))
+    s = a.stragglers
+    assert s["culprit"] == "rank 2" and "persistent straggler: rank 2" in s["verdict"]
+    # waited 0.3 s per step (max 1.3 − median 1.0) over a wall of 7.3 s
+    assert s["seconds"] == pytest.approx(4 * 0.3) and s["share"] == pytest.approx(1.2 / 7.3)
+    assert "assumes no pipeline" in s["basis"]
+    assert "Culprit: rank 2" in a.to_text()
+    # the slow rank rotates: nobody is slowest in most steps
+    rows["end_s"] = [2.0 * (i // 4) + (1.3 if (i % 4) == (i // 4) else 1.0) for i in range(16)]
+    s = build_answer(Run.build(rows, None, RunMeta(name="rotating"))).stragglers
+    assert s["culprit"] == "no single culprit" and s["kind"] == "spread"
+
+
+def test_checkpoint_advice_follows_young_and_daly():
+    a = build_answer(_hand_run(), interface="cli", checkpoint_write_s=10.0, checkpoint_every_steps=50, mtbf_hours=1)
+    c = a.checkpoint
+    d, m = 10.0, 3600.0
+    young = math.sqrt(2 * d * m)  # Young 1974
+    daly = young * (1 + math.sqrt(d / (2 * m)) / 3 + (d / (2 * m)) / 9) - d  # Daly 2006, δ < 2M
+    assert c["young_interval_s"] == pytest.approx(young, rel=1e-12)
+    assert c["daly_interval_s"] == pytest.approx(daly, rel=1e-12)
+    # the run checkpoints every 50 steps of 2 s: 100 s of compute + 10 s write, 0.38 × Daly's 261.7 s
+    assert c["interval_s"] == pytest.approx(110.0) and c["interval_vs_daly"] == pytest.approx(100.0 / daly)
+    assert "checkpoint less often" in c["advice"]
+    missing = build_answer(_hand_run(), interface="make", checkpoint_write_s=10.0).checkpoint
+    assert missing["advice"].endswith("give MTBF_HOURS=H")
+    assert build_answer(_hand_run()).checkpoint is None  # no checkpoint events, nothing given
+
+
+def test_time_to_train_is_shown_where_the_run_states_it():
+    a = build_answer(_hand_run(extra={"time_to_train_s": 2986.5}))
+    assert a.headline["time_to_train_s"] == 2986.5
+    assert "Time to train (MLPerf run_start to run_stop): 2,986.5 s" in a.to_text()
+
+
+def test_the_json_has_the_contracted_keys_and_check_schema():
+    a = build_answer(_hand_run())
+    doc = json.loads(json.dumps(a.to_dict(), allow_nan=False))
+    for key in ("headline", "losses", "stragglers", "checkpoint", "checks", "facts", "missing", "breakdown",
+                "scorecard", "window", "load"):
+        assert key in doc
+    assert doc["checks"] and all(set(c) == {"name", "status", "message"} for c in doc["checks"])
+    assert {c["status"] for c in doc["checks"]} <= {"ok", "warn", "info"}
+    assert math.isclose(sum(r["seconds"] for r in doc["breakdown"]), 10.0, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("width", [100, 60])
+def test_the_text_fits_its_width(width):
+    claims = [{"metric": "mfu", "value": 0.0632, "unit": "fraction", "counts": "", "where": "/a/very/long/" * 9
+               + "hand.log:3", "n": 1, "statistic": "value"}]
+    text = build_answer(_hand_run(claims=claims)).to_text(width=width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    assert "e-0" not in text and "nan" not in text.lower().replace("n/a", "")
+
+
+def test_sections_are_in_reading_order():
+    heads = [h for h, _ in build_answer(_hand_run()).sections()]
+    assert heads == ["The answer", "Largest losses", "Stragglers", "Checks", "Facts used", "Waterfall",
+                     "Scorecard", "Steady-state window"]
+
+
+def test_bad_options_and_impossible_mfu():
+    with pytest.raises(InputError, match=r"^--checkpoint-s must be a finite number > 0; got -1"):
+        build_answer(_hand_run(), interface="cli", checkpoint_write_s=-1)
+    with pytest.raises(InputError, match=r"^WARMUP_STEPS must be a whole number >= 0; got -2"):
+        build_answer(_hand_run(), interface="make", warmup_steps=-2)
+    with pytest.raises(ValueError, match="interface must be one of"):
+        build_answer(_hand_run(), interface="web")
+    with pytest.raises(TypeError, match="must be a Run or an Accounting"):
+        build_answer("run.log")
+    with pytest.raises(MFUAbove100Error):  # 1e18 FLOPs per 2 s step on 4 H100s
+        build_answer(_hand_run(flops_per_step=1e18))
+    with pytest.raises(ValueError, match="Check.status must be one of ok, warn, info"):
+        Check("x", "error", "y")
+    assert isinstance(build_answer(_hand_run()), Answer)
