@@ -101,7 +101,8 @@ def test_exercise_shape(path):
             if not first.lstrip().startswith("#") and not first.rstrip().endswith(":"):
                 assert first[:80] not in text, f"a reading of {path.name} survived: {first[:80]!r}"
     # code is the curated code (paths one folder deeper; marked answers blanked)
-    ours = ["".join(c["source"]) for c in code if not "".join(c["source"]).startswith("# Question ")]
+    ours = ["".join(c["source"]) for c in code
+            if not "".join(c["source"]).startswith(("# Question ", "# Check question "))]
     theirs = [re.sub(r"""(["'])\.\./data(?=[/"'])""", r"\1../../data", "".join(c["source"]))
               for c in curated["cells"] if c["cell_type"] == "code"]
     assert len(ours) == len(theirs)
@@ -154,3 +155,29 @@ def test_rules_on_a_small_notebook():
     assert all(not c.outputs for c in ex.cells if c.cell_type == "code")
     assert len({c.id for c in ex.cells}) == len(ex.cells)
     nbformat.validate(ex)
+
+
+
+def test_questions_with_checks_check_themselves():
+    """Rule 6: an answer cell names its variable; the check after it passes a right answer, refuses a
+    wrong one with a hint, and only reports an unanswered one (so the notebook still runs)."""
+    gen = _generator()
+    assert {"01_mfu_basics", "02_model_flops", "06_checkpoints_and_failures", "11_roofline",
+            "12_check_a_claim"} <= set(gen.CHECKS)
+    for path in COMMITTED:
+        ex = json.loads(path.read_text())
+        checks = gen.CHECKS.get(path.stem, {})
+        sources = ["".join(c["source"]) for c in ex["cells"] if c["cell_type"] == "code"]
+        for n, specs in checks.items():
+            answer = next(i for i, t in enumerate(sources) if t.startswith(f"# Question {n}:"))
+            assert all(f"{var} = None" in sources[answer] for var, *_ in specs)
+            assert sources[answer + 1].startswith(f"# Check question {n}:"), f"{path.name}: question {n}"
+    n, specs = 2, gen.CHECKS["01_mfu_basics"][2]
+    check = gen._check_source(n, specs)
+    env = {"step_s": None}
+    exec(check, env)  # unanswered: prints, does not raise
+    env["step_s"] = 2.4e15 / (0.20 * 128 * 989.4e12)  # the hand computation of the answer
+    exec(check, env)
+    env["step_s"] = 0.10  # what the old 0.05 s slider offered
+    with pytest.raises(AssertionError, match="Hint: MFU = F"):
+        exec(check, env)

@@ -18,6 +18,10 @@ is made from the curated notebook as committed — nothing has to be marked in i
    not use its names: ``tests/test_exercises.py`` executes every exercise notebook.
 5. **Paths**: quoted paths in code that start with ``../data`` start with ``../../data`` instead
    (the exercises live one folder deeper).
+6. **Answers check themselves.** A question listed in ``CHECKS`` names the variable its answer goes
+   in (set to ``None`` in its cell) and gets a check cell after it: plain asserts against a value
+   worked out by hand (the working is in ``CHECKS``), each with a hint. An unanswered question
+   prints that it is unanswered, so the notebook still runs top to bottom.
 
 Code cells are otherwise unchanged, so every exercise runs exactly as its curated notebook does.
 The output is deterministic (cell ids are kept or derived from the position), so the committed
@@ -49,6 +53,51 @@ PROMPT = ("> ✏️ **Your reading.** What did the cell above compute or show? W
 QUESTION_CELL = "# Question {n}: your answer — code, or comments with your reasoning\n"
 TODO = ("# TODO: {hint}\n"
         "# Write your own code here; ../{name} has one answer.\n")
+CHECK_CELL = "# Check question {n}: run this after your answer cell\n"
+# notebook stem -> question number -> [(variable, expected value, tolerance, what it is, hint)].
+# Each expected value is a hand computation from figures the question or the notebook states.
+CHECKS: dict[str, dict[int, list[tuple[str, float, float, str, str]]]] = {
+    "01_mfu_basics": {2: [
+        # T = F / (MFU × N × P) = 2.4e15 / (0.20 × 128 × 989.4e12) = 0.094763 s
+        ("step_s", 0.094763, 5e-4, "the step time in seconds",
+         "MFU = F / (T × N × P); solve for T with MFU 0.20, F 2.4e15, N 128, P = 989.4e12 (H100 SXM bf16 "
+         "dense) — in the calculator, type the step time instead of dragging"),
+    ]},
+    "02_model_flops": {1: [
+        # 4·T·d·L = 2·3·d·d_ff·L  ->  T = 3·d_ff / 2 = 3 × 14,336 / 2 = 21,504 tokens (Llama 3 8B, SwiGLU)
+        ("crossover_tokens", 21504, 220, "the sequence length, non-causal",
+         "set 4·T·H·Q·L equal to 2·m·d·d_ff·L with m = 3 (SwiGLU) and d_ff = 14,336; H·Q = d cancels"),
+    ]},
+    "05_stragglers": {2: [
+        # P(a rank has ≥ 1 hiccup in 300 steps) = 1 − (1 − 0.0005)^300 = 0.1393; × 64 ranks = 8.9
+        ("ranks_with_hiccup", 8.92, 0.3, "the expected number of the 64 ranks with at least one hiccup",
+         "a rank escapes all 300 steps with probability (1 − p)^300; multiply the complement by the ranks"),
+    ]},
+    "06_checkpoints_and_failures": {2: [
+        # 16,384 / 8 = 2,048 nodes; M = 2,000 h / 2,048 = 0.97656 h = 3,515.6 s
+        ("job_mtbf_s", 3515.625, 1.0, "the job MTBF in seconds",
+         "the job fails when any of its 2,048 nodes does: M_job = M_node / nodes"),
+        # Daly: √(2δM)·[1 + ⅓√(δ/2M) + (δ/2M)/9] − δ with δ = 60 s, M = 3,515.6 s: 649.5 × 1.03174 − 60
+        ("daly_s", 610.1, 2.0, "Daly's interval in seconds",
+         "τ = √(2δM)·[1 + ⅓√(δ/2M) + (1/9)(δ/2M)] − δ with δ = 60 s and the job MTBF above"),
+    ]},
+    "11_roofline": {
+        1: [("ridge_a100", 153.02, 0.1, "FLOP per byte",  # 312e12 / 2.039e12
+             "the ridge point is peak / bandwidth, both in per-second units")],
+        2: [("n_min", 887, 0, "a whole number",  # n / 3 > 989.4 / 3.35 = 295.34  ->  n > 886.03
+             "solve n / 3 > ridge with the H100 SXM ridge 989.4e12 / 3.35e12 and round up")],
+        3: [("ln_us", 80.13, 0.3, "microseconds",  # 2 × 8192² × 2 B / 3.35e12 B/s = 80.13 µs
+             "a LayerNorm reads and writes every bf16 element once: 2 × 8,192² × 2 bytes at 3.35 TB/s")],
+    },
+    "12_check_a_claim": {
+        1: [("mfu_mi355x", 0.18844, 0.001, "a fraction (0.2 = 20 %)",  # 1.52 × 312 / 2516.6
+             "the achieved rate is 1.52 × 312 TFLOP/s; divide by the MI355X's 2,516.6")],
+        2: [("mfu_fms", 0.48514, 0.001, "a fraction",  # 9600 × 0.05 / 989.4
+             "480 TFLOP/s over the dense bf16 peak, 989.4 — not the 1,979 with sparsity")],
+        3: [("printed_mfu", 0.82645, 0.001, "a fraction", "the substring table gives the L40 the L4's 121"),  # 100/121
+            ("true_mfu", 0.55233, 0.001, "a fraction", "the L40's own dense bf16 peak is 181.05")],  # 100/181.05
+    },
+}
 _ITEM = re.compile(r"^(\d+)\.\s+(.*)$")
 _DATA = re.compile(r"""(["'])\.\./data(?=[/"'])""")  # a quoted path that starts with ../data
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(*`_])")  # a sentence end: ". " before a capital
@@ -149,9 +198,14 @@ def exercise(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
             if split and split[1]:
                 intro, items = split
                 cells.append(_with_id(new_markdown_cell(intro, metadata=meta), cell, new_id))
+                checks = CHECKS.get(stem, {})
                 for n, text in items:
                     cells.append(_with_id(new_markdown_cell(f"**Question {n}.** {text}"), None, new_id))
-                    cells.append(_with_id(new_code_cell(QUESTION_CELL.format(n=n)), None, new_id))
+                    answer = QUESTION_CELL.format(n=n) + "".join(
+                        f"{var} = None  # your answer: {what}\n" for var, _, _, what, _ in checks.get(n, []))
+                    cells.append(_with_id(new_code_cell(answer), None, new_id))
+                    if n in checks:
+                        cells.append(_with_id(new_code_cell(_check_source(n, checks[n])), None, new_id))
                 continue
             new = new_markdown_cell(src, metadata=meta)
         else:
@@ -170,6 +224,20 @@ def exercise(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
         cells.insert(1, _with_id(note, None, new_id))
     out.cells = cells
     return out
+
+
+def _check_source(n: int, checks: list[tuple[str, float, float, str, str]]) -> str:
+    """A check cell: plain asserts with a hint, or a note that the answer is still missing."""
+    lines = [CHECK_CELL.format(n=n)]
+    for var, expected, tol, _what, hint in checks:
+        lines += [
+            f"if {var} is None:\n",
+            f"    print(\"Question {n}: `{var}` is not answered yet - set it above, then run this cell again.\")\n",
+            "else:\n",
+            f"    assert abs({var} - {expected!r}) <= {tol!r}, f\"{var} = {{{var}!r}} is not it yet. Hint: {hint}.\"\n",
+            f"    print(f\"Question {n}: {var} = {{{var}!r}} - right.\")\n",
+        ]
+    return "".join(lines)
 
 
 def _with_id(new, original, new_id):
