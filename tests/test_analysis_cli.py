@@ -267,3 +267,76 @@ def test_an_mfu_above_100_percent_exits_1_as_the_readme_says(capsys):
     assert code == 1
     err = capsys.readouterr().err
     assert err.startswith("mfu analyze: error: MFU = ") and err.count("\n") == 1 and "is above 100%" in err
+
+
+# --------------------------------------------------------------------------------------------
+# the answer: --strict, --validate, MFU_INTERFACE, width, no traceback
+
+
+def _claiming_run(tmp_path: Path, sim_file: Path) -> Path:
+    """The simulated run, saved with an MFU claim a quarter of ours: its check warns."""
+    from mfu_toolkit.analysis import build_answer
+    from mfu_toolkit.run import save_run
+
+    run = read_run(sim_file)
+    ours = build_answer(run).headline["window_mfu"]
+    claim = {"metric": "mfu", "value": ours / 4, "unit": "fraction", "counts": "", "where": "train.log:9",
+             "n": 1, "statistic": "value"}
+    path = tmp_path / "claiming.parquet"
+    save_run(run.replace(meta=run.meta.replace(claims=[claim])), path)
+    return path
+
+
+def test_strict_exits_1_on_a_warning_and_0_without(sim_file, tmp_path, capsys):
+    assert _run(["analyze", str(sim_file), "--strict"]) == 0  # every check of the simulated run is ok/info
+    path = _claiming_run(tmp_path, sim_file)
+    capsys.readouterr()
+    assert _run(["analyze", str(path)]) == 0  # a warning alone does not fail
+    out = capsys.readouterr().out
+    assert re.search(r"WARN\s+claim mfu\s+the log claims [\d.]+% at train\.log:9; ours [\d.]+% \(ratio 4\.00\)", out)
+    assert _run(["analyze", str(path), "--strict"]) == 1
+    assert capsys.readouterr().err == "mfu analyze: --strict: 1 check(s) warn\n"
+    assert _run(["analyze", str(path), "--strict", "--json"]) == 1
+    checks = json.loads(capsys.readouterr().out)["checks"]
+    assert [c["status"] for c in checks if c["name"] == "claim mfu"] == ["warn"]
+
+
+def test_validate_prints_the_facts_and_what_is_missing(tmp_path, capsys, monkeypatch):
+    sim = _sim(tmp_path, "v")
+    capsys.readouterr()
+    assert _run(["analyze", str(sim), "--validate", "--gpus", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "n_accelerators = 64 (from command line --gpus)" in out
+    assert "missing: nothing" in out and "Waterfall" not in out
+    monkeypatch.setenv("MFU_INTERFACE", "make")
+    assert _run(["analyze", str(sim), "--validate", "--preset", "mixtral-8x7b"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("mfu analyze: error: PRESET=mixtral-8x7b: its source states no training sequence length and "
+                   "the run states none (no seq_len in the log); give SEQ_LEN=N\n")
+
+
+def test_the_terminal_answer_fits_100_columns(sim_file, capsys):
+    assert _run(["analyze", str(sim_file), "--checkpoint-s", "2", "--mtbf-hours", "1"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert out.index("The answer") < out.index("Checks") < out.index("Waterfall") < out.index("Scorecard")
+    assert "Culprit: rank 3" in out  # the simulated slow rank, named as a rank
+    assert "Daly's optimum" in out
+    assert not re.search(r"\de-0\d", out) and " nan" not in out.lower()
+
+
+@pytest.mark.parametrize(("argv", "interface", "line"), [
+    (["--accelerator", "H10O"], "make", "ACCELERATOR=H10O: unknown accelerator 'H10O' (close matches: 'H100 SXM'"),
+    (["--accelerator", "A100", "--dtype", "fp8"], "cli", "--dtype fp8: A100 SXM has no published fp8 peak"),
+    (["--preset", "lama3-8b"], "cli", "--preset lama3-8b: unknown preset 'lama3-8b'. Did you mean 'llama3-8b'"),
+    (["--gpus", "0"], "make", "GPUS must be a whole number >= 1; got 0"),
+    (["--mtbf-hours", "-1"], "make", "MTBF_HOURS must be a finite number > 0; got -1.0"),
+])
+def test_a_bad_input_is_one_line_without_traceback(sim_file, argv, interface, line):
+    env = {**__import__("os").environ, "MFU_INTERFACE": interface}
+    r = subprocess.run([sys.executable, "-m", "mfu_toolkit", "analyze", str(sim_file), *argv], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120, env=env)
+    if r.returncode != 2 and "analyze" not in r.stderr + r.stdout:
+        pytest.skip("the main mfu CLI does not register 'analyze' in this build")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.startswith(f"mfu analyze: error: {line}") and r.stderr.count("\n") == 1

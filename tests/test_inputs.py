@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from mfu_toolkit.analysis.inputs import INTERFACES, InputError, apply_inputs, ask, input_name, preset_family
+from mfu_toolkit.analysis.inputs import (
+    INTERFACES,
+    InputError,
+    apply_inputs,
+    ask,
+    input_name,
+    preset_family,
+)
 from mfu_toolkit.run import Run, RunMeta
 
 H100_BF16 = 989.4e12  # H100 SXM bf16 dense, https://www.nvidia.com/en-us/data-center/h100/
