@@ -178,3 +178,11 @@ def test_real_rocm_trace_names_no_known_device(realdata):  # noqa: F811
     m = load_run(path).meta
     assert m.accelerator is None and m.peak_flops_per_accelerator is None
     assert any(n.startswith("peak unknown: accelerator 'AMD Radeon Graphics'") for n in m.report.notes)
+
+
+def test_a_given_count_that_contradicts_nodes_times_per_node_is_a_conflict(tmp_path):
+    with pytest.warns(LoadWarning, match=r"conflict: n_accelerators given as 256, but the log states 512"):
+        run = assemble(_parsed(("n_nodes", 64, "r.txt:581"), ("accelerators_per_node", 8, "r.txt:581")),
+                       Reader(tmp_path / "r.txt", "test"), {"n_accelerators": 256})
+    assert run.meta.n_accelerators == 256
+    assert [(f["value"], f["source"]) for f in run.meta.facts if f["name"] == "n_accelerators"] == [(256, "given"), (512, "stated")]

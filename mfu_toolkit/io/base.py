@@ -381,13 +381,13 @@ class _Stated:
 
 def _stated_count(parsed: Parsed, fields: Mapping[str, Any], overrides: Mapping[str, Any], out: _Stated) -> None:
     """n_accelerators: a stated count, else nodes x accelerators per node when the log states both."""
-    if overrides.get("n_accelerators") is not None:
-        return
+    given = overrides.get("n_accelerators") is not None
     stated = _first_fact(parsed, "n_accelerators")
-    if stated is not None and fields.get("n_accelerators") == stated.value:
-        out.used.append(f"n_accelerators {_quote(stated)}")
+    if stated is not None:
+        if not given and fields.get("n_accelerators") == stated.value:
+            out.used.append(f"n_accelerators {_quote(stated)}")
         return
-    if fields.get("n_accelerators") is not None:
+    if fields.get("n_accelerators") is not None and not given:
         return
     nodes, per = _first_fact(parsed, "n_nodes"), _first_fact(parsed, "accelerators_per_node")
     if nodes is None or per is None:
@@ -398,9 +398,10 @@ def _stated_count(parsed: Parsed, fields: Mapping[str, Any], overrides: Mapping[
         return
     where = nodes.where if nodes.where == per.where else f"{nodes.where} and {per.where}"
     text = f"n_nodes {nodes.value} x accelerators_per_node {per.value}"
-    out.fields["n_accelerators"] = total
     out.derived.append({"name": "n_accelerators", "value": total, "source": "stated", "where": where, "text": text})
-    out.used.append(f"n_accelerators {total} = {text}, stated in the log at {where}")
+    if not given:
+        out.fields["n_accelerators"] = total
+        out.used.append(f"n_accelerators {total} = {text}, stated in the log at {where}")
 
 
 def _stated_dtype(parsed: Parsed, overrides: Mapping[str, Any], reader: Reader) -> tuple[str | None, Fact | None]:
@@ -550,6 +551,8 @@ def assemble(parsed: Parsed, reader: Reader, overrides: Mapping[str, Any] | None
     stated = _stated(parsed, fields, overrides, reader)
     fields.update(stated.fields)
     facts.extend(stated.derived)
+    derived = Parsed(facts=[Fact(f["name"], f["value"], f["where"], f["text"]) for f in stated.derived])
+    conflicts += _facts(derived, {k: overrides[k] for k in ("n_accelerators",) if k in overrides}, reader)[1]
     meta = RunMeta(
         source_path=reader.display or str(reader.path),
         source_format=reader.fmt,
