@@ -84,12 +84,14 @@ REPORT_ARGS = -r interface make -r log_format "$$FORMAT" \
 	$(if $(MTBF_HOURS),-p mtbf_hours "$$MTBF_HOURS")
 # The notebook's cells about the template itself (tagged template: its title, how to run it, the
 # questions to try) are left out of every report; the report's own title and headings are outputs.
+# The load warning (skipped lines) is a row of the report's checks: the check before it stays quiet.
+QUIET_LOAD := ignore::UserWarning:mfu_toolkit.analysis.cli
 REPORT_STRIP = --TagRemovePreprocessor.enabled=True --TagRemovePreprocessor.remove_cell_tags=template
 
 report: $(STAMP)
 	@if [ -n "$$LOG" ] && [ ! -e "$$LOG" ]; then \
 		printf 'make report: LOG=%s: no such file or directory\n' "$$LOG" >&2; exit 2; fi
-	@MFU_INTERFACE=make $(PY) -m mfu_toolkit analyze "$${LOG:-$(SAMPLE_LOG)}" $(CHECK_ARGS) --validate
+	@MFU_INTERFACE=make PYTHONWARNINGS=$(QUIET_LOAD) $(PY) -m mfu_toolkit analyze "$${LOG:-$(SAMPLE_LOG)}" $(CHECK_ARGS) --validate
 	@mkdir -p -- "$$REPORTS"
 	@if [ -n "$$LOG" ]; then log_path=$$(cd -- "$$(dirname -- "$$LOG")" && pwd)/$$(basename -- "$$LOG"); \
 		name=$$(basename -- "$${LOG%/}"); name=$${name%.*}; else log_path=; name=sample; fi; \
