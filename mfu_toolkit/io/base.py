@@ -15,7 +15,15 @@ A format never builds ``RunMeta``, applies the caller's keywords, validates or w
 from), marks what the caller gave as given and notes a conflict between the two (the given value
 is used, the conflict is never resolved silently), resolves the peak, builds and validates the
 Run and issues one :class:`~mfu_toolkit.run.LoadWarning` when anything was skipped or
-contradicted. :func:`load` wraps it: foreign exceptions become a ``LoadError`` naming the file.
+contradicted.
+
+The facts fill the run unless the caller gave the value: ``n_accelerators`` from a stated count,
+else ``n_nodes`` x ``accelerators_per_node`` when both are stated; ``accelerator`` where the peak
+registry resolves the stated name, with its peak at the stated ``dtype`` (else bf16, said so);
+``global_batch`` and ``seq_len``. A name the registry does not resolve (a typo, a MIG slice, a
+generic "AMD Radeon Graphics") or a dtype the accelerator has no peak for stays a fact, and a
+note says why the peak is unknown. Every value used is traced: one "used from the log" note with
+each file:line, and ``peak_source`` names the lines the accelerator and dtype came from. :func:`load` wraps it: foreign exceptions become a ``LoadError`` naming the file.
 """
 
 from __future__ import annotations
