@@ -100,4 +100,8 @@ def register_ddp_hook(model: Any, rec: Any, process_group: Any = None) -> None:
 
         return all_reduce(tensor, group=g, async_op=True).get_future().then(done)
 
+    import torch
+
+    # DDP checks the hook's annotations at run time (this module's are strings)
+    hook.__annotations__ = {"group": Any, "bucket": dist.GradBucket, "return": torch.futures.Future[torch.Tensor]}
     model.register_comm_hook(process_group, hook)
