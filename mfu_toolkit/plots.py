@@ -15,11 +15,13 @@ with the parameter's name, the allowed values and the value received. The figure
 - :func:`scaling_efficiency`        efficiency (or throughput vs ideal linear) vs accelerators
 - :func:`mfu_vs_gpu_util`           what nvidia-smi shows (GPU utilisation) vs MFU over time;
   its data comes from :func:`gpu_util_mfu_table`
+- :func:`replay_waterfall`          a replayed step from its ideal up to actual (what-if replay)
 """
 
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -71,6 +73,7 @@ __all__ = [
     "TIME_UNITS",
     "ROOM_STYLE",
     "roofline",
+    "replay_waterfall",
 ]
 
 TIME_UNITS: dict[str, float] = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
@@ -1188,5 +1191,70 @@ def roofline(
                    f"{peak / 1e12:,.0f} TFLOP/s, {bw / 1e12:,.2f} TB/s")
     ax.legend(**_LEGEND_OUT)
     ax.grid(which="major", alpha=0.3)
+    sns.despine(ax=ax)
+    return _finish(ax, created)
+
+
+# --------------------------------------------------------------------------------------------
+# the what-if replay of a per-operation trace
+
+_REPLAY_COLUMNS = ("component", "seconds")
+
+
+def replay_waterfall(
+    table: pd.DataFrame,
+    *,
+    baseline: pd.DataFrame | None = None,
+    label: str = "replayed",
+    baseline_label: str = "as traced",
+    ax: Axes | None = None,
+) -> Axes:
+    """A replayed step from its ideal (balanced) time up to the replayed step, one bar per part.
+
+    ``table`` is :meth:`~mfu_toolkit.analysis.WhatIfResult.waterfall` (or the ``waterfall`` of
+    :func:`~mfu_toolkit.analysis.slowed_replay`): its first row is the ideal step, each later row
+    a part added on top, and the last bar the total. ``baseline``, a second such table with the
+    same components, is drawn hollow beside each bar (the job as traced against a what-if); the
+    title gives S = total / ideal for both.
+    """
+    _check_ax(ax)
+    t = _frame("table", table, _REPLAY_COLUMNS)
+    b = None if baseline is None else _frame("baseline", baseline, _REPLAY_COLUMNS)
+    if len(t) == 0:
+        raise ValueError("table must have at least the ideal step as its first row; got an empty table")
+    if b is not None and list(b["component"]) != list(t["component"]):
+        raise ValueError(f"baseline must have the same components as table {list(t['component'])}; "
+                         f"got {list(b['component'])}")
+    ax, created = _axes(ax, (7.5, 3.6))
+    names = [*map(str, t["component"]), "replayed step"]
+    x = np.arange(len(names), dtype=float)
+    half = 0.2 if b is not None else 0.0
+    width = 0.38 if b is not None else 0.6
+
+    def bars(sec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # floating bars: each part starts where the previous parts end; the total starts at zero
+        ends = np.cumsum(sec)
+        return np.append(ends - sec, 0.0), np.append(sec, ends[-1])
+
+    sec = t["seconds"].to_numpy(float)
+    colours = [_BLUE, *([_ORANGE] * (len(sec) - 1)), _RED]
+    if b is not None:
+        bb, bh = bars(b["seconds"].to_numpy(float))
+        ax.bar(x - half, bh, width, bottom=bb, facecolor="none", edgecolor="0.45", linewidth=1.2, hatch="//",
+               label=f"{baseline_label}: S = {bh[-1] / bh[0]:.3f}")
+    bottom, height = bars(sec)
+    ax.bar(x + half, height, width, bottom=bottom, color=colours, label=f"{label}: S = {height[-1] / height[0]:.3f}")
+    top = max(float(np.max(bottom + height)), float(np.max(bb + bh)) if b is not None else 0.0)
+    for i, (xi, lo, h) in enumerate(zip(x + half, bottom, height, strict=True)):
+        ax.annotate(f"{h:+.3g} s" if 0 < i < len(names) - 1 else f"{h:.3g} s",
+                    xy=(xi, max(lo, lo + h)), xytext=(0, 2), textcoords="offset points",
+                    ha="center", va="bottom", fontsize="x-small")
+    ax.set_xticks(x, [textwrap.fill(n, 14) for n in names], fontsize="small")
+    ax.set_ylim(min(0.0, float(np.min(bottom))), top * 1.3)  # room for the legend above the bars
+    ax.set_ylabel("seconds per step (mean)")
+    _set_title(ax, "The step replayed: ideal (balanced) → actual")
+    ax.legend(loc="upper left", frameon=False, fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
     sns.despine(ax=ax)
     return _finish(ax, created)

@@ -1139,3 +1139,156 @@ def _has_bandwidth(name: str) -> bool:
     except hardware.RegistryError:
         return False
     return True
+
+
+# --------------------------------------------------------------------------------------------
+# Replay explorer: one worker or one stage of a replayed per-operation trace made slower.
+
+REPLAY_TARGETS = ("worker", "stage")
+
+
+@dataclass(frozen=True)
+class ReplayScenario:
+    job: str
+    target: str  # "worker" or "stage"
+    dp_rank: int | None
+    stage: int
+    factor: float
+    slowdown: float  # S of the what-if, against the job's own ideal step
+    base_slowdown: float  # S of the job as traced
+    actual_step_s: float
+    base_step_s: float
+    ideal_step_s: float
+    waterfall: Any  # pandas.DataFrame: component, seconds, share_of_step (slowed_replay's)
+    base_waterfall: Any  # the same for the job as traced
+    headline: str
+
+
+def replay_scenario(result: Any, *, job: str = "job", target: str = "worker", dp_rank: int | None = None,
+                    stage: int = 0, factor: float = 1.0) -> ReplayScenario:
+    """The compute of one worker ``(dp_rank, stage)`` or of one ``stage`` of a replayed job
+    (a :class:`~mfu_toolkit.analysis.WhatIfResult`) ``factor``× its traced time, replayed through
+    the step's dependency graph by :func:`~mfu_toolkit.analysis.slowed_replay`: the new S against
+    the same ideal step, and the waterfall beside the job as traced. ``factor`` 1 is the job as
+    traced; below 1 the chosen ops run faster than they did."""
+    from .analysis import slowed_replay
+
+    if target not in REPLAY_TARGETS:
+        raise ValueError(f"target must be one of {', '.join(REPLAY_TARGETS)}; got {target!r}")
+    if not getattr(result, "available", False):
+        raise ValueError("result must be a replayed trace (straggler_whatif(...).available); "
+                         f"got {type(result).__name__} without a replay")
+    if target == "worker":
+        if dp_rank is None:
+            raise ValueError("dp_rank must be given for target='worker'; got None")
+        new = slowed_replay(result, worker=(int(dp_rank), int(stage)), factor=factor)
+        what = f"worker dp_rank {int(dp_rank)}, stage {int(stage)}"
+    else:
+        new = slowed_replay(result, stage=int(stage), factor=factor)
+        what = f"stage {int(stage)} (all its workers)"
+    s, s0 = float(new["slowdown"]), float(result.slowdown)
+    t, t0 = float(new["actual_step_s"]), float(result.actual_step_s)
+    headline = (f"{job}: {what} at {factor:.2f}× its traced compute → replayed step {t:.4g} s vs ideal "
+                f"{float(new['ideal_step_s']):.4g} s: S = {s:.3f} (as traced {s0:.3f}; step {t / t0 - 1:+.1%})")
+    return ReplayScenario(job, target, None if target == "stage" else int(dp_rank), int(stage), float(factor),
+                          s, s0, t, t0, float(new["ideal_step_s"]), new["waterfall"], result.waterfall(),
+                          headline)
+
+
+def replay_table(result: ReplayScenario):  # -> pandas.DataFrame of strings
+    """The waterfall's parts in seconds per step: as traced, in the what-if, and the change."""
+    import pandas as pd
+
+    base = result.base_waterfall["seconds"].to_numpy(float)
+    new = result.waterfall["seconds"].to_numpy(float)
+    names = [*map(str, result.waterfall["component"]), "replayed step", "S (replayed / ideal)"]
+    rows_b = [*base, base.sum(), result.base_slowdown]
+    rows_n = [*new, new.sum(), result.slowdown]
+    fmt = [*(["{:,.4g} s"] * (len(names) - 1)), "{:.3f}"]
+    return pd.DataFrame(
+        {"as traced": [f.format(v) for f, v in zip(fmt, rows_b, strict=True)],
+         f"what-if ({result.factor:.2f}×)": [f.format(v) for f, v in zip(fmt, rows_n, strict=True)],
+         "change": [("{:+,.4g} s" if i < len(names) - 1 else "{:+.3f}").format(n - b)
+                    for i, (b, n) in enumerate(zip(rows_b, rows_n, strict=True))]},
+        index=pd.Index(names, name="part"),
+    )
+
+
+def replay_figure(result: ReplayScenario):  # -> matplotlib.figure.Figure
+    """The what-if's waterfall (``plots.replay_waterfall``) beside the job as traced, hollow."""
+    from .plots import replay_waterfall
+
+    fig, ax = _figure(left=0.09, right=0.97, bottom=0.22, top=0.9)
+    replay_waterfall(result.waterfall, baseline=result.base_waterfall, label=f"what-if ({result.factor:.2f}×)",
+                     ax=ax)
+    ax.set_title(f"{result.job}: the step replayed, ideal → actual", fontsize=10)
+    return fig
+
+
+def replay_explorer(results: Any, *, job: str | None = None, target: str = "worker", dp_rank: int | None = None,
+                    stage: int | None = None, factor: float = 1.0) -> Any:
+    """Job, worker or stage, and a slowdown factor (0.25 … 4×) → S and the waterfall of the
+    replayed step (:func:`replay_scenario`). ``results`` maps a job name to its
+    :class:`~mfu_toolkit.analysis.WhatIfResult`; the worker and stage start on the job's slowest
+    worker unless given. CSS class ``replay-explorer``."""
+    import ipywidgets as w
+
+    jobs = {str(k): v for k, v in dict(results).items() if getattr(v, "available", False)}
+    if not jobs:
+        raise ValueError("results must map job names to replayed traces (straggler_whatif(...).available); "
+                         "got none that replayed")
+    job = next(iter(jobs)) if job is None else job
+    if job not in jobs:
+        raise ValueError(f"job must be one of {', '.join(jobs)}; got {job!r}")
+    if target not in REPLAY_TARGETS:
+        raise ValueError(f"target must be one of {', '.join(REPLAY_TARGETS)}; got {target!r}")
+    st = _slider_style()
+
+    def options(name: str) -> tuple[list[int], list[int], tuple[int, int]]:
+        wk = jobs[name].by_worker
+        return (sorted({int(v) for v in wk["dp_rank"]}), sorted({int(v) for v in wk["stage"]}),
+                tuple(jobs[name].slowest_workers[0]))
+
+    dps, stages, slowest = options(job)
+    fac = w.FloatLogSlider(value=factor, base=2, min=-2.0, max=2.0, step=0.05, description="compute time ×",
+                           readout_format=".2f", continuous_update=False, style=st)
+    jb = w.Dropdown(options=list(jobs), value=job, description="job", style=st)
+    tg = w.ToggleButtons(options=list(REPLAY_TARGETS), value=target, description="slow down one", style=st)
+    dp = w.Dropdown(options=dps, value=slowest[0] if dp_rank is None else dp_rank, description="dp_rank", style=st)
+    sg = w.Dropdown(options=stages, value=slowest[1] if stage is None else stage, description="stage", style=st)
+    headline, out = w.HTML(), w.Output()
+    switching: list[bool] = []
+
+    def refresh(_: Any = None) -> None:
+        if switching:  # the job changed: its worker and stage lists are being replaced
+            return
+        dp.disabled = tg.value == "stage"
+        try:
+            result = replay_scenario(jobs[jb.value], job=jb.value, target=tg.value, dp_rank=dp.value,
+                                     stage=sg.value, factor=fac.value)
+        except ValueError as exc:
+            show_outputs(out)
+            headline.value = explorer_headline_html(f"No result: {exc}", error=True)
+            return
+        head, png, tab = render_explorer(result, replay_figure, replay_table)
+        show_outputs(out, png, tab)  # as _live does: chart and table in one update, headline last
+        headline.value = head
+
+    def on_job(_: Any = None) -> None:
+        switching.append(True)
+        try:
+            d, s, (d0, s0) = options(jb.value)
+            dp.options, sg.options = d, s
+            dp.value, sg.value = d0, s0
+        finally:
+            switching.pop()
+        refresh()
+
+    jb.observe(on_job, "value")
+    for c in (fac, tg, dp, sg):
+        c.observe(refresh, "value")
+    refresh()
+    box = w.VBox([w.HBox([w.VBox([fac, tg]), w.VBox([jb, dp, sg])]), headline, out])
+    box.add_class("replay-explorer")
+    box.add_class("mfu-explorer")
+    return box
