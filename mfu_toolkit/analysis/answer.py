@@ -742,8 +742,9 @@ class Answer:
                          f"{_first(den['peak_source'])})")
         else:
             n = den.get("n_accelerators")
-            lines.append(f"  denominator: unknown (N = {n if n else 'unknown'}, peak "
-                         f"{_tflops(den.get('peak_flops_per_accelerator'))})")
+            peak = _tflops(den.get("peak_flops_per_accelerator"))
+            named = f" ({den['accelerator']} {den['dtype'] or ''})" if den.get("accelerator") else ""
+            lines.append(f"  denominator: unknown (N = {n if n else 'unknown'}; peak {peak}{named})")
         if h.get("time_to_train_s") is not None:
             lines.append(f"Time to train (MLPerf run_start to run_stop): {_secs(h['time_to_train_s'])}")
         return lines
