@@ -1,0 +1,124 @@
+"""The team report's HTML, on one real log of every format, read in headless Chromium.
+
+Each report is made the way ``make report`` makes it (papermill runs notebook 08 with the
+parameters the Makefile passes, the template's own cells are stripped, nbconvert writes the HTML
+without code), called in-process to save an interpreter start per log. Every page must open with
+a title that names its log, then the answer, then the other sections in the builder's reading
+order, each heading with content under it; no traceback, no error text, no template prose; and a
+log with timed steps shows its figures. Logs with no timed steps (Lightning's metrics.csv, sacct,
+the TensorBoard dummy) get "What the log holds" instead of figures.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from _browser import collect_console_errors
+from _realdata import realdata  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "08_team_report.ipynb"
+# One real log per format under MFU_REALDATA, with the make variables a team would add.
+CASES = {
+    "megatron": ("megatron/NVIDIA-Megatron-LM_issue756_mixtral8x7b_16xH100_iterations.log",
+                 {"preset": "mixtral-8x7b", "seq_len": 4096, "n_accelerators": 16, "accelerator": "H100 SXM"}),
+    "megatron_json": ("megatron/megatron_golden_values_gpt3_tp4_pp1_resume_torch_dist_dgx_h100.json", {}),
+    "mlperf": ("mlperf/v4.1_NVIDIA_eos_n64_ngc24.09_nemo_gpt3_result_0.txt", {}),
+    "torchtitan": ("torchtitan/pytorch-torchtitan_pr2389_all_ranks_unprefixed.log", {}),
+    "kineto": ("kineto/HTA_nccl_parser_config_nccl_data_rank0_ws2_A100.json.gz", {}),
+    "hf_trainer": ("hf_trainer/Jaong_Checkpoint-of-CPT_trainer_state.json", {}),
+    "lightning": ("lightning/0Xero7_slm_training_version_12_metrics.csv", {}),
+    "sacct": ("slurm/llnl-maestrowf_pr405_sacct_default_output.txt", {}),
+    "tensorboard": ("tensorboard/megatron_deepseek_mtp_dummy", {}),
+    "wandb": ("wandb/alpaca7b_fsdp8xA100_run-v7i3k2p0_history_from_dotwandb.csv", {}),
+    "deepspeed": ("deepspeed/deepspeedai_DeepSpeedExamples_dschat_step1_sft_opt-1.3b_gbs128.log", {}),
+    "nemo": ("nemo/NVIDIA_NeMo_resiliency-demo_cell22_crash_and_injob_restart.extracted.log", {}),
+    "maxtext": ("maxtext/AI-Hypercomputer_maxtext_run_gpt3_1node_h100x8.sh", {}),
+    "straggler_ops": ("straggler_ops/trace-ST.parquet", {}),
+    "dcgm": ("dcgm/NVIDIA_DCGM_issue244_dcgmi_dmon_8gpu_NA_multiplexing.excerpt.txt", {}),
+}
+NO_TIMED_STEPS = {"lightning", "sacct", "tensorboard", "dcgm"}
+# The builder's reading order (mfu_toolkit.analysis.answer.Answer.sections), then the figures.
+ORDER = ["The answer", "Missing facts", "Largest losses", "Stragglers", "Checkpoint interval", "Checks",
+         "Facts used", "What the log holds", "Waterfall", "Scorecard", "Steady-state window", "Figures"]
+TEMPLATE_PROSE = ("Three ways to run", "sample-reading", "Questions to try", "Cells tagged", "The setup cell",
+                  "Nothing below needs editing", "The template behind", "text between the cells")
+
+_PAGE = """() => {
+  const h1 = Array.from(document.querySelectorAll('h1')).map(h => h.textContent.replace(/\\u00b6/g, '').trim());
+  const h2 = Array.from(document.querySelectorAll('h2')).map(h => {
+    const next = h.nextElementSibling;
+    return {text: h.textContent.replace(/\\u00b6/g, '').trim(), followed: !!next && next.tagName !== 'H2'};
+  });
+  const imgs = Array.from(document.querySelectorAll('img')).map(i => i.naturalWidth);
+  return {h1, h2, imgs, text: document.body.innerText};
+}"""
+
+
+def _report(log: Path, params: dict, out: Path) -> Path:
+    """What make report does: papermill with the Makefile's parameters, strip, HTML without code."""
+    import nbformat
+    import papermill
+    from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
+
+    nb_path = out / f"{log.name}-report.ipynb"
+    papermill.execute_notebook(str(NOTEBOOK), str(nb_path), cwd=str(NOTEBOOK.parent), progress_bar=False,
+                               parameters={"log_path": str(log), "interface": "make", "log_format": "auto",
+                                           "report_date": "2026-01-31", **params})
+    nb = nbformat.read(nb_path, as_version=4)
+    strip = TagRemovePreprocessor(remove_cell_tags={"template"}, enabled=True)
+    nb, _ = strip.preprocess(nb, {})
+    body, _ = HTMLExporter(exclude_input=True).from_notebook_node(nb)
+    page = nb_path.with_suffix(".html")
+    page.write_text(body)
+    return page
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory, realdata):  # noqa: F811
+    out = tmp_path_factory.mktemp("reports")
+    return {fmt: _report(realdata / rel, params, out) for fmt, (rel, params) in CASES.items()}
+
+
+@pytest.fixture(scope="module")
+def context(browser):
+    ctx = browser.new_context(viewport={"width": 1200, "height": 900})
+    # nbconvert's page links require.js and MathJax from CDNs: offline, answer nothing at once
+    ctx.route(re.compile(r"^https?://"), lambda route: route.abort())
+    yield ctx
+    ctx.close()
+
+
+@pytest.mark.parametrize("fmt", list(CASES))
+def test_report_reads_in_order(pages, context, fmt):
+    page = context.new_page()
+    errors = collect_console_errors(page)
+    try:
+        page.goto(pages[fmt].as_uri(), wait_until="domcontentloaded")
+        got = page.evaluate(_PAGE)
+    finally:
+        page.close()
+    log_name = Path(CASES[fmt][0]).name
+    assert got["h1"] == [got["h1"][0]] and got["h1"][0].startswith(f"MFU report: {log_name} ("), got["h1"]
+    headings = [h["text"] for h in got["h2"]]
+    assert headings and headings[0] == "The answer", headings
+    assert all(h in ORDER for h in headings), headings
+    assert [ORDER.index(h) for h in headings] == sorted(ORDER.index(h) for h in headings), headings
+    assert all(h["followed"] for h in got["h2"]), f"a heading with nothing under it: {got['h2']}"
+    text = got["text"]
+    for bad in ("Traceback", "Error", *TEMPLATE_PROSE):
+        assert bad not in text, f"{fmt}: {bad!r} in the report"
+    if fmt in NO_TIMED_STEPS:
+        assert "What the log holds" in headings and "Figures" not in headings, headings
+        assert "MFU: not measurable: the log has no timed steps" in text
+        assert "no timed steps" in text.split("Checks", 1)[1], "the load note, among the checks"
+    else:
+        assert {"Largest losses", "Waterfall", "Figures"} <= set(headings), headings
+        assert "Steady-state MFU" in text and "denominator" in text and "numerator" in text
+        assert got["imgs"] and all(w > 0 for w in got["imgs"]), got["imgs"]
+    assert not [e for e in errors if "net::ERR_FAILED" not in e], errors
