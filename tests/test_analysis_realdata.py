@@ -8,14 +8,20 @@ Unset: these tests skip and say how to run them. Set but missing: they fail. Che
 - the Megatron save-at-50 / resume-at-51 case counts one restart and no lost work;
 - the MLPerf logs split into init, training and evaluation that match the raw ``:::MLLOG``
   intervals;
-- the breakdown sums to the wall time for every real Run.
+- the breakdown sums to the wall time for every real Run;
+- the answer's checks on real logs: Megatron's and torchtitan's own throughput claims against ours
+  (ratios computed here from the raw lines), the Google MLPerf platform against a given TPU v6e,
+  the FP8 MLPerf GPT-3 run read against the bf16 peak; every real Run's answer fits 100 columns.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
+import statistics
 import warnings
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -195,3 +201,108 @@ def test_breakdown_sums_to_wall_time_for_every_real_run(realdata):  # noqa: F811
         assert neg.empty, (path.name, neg)
         checked += 1
     assert checked >= 10, f"only {checked} real Runs loaded"
+
+
+# --------------------------------------------------------------------------------------------
+# the answer on real logs: claims, facts, plausibility, and every real Run
+
+
+def _answer(path: Path, **inputs):
+    from mfu_toolkit.analysis import apply_inputs, build_answer
+
+    return build_answer(apply_inputs(_load(path), interface="cli", **inputs), interface="cli")
+
+
+def _ratio(message: str) -> float:
+    return float(re.search(r"\(ratio ([\d.]+)\)", message).group(1))
+
+
+def test_megatron_mixtral_claim_against_ours_names_the_sequence_length(realdata):  # noqa: F811
+    from mfu_toolkit.flops import model_flops
+
+    path = realdata / "megatron" / "NVIDIA-Megatron-LM_issue756_mixtral8x7b_16xH100_iterations.log"
+    raw = re.findall(r"elapsed time per iteration \(ms\): ([\d.]+) \| throughput per GPU \(TFLOP/s/GPU\): ([\d.]+)",
+                     path.read_text())
+    assert len(raw) == 5  # 231.9 ... 241.4 TFLOP/s/GPU as printed
+    claimed = statistics.median(float(t) for _, t in raw)
+    mean_s = statistics.mean(float(ms) for ms, _ in raw) / 1000
+    # ours: Mixtral 8x7B at 4096 tokens × the log's global batch 128, over 16 GPUs
+    ours = model_flops("mixtral-8x7b", seq_len=4096).training_per_sample * 128 / mean_s / 16 / 1e12
+    a = _answer(path, preset="mixtral-8x7b", seq_len=4096, n_accelerators=16, accelerator="H100")
+    (check,) = [c for c in a.checks if c.name == "claim tflops_per_accelerator"]
+    assert check.status == "warn"  # a wrong sequence length doubles MFU: the claim catches it
+    assert _ratio(check.message) == pytest.approx(ours / claimed, abs=0.01)
+    assert 1.9 < ours / claimed < 2.2 and "the sequence length or the batch" in check.message
+    assert f"the log claims {claimed:g} TFLOP/s per GPU (median of 5)" in check.message
+
+
+def test_torchtitan_mfu_claim_names_the_peak_the_framework_used(realdata):  # noqa: F811
+    path = realdata / "torchtitan" / "pytorch-torchtitan_pr2389_all_ranks_unprefixed.log"
+    first: dict[int, tuple[str, float, float, float]] = {}
+    for m in re.finditer(r"(\d\d:\d\d:\d\d,\d+) .*step:\s+(\d+) .*tps: ([\d,]+)\s+tflops: ([\d.]+)\s+mfu: ([\d.]+)%",
+                         path.read_text()):
+        first.setdefault(int(m.group(2)), (m.group(1), float(m.group(3).replace(",", "")), float(m.group(4)),
+                                           float(m.group(5)) / 100))
+    (t4, _, tf4, mfu4), (t5, tps5, tf5, mfu5) = first[4], first[5]
+    step_s = (datetime.strptime(t5, "%H:%M:%S,%f") - datetime.strptime(t4, "%H:%M:%S,%f")).total_seconds()
+    # FLOPs per step from step 5's own figures: (tflops / tps) FLOPs per token × tps × step time × 8 GPUs
+    flops_step = tf5 * 1e12 / tps5 * tps5 * step_s * 8
+    fw_peak = statistics.median([tf4, tf5]) / statistics.median([mfu4, mfu5])  # about 2,250: B200 bf16 dense
+    a = _answer(path, accelerator="H100", n_accelerators=8, flops_per_step=flops_step)
+    by = {c.name: c for c in a.checks}
+    assert by["claim tflops_per_accelerator"].status == "ok"
+    check = by["claim mfu"]
+    ours = flops_step / step_s / (8 * 989.4e12)  # against the H100 SXM bf16 dense peak
+    assert check.status == "warn"
+    assert _ratio(check.message) == pytest.approx(ours / statistics.median([mfu4, mfu5]), abs=0.01)
+    assert f"its TFLOP/s over its MFU is {fw_peak:,.6g} TFLOP/s, the registry's B200 bf16 dense" in check.message
+
+
+def test_google_mlperf_platform_conflicts_with_a_given_tpu_v6e(realdata):  # noqa: F811
+    path = realdata / "mlperf" / "v4.1_Google_cloud-tpu-trillium-1024-maxtext_gpt3_result_0.txt"
+    line4 = path.read_text().splitlines()[3]
+    assert '"key": "submission_platform", "value": "tpu-v5p"' in line4
+    a = _answer(path, accelerator="TPU v6e")
+    (c,) = [c for c in a.checks if c.name == "fact accelerator"]
+    assert c.status == "warn"
+    assert c.message == (f"accelerator given as 'TPU v6e' (command line --accelerator), but the log states "
+                         f"'tpu-v5p' at {path.name}:4; the given value is used")
+    # the same chip under another name is no conflict
+    assert not [c for c in _answer(path, accelerator="TPU v5p").checks if c.status == "warn"]
+
+
+def test_mlperf_gpt3_fp8_run_read_against_bf16_is_implausible(realdata):  # noqa: F811
+    path = realdata / "mlperf" / "v4.1_NVIDIA_eos_n64_ngc24.09_nemo_gpt3_result_0.txt"
+    a = _answer(path, preset="gpt3-175b", accelerator="H100", dtype="bf16", n_accelerators=512)
+    assert a.headline["steady_state_mfu"] > 0.75
+    (c,) = [c for c in a.checks if c.name == "plausibility"]
+    assert c.status == "warn" and "an fp8 run measured against the bf16 peak" in c.message
+
+
+def test_the_answer_reads_well_for_every_real_run(realdata):  # noqa: F811
+    from mfu_toolkit.analysis import build_answer
+    from mfu_toolkit.report import html_report
+
+    built = untimed = 0
+    for path in _real_files(realdata):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                from mfu_toolkit.io import load_run
+
+                run = load_run(path)
+        except LoadError:
+            continue
+        a = build_answer(run, interface="cli")
+        text = a.to_text(width=100)
+        assert max(len(line) for line in text.splitlines()) <= 100, path.name
+        assert "Wall time: 0.000 s" not in text and not re.search(r"\de[-+]\d\d", text), path.name
+        assert "meta.model_flops" not in text and "with_accelerator" not in text, path.name
+        json.dumps(a.to_dict(), allow_nan=False)
+        assert all(c.status in ("ok", "warn", "info") for c in a.checks)
+        if not a.timed:
+            untimed += 1
+            body = html_report(run, answer=a)
+            assert "What the log holds" in body and "<img" not in body, path.name
+        built += 1
+    assert built >= 10 and untimed >= 3, (built, untimed)  # Lightning metrics.csv, sacct, a TensorBoard folder
