@@ -340,3 +340,15 @@ def test_a_bad_input_is_one_line_without_traceback(sim_file, argv, interface, li
         pytest.skip("the main mfu CLI does not register 'analyze' in this build")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.startswith(f"mfu analyze: error: {line}") and r.stderr.count("\n") == 1
+
+
+def test_columns_and_time_unit_reach_the_table_loader(tmp_path, capsys):
+    log = tmp_path / "t.csv"
+    log.write_text("iter,t0,t1\n1,0,1500\n2,1500,3000\n3,3000,4500\n")  # three 1.5 s steps, in ms
+    assert _run(["analyze", str(log), "--format", "table", "--columns", "step:iter,start_s:t0,end_s:t1",
+                 "--time-unit", "ms", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["headline"]["wall_s"] == pytest.approx(4.5) and doc["headline"]["useful_steps"] == 3
+    assert _run(["analyze", str(log), "--format", "table", "--columns", "step"]) == 2
+    assert capsys.readouterr().err == ("mfu analyze: error: --columns must be schema:column pairs separated by "
+                                       "commas (step:iter,start_s:t0); got 'step' ('step' is not a pair)\n")

@@ -708,6 +708,10 @@ class Answer:
         }
         return _jsonable(doc)
 
+    def facts_shown(self) -> list[dict[str, str]]:
+        """The facts used with their values formatted (``989.4 TFLOP/s``, ``2,048``)."""
+        return [{"name": f["name"], "shown": _fact_value(f), "where": str(f["where"])} for f in self.facts]
+
     # -- text --------------------------------------------------------------------------------
 
     def _headline_lines(self) -> list[str]:

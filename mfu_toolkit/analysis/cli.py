@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +46,29 @@ def _load(args: argparse.Namespace) -> Any:
     engine = getattr(args, "engine", None)
     if engine not in (None, "auto"):  # an engine is chosen for Parquet datasets only
         return load_run(path, args.format or "parquet_dataset", engine=engine)
-    # "-" (standard input), /dev/stdin, pipes and FIFOs are read once by load_run.
-    return load_run(args.path if args.path == "-" else path, args.format or "auto")
+    # "-" (standard input), /dev/stdin, pipes and FIFOs are read once by load_run. Its warning
+    # (skipped rows, conflicts) is left out: the answer's checks show the same, in full.
+    from ..run import LoadWarning
+
+    options: dict[str, Any] = {}
+    if getattr(args, "columns", None):
+        options["columns"] = _column_map(args.columns)
+    if getattr(args, "time_unit", None):
+        options["time_unit"] = args.time_unit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadWarning)
+        return load_run(args.path if args.path == "-" else path, args.format or "auto", **options)
+
+
+def _column_map(text: str) -> dict[str, str]:
+    """``step:iter,start_s:t0`` -> ``{"step": "iter", "start_s": "t0"}`` (the table format's columns)."""
+    pairs = [p.split(":", 1) for p in text.replace(" ", "").split(",") if p]
+    bad = [":".join(p) for p in pairs if len(p) != 2 or not p[0] or not p[1]]
+    if bad or not pairs:
+        flag = "COLUMN_MAP" if _interface() == "make" else "--columns"
+        raise ValueError(f"{flag} must be schema:column pairs separated by commas (step:iter,start_s:t0); "
+                         f"got {text!r}" + (f" ({bad[0]!r} is not a pair)" if bad else ""))
+    return {k: v for k, v in pairs}
 
 
 def _interface() -> str:
@@ -73,7 +95,7 @@ def _apply_inputs(run: Any, args: argparse.Namespace, interface: str) -> Any:
 def _validate_text(answer: Any) -> str:
     """What ``--validate`` prints: the facts that would be used and what is missing."""
     lines = [f"{answer.log_name}: {'timed steps found' if answer.timed else 'no timed steps'}"]
-    lines += [f"  {f['name']} = {f['value']!r} (from {f['where']})" for f in answer.facts] or ["  no facts"]
+    lines += [f"  {f['name']} = {f['shown']} (from {f['where']})" for f in answer.facts_shown()] or ["  no facts"]
     lines += [f"  missing: {m}" for m in answer.missing] or ["  missing: nothing"]
     return "\n".join(lines)
 
@@ -230,6 +252,10 @@ def add_parsers(subparsers: Any) -> None:
                    help="for a Parquet dataset (a folder of part files or one large file): reduce its rows in "
                         "memory (pandas), out of core (duckdb) or on Spark (SPARK_REMOTE, else a local "
                         "session); auto: pandas up to 20M rows, duckdb beyond")
+    a.add_argument("--columns", metavar="SCHEMA:COLUMN,...", default=None,
+                   help="format table only: schema:column pairs, e.g. step:iter,start_s:t0,end_s:t1")
+    a.add_argument("--time-unit", default=None,
+                   help="format table only: unit of the time columns (s, ms, us, ns, min, h, epoch_s, epoch_ms)")
     a.add_argument("--accelerator", help="accelerator name for the peak (from the registry)")
     a.add_argument("--dtype", default=None,
                    help="dtype of the peak (default: the run's, else bf16; with no --accelerator the run's "
