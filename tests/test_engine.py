@@ -115,7 +115,7 @@ def test_one_large_parquet_file(tmp_path, pair):
     run, _ = pair
     path = tmp_path / "steps.parquet"
     run.steps.to_parquet(path, index=False)
-    red = load_run(path, engine="duckdb", progress=False)
+    red = load_run(path, format="parquet_dataset", engine="duckdb", progress=False)
     assert red.meta.source_format == "parquet_dataset"
     # without the events file the timeline has only steps; the steps' own figures still agree
     a = breakdown(run.replace(events=run.events.iloc[:0]))

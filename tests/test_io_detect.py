@@ -30,7 +30,7 @@ def test_registry_is_the_agreed_list():
 
     assert FORMATS == (
         "run_parquet", "mlperf", "megatron", "megatron_json", "tensorboard", "sacct", "goodput",
-        "torchtitan", "hf_trainer", "lightning", "wandb", "kineto", "straggler_ops", "maxtext",
+        "torchtitan", "hf_trainer", "lightning", "wandb", "kineto", "straggler_ops", "parquet_dataset", "maxtext",
         "dcgm", "nemo", "deepspeed", "recorded", "table",
     )
     folder = Path(io.__file__).parent / "formats"

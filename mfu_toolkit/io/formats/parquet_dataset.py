@@ -92,7 +92,8 @@ def _columns_of(path: Path) -> dict[str, str] | None:
 
 
 def sniff(path: Path, head: bytes) -> float:
-    """0.9 for a folder whose first part file, or a Parquet file (not a saved Run), has the step columns."""
+    """0.9 for a folder whose first part file has the step columns, or a Parquet file with them (not
+    a saved Run) of more than ``threshold_rows`` rows; ``format="parquet_dataset"`` reads any."""
     path = Path(path)
     if path.is_file() and not head.startswith(_MAGIC):
         return 0.0
@@ -102,10 +103,11 @@ def sniff(path: Path, head: bytes) -> float:
     cols = _columns_of(files[0])
     if cols is None or not set(_REQUIRED) <= set(cols):
         return 0.0
-    if path.is_file():
+    if path.is_file():  # a single file: only past the in-memory threshold (the table loader reads the rest)
         import pyarrow.parquet as pq
 
-        if b"mfu_toolkit.meta" in (pq.read_schema(path).metadata or {}):
+        md = pq.read_metadata(path)
+        if b"mfu_toolkit.meta" in (md.metadata or {}) or md.num_rows <= Options().threshold_rows:
             return 0.0
     return 0.9
 
