@@ -650,16 +650,22 @@ def _accuracy_for(evals: list[_Interval], accs: list[_Rec]) -> list[_Rec | None]
 
 
 def _cache_clear(tl: _Timeline, t0: float) -> list[dict[str, Any]]:
-    """The ``cache_clear`` records before init (or the run) as one ``other`` event, so that the wall
-    time starts at the job's first record; the gap from the last one to init_start stays a gap."""
-    starts = [iv.t0 for kind in ("init", "run") for iv in tl.closed[kind][:1]]
-    first = min(starts) if starts else math.inf
-    recs = [r for r in tl.points.get("cache_clear", []) if r.t <= first]
+    """The job's start before init: from the first ``cache_clear`` record to init_start (or
+    run_start) as one ``other`` event, so that the wall time starts at the job's first record.
+
+    The launch scripts clear the caches (one record per node) and then start the training
+    processes, whose first record is init_start: the time between is the job's start-up, which the
+    log states nothing else about (MLPerf's timed run only begins at run_start)."""
+    starts = [iv for kind in ("init", "run") for iv in tl.closed[kind][:1]]
+    first = min(starts, key=lambda iv: iv.t0) if starts else None
+    recs = [r for r in tl.points.get("cache_clear", []) if first is None or r.t <= first.t0]
     if not recs:
         return []
-    a, b = min(r.t for r in recs), max(r.t for r in recs)
+    a = min(r.t for r in recs)
+    b, until = (first.t0, f"; then the launch until {first.kind}_start at line {first.line}") if first else (
+        max(r.t for r in recs), "")
     return [{"kind": "other", "start_s": a - t0, "end_s": b - t0,
-             "detail": f"cache_clear: {len(recs)} records, lines {recs[0].line}-{recs[-1].line}"}]
+             "detail": f"cache_clear: {len(recs)} records, lines {recs[0].line}-{recs[-1].line}{until}"}]
 
 
 def _events(reader: Reader, tl: _Timeline, t0: float) -> list[dict[str, Any]]:
