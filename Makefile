@@ -51,8 +51,9 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache *.egg-info
 
-## A team's report: make report LOG=path [FORMAT=auto] [ACCELERATOR="H100 SXM" DTYPE=bf16 GPUS=N]
-##   [PRESET=llama3-8b SEQ_LEN=N | FLOPS_PER_SAMPLE=F] [GLOBAL_BATCH=N] [COLUMN_MAP=step:iter,start_s:t0,...]
+## A team's report: make report LOG=path [FORMAT=auto] [ACCELERATOR="H100 SXM" DTYPE=bf16 GPUS=N | PACKAGES=N]
+##   [PRESET=llama3-8b SEQ_LEN=N | FLOPS_PER_SAMPLE=F | FLOPS_PER_TOKEN=F | FLOPS_PER_STEP=F] [GLOBAL_BATCH=N]
+##   [COLUMN_MAP=step:iter,start_s:t0,...]
 ##   [TIME_UNIT=ms] [CHECKPOINT_S=s CHECKPOINT_EVERY=steps MTBF_HOURS=h]. Without LOG: the sample log.
 ## Checks the values first (mfu analyze --validate: a wrong one is one line and exit 2), then runs
 ## notebooks/08_team_report.ipynb headless (papermill) into $(REPORTS)/NAME-report.ipynb and .html.
@@ -63,38 +64,40 @@ REPORTS ?= reports
 SAMPLE_LOG := data/sample_team_log.csv
 # What the user passes reaches the shell only as environment variables ("$$LOG"), never pasted
 # into the command line, so a file name with spaces, quotes, $ or backticks is just a name.
-export LOG FORMAT REPORTS ACCELERATOR DTYPE GPUS PRESET SEQ_LEN FLOPS_PER_SAMPLE GLOBAL_BATCH \
-	COLUMN_MAP TIME_UNIT CHECKPOINT_S CHECKPOINT_EVERY MTBF_HOURS
+export LOG FORMAT REPORTS ACCELERATOR DTYPE GPUS PACKAGES PRESET SEQ_LEN FLOPS_PER_SAMPLE FLOPS_PER_TOKEN \
+	FLOPS_PER_STEP GLOBAL_BATCH COLUMN_MAP TIME_UNIT CHECKPOINT_S CHECKPOINT_EVERY MTBF_HOURS
 # The same values as mfu analyze flags; MFU_INTERFACE=make makes its errors name the make variables.
 CHECK_ARGS = $(if $(filter-out auto,$(FORMAT)),--format "$$FORMAT") \
 	$(if $(ACCELERATOR),--accelerator "$$ACCELERATOR") $(if $(DTYPE),--dtype "$$DTYPE") \
-	$(if $(GPUS),--gpus "$$GPUS") $(if $(PRESET),--preset "$$PRESET") $(if $(SEQ_LEN),--seq-len "$$SEQ_LEN") \
+	$(if $(GPUS),--gpus "$$GPUS") $(if $(PACKAGES),--packages "$$PACKAGES") \
+	$(if $(PRESET),--preset "$$PRESET") $(if $(SEQ_LEN),--seq-len "$$SEQ_LEN") \
 	$(if $(FLOPS_PER_SAMPLE),--flops-per-sample "$$FLOPS_PER_SAMPLE") \
+	$(if $(FLOPS_PER_TOKEN),--flops-per-token "$$FLOPS_PER_TOKEN") $(if $(FLOPS_PER_STEP),--flops-per-step "$$FLOPS_PER_STEP") \
 	$(if $(GLOBAL_BATCH),--global-batch "$$GLOBAL_BATCH") $(if $(COLUMN_MAP),--columns "$$COLUMN_MAP") \
 	$(if $(TIME_UNIT),--time-unit "$$TIME_UNIT") $(if $(CHECKPOINT_S),--checkpoint-s "$$CHECKPOINT_S") \
 	$(if $(CHECKPOINT_EVERY),--checkpoint-every "$$CHECKPOINT_EVERY") \
 	$(if $(MTBF_HOURS),--mtbf-hours "$$MTBF_HOURS")
 REPORT_ARGS = -r interface make -r log_format "$$FORMAT" \
 	$(if $(ACCELERATOR),-r accelerator "$$ACCELERATOR") $(if $(DTYPE),-r dtype "$$DTYPE") \
-	$(if $(GPUS),-p n_accelerators "$$GPUS") $(if $(PRESET),-r preset "$$PRESET") \
-	$(if $(SEQ_LEN),-p seq_len "$$SEQ_LEN") $(if $(FLOPS_PER_SAMPLE),-p flops_per_sample "$$FLOPS_PER_SAMPLE") \
+	$(if $(GPUS),-p n_accelerators "$$GPUS") $(if $(PACKAGES),-p packages "$$PACKAGES") \
+	$(if $(PRESET),-r preset "$$PRESET") $(if $(SEQ_LEN),-p seq_len "$$SEQ_LEN") \
+	$(if $(FLOPS_PER_SAMPLE),-p flops_per_sample "$$FLOPS_PER_SAMPLE") \
+	$(if $(FLOPS_PER_TOKEN),-p flops_per_token "$$FLOPS_PER_TOKEN") $(if $(FLOPS_PER_STEP),-p flops_per_step "$$FLOPS_PER_STEP") \
 	$(if $(GLOBAL_BATCH),-p global_batch "$$GLOBAL_BATCH") $(if $(COLUMN_MAP),-r columns "$$COLUMN_MAP") \
 	$(if $(TIME_UNIT),-r time_unit "$$TIME_UNIT") $(if $(CHECKPOINT_S),-p checkpoint_write_s "$$CHECKPOINT_S") \
 	$(if $(CHECKPOINT_EVERY),-p checkpoint_every_steps "$$CHECKPOINT_EVERY") \
 	$(if $(MTBF_HOURS),-p mtbf_hours "$$MTBF_HOURS")
 # The notebook's cells about the template itself (tagged template: its title, how to run it, the
 # questions to try) are left out of every report; the report's own title and headings are outputs.
-# The load warning (skipped lines) is a row of the report's checks: the check before it stays quiet.
-QUIET_LOAD := ignore::UserWarning:mfu_toolkit.analysis.cli
 REPORT_STRIP = --TagRemovePreprocessor.enabled=True --TagRemovePreprocessor.remove_cell_tags=template
 
 report: $(STAMP)
 	@if [ -n "$$LOG" ] && [ ! -e "$$LOG" ]; then \
 		printf 'make report: LOG=%s: no such file or directory\n' "$$LOG" >&2; exit 2; fi
-	@MFU_INTERFACE=make PYTHONWARNINGS=$(QUIET_LOAD) $(PY) -m mfu_toolkit analyze "$${LOG:-$(SAMPLE_LOG)}" $(CHECK_ARGS) --validate
+	@MFU_INTERFACE=make $(PY) -m mfu_toolkit analyze "$${LOG:-$(SAMPLE_LOG)}" $(CHECK_ARGS) --validate
 	@mkdir -p -- "$$REPORTS"
 	@if [ -n "$$LOG" ]; then log_path=$$(cd -- "$$(dirname -- "$$LOG")" && pwd)/$$(basename -- "$$LOG"); \
-		name=$$(basename -- "$${LOG%/}"); name=$${name%.*}; else log_path=; name=sample; fi; \
+		name=$$(basename -- "$${LOG%/}"); name=$${name%.gz}; name=$${name%.*}; else log_path=; name=sample; fi; \
 	nb="$$REPORTS/$$name-report.ipynb"; rm -f -- "$$nb"; err=$$(mktemp); rc=0; \
 	$(PY) -m papermill notebooks/08_team_report.ipynb "$$nb" --cwd notebooks --no-progress-bar \
 		-r log_path "$$log_path" -r report_date "$$(date +%Y-%m-%d)" $(REPORT_ARGS) 2>"$$err" || rc=$$?; \

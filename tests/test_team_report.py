@@ -175,6 +175,24 @@ def test_a_wrong_value_is_one_line_before_papermill(tmp_path, args, named):
 
 
 @needs_make
+def test_a_home_grown_table_with_its_column_map(tmp_path):
+    """The README's COLUMN_MAP/TIME_UNIT example: a CSV of its own column names, in milliseconds."""
+    log = tmp_path / "steps.csv"
+    # 5 steps of 500 ms back to back, logged by a team's own script
+    log.write_text("iter,t0,t1\n" + "".join(f"{i},{500 * i},{500 * i + 500}\n" for i in range(5)))
+    out = tmp_path / "reports"
+    bad = _make(f"LOG={log}", f"REPORTS={out}", "FORMAT=table", "COLUMN_MAP=step:iter,start_s", "TIME_UNIT=ms")
+    assert bad.returncode == 2 and len(_own_lines(bad.stderr)) == 1 and "COLUMN_MAP" in bad.stderr, bad.stderr
+    assert not out.exists()
+    r = _make(f"LOG={log}", f"REPORTS={out}", "FORMAT=table", "COLUMN_MAP=step:iter,start_s:t0,end_s:t1",
+              "TIME_UNIT=ms", "GPUS=8", "ACCELERATOR=H100 SXM", "FLOPS_PER_STEP=1e15")
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = _visible_text((out / "steps-report.html").read_text())
+    # 1e15 FLOPs per 0.5 s step on 8 × 989.4 TFLOP/s (H100 SXM bf16 dense, NVIDIA's H100 page) = 25.27 %
+    assert "Steady-state MFU: 25.27%" in text and "ideal 500.000 ms" in text, text[:1500]
+
+
+@needs_make
 def test_a_log_with_no_timed_steps_gets_a_report(tmp_path, realdata):  # noqa: F811
     """The real sacct output has job steps but no training steps: the report says what it holds."""
     log = realdata / "slurm" / "llnl-maestrowf_pr405_sacct_default_output.txt"
