@@ -76,6 +76,57 @@ def test_05_straggler_explorer_slider_moves_step_time(lab, page, tmp_path):
     assert not errors, errors
 
 
+def _real_folder() -> Path | None:
+    value = os.environ.get("MFU_REALDATA", "").strip()
+    if not value:
+        return None
+    return Path(value) if Path(value).is_absolute() else ROOT / value
+
+
+def test_05_replay_explorer_factor_moves_slowdown_and_waterfall(lab, page, tmp_path):
+    """Section 7: the replay explorer opens on AR's slow worker at 1× (S as traced); one notch of
+    the factor slider (2^0.05 = 1.035×) replays it again: a new S and a redrawn waterfall."""
+    from playwright.sync_api import expect
+
+    folder = _real_folder()
+    if folder is None or not (folder / "straggler_ops" / "trace-AR.parquet").is_file():
+        pytest.skip("the replay explorer needs the real straggler_ops traces (set MFU_REALDATA)")
+    import warnings
+
+    from mfu_toolkit.analysis import straggler_whatif
+    from mfu_toolkit.io import load_run
+    from mfu_toolkit.widgets import replay_scenario, replay_table
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ar = straggler_whatif(load_run(folder / "straggler_ops" / "trace-AR.parquet"))
+    errors = collect_console_errors(page)
+    open_and_run_all(page, lab, "05_stragglers.ipynb")
+    explorer = page.locator(".replay-explorer").first
+    explorer.scroll_into_view_if_needed()
+    before = replay_scenario(ar, job="AR", dp_rank=0, stage=0, factor=1.0)
+    expect(explorer.locator(".mfu-headline")).to_have_text(before.headline, timeout=30_000)
+    assert "S = 1.973 (as traced 1.973" in before.headline  # the artifact's S for AR
+    img = explorer.locator(".widget-output img").first
+    expect(img).to_be_visible(timeout=20_000)
+    src_before = img.get_attribute("src")
+
+    # The only slider is the factor (exponent of 2 in steps of 0.05): ArrowRight makes it 2^0.05.
+    _move_first_slider(page, explorer)
+    after = replay_scenario(ar, job="AR", dp_rank=0, stage=0, factor=2 ** 0.05)
+    assert after.slowdown > before.slowdown  # the slowest worker got slower: the whole step waits
+    expect(explorer.locator(".mfu-headline")).to_have_text(after.headline, timeout=30_000)
+    table = explorer.locator(".widget-output table.dataframe")
+    expect(table.first).to_contain_text(replay_table(after).loc["S (replayed / ideal)", "what-if (1.04×)"],
+                                        timeout=20_000)
+    expect(explorer.locator(".widget-output img")).to_have_count(1, timeout=20_000)  # redrawn in place
+    expect(table).to_have_count(1)
+    assert explorer.locator(".widget-output img").first.get_attribute("src") != src_before  # a new chart
+    explorer.scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / "05_replay_explorer.png"), full_page=False)
+    assert not errors, errors
+
+
 def test_06_checkpoint_explorer_slider_moves_overhead(lab, page, tmp_path):
     from playwright.sync_api import expect
 
