@@ -1,5 +1,4 @@
-"""Notebooks 11 (the roofline) and 12 (check a claim) in a real browser, and an explorer that
-renders from the committed file before anything runs.
+"""Notebooks 11 (the roofline) and 12 (check a claim) in a real browser.
 
 JupyterLab in headless Chromium, driven by Playwright (fixtures ``lab`` and ``page`` in
 ``tests/conftest.py``).
@@ -7,29 +6,12 @@ JupyterLab in headless Chromium, driven by Playwright (fixtures ``lab`` and ``pa
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from _browser import collect_console_errors, open_and_run_all
 
 from mfu_toolkit.widgets import roofline_scenario
 
 pytestmark = pytest.mark.browser
-
-
-def test_11_explorer_renders_from_the_saved_state_before_running(lab, page):
-    """Opened, not run: the saved widget state draws the explorer (not a `VBox(children=…` line)."""
-    from playwright.sync_api import expect
-
-    errors = collect_console_errors(page)
-    page.goto(f"{lab.url}/lab/tree/notebooks/11_roofline.ipynb?token={lab.token}")
-    explorer = page.locator(".roofline-explorer").first
-    expect(explorer).to_be_visible(timeout=60_000)
-    expect(explorer.locator(".noUi-handle").first).to_be_visible()
-    expect(explorer).to_contain_text(roofline_scenario().headline, timeout=20_000)
-    assert "VBox(children=" not in explorer.inner_text()
-    time.sleep(1.0)
-    assert not errors, errors
 
 
 def test_11_roofline_explorer_slider_moves_the_headline(lab, page, tmp_path):
@@ -62,6 +44,6 @@ def test_12_check_a_claim_runs_and_shows_its_tables(lab, page, tmp_path):
     tables = page.locator("table.dataframe")
     expect(tables.first).to_be_visible(timeout=20_000)
     # the recomputed MI350X MFU: 1.52 × 312 / 2,300 = 0.206 (the notebook's table, 3 decimals)
-    expect(page.locator("table.dataframe", has_text="torchtitan#4779")).to_contain_text("0.206")
+    expect(page.locator("table.dataframe", has_text="MI350X, Llama 3 8B")).to_contain_text("0.206")
     page.screenshot(path=str(tmp_path / "12_check_a_claim.png"), full_page=False)
     assert not errors, errors
