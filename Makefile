@@ -57,7 +57,8 @@ clean:
 ##   [TIME_UNIT=ms] [CHECKPOINT_S=s CHECKPOINT_EVERY=steps MTBF_HOURS=h]. Without LOG: the sample log.
 ## Checks the values first (mfu analyze --validate: a wrong one is one line and exit 2), then runs
 ## notebooks/08_team_report.ipynb headless (papermill) into $(REPORTS)/NAME-report.ipynb and .html.
-## Exit status: 0 written, 2 a wrong value or a LOG that does not exist, 1 the report failed.
+## Exit status 0 written, else 2 (make's own for any failed recipe); the one line on stderr says which:
+## a wrong value or a missing LOG (nothing ran), or the run's error (kept in the executed notebook).
 LOG    ?=
 FORMAT ?= auto
 REPORTS ?= reports

@@ -228,6 +228,30 @@ def test_make_report_without_the_log_fails_clearly(tmp_path):
     assert not (tmp_path / "reports").exists()
 
 
+@needs_make
+def test_a_run_that_fails_says_why_in_one_line(tmp_path):
+    """A failure inside the notebook: its error in one line and the notebook that keeps it.
+
+    An interpreter wrapper makes papermill inject a parameter the checks never see
+    (n_accelerators='abc'), so the notebook itself raises.
+    """
+    wrapper = tmp_path / "py"
+    wrapper.write_text(f'#!/bin/sh\nif [ "$2" = papermill ]; then exec {sys.executable} "$@" -p n_accelerators abc; fi\n'
+                       f'exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    log, out = _write_log(tmp_path / "steps.csv"), tmp_path / "reports"
+    cmd = ["make", "--no-print-directory", "-o", ".venv/.installed", "report", f"PY={wrapper}", f"LOG={log}",
+           f"REPORTS={out}"]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stdout + r.stderr  # make's own status for a failed recipe
+    nb = out / "steps-report.ipynb"
+    assert _own_lines(r.stderr) == [f"make report: the report failed (ValueError: invalid literal for int() with "
+                                    f"base 10: 'abc'); the error is in {nb}"], r.stderr
+    errors = [o for c in json.loads(nb.read_text())["cells"] for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert [e["ename"] for e in errors] == ["ValueError"]
+
+
 def test_a_failed_run_keeps_its_error_cell(tmp_path):
     out = tmp_path / "failed.ipynb"
     cmd = [sys.executable, "-m", "papermill", str(NOTEBOOK), str(out), "--cwd", str(NOTEBOOK.parent),
