@@ -228,8 +228,7 @@ def straggler_verdict(acc: Accounting) -> dict[str, Any]:
             return {**out, "verdict": v.label, "kind": v.kind, "culprit": culprit,
                     "basis": "per-operation trace: a what-if on compute time per worker (dp_rank, stage)",
                     "shares": dict(v.shares)}
-    ranks = run.steps.loc[run.steps["rank"] >= 0, "rank"] if len(run.steps) else pd.Series(dtype=int)
-    if ranks.nunique() < 2:
+    if sum(1 for r in run.ranks if r >= 0) < 2:  # the rows' ranks, or those a dataset's reductions saw
         return {**out, "verdict": "not measurable from this log: it has no per-rank step times",
                 "kind": "unknown", "culprit": "unknown", "basis": "job-level steps (one row per step)"}
     try:
@@ -892,11 +891,14 @@ def _run_date(meta: Any) -> str | None:
 
 
 def _holds(run: Run) -> dict[str, Any]:
-    st = run.steps
-    timed = int(((st["end_s"] - st["start_s"]) > 0).sum()) if len(st) else 0
+    st, red = run.steps, run.reductions
+    if red is not None:  # rows reduced out of core: the engine counted them
+        timed = red.n_timed_rows
+    else:
+        timed = int(((st["end_s"] - st["start_s"]) > 0).sum()) if len(st) else 0
     events = run.events["kind"].value_counts().to_dict() if len(run.events) else {}
     return {
-        "step_rows": int(len(st)), "timed_step_rows": timed,
+        "step_rows": run.n_step_rows, "timed_step_rows": timed,
         "events": {str(k): int(v) for k, v in events.items()},
         "tables": {str(k): (int(len(df)), int(len(df.columns))) for k, df in run.tables.items()},
         "facts_stated": sum(1 for f in run.meta.facts if f.get("source") == "stated"),

@@ -154,19 +154,23 @@ def step_spread(run: Run) -> pd.DataFrame:
     """Per useful step: median and max rank time, the spread (max − median) and the slowest rank.
 
     ``rel_spread`` = spread / median: how much longer everyone waited than the typical rank.
+    Out of core (``run.reductions``) the engine's per-step reductions give the same figures.
     """
-    m = _rank_matrix(run)
-    med = np.nanmedian(m.busy, axis=1)
-    mx = np.nanmax(m.busy, axis=1)
-    slow = m.ranks[np.nanargmax(m.busy, axis=1)]
-    out = m.keys.copy()
-    out["n_ranks"] = np.sum(np.isfinite(m.busy), axis=1)
-    out["median_s"] = med
-    out["max_s"] = mx
+    if run.reductions is not None:
+        out = run.reductions.step_spread()
+        if not len(out):
+            _rank_matrix(run.replace(reductions=None))  # the no-per-rank-rows error
+    else:
+        m = _rank_matrix(run)
+        out = m.keys.copy()
+        out["n_ranks"] = np.sum(np.isfinite(m.busy), axis=1)
+        out["median_s"] = np.nanmedian(m.busy, axis=1)
+        out["max_s"] = np.nanmax(m.busy, axis=1)
+        out["slowest_rank"] = m.ranks[np.nanargmax(m.busy, axis=1)]
+    med, mx = out["median_s"].to_numpy(float), out["max_s"].to_numpy(float)
     out["spread_s"] = mx - med
     out["rel_spread"] = np.divide(mx - med, med, out=np.full(len(med), np.nan), where=med > 0)
-    out["slowest_rank"] = slow
-    return out
+    return out[["attempt", "step", "n_ranks", "median_s", "max_s", "spread_s", "rel_spread", "slowest_rank"]]
 
 
 def rank_scores(run: Run, *, threshold: float = 0.05) -> pd.DataFrame:
@@ -320,28 +324,19 @@ def without_worst_ranks(run: Run, *, k: int = 3) -> pd.DataFrame:
     ``mean_step_s``, ``saving_s`` per step and ``speedup``.
     """
     k = _check_k("k", k)
-    m = _rank_matrix(run)
+    if run.reductions is None:
+        _rank_matrix(run)  # the no-per-rank-rows error before any other
     sc = rank_scores(run)
     order = [int(r) for r in sc["rank"]]
     js = account(run).steps
     js = js[~js["lost"]].set_index(["attempt", "step"])
-    keyed = m.keys.set_index(["attempt", "step"]).index
-    span = js.loc[keyed, "span_s"].to_numpy(float)
-    full_max = np.nanmax(m.busy, axis=1)
-    col = {int(r): i for i, r in enumerate(m.ranks)}
+    keys, maxima = _max_without(run, order[:min(k, len(order) - 1)])
+    span = js.loc[keys.set_index(["attempt", "step"]).index, "span_s"].to_numpy(float)
+    full_max = maxima[0]
     rows = []
     base = float(np.mean(span)) if len(span) else float("nan")
-    groups = m.peer_groups
-    for j in range(min(k, len(order) - 1) + 1):
+    for j, new_max in enumerate(maxima):
         drop = order[:j]
-        keep = np.ones(len(m.ranks), bool)
-        keep[[col[r] for r in drop]] = False
-        busy = m.busy.copy()
-        for cols in groups:
-            gone, left = cols[~keep[cols]], cols[keep[cols]]
-            if len(gone) and len(left):
-                busy[:, gone] = np.nanmedian(m.busy[:, left], axis=1, keepdims=True)
-        new_max = np.nanmax(busy, axis=1)
         t = span - (full_max - new_max)
         mean_t = float(np.mean(t)) if len(t) else float("nan")
         rows.append(
@@ -349,6 +344,29 @@ def without_worst_ranks(run: Run, *, k: int = 3) -> pd.DataFrame:
              "speedup": base / mean_t if mean_t > 0 else float("nan")}
         )
     return pd.DataFrame(rows)
+
+
+def _max_without(run: Run, worst: list[int]) -> tuple[pd.DataFrame, list[np.ndarray]]:
+    """Per useful step (``attempt, step``): the rank-bound time with ``worst[:j]`` removed, for
+    ``j = 0..len(worst)``; a removed rank runs at its remaining peers' median that step."""
+    if run.reductions is not None:
+        # no stage information out of core: the peers' median never exceeds their max, so the
+        # new max is the max over the ranks left (exact, from per-step maxima of the engine)
+        keys, mat = run.reductions.worst_rank_maxima(worst)
+        return keys, [np.nanmax(mat[:, j:], axis=1) for j in range(len(worst) + 1)]
+    m = _rank_matrix(run)
+    col = {int(r): i for i, r in enumerate(m.ranks)}
+    out = []
+    for j in range(len(worst) + 1):
+        keep = np.ones(len(m.ranks), bool)
+        keep[[col[r] for r in worst[:j]]] = False
+        busy = m.busy.copy()
+        for cols in m.peer_groups:
+            gone, left = cols[~keep[cols]], cols[keep[cols]]
+            if len(gone) and len(left):
+                busy[:, gone] = np.nanmedian(m.busy[:, left], axis=1, keepdims=True)
+        out.append(np.nanmax(busy, axis=1))
+    return m.keys, out
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Every query reads a relation ``steps`` with the Run's step columns (``attempt, step, rank,
 start_s, end_s, data_wait_s, compute_s, samples, tokens``; an engine supplies NULL for optional
 columns a dataset lacks) and small side tables the caller registers (``useful``: the useful
-job-level steps with their median busy time; ``grid``: per-rank value ranges to histogram).
+job-level steps with their median busy time; ``grid``: per-rank value ranges to histogram;
+``worst``: ranks to set apart, with their position).
 
 A rank's busy time and data wait follow ``analysis.breakdown._busy_and_wait``: the wait is
 ``data_wait_s`` with NULL/NaN as 0; busy is ``compute_s`` where logged (not NULL/NaN), else
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-__all__ = ["DIALECTS", "ROWS", "JOB_STEPS", "RANK_HISTOGRAM", "RANK_REFINE", "RANK_VALUES", "render"]
+__all__ = ["DIALECTS", "ROWS", "JOB_STEPS", "RANK_HISTOGRAM", "RANK_REFINE", "RANK_VALUES", "WORST_RANKS", "render"]
 
 DIALECTS = ("duckdb", "spark")
 
@@ -39,6 +40,7 @@ SELECT attempt, step, min(start_s) AS start_s, max(end_s) AS end_s, count(*) AS 
        arg_max(rank, struct_pack(b := busy, s := -start_s, r := -rank)) AS slowest_rank,
        arg_max(rank, struct_pack(b := busy, r := -rank)) FILTER (WHERE rank >= 0) AS slowest_by_rank,
        count(*) FILTER (WHERE rank >= 0) AS n_rank_rows,
+       count(*) FILTER (WHERE end_s - start_s > 0) AS n_timed,
        median(wait) AS data_wait_s, max(samples) AS samples, max(tokens) AS tokens,
        min(rank) AS rank_min, max(rank) AS rank_max
 FROM ({rows}) AS r
@@ -76,6 +78,16 @@ SELECT r.rank AS rank, g.tid AS tid, r.busy AS busy
 FROM ({rows}) AS r JOIN useful AS u ON r.attempt = u.attempt AND r.step = u.step
      JOIN grid AS g ON r.rank = g.rank
 WHERE r.rank >= 0 AND r.busy >= g.lo AND r.busy <= g.hi
+"""
+
+# Per useful step, the max busy time of each rank of ``worst`` (``pos`` 0, 1, ...) and of all the
+# other ranks together (``pos`` = -1): what the step's max becomes once some of them are removed.
+WORST_RANKS = """
+SELECT r.attempt AS attempt, r.step AS step, coalesce(w.pos, CAST(-1 AS BIGINT)) AS pos, max(r.busy) AS busy_max_s
+FROM ({rows}) AS r JOIN useful AS u ON r.attempt = u.attempt AND r.step = u.step
+     LEFT JOIN worst AS w ON r.rank = w.rank
+WHERE r.rank >= 0
+GROUP BY r.attempt, r.step, coalesce(w.pos, CAST(-1 AS BIGINT))
 """
 
 

@@ -30,9 +30,10 @@ __all__ = ["JOB_COLUMNS", "Backend", "Reductions", "RankStats", "compute_reducti
 JOB_COLUMNS: tuple[str, ...] = (
     "attempt", "step", "start_s", "end_s", "n_ranks", "n_distinct", "busy_median_s", "busy_max_s",
     "busy_min_s", "slowest_rank", "slowest_by_rank", "n_rank_rows", "data_wait_s", "samples",
-    "tokens", "rank_min", "rank_max",
+    "tokens", "rank_min", "rank_max", "n_timed",
 )
-_INT_COLUMNS = ("attempt", "step", "n_ranks", "n_distinct", "n_rank_rows", "rank_min", "rank_max", "slowest_rank")
+_INT_COLUMNS = ("attempt", "step", "n_ranks", "n_distinct", "n_rank_rows", "rank_min", "rank_max", "slowest_rank",
+                "n_timed")
 
 
 class Backend(Protocol):
@@ -117,6 +118,11 @@ class Reductions:
         lo, hi = int(self.job["rank_min"].min()), int(self.job["rank_max"].max())
         return list(range(lo, hi + 1)) if self.n_steps else []
 
+    @property
+    def n_timed_rows(self) -> int:
+        """Rows with ``end_s > start_s`` (as ``(end_s - start_s) > 0`` counts them in memory)."""
+        return int(self.job["n_timed"].sum()) if self.n_steps else 0
+
     def extent(self) -> pd.DataFrame:
         """``attempt, start_s, end_s`` per job-level step: the steps' reach on the timeline."""
         return pd.DataFrame({c: self.job[c] for c in ("attempt", "start_s", "end_s")})
@@ -162,6 +168,34 @@ class Reductions:
                 raise ValueError(f"{self.source}: these reductions have no engine to compute per-rank statistics with")
             self._cache[key] = _rank_stats(self, float(threshold))
         return self._cache[key]
+
+    def step_spread(self) -> pd.DataFrame:
+        """Per useful step (``attempt, step``, rows with ``rank >= 0``): ``n_ranks``, ``median_s``,
+        ``max_s`` and ``slowest_rank`` (ties to the lowest rank), as ``stragglers.step_spread``."""
+        _, keep = _useful(self)
+        j = self.job
+        return pd.DataFrame({"attempt": j["attempt"][keep], "step": j["step"][keep],
+                             "n_ranks": j["n_rank_rows"][keep], "median_s": j["busy_median_s"][keep],
+                             "max_s": j["busy_max_s"][keep],
+                             "slowest_rank": j["slowest_by_rank"][keep].astype(np.int64)})
+
+    def worst_rank_maxima(self, ranks: list[int]) -> tuple[pd.DataFrame, np.ndarray]:
+        """Per useful step (``attempt, step``, in ``job`` order): column ``i`` of the matrix is the
+        max busy time of ``ranks[i]`` and the last column that of every other rank (NaN: none).
+
+        Removing ``ranks[:j]`` makes a step's max that of the columns from ``j`` on (exact)."""
+        if self.backend is None:
+            raise ValueError(f"{self.source}: these reductions have no engine to compute per-rank maxima with")
+        useful, _ = _useful(self)
+        worst = pd.DataFrame({"rank": np.asarray(ranks, np.int64), "pos": np.arange(len(ranks), dtype=np.int64)})
+        be = self.backend
+        got = be.run(queries.render(queries.WORST_RANKS, be.dialect), {"useful": useful, "worst": worst})
+        key = pd.MultiIndex.from_frame(useful[["attempt", "step"]])
+        row = key.get_indexer(pd.MultiIndex.from_arrays([got["attempt"].astype(np.int64), got["step"].astype(np.int64)]))
+        pos = got["pos"].astype(np.int64)
+        mat = np.full((len(useful), len(ranks) + 1), np.nan)
+        mat[row, np.where(pos < 0, len(ranks), pos)] = got["busy_max_s"]
+        return useful[["attempt", "step"]].reset_index(drop=True), mat
 
 
 def _useful(red: Reductions) -> tuple[pd.DataFrame, np.ndarray]:
