@@ -674,20 +674,24 @@ def rank_heatmap(
     max_ranks = _int_at_least("max_ranks", max_ranks, 1)
     max_steps = _int_at_least("max_steps", max_steps, 1)
     _choice("agg", agg, ("mean", "max"))
-    m = _rank_matrix(r)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        med = np.nanmedian(m.busy, axis=1, keepdims=True)
-        rel = (m.busy / np.where(med > 0, med, np.nan) - 1.0).T  # ranks × steps
-    n_r, n_s = rel.shape
-    g_r, g_s = min(n_r, max_ranks), min(n_s, max_steps)
-    if g_r < n_r:
-        rel = _reduce(rel, _bin_starts(n_r, g_r), 0, agg)
-    if g_s < n_s:
-        rel = _reduce(rel, _bin_starts(n_s, g_s), 1, agg)
+    if r.reductions is not None:  # out of core: the engine bins the matrix (same reduction order)
+        rel, steps, ranks = r.reductions.rank_heatmap(max_ranks, max_steps, agg)
+        n_r, n_s = len(ranks), len(steps)
+        g_r, g_s = rel.shape
+    else:
+        m = _rank_matrix(r)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            med = np.nanmedian(m.busy, axis=1, keepdims=True)
+            rel = (m.busy / np.where(med > 0, med, np.nan) - 1.0).T  # ranks × steps
+        n_r, n_s = rel.shape
+        g_r, g_s = min(n_r, max_ranks), min(n_s, max_steps)
+        if g_r < n_r:
+            rel = _reduce(rel, _bin_starts(n_r, g_r), 0, agg)
+        if g_s < n_s:
+            rel = _reduce(rel, _bin_starts(n_s, g_s), 1, agg)
+        steps, ranks = m.keys["step"].to_numpy(), m.ranks
     finite = np.abs(rel[np.isfinite(rel)])
     lim = max(float(np.percentile(finite, 99)) if finite.size else 0.0, 0.005)
-    steps = m.keys["step"].to_numpy()
-    ranks = m.ranks
     ax, created = _axes(ax, (9.0, min(2.2 + 0.18 * g_r, 6.5)))
     # Sampled traces log only some step numbers: then columns are placed by position and the
     # tick labels name the step each position holds, so the axis never implies missing steps.

@@ -68,8 +68,7 @@ def report_figures(run: Run | Accounting) -> tuple[list[tuple[str, Figure]], lis
          lambda ax: plots.timeline(acc, ax=ax), (10.0, 3.0 + 0.1 * min(n_tl, 10))),
         ("Step time, steady-state window shaded", lambda ax: plots.step_times(acc, ax=ax), (10.0, 3.8)),
     ]
-    ranks = r.steps.loc[r.steps["rank"] >= 0, "rank"]
-    if ranks.nunique() > 1:
+    if sum(1 for k in r.ranks if k >= 0) > 1:  # the rows' ranks, or those a dataset's reductions saw
         wanted.append(("Per-rank time relative to the step median (red: slower)",
                        lambda ax: plots.rank_heatmap(r, ax=ax), (10.0, 4.8)))
     else:

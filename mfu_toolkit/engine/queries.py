@@ -4,7 +4,7 @@ Every query reads a relation ``steps`` with the Run's step columns (``attempt, s
 start_s, end_s, data_wait_s, compute_s, samples, tokens``; an engine supplies NULL for optional
 columns a dataset lacks) and small side tables the caller registers (``useful``: the useful
 job-level steps with their median busy time; ``grid``: per-rank value ranges to histogram;
-``worst``: ranks to set apart, with their position).
+``worst``: ranks to set apart, with their position; ``rank_bins``: each rank's heatmap row).
 
 A rank's busy time and data wait follow ``analysis.breakdown._busy_and_wait``: the wait is
 ``data_wait_s`` with NULL/NaN as 0; busy is ``compute_s`` where logged (not NULL/NaN), else
@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-__all__ = ["DIALECTS", "ROWS", "JOB_STEPS", "RANK_HISTOGRAM", "RANK_REFINE", "RANK_VALUES", "WORST_RANKS", "render"]
+__all__ = ["DIALECTS", "ROWS", "JOB_STEPS", "RANK_HISTOGRAM", "RANK_REFINE", "RANK_VALUES", "WORST_RANKS", "RANK_HEATMAP",
+           "render"]
 
 DIALECTS = ("duckdb", "spark")
 
@@ -88,6 +89,21 @@ FROM ({rows}) AS r JOIN useful AS u ON r.attempt = u.attempt AND r.step = u.step
      LEFT JOIN worst AS w ON r.rank = w.rank
 WHERE r.rank >= 0
 GROUP BY r.attempt, r.step, coalesce(w.pos, CAST(-1 AS BIGINT))
+"""
+
+# The per-rank heatmap binned by the engine: each rank's busy time relative to the step's median
+# (``useful.busy_median_s``), averaged (and maxed) over the ranks of a ``rank_bins.rbin`` within
+# each step, then over the steps of a ``useful.sbin`` (the in-memory figure's order of reduction).
+RANK_HEATMAP = """
+SELECT rbin, sbin, avg(v_mean) AS v_mean, max(v_max) AS v_max
+FROM (SELECT g.rbin AS rbin, u.sbin AS sbin, u.pos AS pos,
+             avg(r.busy / u.busy_median_s - CAST(1.0 AS DOUBLE)) AS v_mean,
+             max(r.busy / u.busy_median_s - CAST(1.0 AS DOUBLE)) AS v_max
+      FROM ({rows}) AS r JOIN useful AS u ON r.attempt = u.attempt AND r.step = u.step
+           JOIN rank_bins AS g ON r.rank = g.rank
+      WHERE r.rank >= 0 AND u.busy_median_s > 0 AND NOT isnan(r.busy)
+      GROUP BY g.rbin, u.sbin, u.pos) AS per_step
+GROUP BY rbin, sbin
 """
 
 

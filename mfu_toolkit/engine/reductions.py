@@ -197,6 +197,29 @@ class Reductions:
         mat[row, np.where(pos < 0, len(ranks), pos)] = got["busy_max_s"]
         return useful[["attempt", "step"]].reset_index(drop=True), mat
 
+    def rank_heatmap(self, n_rank_bins: int, n_step_bins: int, agg: str = "mean") -> tuple[np.ndarray, ...]:
+        """The per-rank heatmap's matrix (ranks × steps of busy time / step median − 1), binned
+        by position into at most ``n_rank_bins`` × ``n_step_bins`` blocks by the engine.
+
+        Returns ``(matrix, steps, ranks)``: the binned matrix, the useful steps and the ranks
+        (unbinned, in order). ``agg`` ``mean`` averages over ranks, then over steps, as
+        ``plots.rank_heatmap`` does in memory; ``max`` is the block max."""
+        if self.backend is None:
+            raise ValueError(f"{self.source}: these reductions have no engine to draw the heatmap with")
+        useful, _ = _useful(self)
+        ranks = self.rank_stats().frame["rank"].to_numpy(np.int64)  # cached by the straggler scores
+        n_r, n_s = len(ranks), len(useful)
+        g_r, g_s = min(n_r, n_rank_bins), min(n_s, n_step_bins)
+        useful = useful.assign(pos=np.arange(n_s), sbin=np.searchsorted((np.arange(g_s) * n_s) // g_s,
+                                                                        np.arange(n_s), side="right") - 1)
+        rbins = pd.DataFrame({"rank": ranks, "rbin": np.searchsorted((np.arange(g_r) * n_r) // g_r,
+                                                                     np.arange(n_r), side="right") - 1})
+        be = self.backend
+        got = be.run(queries.render(queries.RANK_HEATMAP, be.dialect), {"useful": useful, "rank_bins": rbins})
+        mat = np.full((g_r, g_s), np.nan)
+        mat[got["rbin"].astype(np.int64), got["sbin"].astype(np.int64)] = got["v_max" if agg == "max" else "v_mean"]
+        return mat, useful["step"].to_numpy(np.int64), ranks
+
 
 def _useful(red: Reductions) -> tuple[pd.DataFrame, np.ndarray]:
     j = red.job
