@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,9 +70,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...run import LoadError, LoadReport, Run
+from .. import kineto_ranks as kr
 from .. import rules
 from ..base import Parsed, loader_for
-from ..reading import Reader, read_head
+from ..reading import Limits, Reader, read_head
 
 NAME = "kineto"
 
@@ -84,10 +87,24 @@ class Options:
     by default every ``.json`` / ``.json.gz`` file holding ``traceEvents`` is read.
     ``align_clocks``: subtract the estimated clock offset of each rank flagged as off (see the
     module docstring); by default timestamps are kept and an offset is only reported.
+    ``files``: the trace files to read (relative to the loaded folder, or absolute) instead of
+    the folder's listing. ``workers``: processes that parse files at once (default: one per
+    CPU; 1 parses in this process). ``memory_budget``: bytes (or ``"8GB"``) of estimated parse
+    cost allowed in flight (default: half the available memory; see
+    :mod:`mfu_toolkit.io.kineto_ranks` for the cost rule). ``cache``: read and write each file's
+    parsed tables as Parquet (``.mfu_cache/`` beside the trace, else the user cache directory).
+    ``engine="spark"`` parses the files as one Spark job (``spark=``: a session; else
+    ``SPARK_REMOTE`` or a local one).
     """
 
     pattern: str | None = None
     align_clocks: bool = False
+    files: tuple[str, ...] | None = None
+    workers: int | None = None
+    memory_budget: int | str | None = None
+    cache: bool = True
+    engine: str = "local"
+    spark: Any = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.pattern is not None and (not isinstance(self.pattern, str) or not self.pattern.strip()
@@ -95,6 +112,18 @@ class Options:
             raise ValueError(f"pattern must be a glob inside the folder (e.g. 'job_rank*.json') or None; got {self.pattern!r}")
         if not isinstance(self.align_clocks, bool):
             raise ValueError(f"align_clocks must be True or False; got {self.align_clocks!r}")
+        if self.files is not None:
+            if isinstance(self.files, (str, Path)) or not all(isinstance(f, (str, Path)) for f in self.files):
+                raise ValueError(f"files must be a list of trace paths; got {self.files!r}")
+            object.__setattr__(self, "files", tuple(str(f) for f in self.files))
+        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1):
+            raise ValueError(f"workers must be a positive integer or None (one per CPU); got {self.workers!r}")
+        if self.memory_budget is not None:
+            kr.parse_budget(self.memory_budget)
+        if not isinstance(self.cache, bool):
+            raise ValueError(f"cache must be True or False; got {self.cache!r}")
+        if self.engine not in ("local", "spark"):
+            raise ValueError(f"engine must be one of 'local', 'spark'; got {self.engine!r}")
 
 
 _STEP, _COMPUTE, _COMM, _MEM, _BAD = 0, 1, 2, 3, 9
@@ -109,6 +138,7 @@ _MAX_RANK = 10_000_000  # ranks and world sizes above this are not a job's
 _MAX_STEP_DIGITS = 15  # ProfilerStep numbers are kept exactly in float64 below 2**53
 _CLOCK_MIN_S = 1.0  # a rank's clock offset above max(this, _CLOCK_STEPS × median step) is flagged
 _CLOCK_STEPS = 5.0
+_POOL_MIN_BYTES = 64 * 2**20  # below this many inflated bytes in all, files are parsed in this process
 _WORLD_TEXT = ("a PyTorch world size counts framework devices: one per GPU, but two per "
                "MI250X/MI250 package (one rank per GCD)")
 
@@ -667,18 +697,27 @@ def _clock_offsets(steps: pd.DataFrame) -> tuple[pd.Series, float]:
     return offsets, limit
 
 
-def _files(reader: Reader, pattern: str | None) -> list[Path]:
+def _files(reader: Reader, options: Options) -> list[Path]:
     p = reader.path
+    if options.files is not None:
+        files = [Path(f) if Path(f).is_absolute() or not p.is_dir() else p / f for f in options.files]
+        missing = [str(f) for f in files if not f.is_file()]
+        if missing or not files:
+            reader.fail(f"trace files not found: {', '.join(missing[:5])}" if missing else "files= lists no trace file", field="files")
+        return files
     if not p.is_dir():
         return [p]
     try:
-        files = sorted(p.glob(pattern)) if pattern else _trace_files(p)
+        files = sorted(p.glob(options.pattern)) if options.pattern else _trace_files(p)
     except (ValueError, NotImplementedError, OSError) as exc:  # a glob the file system refuses
         reader.fail(f"cannot list the trace files ({exc})")
-    files = [f for f in files if f.is_file() and _sniff_head(read_head(f)) >= 0.5]
-    if not files:
+    files = [f for f in files if f.is_file()]
+    kept = [f for f in files if _sniff_head(read_head(f)) >= 0.5]
+    if not kept:
         reader.fail("no Kineto trace files (.json / .json.gz with traceEvents) here")
-    return files
+    for f in sorted(set(files) - set(kept)):
+        reader.note(f"{f.name}: no Chrome trace in its first bytes; left out")
+    return kept
 
 
 def _ranks(traces: list[_Trace], reader: Reader) -> list[int]:
@@ -775,21 +814,133 @@ def _job_facts(out: Parsed, traces: list[_Trace], reader: Reader) -> int | None:
     return world
 
 
+# --- one rank file: what a worker process (or a Spark task) computes -----------------------------
+def _wide(cols: dict[str, np.ndarray], kern: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The step columns and the three kernel categories' columns side by side, one row per step."""
+    out = dict(cols)
+    for cat, k in zip(_CATEGORIES, kern, strict=True):
+        out.update({f"{cat}_count": k["count"], f"{cat}_sum": k["sum_s"], f"{cat}_union": k["union_s"]})
+    return out
+
+
+def _kern_of(w: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+    n = len(w["step"])
+    return [{"step": w["step"], "category": np.full(n, cat), "count": w[f"{cat}_count"],
+             "sum_s": w[f"{cat}_sum"], "union_s": w[f"{cat}_union"]} for cat in _CATEGORIES]
+
+
+def _parse_rank(reader: Reader) -> kr.RankPart:
+    """One trace reduced to its per-step table, with the facts the job needs and its counts."""
+    try:
+        tr = _read_trace(reader)
+    except LoadError as exc:
+        if reader.strict:
+            raise
+        return kr.RankPart(str(reader.path), report=kr.report_dict(reader.report), error=str(exc))
+    m = _RANK_NAME_RE.search(tr.path.name)
+    label = tr.rank if tr.rank is not None else (int(m.group(1)) if m and int(m.group(1)) <= _MAX_RANK else -1)
+    res = _rank_tables(tr, label, reader)
+    info = {"where": tr.where, "rank": tr.rank, "world_size": tr.world_size, "backend": tr.backend,
+            "devices": tr.devices, "base_ns": tr.base_ns, "lines": tr.lines, "base": None if res is None else res[2]}
+    cols = {} if res is None else _wide(res[0], res[1])
+    return kr.RankPart(str(reader.path), cols, info, kr.report_dict(reader.report))
+
+
+def _rank_reader(path: str, strict: bool, limits: Limits | None, root: str | None) -> Reader:
+    return Reader(Path(path), NAME, strict=strict, report=LoadReport(), root=None if root is None else Path(root),
+                  limits=limits or Limits())
+
+
+def _key(reader: Reader) -> dict[str, Any] | None:
+    """The cache key of a rank file: its size and mtime, and the settings that shape its parse."""
+    settings = f"fast={FAST_PATH};strict={reader.strict};file={reader.file};limits={reader.limits}"
+    try:
+        return kr.cache_key(reader.path, settings)
+    except OSError:
+        return None
+
+
+def cached_rank(path: str, strict: bool = False, limits: Limits | None = None, root: str | None = None) -> kr.RankPart | None:
+    """A rank file's parse from its Parquet cache when that is current, else None."""
+    key = _key(_rank_reader(path, strict, limits, root))
+    return None if key is None else kr.read_cache(Path(path), key)
+
+
+def read_rank(path: str, strict: bool = False, limits: Limits | None = None, root: str | None = None,
+              cache: bool = True) -> kr.RankPart:
+    """One rank's trace file parsed (or read back from its Parquet cache when that is current).
+
+    Top-level and picklable: the process pool and Spark tasks call it by reference.
+    """
+    reader = _rank_reader(path, strict, limits, root)
+    key = _key(reader) if cache else None
+    hit = kr.read_cache(reader.path, key) if key is not None else None
+    if hit is not None:
+        return hit
+    part = _parse_rank(reader)
+    if key is not None:
+        kr.write_cache(reader.path, key, part)
+    return part
+
+
+def _read_parts(reader: Reader, files: list[Path], root: Path | None, options: Options) -> list[kr.RankPart]:
+    """Each file's RankPart: cached ones read here, the rest in the pool (or as a Spark job)."""
+    if reader.display is not None:  # a spooled stream: one temporary file, named as the user gave it
+        sub = Reader(reader.path, NAME, strict=reader.strict, report=LoadReport(), limits=reader.limits, display=reader.display)
+        return [_parse_rank(sub)]
+    args = (reader.strict, reader.limits, None if root is None else str(root))
+    got = [cached_rank(str(f), *args) if options.cache else None for f in files]
+    todo = [f for f, g in zip(files, got, strict=True) if g is None]
+    if options.engine == "spark":
+        new = kr.spark_map(read_rank, todo, args=(*args, options.cache), spark=options.spark)
+    else:
+        sizes = [kr.inflated_size(f, reader.limits) for f in todo]
+        small = sum(sizes) < _POOL_MIN_BYTES  # a pool's start-up costs more than parsing these here
+        workers = options.workers or (1 if small else kr.default_workers(len(todo)))
+        costs = [kr.estimated_cost(n) for n in sizes]
+        new = kr.map_files(read_rank, todo, args=(*args, options.cache), workers=workers,
+                           budget=kr.parse_budget(options.memory_budget), costs=costs)
+    it = iter(new)
+    return [g if g is not None else next(it) for g in got]
+
+
+def _as_trace(part: kr.RankPart) -> _Trace:
+    i, empty = part.info, np.empty(0)
+    return _Trace(Path(part.path), i["where"], empty.astype(np.int8), empty, empty, empty.astype(np.int64),
+                  rank=i["rank"], world_size=i["world_size"], backend=i["backend"], devices=list(i["devices"]),
+                  base_ns=i["base_ns"], lines=dict(i["lines"]))
+
+
+def _usable(reader: Reader, files: list[Path], parts: list[kr.RankPart]) -> tuple[list[Path], list[kr.RankPart]]:
+    """Merge each file's counts; a file that could not be read is counted and named, then left out."""
+    kept_f, kept_p = [], []
+    for f, part in zip(files, parts, strict=True):
+        kr.merge_report(reader.report, part.report)
+        if part.error is None:
+            kept_f.append(f)
+            kept_p.append(part)
+            continue
+        reader.report.skip("unreadable trace file (left out)", example=part.error)
+        reader.note(f"{f.name}: unreadable, left out ({part.error[:300]})")
+    if not kept_p:
+        reader.fail(f"no trace could be read ({len(files)} unreadable): {parts[0].error}")
+    return kept_f, kept_p
+
+
 def parse(reader: Reader, options: Options) -> Parsed:
     """Read one trace, or a folder of one job's per-rank traces (``pattern`` picks the files)."""
-    files = _files(reader, options.pattern)
-    root = reader.path if len(files) > 1 else None
-    subs = [reader if f == reader.path else reader.for_file(f, root=root) for f in files]
-    traces = [_read_trace(sub) for sub in subs]
+    files = _files(reader, options)
+    root = (reader.path if reader.path.is_dir() else None) if len(files) > 1 else None
+    files, rparts = _usable(reader, files, _read_parts(reader, files, root, options))
+    traces = [_as_trace(p) for p in rparts]
     ranks = _ranks(traces, reader)
     out = Parsed(timing="exact", time_unit="us")
     world = _job_facts(out, traces, reader)
     parts, kparts = [], []
-    for tr, rank, sub in zip(traces, ranks, subs, strict=True):
-        res = _rank_tables(tr, rank, sub)
-        if res is not None:
-            parts.append((rank, res[0], res[2]))
-            kparts.extend((rank, k) for k in res[1])
+    for rank, rp in zip(ranks, rparts, strict=True):
+        if rp.columns:
+            parts.append((rank, rp.columns, rp.info["base"]))
+            kparts.extend((rank, k) for k in _kern_of(rp.columns))
     if not parts:
         reader.fail("no ProfilerStep#N events in any trace: no steps to read")
     t0 = min(base + float(c["_s"].min()) for _, c, base in parts)
@@ -809,6 +960,15 @@ def parse(reader: Reader, options: Options) -> Parsed:
         "clocks_aligned": bool(options.align_clocks and len(off)),
     })
     return out
+
+
+def load_traces(paths: list[str | Path], **kwargs: Any) -> Run:
+    """Load one job from a list of per-rank trace files (any folders); keywords as for ``load``."""
+    if not paths or isinstance(paths, (str, Path)):
+        raise LoadError(f"paths must be a non-empty list of trace files; got {paths!r}", field="paths")
+    full = [Path(p).resolve() for p in paths]
+    common = Path(os.path.commonpath([str(p.parent) for p in full]))
+    return load(common, files=tuple(str(p) for p in full), **kwargs)
 
 
 load = loader_for(NAME)
