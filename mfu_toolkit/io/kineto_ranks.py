@@ -28,6 +28,7 @@ import json
 import os
 import stat
 import struct
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -271,6 +272,17 @@ def _spark_session(spark: Any) -> Any:
     return local_session()
 
 
+def _local_python(s: Any) -> None:
+    """In local mode the tasks run on this machine: with this interpreter (and its packages),
+    unless ``PYSPARK_PYTHON`` names another."""
+    try:
+        sc = s.sparkContext
+    except Exception:  # Spark Connect: the cluster's own Python runs the tasks
+        return
+    if str(sc.master).startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
+        sc.pythonExec = sys.executable
+
+
 def _spark_task(fn: Callable[..., RankPart], args: tuple) -> Callable[[Any], Any]:
     def run(batches: Any) -> Any:
         import pickle
@@ -296,6 +308,7 @@ def spark_map(fn: Callable[..., RankPart], paths: Sequence[Path], *, args: tuple
     if not names:
         return []
     s = _spark_session(spark)
+    _local_python(s)
     df = s.createDataFrame([(i, p) for i, p in enumerate(names)], "i long, path string").repartition(len(names))
     try:
         rows = df.mapInPandas(_spark_task(fn, args), schema="i long, part binary").collect()
