@@ -40,6 +40,13 @@ naming the file, never an allocation of that size. The interval arithmetic is nu
 unions and prefix sums), not per-event rows. A truncated (or too deeply nested) file is read up
 to its last complete event. Times are seconds since the earliest step start across the ranks.
 
+Many ranks: each file is reduced on its own to a per-step table (``read_rank``), in a process
+pool bounded by a memory budget, or as a Spark job (``engine="spark"``), and that table is
+cached as Parquet beside the trace (see :mod:`mfu_toolkit.io.kineto_ranks` for the cost rule and
+the cache); the job is assembled from the tables. A file that cannot be read at all (a corrupt
+or truncated gzip stream) is counted under ``unreadable trace file (left out)`` and named in a
+note; the other ranks load, unless ``strict=True``. ``load_traces(paths)`` reads a list.
+
 Clocks: each rank's trace is on its host's clock, and the ranks are aligned by those absolute
 timestamps, never silently rewritten. The loader checks them: for every step that several ranks
 share (same attempt and step number), a rank's deviation is its step start minus the median start
