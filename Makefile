@@ -34,9 +34,18 @@ browser: $(STAMP)
 ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
 COMMA := ,
 
+# JupyterLab draws a saved explorer (widget state in the file) only in a trusted notebook, so the
+# curated notebooks are signed first (in your Jupyter data dir; editing one in Lab re-signs it).
+# lab-settings/overrides.json turns on the widget manager's saveState, so a notebook saved in Lab
+# keeps its explorers' state too. LAB_ROOT: the folder Lab serves.
+LAB_ROOT ?= notebooks
+LAB_TRUST = $(wildcard notebooks/[0-9][0-9]_*.ipynb) notebooks/workshop_app.ipynb
+
 lab: $(STAMP)
 	@$(if $(ALLOW_ROOT),echo "make lab: running as root$(COMMA) so JupyterLab starts with --allow-root")
-	$(PY) -m jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=notebooks $(ALLOW_ROOT)
+	@$(PY) -m jupyter trust --log-level=WARN $(LAB_TRUST) >/dev/null && \
+		echo "make lab: signed the curated notebooks$(COMMA) so their saved explorers show before they run"
+	$(PY) -m jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir="$(LAB_ROOT)" --LabApp.app_settings_dir="$(CURDIR)/lab-settings" $(ALLOW_ROOT)
 
 ## Re-execute the curated notebooks and store their outputs (byte-for-byte reproducible).
 regen: $(STAMP)
