@@ -341,6 +341,32 @@ def flops_explorer_html(preset: str, **options: Any) -> str:
     return '<div class="flops-summary">' + "<br>".join(lines) + "</div>"
 
 
+def _room_dpi() -> float:
+    """The explorers' resolution: ``plots.ROOM_STYLE``'s, chosen for a projector."""
+    from .plots import ROOM_STYLE
+
+    return float(ROOM_STYLE["figure.dpi"])
+
+
+def _in_room_style(draw: Any) -> Any:
+    """Draw an explorer's figure under ``plots.ROOM_STYLE`` (dpi and font sizes for a room),
+    whatever the notebook's own rcParams: text sizes are read when each artist is made, so the
+    whole drawing runs inside the style."""
+    import functools
+
+    @functools.wraps(draw)
+    def drawn(*args: Any, **kwargs: Any) -> Any:
+        import matplotlib as mpl
+
+        from .plots import ROOM_STYLE
+
+        with mpl.rc_context(ROOM_STYLE):
+            return draw(*args, **kwargs)
+
+    return drawn
+
+
+@_in_room_style
 def flops_explorer_figure(preset: str, **options: Any):  # -> matplotlib.figure.Figure
     """A seaborn bar chart of forward FLOPs per token/sample by component, each bar labelled
     with its share. Built on a bare ``Figure`` (not pyplot), so repeated redraws never pile up
@@ -352,17 +378,17 @@ def flops_explorer_figure(preset: str, **options: Any):  # -> matplotlib.figure.
     r = explorer_flops(preset, **options)
     scale, prefix = _prefix_for(float(table["forward_flops"].max()))
     data = table.assign(value=table["forward_flops"] / scale)
-    fig = Figure(figsize=(7.0, 3.6), dpi=80, layout="constrained")
+    fig = Figure(figsize=(8.5, 4.0), dpi=_room_dpi(), layout="constrained")
     ax = fig.add_subplot()
     sns.barplot(data=data, y="component", x="value", hue="component", legend=False, ax=ax,
                 palette="viridis")
     for bars, share in zip(ax.containers, data["share"], strict=True):
-        ax.bar_label(bars, labels=[f"{share:.1%}"], padding=3, fontsize=9)
+        ax.bar_label(bars, labels=[f"{share:.1%}"], padding=3, fontsize="small")
     ax.set_xlim(0, float(data["value"].max()) * 1.18 or 1.0)
     ax.set_xlabel(f"forward {prefix}FLOP per {r.unit}")
     ax.set_ylabel("")
     seq = f", T = {r.tokens_per_sample:,.0f}" if r.tokens_per_sample else ""
-    ax.set_title(f"{r.name}{seq}: forward FLOPs by component", fontsize=10)
+    ax.set_title(f"{r.name}{seq}: forward FLOPs by component")
     return fig
 
 
@@ -514,11 +540,12 @@ __all__ += [
     "gem_table",
 ]
 
-EXPLORER_FIGSIZE = (8.5, 4.0)  # inches at dpi 80: 680 × 320 px, a small PNG per redraw
+EXPLORER_FIGSIZE = (8.5, 4.0)  # inches; at plots.ROOM_STYLE's 110 dpi 935 × 440 px
 STRAGGLER_RANK_OPTIONS = tuple(2**k for k in range(3, 15))  # 8 .. 16,384 ranks
 CHECKPOINT_GPU_OPTIONS = tuple(2**k for k in range(6, 16))  # 64 .. 32,768 GPUs
 GEM_GPU_OPTIONS = tuple(2**k for k in range(9, 15))  # 512 .. 16,384 GPUs
-_LEGEND_RIGHT = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "frameon": False, "fontsize": 9}
+_LEGEND_RIGHT = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "frameon": False, "fontsize": "small"}
+
 
 
 def explorer_headline_html(text: str, *, error: bool = False) -> str:
@@ -537,7 +564,7 @@ def _figure(*, left: float = 0.09, right: float = 0.97, bottom: float = 0.14, to
     pass to every redraw."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=EXPLORER_FIGSIZE, dpi=80)
+    fig = Figure(figsize=EXPLORER_FIGSIZE, dpi=_room_dpi())
     fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top)
     return fig, fig.add_subplot()
 
@@ -557,7 +584,7 @@ def figure_png(fig) -> bytes:
     if type(bare) is FigureCanvasBase:  # a bare Figure: no window or pyplot manager to keep
         _shared_agg_canvas(fig)
     try:
-        fig.savefig(buf, format="png", dpi=80, pil_kwargs={"compress_level": 1})
+        fig.savefig(buf, format="png", dpi="figure", pil_kwargs={"compress_level": 1})
     finally:
         if fig.canvas is not bare:
             fig.set_canvas(bare)  # as savefig leaves it
@@ -632,13 +659,14 @@ def _style(ax) -> None:
     sns.despine(ax=ax)
 
 
+@_in_room_style
 def gap_figure(result):  # -> matplotlib.figure.Figure
     """The gap explorer's chart: the waterfall of ``result.table`` (a ``GapResult``), drawn by
     ``plots.waterfall``."""
     from .plots import waterfall
 
     # fixed margins: rotated category labels below, both MFUs named in the right margin
-    fig, ax = _figure(left=0.085, right=0.85, bottom=0.3, top=0.92)
+    fig, ax = _figure(left=0.085, right=0.8, bottom=0.3, top=0.92)
     waterfall(result.table, ax=ax)
     return fig
 
@@ -662,6 +690,7 @@ def gap_table(result):  # -> pandas.DataFrame of strings
     )
 
 
+@_in_room_style
 def straggler_figure(result):  # -> matplotlib.figure.Figure
     """Expected synchronous step time vs job size, with and without the slow ranks; the chosen
     size marked. Drawn here (``plots.expected_step_time`` has no slow ranks) with matplotlib
@@ -682,7 +711,7 @@ def straggler_figure(result):  # -> matplotlib.figure.Figure
     ax.minorticks_off()
     ax.set_xlabel("ranks in the synchronous job (log scale)")
     ax.set_ylabel("expected step time (s)")
-    ax.set_title("A synchronous step waits for the slowest rank", fontsize=10)
+    ax.set_title("A synchronous step waits for the slowest rank")
     ax.legend(**_LEGEND_RIGHT)
     _style(ax)
     return fig
@@ -706,6 +735,7 @@ def straggler_table(result):  # -> pandas.DataFrame of strings
     )
 
 
+@_in_room_style
 def checkpoint_figure(result):  # -> matplotlib.figure.Figure
     """Expected overhead vs checkpoint interval with Young's and Daly's optima and the chosen
     interval (``plots.checkpoint_overhead_curve``); for an asynchronous checkpoint whose optimum
@@ -714,7 +744,7 @@ def checkpoint_figure(result):  # -> matplotlib.figure.Figure
 
     from .plots import checkpoint_overhead_curve
 
-    fig, ax = _figure(left=0.1, right=0.64, bottom=0.14, top=0.86)
+    fig, ax = _figure(left=0.1, right=0.62, bottom=0.14, top=0.86)
     checkpoint_overhead_curve(checkpoint_s=result.blocking_s, mtbf_s=result.mtbf_s, restart_s=result.restart_s,
                               mode=result.mode, write_s=result.write_s if result.mode == "async" else None,
                               chosen_interval_s=result.interval_s, ax=ax)
@@ -751,12 +781,13 @@ def checkpoint_table(result):  # -> pandas.DataFrame of strings
     return pd.DataFrame(cols, index=pd.Index(markers[rows], name="marker"))
 
 
+@_in_room_style
 def gem_figure(result):  # -> matplotlib.figure.Figure
     """Paid GPU-hours of the baseline and scaled jobs, split into useful and idle parts."""
     import seaborn as sns
 
     t = result.table
-    fig, ax = _figure(left=0.1, right=0.72)
+    fig, ax = _figure(left=0.1, right=0.6)
     gh = t["gpu_hours"].to_numpy(float) / 1e6
     useful = t["end_to_end_mfu"].to_numpy(float)
     in_steps = t["idle_in_steps_share"].to_numpy(float)
@@ -769,12 +800,12 @@ def gem_figure(result):  # -> matplotlib.figure.Figure
         ax.barh(list(t["job"]), width, left=left, color=color, label=label, height=0.6)
         left = [a + b for a, b in zip(left, width, strict=True)]
     for y, (total, days, idle) in enumerate(zip(gh, t["training_days"], t["idle_share"], strict=True)):
-        ax.text(total, y, f" {total:,.2f} M GPU-h\n {days:,.1f} days, {idle:.0%} idle", va="center", fontsize=9)
+        ax.text(total, y, f" {total:,.2f} M GPU-h\n {days:,.1f} days, {idle:.0%} idle", va="center", fontsize="small")
     ax.set_xlim(0, float(gh.max()) * 1.4)
     ax.invert_yaxis()
     ax.set_xlabel("GPU-hours (millions)")
     ax.set_title(f"{result.flops_multiplier:g}× training FLOPs at {result.efficiency_multiplier:g}× end-to-end "
-                 f"efficiency: {result.gpu_hours_ratio:.2f}× GPU-hours", fontsize=10)
+                 f"efficiency: {result.gpu_hours_ratio:.2f}× GPU-hours")
     ax.legend(**_LEGEND_RIGHT)
     _style(ax)
     ax.grid(axis="y", visible=False)
@@ -1095,12 +1126,13 @@ def roofline_table(result: RooflineResult):  # -> pandas.DataFrame of strings
     })
 
 
+@_in_room_style
 def roofline_figure(result: RooflineResult):  # -> matplotlib.figure.Figure
     import pandas as pd
 
     from .plots import roofline
 
-    fig, ax = _figure(left=0.1, right=0.72, bottom=0.14, top=0.88)
+    fig, ax = _figure(left=0.1, right=0.64, bottom=0.14, top=0.88)
     data = pd.DataFrame({"name": [o.name for o in result.ops], "kind": [o.kind for o in result.ops],
                          "intensity": [o.intensity for o in result.ops]})
     roofline(data, peak_flops=result.peak_flops, bandwidth=result.bandwidth, accelerator=result.accelerator, ax=ax)
@@ -1214,6 +1246,7 @@ def replay_table(result: ReplayScenario):  # -> pandas.DataFrame of strings
     )
 
 
+@_in_room_style
 def replay_figure(result: ReplayScenario):  # -> matplotlib.figure.Figure
     """The what-if's waterfall (``plots.replay_waterfall``) beside the job as traced, hollow."""
     from .plots import replay_waterfall
@@ -1221,7 +1254,7 @@ def replay_figure(result: ReplayScenario):  # -> matplotlib.figure.Figure
     fig, ax = _figure(left=0.09, right=0.97, bottom=0.22, top=0.9)
     replay_waterfall(result.waterfall, baseline=result.base_waterfall, label=f"what-if ({result.factor:.2f}×)",
                      ax=ax)
-    ax.set_title(f"{result.job}: the step replayed, ideal → actual", fontsize=10)
+    ax.set_title(f"{result.job}: the step replayed, ideal → actual")
     return fig
 
 
