@@ -531,7 +531,7 @@ def test_damaged_copies_of_a_real_trace_load_or_fail_cleanly(tmp_path, seed):
 
 
 # --- regexes ------------------------------------------------------------------------------------------
-ANCHORED = {"_COLON_RE", "_WS_RE", "_EVENT_HEAD_RE"}  # applied with match/fullmatch at one position only
+ANCHORED = {"_COLON_RE", "_COLON_B_RE", "_WS_RE", "_EVENT_HEAD_RE", "_TRACE_EVENTS_B_RE"}  # applied with match/fullmatch at one position only
 
 
 @pytest.mark.parametrize("ch", list('[0 {"\\,:a\n-'))

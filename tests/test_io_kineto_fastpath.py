@@ -67,8 +67,7 @@ def _both(path: Path, **kw):
 
 
 def _picked(path: Path) -> bool:
-    text = read_bytes(path).decode("utf-8-sig")
-    return kineto._pick(text) is not None
+    return kineto._scan(read_bytes(path)) is not None
 
 
 @pytest.mark.parametrize("layout", ["indent", "compact", "one_line", "gzip"])

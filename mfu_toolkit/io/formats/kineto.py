@@ -69,7 +69,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import queue
 import re
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,7 +84,7 @@ from ...run import LoadError, LoadReport, Run
 from .. import kineto_ranks as kr
 from .. import rules
 from ..base import Parsed, loader_for
-from ..reading import Limits, Reader, read_head
+from ..reading import Limits, Reader, iter_chunks, read_head
 
 NAME = "kineto"
 
@@ -249,129 +252,263 @@ def _hook(d: dict[str, Any]) -> Any:
 # --- the selective read -------------------------------------------------------------------------
 FAST_PATH = True  # the selective read; tests switch it off to compare it with the full parse
 _TRACE_EVENTS_RE = re.compile(r'"traceEvents"\s*:\s*\[')
+_TRACE_EVENTS_B_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
 _COLON_RE = re.compile(r"\s*:\s*")
+_COLON_B_RE = re.compile(rb"\s*:\s*")
 _DOC_KEYS = ("distributedInfo", "deviceProperties", "baseTimeNanoseconds")
-_STEP_MARK = "ProfilerStep#"
+_STEP_MARK = b"ProfilerStep#"
+_CAT = b'"cat"'
+# Texts counted over the whole file (guards of the selective read; "ph" counts the events read).
+_COUNTED = (b"{", b"}", b"\x00", b'"ph"', b'"traceEvents"', *(f'"{k}"'.encode() for k in _DOC_KEYS))
 # A GPU event's category; then, optionally, the rest of the layout the profiler writes, up to
 # "dur" (no escapes in the name, plain numbers), read without decoding the event. Events in any
 # other layout are decoded.
-_NUM = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+_NUM = rb"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
 _GPU_CAT_RE = re.compile(
-    r'"cat"\s*:\s*"((?i:kernel|gpu_memcpy|gpu_memset|memcpy|memset))"'
-    r'(?:\s*,\s*"name"\s*:\s*"([^"\\]*)"\s*,'
-    r'\s*"pid"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,\s*"tid"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,'
-    rf'\s*"ts"\s*:\s*({_NUM})\s*,\s*"dur"\s*:\s*({_NUM})\s*[,}}])?'
+    rb'"cat"\s*:\s*"((?i:kernel|gpu_memcpy|gpu_memset|memcpy|memset))"'
+    rb'(?:\s*,\s*"name"\s*:\s*"([^"\\]*)"\s*,'
+    rb'\s*"pid"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,\s*"tid"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,'
+    rb'\s*"ts"\s*:\s*(' + _NUM + rb')\s*,\s*"dur"\s*:\s*(' + _NUM + rb')\s*[,}])?'
 )
-_EVENT_HEAD_RE = re.compile(r'\{\s*"ph"\s*:\s*"X"\s*,\s*')
+_EVENT_HEAD_RE = re.compile(rb'\{\s*"ph"\s*:\s*"X"\s*,\s*')
+_WINDOW = 4096  # bytes first decoded around an event; quadrupled while the value runs past it
 
-_Picked = tuple[dict[str, Any], list[tuple], list[tuple[int, tuple]], int]
-
-
-def _pick(text: str) -> _Picked | None:
-    """The selective read (see the module docstring); None when it does not apply."""
-    try:
-        return _pick_events(text)
-    except Exception:  # any surprise: the full parse decides
-        return None
+_Picked = tuple[dict[str, Any], list[tuple], list[tuple[int, tuple]], int, dict[str, int]]
 
 
-def _doc_keys(text: str) -> dict[str, Any] | None:
-    """The top-level facts (``distributedInfo``, ...) decoded alone; None if a key repeats."""
-    plain = json.JSONDecoder()
-    doc: dict[str, Any] = {}
-    for key in _DOC_KEYS:
-        quoted = f'"{key}"'
-        count = text.count(quoted)
-        if count > 1:
-            return None
-        if count == 1:
-            at = text.find(quoted) + len(quoted)
-            colon = _COLON_RE.match(text, at)
-            if colon is None or colon.end() == at:
-                return None
-            doc[key], _ = plain.raw_decode(text, colon.end())
-    return doc
-
-
-def _quick(text: str, s: int, h: int, g: re.Match[str]) -> tuple | None:
-    """The compact tuple of a GPU event in the profiler's own layout, read from its text."""
-    if g.group(4) is None or not _EVENT_HEAD_RE.fullmatch(text, s, h):
+def _quick(buf: bytearray, s: int, h: int, g: re.Match[bytes]) -> tuple | None:
+    """The compact tuple of a GPU event in the profiler's own layout, read from its bytes."""
+    if g.group(4) is None or not _EVENT_HEAD_RE.fullmatch(buf, s, h):
         return None
     t, d = float(g.group(3)), float(g.group(4))
     if not (math.isfinite(t) and math.isfinite(d) and d >= 0):
         return None
-    if g.group(1).lower() in _KERNEL_CATS:
-        return (_COMM if _is_comm(g.group(2)) else _COMPUTE, t, d, 0)
+    if g.group(1).lower() == b"kernel":
+        return (_COMM if _is_comm(g.group(2).decode("utf-8")) else _COMPUTE, t, d, 0)
     return (_MEM, t, d, 0)
 
 
-def _locate(text: str, begin: int) -> tuple[dict[int, int], dict[int, tuple]] | None:
-    """Start of every event holding a GPU category or a step mark (-> its last match), and the
-    tuples of those read without decoding. Linear: each event start is searched for back to
-    the previous match only."""
-    hits: list[tuple[int, re.Match[str] | None]] = [(g.start(), g) for g in _GPU_CAT_RE.finditer(text, begin)]
-    at = text.find(_STEP_MARK, begin)
-    while at != -1:
-        hits.append((at, None))
-        at = text.find(_STEP_MARK, at + len(_STEP_MARK))
-    hits.sort(key=lambda x: x[0])
-    starts: dict[int, int] = {}
-    quick: dict[int, tuple] = {}
-    prev_h, prev_s = begin, -1
-    for h, g in hits:
-        s = text.rfind("{", prev_h, h)
-        if s < 0:
-            s = prev_s  # no brace since the previous match: the same event
-        if s < 0:
-            return None
-        prev_h, prev_s = h, s
-        if s in starts:
-            quick.pop(s, None)  # two matches in one event: decode it
-            starts[s] = max(starts[s], h)
+def _decode_value(buf: bytearray, n: int, at: int, dec: json.JSONDecoder) -> tuple[Any, int]:
+    """The JSON value starting at byte ``at`` of ``buf[:n]`` and the byte where it ends.
+
+    Only a window around it is decoded (UTF-8 is checked for the whole file beforehand, so
+    ``ignore`` drops at most a character cut at the window's end); a value running past the
+    window is decoded again from a window four times larger.
+    """
+    w = _WINDOW
+    while True:
+        e = min(n, at + w)
+        text = buf[at:e].decode("utf-8", errors="ignore")
+        try:
+            obj, end = dec.raw_decode(text)
+        except json.JSONDecodeError:
+            if e >= n:
+                raise
+            w *= 4
             continue
-        starts[s] = h
-        q = _quick(text, s, h, g) if g is not None else None
-        if q is not None:
-            quick[s] = q
-    return starts, quick
+        if end >= len(text) and e < n:  # a number may go on past the window
+            w *= 4
+            continue
+        return obj, at + (end if text.isascii() else len(text[:end].encode("utf-8")))
 
 
-def _pick_events(text: str) -> _Picked | None:
-    first = _WS_RE.match(text, 0).end()  # type: ignore[union-attr]
-    last = len(text) - 1
-    while last > first and text[last] in " \t\r\n":
-        last -= 1
-    if first >= len(text) or text[first] != "{" or text[last] != "}" or "\x00" in text:
-        return None
-    if text.count("{") != text.count("}") or text.count('"traceEvents"') != 1:
-        return None  # truncated (or unbalanced braces inside strings): the full parse judges
-    m = _TRACE_EVENTS_RE.search(text)
-    doc = _doc_keys(text) if m is not None else None
-    located = _locate(text, m.end()) if m is not None and doc is not None else None
-    if located is None:
-        return None
-    starts, quick = located
-    dec = json.JSONDecoder(object_hook=_hook)
-    kept: list[tuple] = []
-    bad: list[tuple[int, tuple]] = []
-    line, counted_to = 1, 0  # line numbers of bad events, counted forward once
-    for s in sorted(starts):
-        q = quick.get(s)
-        if q is not None:
-            kept.append(q)
-            continue
-        obj, end = dec.raw_decode(text, s)
-        if end <= starts[s] or not (obj is None or isinstance(obj, tuple)):
-            return None  # the match was not inside the event found: the layout is unusual
-        if obj is None:
-            continue
-        if obj[0] == _BAD:
-            line += text.count("\n", counted_to, s)
-            counted_to = s
-            bad.append((line, obj))
+class _Scan:
+    """The selective read over a trace's inflated bytes, fed chunk by chunk as they are inflated.
+
+    The bytes are kept in one buffer (``buf[:n]``; grown in place, or preallocated to the size
+    gzip's trailer states), which the full parse reads when the selective read does not apply.
+    While chunks arrive, the guard texts are counted and the events the loader needs are located
+    and, in the profiler's own layout, read; the others are decoded at the end (:meth:`result`).
+    A match is taken only once the bytes after it cannot change it: a GPU category before the
+    last ``"cat"`` seen (a category's text cannot hold another), a step mark whole.
+    """
+
+    def __init__(self, size: int = 0, scan: bool = True) -> None:
+        self.buf, self.n, self.ok = bytearray(size), 0, scan
+        self.counts = dict.fromkeys(_COUNTED, 0)
+        self.first: dict[bytes, int] = {}
+        self.utf8: Any = None  # an incremental decoder, once a byte is not ASCII
+        self.pos = self.step_pos = 0  # GPU categories / step marks before these are located
+        self.gpu: list[re.Match[bytes]] = []  # located, not yet assigned to their events
+        self.steps: list[int] = []
+        self.prev_h = self.prev_s = -1
+        self.starts: dict[int, int] = {}  # event start -> its last match
+        self.quick: dict[int, tuple] = {}  # event start -> tuple read without decoding
+
+    def feed(self, chunk: bytes) -> None:
+        old, end = self.n, self.n + len(chunk)
+        if end <= len(self.buf):
+            self.buf[old:end] = chunk
         else:
-            kept.append(obj)
-    return doc, kept, bad, text.count('"ph"')
+            del self.buf[old:]
+            self.buf += chunk
+        self.n = end
+        if self.ok:
+            try:
+                self._check(chunk, old)
+                self._locate(final=False)
+            except Exception:  # any surprise: the full parse decides
+                self.ok = False
+
+    def bytes(self) -> bytearray:
+        """The whole inflated file (the buffer trimmed to its length)."""
+        del self.buf[self.n:]
+        return self.buf
+
+    def _check(self, chunk: bytes, old: int) -> None:
+        """Count the guard texts in the new bytes (and those crossing into them); check UTF-8."""
+        buf, n = self.buf, self.n
+        for pat in _COUNTED:
+            a = max(0, old - len(pat) + 1)  # an occurrence ending in the new bytes starts here or later
+            c = buf.count(pat, a, n)
+            if c:
+                self.counts[pat] += c
+                if pat not in self.first:
+                    self.first[pat] = buf.find(pat, a, n)
+        if self.counts[b"\x00"] or self.counts[b'"traceEvents"'] > 1 or any(self.counts[p] > 1 for p in _COUNTED[5:]):
+            self.ok = False
+        if self.utf8 is not None or not chunk.isascii():
+            if self.utf8 is None:
+                import codecs
+
+                self.utf8 = codecs.getincrementaldecoder("utf-8")()
+            self.utf8.decode(chunk)  # UnicodeDecodeError: not UTF-8, the full parse decides
+
+    def _locate(self, final: bool) -> None:
+        """Find the GPU categories and step marks that are decided, and assign them to events."""
+        buf, n = self.buf, self.n
+        r = buf.rfind(_CAT, self.pos, n)
+        cut = n if final else (r if r >= 0 else max(self.pos, n - len(_CAT) + 1))
+        for g in _GPU_CAT_RE.finditer(buf, self.pos, n):
+            if g.start() >= cut:
+                break
+            self.gpu.append(g)
+            self.pos = g.end()
+        self.pos = max(self.pos, cut)
+        lim = n if final else n - len(_STEP_MARK) + 1  # a mark starting before lim is whole
+        at = buf.find(_STEP_MARK, self.step_pos, n)
+        while at != -1:
+            self.steps.append(at)
+            self.step_pos = at + len(_STEP_MARK)
+            at = buf.find(_STEP_MARK, self.step_pos, n)
+        self.step_pos = max(self.step_pos, lim)
+        self._assign(min(cut, lim))
+
+    def _assign(self, safe: int) -> None:
+        """Each located match before ``safe``, in file order, to the event (``{``) that holds it.
+
+        Linear: each event start is searched for back to the previous match only."""
+        hits = sorted([(g.start(), g) for g in self.gpu if g.start() < safe] + [(a, None) for a in self.steps if a < safe],
+                      key=lambda x: x[0])
+        self.gpu = [g for g in self.gpu if g.start() >= safe]
+        self.steps = [a for a in self.steps if a >= safe]
+        if hits and self.prev_h < 0:
+            key = self.first.get(b'"traceEvents"')
+            if key is None or hits[0][0] < key:
+                self.ok = False  # a match before traceEvents: the full parse decides
+                return
+            self.prev_h = key + len(b'"traceEvents"')
+        for h, g in hits:
+            s = self.buf.rfind(b"{", self.prev_h, h)
+            if s < 0:
+                s = self.prev_s  # no brace since the previous match: the same event
+            if s < 0:
+                self.ok = False
+                return
+            self.prev_h, self.prev_s = h, s
+            if s in self.starts:
+                self.quick.pop(s, None)  # two matches in one event: decode it
+                self.starts[s] = max(self.starts[s], h)
+                continue
+            self.starts[s] = h
+            q = _quick(self.buf, s, h, g) if g is not None else None
+            if q is not None:
+                self.quick[s] = q
+
+    def result(self) -> _Picked | None:
+        """The selective read's events, facts and counts; None when it does not apply."""
+        if not self.ok:
+            return None
+        try:
+            self._locate(final=True)
+            if not self.ok or not self._whole():
+                return None
+            doc = self._doc_keys()
+            return None if doc is None else self._events(doc)
+        except Exception:  # any surprise: the full parse decides
+            return None
+
+    def _whole(self) -> bool:
+        """A complete document: one object, braces balanced, one traceEvents array, UTF-8."""
+        buf, n, c = self.buf, self.n, self.counts
+        if self.utf8 is not None:
+            self.utf8.decode(b"", True)
+        first = 3 if buf.startswith(b"\xef\xbb\xbf") else 0
+        while first < n and buf[first] in b" \t\r\n,":
+            first += 1
+        last = n - 1
+        while last > first and buf[last] in b" \t\r\n":
+            last -= 1
+        if first >= n or buf[first] != ord("{") or buf[last] != ord("}") or c[b"{"] != c[b"}"]:
+            return False
+        key = self.first.get(b'"traceEvents"')
+        return key is not None and _TRACE_EVENTS_B_RE.match(buf, key, n) is not None
+
+    def _doc_keys(self) -> dict[str, Any] | None:
+        """The top-level facts (``distributedInfo``, ...) decoded alone (each key is there once)."""
+        plain = json.JSONDecoder()
+        doc: dict[str, Any] = {}
+        for key in _DOC_KEYS:
+            at = self.first.get(f'"{key}"'.encode())
+            if at is None:
+                continue
+            at += len(key) + 2
+            colon = _COLON_B_RE.match(self.buf, at, self.n)
+            if colon is None or colon.end() == at:
+                return None
+            doc[key], _ = _decode_value(self.buf, self.n, colon.end(), plain)
+        return doc
+
+    def _events(self, doc: dict[str, Any]) -> _Picked | None:
+        """The located events in file order: read ones as they are, the others decoded."""
+        dec = json.JSONDecoder(object_hook=_hook)
+        kept: list[tuple] = []
+        bad: list[tuple[int, tuple]] = []
+        line, counted_to = 1, 0  # line numbers of bad events, counted forward once
+        for s in sorted(self.starts):
+            q = self.quick.get(s)
+            if q is not None:
+                kept.append(q)
+                continue
+            obj, end = _decode_value(self.buf, self.n, s, dec)
+            if end <= self.starts[s] or not (obj is None or isinstance(obj, tuple)):
+                return None  # the match was not inside the event found: the layout is unusual
+            if obj is None:
+                continue
+            if obj[0] == _BAD:
+                line += self.buf.count(b"\n", counted_to, s)
+                counted_to = s
+                bad.append((line, obj))
+            else:
+                kept.append(obj)
+        return doc, kept, bad, self.counts[b'"ph"'], self._key_lines()
+
+    def _key_lines(self) -> dict[str, int]:
+        """Line of the first ``"distributedInfo"`` / ``"deviceProperties"`` / ``"world_size"``."""
+        pos = {k: self.first[f'"{k}"'.encode()] for k in ("distributedInfo", "deviceProperties") if f'"{k}"'.encode() in self.first}
+        if "distributedInfo" in pos:
+            at = self.buf.find(b'"world_size"', pos["distributedInfo"], self.n)
+            if at >= 0:
+                pos["world_size"] = at
+        return {k: self.buf.count(b"\n", 0, i) + 1 for k, i in pos.items()}
+
+
+def _scan(data: bytes) -> _Picked | None:
+    """The selective read of a whole file's bytes at once (tests compare it with the full parse)."""
+    sc = _Scan()
+    for i in range(0, len(data), 1 << 16):
+        sc.feed(data[i : i + (1 << 16)])
+    return sc.result()
 
 
 # --- the full parse -----------------------------------------------------------------------------
@@ -516,7 +653,7 @@ class _Trace:
     lines: dict[str, int] = field(default_factory=dict)  # line of each top-level key found
 
 
-def _key_lines(raw: bytes) -> dict[str, int]:
+def _key_lines(raw: bytes | bytearray) -> dict[str, int]:
     """Line of the first ``"distributedInfo"`` / ``"deviceProperties"`` / ``"world_size"``."""
     out: dict[str, int] = {}
     info = raw.find(b'"distributedInfo"')
@@ -527,30 +664,77 @@ def _key_lines(raw: bytes) -> dict[str, int]:
     return out
 
 
-def _events_of(reader: Reader, raw: bytes) -> tuple[dict[str, Any], list[tuple], int]:
-    """The selective read when it applies, else the full parse."""
-    if FAST_PATH and not reader.strict:
+_END = object()  # the end of the inflated chunks
+
+
+def _inflated_ahead(reader: Reader) -> Iterator[bytes]:
+    """The file's bytes in chunks, inflated (within the reading limits) by a thread one chunk
+    ahead of the caller: zlib releases the GIL while it inflates, so the selective read of one
+    chunk overlaps the inflation of the next. A LoadError of the reading is raised here."""
+    q: queue.Queue[Any] = queue.Queue(maxsize=4)
+    stop = threading.Event()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
         try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            text = None
-        picked = _pick(text) if text is not None else None
-        del text
-        if picked is not None:
-            doc, kept, bad_lines, n_read = picked
-            for line, e in bad_lines:
-                reader.bad(e[1], line=line, field=f"traceEvents.{e[2]}")
-            return doc, kept, n_read
-    return _parse_all(reader, raw)
+            for chunk in iter_chunks(reader.path, reader.limits):
+                if not put(chunk):
+                    return
+            put(_END)
+        except BaseException as exc:  # handed to the caller, raised there
+            put(exc)
+
+    worker = threading.Thread(target=run, name="mfu-kineto-inflate", daemon=True)
+    worker.start()
+    try:
+        while (item := q.get()) is not _END:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        worker.join()
+
+
+def _scanned(reader: Reader) -> _Scan:
+    """The file inflated into one buffer, read selectively as it arrives (unless strict)."""
+    size = kr.inflated_size(reader.path, reader.limits)
+    trusted = 0 < size < reader.limits.inflate_limit(reader.path.stat().st_size)  # else a trailer's claim
+    sc = _Scan(size if trusted else 0, scan=FAST_PATH and not reader.strict)
+    for chunk in _inflated_ahead(reader):
+        sc.feed(chunk)
+    return sc
+
+
+def _events_of(reader: Reader, sc: _Scan) -> tuple[dict[str, Any], list[tuple], int, dict[str, int]]:
+    """The selective read when it applies, else the full parse."""
+    picked = sc.result()
+    if picked is not None:
+        doc, kept, bad_lines, n_read, lines = picked
+        for line, e in bad_lines:
+            reader.bad(e[1], line=line, field=f"traceEvents.{e[2]}")
+        return doc, kept, n_read, lines
+    raw = sc.bytes()
+    lines = _key_lines(raw)
+    return (*_parse_all(reader, raw), lines)
 
 
 def _read_trace(reader: Reader) -> _Trace:
-    raw = reader.bytes()
+    sc = _scanned(reader)
+    raw = sc.bytes()
     if not raw or raw.isspace():
         reader.fail("empty file")
-    lines = _key_lines(raw)
-    doc, kept, n_read = _events_of(reader, raw)
     del raw
+    doc, kept, n_read, lines = _events_of(reader, sc)
+    del sc
     reader.report.lines_read += n_read
     arr = np.array(kept, dtype=np.float64).reshape(-1, 4)
     del kept
