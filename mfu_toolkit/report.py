@@ -9,6 +9,7 @@ can be mailed or attached to a ticket without its images. It lives outside
 from __future__ import annotations
 
 import base64
+import datetime
 import html
 import io
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from matplotlib.figure import Figure
 from . import plots
 from .analysis import Accounting, account, breakdown
 from .analysis.answer import Answer, build_answer
+from .analysis.inputs import speak
 from .run import Run
 
 __all__ = ["figure_to_base64", "report_figures", "html_report"]
@@ -49,11 +51,12 @@ def _draw(draw: Callable[[Axes], Axes], size: tuple[float, float]) -> Figure:
     return fig
 
 
-def report_figures(run: Run | Accounting) -> tuple[list[tuple[str, Figure]], list[str]]:
+def report_figures(run: Run | Accounting, *, interface: str = "python") -> tuple[list[tuple[str, Figure]], list[str]]:
     """The report's figures as ``(caption, Figure)`` pairs, and notes on the ones left out.
 
     Always: waterfall, timeline, step times. When the run has several ranks: the per-rank
-    heatmap. When it carries GPU utilisation and its MFU is known: utilisation vs MFU.
+    heatmap. When it carries GPU utilisation and its MFU is known: utilisation vs MFU. The
+    notes ask for what is missing in the terms of ``interface`` ("python", "cli", "make").
     """
     acc = run if isinstance(run, Accounting) else account(run)
     r = acc.run
@@ -85,7 +88,7 @@ def report_figures(run: Run | Accounting) -> tuple[list[tuple[str, Figure]], lis
             figs.append((caption, _draw(draw, size)))
         except ValueError as exc:  # a figure the data cannot support: say so, keep the report
             notes.append(f"{caption.split(':')[0]} left out: {exc}")
-    return figs, notes
+    return figs, [speak(n, interface) for n in notes]
 
 
 def _img(caption: str, fig: Figure) -> str:
@@ -95,7 +98,8 @@ def _img(caption: str, fig: Figure) -> str:
 
 
 def html_report(run: Run | Accounting, *, path: str | Path | None = None, title: str | None = None,
-                answer: Answer | None = None, interface: str = "python") -> str:
+                answer: Answer | None = None, interface: str = "python",
+                report_date: str | datetime.date | None = None) -> str:
     """The HTML report as a string (also written to ``path`` when given).
 
     It renders the same :class:`~mfu_toolkit.analysis.answer.Answer` as ``mfu analyze`` (built
@@ -103,20 +107,22 @@ def html_report(run: Run | Accounting, *, path: str | Path | None = None, title:
     (both MFUs with numerator and denominator), the largest losses, stragglers, checkpoint
     advice, checks, facts used; then the waterfall with its figure, the scorecard, the other
     figures and the steady-state window. A run without timed steps gets the answer's account of
-    what the log holds and no figures.
+    what the log holds and no figures. An undated log's title carries ``report_date`` (default:
+    today).
     """
     if not isinstance(run, (Run, Accounting)):
         raise TypeError(f"run must be a Run or an Accounting; got {type(run).__name__}")
     acc = run if isinstance(run, Accounting) else account(run)
     if answer is None:
-        answer = build_answer(acc, interface=interface, title=title)
+        answer = build_answer(acc, interface=interface, title=title,
+                              report_date=datetime.date.today() if report_date is None else report_date)
     elif not isinstance(answer, Answer):
         raise TypeError(f"answer must be an Answer (analysis.build_answer) or None; got {type(answer).__name__}")
     name = title or answer.title
     figs: list[tuple[str, Figure]] = []
     notes: list[str] = []
     if answer.timed:
-        figs, notes = report_figures(acc)
+        figs, notes = report_figures(acc, interface=answer.interface)
     first = figs[:1] if figs and figs[0][0].startswith("Waterfall") else []
     rest = figs[len(first):]
     parts = [

@@ -110,8 +110,8 @@ def test_analyze_preset_and_accelerator_replace_the_logs_flops(tmp_path, capsys)
     ("argv", "fragment"),
     [
         (["analyze", "/no/such/log.txt"], "no such file or directory"),
-        (["analyze", "{sim}", "--n-accelerators", "0"], "--gpus must be a whole number >= 1; got 0"),
-        (["analyze", "{sim}", "--warmup-steps", "-3"], "--warmup-steps must be a whole number >= 0; got -3"),
+        (["analyze", "{sim}", "--n-accelerators", "0"], "--gpus 0: expected a whole number >= 1"),
+        (["analyze", "{sim}", "--warmup-steps", "-3"], "--warmup-steps -3: expected a whole number >= 0"),
     ],
 )
 def test_analyze_user_errors_are_one_line(sim_file, capsys, argv, fragment):
@@ -329,8 +329,14 @@ def test_the_terminal_answer_fits_100_columns(sim_file, capsys):
     (["--accelerator", "H10O"], "make", "ACCELERATOR=H10O: unknown accelerator 'H10O' (close matches: 'H100 SXM'"),
     (["--accelerator", "A100", "--dtype", "fp8"], "cli", "--dtype fp8: A100 SXM has no published fp8 peak"),
     (["--preset", "lama3-8b"], "cli", "--preset lama3-8b: unknown preset 'lama3-8b'. Did you mean 'llama3-8b'"),
-    (["--gpus", "0"], "make", "GPUS must be a whole number >= 1; got 0"),
-    (["--mtbf-hours", "-1"], "make", "MTBF_HOURS must be a finite number > 0; got -1.0"),
+    (["--gpus", "0"], "make", "GPUS=0: expected a whole number >= 1"),
+    (["--mtbf-hours", "-1"], "make", "MTBF_HOURS=-1: expected a finite number > 0"),
+    # not numbers at all: argparse used to answer "argument --seq-len: invalid int value: 'x'"
+    (["--gpus", "abc"], "make", "GPUS=abc: expected a whole number >= 1"),
+    (["--seq-len", "x"], "make", "SEQ_LEN=x: expected a whole number >= 1"),
+    (["--seq-len", "2.5"], "cli", "--seq-len 2.5: expected a whole number >= 1"),
+    (["--flops-per-step", "lots"], "cli", "--flops-per-step lots: expected a finite number > 0"),
+    (["--checkpoint-every", "inf"], "make", "CHECKPOINT_EVERY=inf: expected a finite number > 0"),
 ])
 def test_a_bad_input_is_one_line_without_traceback(sim_file, argv, interface, line):
     env = {**__import__("os").environ, "MFU_INTERFACE": interface}

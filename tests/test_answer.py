@@ -197,9 +197,9 @@ def test_sections_are_in_reading_order():
 
 
 def test_bad_options_and_impossible_mfu():
-    with pytest.raises(InputError, match=r"^--checkpoint-s must be a finite number > 0; got -1"):
+    with pytest.raises(InputError, match=r"^--checkpoint-s -1: expected a finite number > 0"):
         build_answer(_hand_run(), interface="cli", checkpoint_write_s=-1)
-    with pytest.raises(InputError, match=r"^WARMUP_STEPS must be a whole number >= 0; got -2"):
+    with pytest.raises(InputError, match=r"^WARMUP_STEPS=-2: expected a whole number >= 0"):
         build_answer(_hand_run(), interface="make", warmup_steps=-2)
     with pytest.raises(ValueError, match="interface must be one of"):
         build_answer(_hand_run(), interface="web")

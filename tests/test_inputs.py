@@ -73,12 +73,12 @@ def test_apply_inputs_keeps_the_runs_dtype_when_only_the_accelerator_is_given():
     (dict(accelerator="A100", dtype="fp8"), "make", "DTYPE=fp8: A100 SXM has no published fp8 peak"),
     (dict(preset="lama3-8b"), "make", "PRESET=lama3-8b: unknown preset 'lama3-8b'. Did you mean 'llama3-8b'"),
     (dict(preset="mixtral-8x7b"), "make", "PRESET=mixtral-8x7b: its source states no training sequence length"),
-    (dict(n_accelerators=0), "make", "GPUS must be a whole number >= 1; got 0"),
+    (dict(n_accelerators=0), "make", "GPUS=0: expected a whole number >= 1"),
     (dict(n_accelerators=2, packages=1), "cli", "give one of --gpus (devices) or --packages (packages), not both"),
     (dict(preset="llama3-8b", flops_per_step=1e15), "cli", "give one source of model FLOPs, not --flops-per-step and --preset"),
     (dict(causal=True), "python", "causal applies to the FLOPs count of preset=NAME"),
-    (dict(flops_per_sample=float("nan")), "cli", "--flops-per-sample must be a finite number > 0; got nan"),
-    (dict(seq_len=-4), "python", "seq_len must be a whole number >= 1; got -4"),
+    (dict(flops_per_sample=float("nan")), "cli", "--flops-per-sample nan: expected a finite number > 0"),
+    (dict(seq_len=-4), "python", "seq_len=-4: expected a whole number >= 1"),
     (dict(per="chip"), "cli", "--per must be 'device' or 'package'; got 'chip'"),
 ])
 def test_a_wrong_input_is_one_line_in_the_interface_s_terms(kwargs, interface, message):

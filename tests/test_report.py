@@ -58,7 +58,7 @@ def test_html_report_renders_the_answer_first_with_its_numerator(tmp_path):
     assert _h2(body) == ["The answer", "Largest losses", "Stragglers", "Checks", "Facts used", "Waterfall",
                          "Scorecard", "Figures", "Steady-state window"]
     title = re.search(r"<title>(.*?)</title>", body).group(1)
-    assert title.startswith("MFU report: team.csv (table), report of ")
+    assert title.startswith("MFU report: team.csv (table log), report of ")
     # the same text as the terminal answer, section by section
     answer = build_answer(run)
     for heading, fragment in answer.sections():

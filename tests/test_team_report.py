@@ -162,7 +162,11 @@ def test_headings_are_printed_with_their_content():
     (["ACCELERATOR=A100 SXM", "DTYPE=fp8"], "DTYPE=fp8"),
     (["PRESET=mixtral-8x7", "SEQ_LEN=4096"], "PRESET=mixtral-8x7"),
     (["CHECKPOINT_S=-1"], "CHECKPOINT_S"),
-], ids=["accelerator-typo", "fp8-on-a100", "preset-typo", "negative-checkpoint"])
+    # argparse used to answer these itself: "argument --gpus: invalid int value: 'abc'"
+    (["GPUS=abc"], "GPUS=abc: expected a whole number >= 1"),
+    (["PRESET=llama3-8b", "SEQ_LEN=x"], "SEQ_LEN=x: expected a whole number >= 1"),
+], ids=["accelerator-typo", "fp8-on-a100", "preset-typo", "negative-checkpoint", "gpus-not-a-number",
+        "seq-len-not-a-number"])
 def test_a_wrong_value_is_one_line_before_papermill(tmp_path, args, named):
     # Before, papermill ran and printed an 80-98 line traceback with the useful line at the bottom.
     log = _write_log(tmp_path / "steps.csv")

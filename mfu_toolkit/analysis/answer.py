@@ -21,9 +21,9 @@ Every front end renders the same Answer (:meth:`Answer.to_text`, :meth:`Answer.t
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import math
-import re
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +35,7 @@ import pandas as pd
 from ..run import Run
 from .breakdown import Accounting, account, breakdown, mfu_summary
 from .checkpoint import checkpoint_overhead, checkpoint_report, daly_interval, young_interval
-from .inputs import INTERFACES, InputError, ask, input_name, preset_family
+from .inputs import INTERFACES, ask, check_value, preset_family, speak
 from .scorecard import scorecard
 
 __all__ = ["CHECK_STATUSES", "Check", "Answer", "build_answer", "straggler_verdict"]
@@ -287,12 +287,7 @@ def _replayed_verdict(run: Any, out: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _positive_input(name: str, value: Any, interface: str) -> float | None:
-    if value is None:
-        return None
-    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
-    if not ok:
-        raise InputError(f"{input_name(name, interface)} must be a finite number > 0; got {value!r}")
-    return float(value)
+    return None if value is None else float(check_value(name, value, interface=interface))
 
 
 def _checkpoint_advice(acc: Accounting, interface: str, write_s: float | None, every: float | None,
@@ -552,7 +547,7 @@ def _accounting_checks(acc: Accounting, summ: Any) -> list[Check]:
     return out
 
 
-def _load_checks(run: Run, timed: bool) -> list[Check]:
+def _load_checks(run: Run, timed: bool, interface: str) -> list[Check]:
     rep = run.meta.report
     out = []
     if not timed:
@@ -564,7 +559,7 @@ def _load_checks(run: Run, timed: bool) -> list[Check]:
     for note in rep.notes:
         # conflicts are the fact checks' rows, the facts used are their own table
         if not note.startswith(("conflict:", "used from the log")):
-            out.append(Check("load note", "info", note.replace(folder, "") if folder else note))
+            out.append(Check("load note", "info", speak(note.replace(folder, "") if folder else note, interface)))
     return out
 
 
@@ -641,20 +636,7 @@ def _point(note: str, acc: Accounting, interface: str) -> str:
         return "n/a: no recomputation count in the log"
     if any(r in text for r in reasons) or "set meta." in text or "meta.with_accelerator" in text:
         return _POINTER
-    return _speak(text, interface)
-
-
-def _speak(text: str, interface: str) -> str:
-    """``meta.seq_len`` in a note becomes the interface's own request (``--seq-len N``)."""
-    def swap(match: re.Match[str]) -> str:
-        name = match.group(1)
-        name = name[len("model_"):] if name.startswith("model_flops_per_") else name
-        try:
-            return ask(name, interface)
-        except ValueError:
-            return match.group(0)
-
-    return re.sub(r"\bmeta\.([a-z_]+)", swap, text)
+    return speak(text, interface)
 
 
 # --------------------------------------------------------------------------------------------
@@ -890,6 +872,28 @@ def _run_date(meta: Any) -> str | None:
     return text[:10] if len(text) >= 10 and text[4] == "-" and text[7] == "-" else None
 
 
+def _report_day(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.date):
+        return value.strftime("%Y-%m-%d")
+    text = str(value).strip() if isinstance(value, str) else None
+    try:
+        if text is None or len(text) != 10:
+            raise ValueError
+        dt.date.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"report_date must be a date as YYYY-MM-DD (or a datetime.date); got {value!r}") from None
+    return text
+
+
+def _title(log_name: str, fmt: str | None, run_date: str | None, report_day: str | None) -> str:
+    """``MFU report: train.log (megatron log), run of 2024-03-01``."""
+    kind = f" ({fmt} log)" if fmt and fmt != log_name else ""
+    when = f"run of {run_date}" if run_date else f"report of {report_day}" if report_day else "undated"
+    return f"MFU report: {log_name}{kind}, {when}"
+
+
 def _holds(run: Run) -> dict[str, Any]:
     st, red = run.steps, run.reductions
     if red is not None:  # rows reduced out of core: the engine counted them
@@ -904,6 +908,14 @@ def _holds(run: Run) -> dict[str, Any]:
         "facts_stated": sum(1 for f in run.meta.facts if f.get("source") == "stated"),
         "claims": len(run.meta.claims),
     }
+
+
+def _spoken_summary(doc: dict[str, Any], interface: str) -> dict[str, Any]:
+    """The MFU summary with its reasons said in the interface's terms (``--json`` shows them)."""
+    reasons = doc.get("reasons")
+    if isinstance(reasons, dict):
+        doc = {**doc, "reasons": {k: speak(v, interface) if isinstance(v, str) else v for k, v in reasons.items()}}
+    return doc
 
 
 def _headline(acc: Accounting, summ: Any, timed: bool, interface: str) -> dict[str, Any]:
@@ -938,8 +950,13 @@ def build_answer(
     checkpoint_every_steps: float | None = None,
     mtbf_hours: float | None = None,
     title: str | None = None,
+    report_date: str | dt.date | None = None,
 ) -> Answer:
     """The answer for one run, shared by ``mfu analyze`` and the HTML report.
+
+    The title names the log, its format and the run's date where the log states one, else
+    ``report_date`` (the day the report is written, ``YYYY-MM-DD``; ``mfu analyze`` passes
+    today), else "undated": the builder reads no clock, so the same log gives the same report.
 
     ``interface`` ("python", "cli" or "make") words every request for an input.
     ``checkpoint_write_s``, ``checkpoint_every_steps`` and ``mtbf_hours`` feed the checkpoint
@@ -948,9 +965,8 @@ def build_answer(
     """
     if interface not in INTERFACES:
         raise ValueError(f"interface must be one of {', '.join(map(repr, INTERFACES))}; got {interface!r}")
-    if warmup_steps is not None and (isinstance(warmup_steps, bool) or not isinstance(warmup_steps, (int, np.integer))
-                                     or warmup_steps < 0):
-        raise InputError(f"{input_name('warmup_steps', interface)} must be a whole number >= 0; got {warmup_steps!r}")
+    if warmup_steps is not None:
+        warmup_steps = int(check_value("warmup_steps", warmup_steps, interface=interface))
     if isinstance(run_or_accounting, Accounting):
         acc = (run_or_accounting if warmup_steps is None
                else account(run_or_accounting.run, warmup_steps=warmup_steps))
@@ -975,13 +991,11 @@ def build_answer(
         if r["category"] != "ideal_compute" and r["seconds"] > max(_FOLD * wall, 1e-9)
     ][:3] if timed else []
     checks = [*_claim_checks(acc, summ), *_plausibility_check(acc, summ), *_fact_checks(m),
-              *(_accounting_checks(acc, summ) if timed else []), *_load_checks(run, timed)]
+              *(_accounting_checks(acc, summ) if timed else []), *_load_checks(run, timed, interface)]
     log_name = Path(m.source_path).name if m.source_path else (m.name or "run")
     date = _run_date(m)
     if title is None:
-        fmt = m.source_format if m.source_format and m.source_format != log_name else None
-        title = f"MFU report: {log_name}" + (f" ({fmt})" if fmt else "")
-        title += f", run of {date}" if date else f", report of {pd.Timestamp.now().strftime('%Y-%m-%d')}"
+        title = _title(log_name, m.source_format, date, _report_day(report_date))
     return Answer(
         title=title, log_name=log_name, date=date, interface=interface,
         headline=_headline(acc, summ, timed, interface), losses=tuple(losses),
@@ -991,7 +1005,8 @@ def build_answer(
         checkpoint=_checkpoint_advice(acc, interface, write_s, every, mtbf_h) if timed else None,
         checks=tuple(checks), missing=tuple(_missing(acc, interface, timed)),
         facts=tuple(_facts_used(acc, summ)), breakdown=bd, scorecard=sc, window=acc.window.summary(),
-        load={"summary": m.report.summary(), "notes": list(m.report.notes), "skipped": dict(m.report.skipped),
+        load={"summary": m.report.summary(), "notes": [speak(n, interface) for n in m.report.notes],
+              "skipped": dict(m.report.skipped),
               "lines_read": m.report.lines_read, "rows_kept": m.report.rows_kept},
-        holds=_holds(run), summary=summ.to_dict(),
+        holds=_holds(run), summary=_spoken_summary(summ.to_dict(), interface),
     )

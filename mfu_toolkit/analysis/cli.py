@@ -7,6 +7,7 @@ success, 2 on a user error, printed as one line ``mfu <cmd>: error: ...``.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import sys
@@ -80,6 +81,25 @@ def _interface() -> str:
     return value if value in INTERFACES else "cli"
 
 
+# flag dest -> the input it gives; read as text and parsed here, so a value that is not a number is
+# one line in the interface's terms (GPUS=abc: expected a whole number >= 1), not argparse's own
+_NUMERIC = {"n_accelerators": "n_accelerators", "packages": "packages", "seq_len": "seq_len",
+            "global_batch": "global_batch", "flops_per_sample": "flops_per_sample",
+            "flops_per_token": "flops_per_token", "flops_per_step": "flops_per_step",
+            "warmup_steps": "warmup_steps", "checkpoint_s": "checkpoint_write_s",
+            "checkpoint_every": "checkpoint_every_steps", "mtbf_hours": "mtbf_hours"}
+
+
+def _parse_numbers(args: argparse.Namespace, interface: str) -> argparse.Namespace:
+    """The numeric flags of ``mfu analyze`` parsed (``inputs.parse_value``); a bad one raises InputError."""
+    from .inputs import parse_value
+
+    values = {dest: None if getattr(args, dest, None) is None
+              else parse_value(field, getattr(args, dest), interface=interface)
+              for dest, field in _NUMERIC.items()}
+    return argparse.Namespace(**{**vars(args), **values})
+
+
 def _apply_inputs(run: Any, args: argparse.Namespace, interface: str) -> Any:
     """The flags of ``mfu analyze`` applied to the run (``inputs.apply_inputs``)."""
     from .inputs import apply_inputs
@@ -112,10 +132,11 @@ def run_analyze(args: argparse.Namespace) -> int:
 
     interface = _interface()
     try:
+        args = _parse_numbers(args, interface)
         run = _apply_inputs(_load(args), args, interface)
         answer = build_answer(run, interface=interface, warmup_steps=args.warmup_steps,
                               checkpoint_write_s=args.checkpoint_s, checkpoint_every_steps=args.checkpoint_every,
-                              mtbf_hours=args.mtbf_hours)
+                              mtbf_hours=args.mtbf_hours, report_date=datetime.date.today())
         if args.validate:
             print(_validate_text(answer))
             return 0
@@ -261,31 +282,31 @@ def add_parsers(subparsers: Any) -> None:
                    help="dtype of the peak (default: the run's, else bf16; with no --accelerator the run's "
                         "accelerator is looked up again)")
     n = a.add_mutually_exclusive_group()
-    n.add_argument("--n-accelerators", "--gpus", dest="n_accelerators", type=int,
+    n.add_argument("--n-accelerators", "--gpus", dest="n_accelerators",
                    help="framework devices in the job (a world size: one per GPU, two per MI250X, four per "
                         "Trainium2 at LNC=2); the peak is taken per device")
-    n.add_argument("--packages", type=int, help="packages (chips, cards) in the job; the peak is taken per package")
+    n.add_argument("--packages", help="packages (chips, cards) in the job; the peak is taken per package")
     a.add_argument("--per", choices=("device", "package"), default=None,
                    help="what the job's count (the log's, or --gpus/--packages) counts, hence what the peak is per "
                         "(default: devices, as world sizes count them; packages for MLPerf's system description)")
     g = a.add_mutually_exclusive_group()
-    g.add_argument("--flops-per-sample", type=float, help="model training FLOPs per sample")
-    g.add_argument("--flops-per-token", type=float, help="model training FLOPs per token")
-    g.add_argument("--flops-per-step", type=float, help="model training FLOPs per step")
+    g.add_argument("--flops-per-sample", help="model training FLOPs per sample")
+    g.add_argument("--flops-per-token", help="model training FLOPs per token")
+    g.add_argument("--flops-per-step", help="model training FLOPs per step")
     g.add_argument("--preset", help="model preset for the FLOPs (see `mfu flops --list`)")
     a.add_argument("--causal", action="store_true",
                    help="with --preset: count the causal mask in attention ((T + 1) / 2 keys per query; off "
                         "by default, as in PaLM Appendix B)")
-    a.add_argument("--global-batch", type=float, help="samples per step")
-    a.add_argument("--seq-len", type=int,
+    a.add_argument("--global-batch", help="samples per step")
+    a.add_argument("--seq-len",
                    help="tokens per sample; with --preset the FLOPs are counted at it, else at the log's own "
                         "sequence length, else at the preset's published one (required where it has none)")
-    a.add_argument("--warmup-steps", type=int, help="override: warm-up steps dropped per attempt")
-    a.add_argument("--checkpoint-s", type=float, default=None, metavar="S",
+    a.add_argument("--warmup-steps", help="override: warm-up steps dropped per attempt")
+    a.add_argument("--checkpoint-s", default=None, metavar="S",
                    help="checkpoint write time in seconds, for the interval advice (default: the log's median)")
-    a.add_argument("--checkpoint-every", type=float, default=None, metavar="N",
+    a.add_argument("--checkpoint-every", default=None, metavar="N",
                    help="steps between checkpoints, for the interval advice (default: the log's)")
-    a.add_argument("--mtbf-hours", type=float, default=None, metavar="H",
+    a.add_argument("--mtbf-hours", default=None, metavar="H",
                    help="the job's mean time between failures in hours (default: observed failures)")
     a.add_argument("--strict", action="store_true", help="exit 1 when any check warns (to gate CI on it)")
     a.add_argument("--validate", action="store_true",

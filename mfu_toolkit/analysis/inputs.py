@@ -15,11 +15,14 @@ input as the interface spells it, the value received and what was expected.
 from __future__ import annotations
 
 import math
+import numbers
+import re
 from typing import Any
 
 from ..run import Run
 
-__all__ = ["INTERFACES", "InputError", "ask", "input_name", "apply_inputs", "preset_family"]
+__all__ = ["INTERFACES", "InputError", "ask", "input_name", "apply_inputs", "check_value", "parse_value",
+           "flops_request", "preset_family", "speak"]
 
 INTERFACES: tuple[str, ...] = ("python", "cli", "make")
 
@@ -103,17 +106,54 @@ def _given_where(field: str, interface: str) -> str:
 # checks of single values
 
 
-def _count(field: str, value: Any, interface: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer() or value < 1:
-        raise InputError(f"{input_name(field, interface)} must be a whole number >= 1; got {value!r}")
+_EXPECTED = {"count": "a whole number >= 1", "whole": "a whole number >= 0", "positive": "a finite number > 0"}
+_KIND = {"n_accelerators": "count", "packages": "count", "seq_len": "count", "warmup_steps": "whole",
+         "global_batch": "positive", "flops_per_sample": "positive", "flops_per_token": "positive",
+         "flops_per_step": "positive", "checkpoint_write_s": "positive", "checkpoint_every_steps": "positive",
+         "mtbf_hours": "positive"}
+
+
+def _bad(field: str, value: Any, interface: str) -> InputError:
+    """``GPUS=abc: expected a whole number >= 1``: the value as typed, then what was expected."""
+    return InputError(f"{_said(field, value, interface)}: expected {_EXPECTED[_KIND[field]]}")
+
+
+def check_value(field: str, value: Any, *, interface: str = "python") -> int | float:
+    """A numeric input checked against what ``field`` takes (a count, a whole number >= 0 or a
+    finite number > 0); counts come back as ``int``. A wrong one raises :class:`InputError`."""
+    _check_interface(interface)
+    if field not in _KIND:
+        raise ValueError(f"field must be one of {', '.join(sorted(_KIND))}; got {field!r}")
+    kind = _KIND[field]
+    number = not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
+    if kind == "positive":
+        if not number or value <= 0:
+            raise _bad(field, value, interface)
+        return float(value)
+    if not number or not float(value).is_integer() or value < (1 if kind == "count" else 0):
+        raise _bad(field, value, interface)
     return int(value)
 
 
+def parse_value(field: str, text: str, *, interface: str = "cli") -> int | float:
+    """A numeric input as typed (a flag's or make variable's text) parsed and checked:
+    ``parse_value("n_accelerators", "abc", interface="make")`` raises ``GPUS=abc: expected a
+    whole number >= 1``. Used where argparse would otherwise answer in its own terms."""
+    _check_interface(interface)
+    if field not in _KIND:
+        raise ValueError(f"field must be one of {', '.join(sorted(_KIND))}; got {field!r}")
+    try:
+        return check_value(field, float(str(text).strip()), interface=interface)
+    except (ValueError, InputError):
+        raise _bad(field, str(text).strip(), interface) from None
+
+
+def _count(field: str, value: Any, interface: str) -> int:
+    return int(check_value(field, value, interface=interface))
+
+
 def _positive(field: str, value: Any, interface: str) -> float:
-    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
-    if not ok:
-        raise InputError(f"{input_name(field, interface)} must be a finite number > 0; got {value!r}")
-    return float(value)
+    return float(check_value(field, value, interface=interface))
 
 
 def _text(field: str, value: Any, interface: str) -> str:
@@ -124,6 +164,63 @@ def _text(field: str, value: Any, interface: str) -> str:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+
+
+# --------------------------------------------------------------------------------------------
+# the library's own hints, said in the interface's terms
+
+_FLOPS_HINT = re.compile(r"model FLOPs per (sample|token|step) unknown \(set meta\.[a-z_]+(?:, or [^)]*)?\)")
+_PEAK_HINT = re.compile(r"unknown (n_accelerators)?(?: and )?(peak_flops_per_accelerator)?"
+                        r"(?: \(resolve it with meta\.with_accelerator\(name, dtype\)\))?")
+_HFU_HINT = re.compile(r"hardware FLOPs \(with recomputation\) unknown: set meta\.hardware_flops_per_step"
+                       r"(?: and meta\.model_flops_per_step)?")
+_EXTRA = re.compile(r"\bmeta\.extra(?:\[['\"](\w+)['\"]\])?")
+
+
+def flops_request(unit: str, interface: str) -> str:
+    """What to give for the model FLOPs of a run whose work is counted per ``unit``."""
+    if unit == "step":
+        return (f"{ask('preset', interface)} {ask('seq_len', interface)} {ask('global_batch', interface)} or "
+                f"{ask('flops_per_step', interface)}")
+    return ask("model_flops_per_token" if unit == "token" else "model_flops", interface)
+
+
+def _peak_words(match: re.Match[str], interface: str) -> str:
+    count, peak = match.group(1), match.group(2)
+    if not count and not peak:
+        return match.group(0)
+    wants = ([f"accelerator count (give {ask('n_accelerators', interface)})"] if count else []) + (
+        [f"peak (give {ask('accelerator', interface)}, and {ask('dtype', interface)} when not bf16)"]
+        if peak else [])
+    return "unknown " + " and ".join(wants)
+
+
+def speak(text: str, interface: str) -> str:
+    """The library's hints in ``text`` said in the terms of ``interface``.
+
+    ``"model FLOPs per sample unknown (set meta.model_flops_per_sample)"`` becomes, for the
+    command line, ``"model FLOPs per sample unknown (give --preset NAME --seq-len N or
+    --flops-per-sample F)"``; ``meta.with_accelerator(...)`` becomes ``--accelerator NAME``,
+    ``meta.seq_len`` ``--seq-len N``; ``meta.extra['results']`` "the run's metadata ('results')"
+    outside Python, where there is no ``meta`` to look in.
+    """
+    _check_interface(interface)
+    text = _FLOPS_HINT.sub(lambda m: f"model FLOPs per {m.group(1)} unknown (give "
+                                     f"{flops_request(m.group(1), interface)})", str(text))
+    text = _PEAK_HINT.sub(lambda m: _peak_words(m, interface), text)
+    text = _HFU_HINT.sub("hardware FLOPs (with recomputation) unknown: the log gives no recomputation count", text)
+    if interface != "python":
+        text = _EXTRA.sub(lambda m: "the run's metadata" + (f" ({m.group(1)!r})" if m.group(1) else ""), text)
+
+    def swap(match: re.Match[str]) -> str:
+        name = match.group(1)
+        name = name[len("model_"):] if name.startswith("model_flops_per_") else name
+        try:
+            return ask(name, interface)
+        except ValueError:
+            return match.group(0)
+
+    return re.sub(r"\bmeta\.([a-z_]+)", swap, text)
 
 
 # --------------------------------------------------------------------------------------------
