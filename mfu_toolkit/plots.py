@@ -1142,6 +1142,29 @@ def mfu_vs_gpu_util(
 _KIND_COLOURS = {"matmul": _BLUE, "attention": _PURPLE, "elementwise": _RED, "embedding": _ORANGE}
 
 
+def _roofline_labels(t: pd.DataFrame, lo: float) -> list[tuple[float, list[str]]]:
+    """Clusters of points to label once each: ``(x of the cluster's first point, names)``.
+
+    Ops of one intensity sit on one point, and points closer than a third of a decade would
+    print their labels over each other, so each cluster gets one label ("3-6") at its first
+    point and the figure lists the names beside the axes.
+    """
+    points: dict[float, list[str]] = {}
+    for name, inten in zip(t["name"], t["intensity"], strict=True):
+        xi = max(float(inten), lo)
+        points.setdefault(math.log10(xi), []).append(f"{name} (0 FLOP)" if inten == 0 else str(name))
+    clusters: list[tuple[float, list[str]]] = []
+    prev = None
+    for key in sorted(points):
+        name = " / ".join(points[key])
+        if prev is not None and key - prev < 1 / 3:
+            clusters[-1][1].append(name)
+        else:
+            clusters.append((10 ** key, [name]))
+        prev = key
+    return clusters
+
+
 def roofline(
     data: pd.DataFrame,
     *,
@@ -1175,17 +1198,24 @@ def roofline(
         ax.plot(x, np.minimum(mp, x * bw) / 1e12, color="0.45", linewidth=1.2, linestyle="--",
                 label=f"measured matmul roof ({mp / peak:.0%} of peak)")
     ax.axvline(ridge, color="0.6", linewidth=0.8, linestyle=":")
-    ax.annotate(f"ridge {ridge:,.0f} FLOP/B", xy=(ridge, peak / 1e12), xytext=(6, -16), textcoords="offset points",
-                fontsize="small", color="0.3")
+    ax.annotate(f"ridge {ridge:,.0f} FLOP/B", xy=(ridge, peak / 1e12), xytext=(-8, 4), textcoords="offset points",
+                fontsize="small", color="0.3", ha="right", va="bottom")
     for kind, group in t.groupby("kind", sort=False):
         xi = group["intensity"].clip(lower=lo).to_numpy(float)
         ax.scatter(xi, np.minimum(peak, xi * bw) / 1e12, s=45, zorder=3, color=_KIND_COLOURS.get(kind, _GREY),
                    label=str(kind), edgecolor="white", linewidth=0.6)
-    for i, (name, inten) in enumerate(zip(t["name"], t["intensity"], strict=True)):
-        xi = max(float(inten), lo)
-        text = f"{name} (0 FLOP)" if inten == 0 else str(name)
-        ax.annotate(text, xy=(xi, min(peak, xi * bw) / 1e12), xytext=(6, -12 - 11 * (i % 2)),
-                    textcoords="offset points", fontsize="x-small", color="0.25")
+    k, lines = 0, []
+    for xi, names in _roofline_labels(t, lo):
+        first, k = k + 1, k + len(names)
+        # one number (or range) per cluster, off the line: under the flat roof, up-left of the slope
+        offset = (0, -14) if xi >= ridge else (-10, 6)
+        ax.annotate(f"{first}" if k == first else f"{first}-{k}", xy=(xi, min(peak, xi * bw) / 1e12),
+                    xytext=offset, textcoords="offset points", fontsize="x-small", color="0.2",
+                    ha="center", fontweight="bold")
+        for n, name in enumerate(names, start=first):
+            lines += textwrap.wrap(f"{n}  {name}", width=46, subsequent_indent="    ")
+    key = "\n".join(lines)
+    ax.text(1.03, 0.0, key, transform=ax.transAxes, va="bottom", ha="left", fontsize="x-small", color="0.2")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
