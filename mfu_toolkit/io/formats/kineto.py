@@ -258,8 +258,12 @@ _COLON_B_RE = re.compile(rb"\s*:\s*")
 _DOC_KEYS = ("distributedInfo", "deviceProperties", "baseTimeNanoseconds")
 _STEP_MARK = b"ProfilerStep#"
 _CAT = b'"cat"'
-# Texts counted over the whole file (guards of the selective read; "ph" counts the events read).
-_COUNTED = (b"{", b"}", b"\x00", b'"ph"', b'"traceEvents"', *(f'"{k}"'.encode() for k in _DOC_KEYS))
+# Texts counted over the whole file (guards of the selective read; "ph" counts the events read),
+# found by the four bytes that end them: a vectorised compare of the file's 4-byte words (at each
+# of the four alignments), each hit then checked against the whole text.
+_KEYS_B = (b'"traceEvents"', *(f'"{k}"'.encode() for k in _DOC_KEYS))
+_COUNTED = (b'"ph"', *_KEYS_B)
+_GRAMS = tuple(int.from_bytes(k[-4:], "little") for k in _COUNTED)
 # A GPU event's category; then, optionally, the rest of the layout the profiler writes, up to
 # "dur" (no escapes in the name, plain numbers), read without decoding the event. Events in any
 # other layout are decoded.
@@ -271,6 +275,7 @@ _GPU_CAT_RE = re.compile(
     rb'\s*"ts"\s*:\s*(' + _NUM + rb')\s*,\s*"dur"\s*:\s*(' + _NUM + rb')\s*[,}])?'
 )
 _EVENT_HEAD_RE = re.compile(rb'\{\s*"ph"\s*:\s*"X"\s*,\s*')
+_HEAD = b'{"ph": "X", '  # the profiler's own event head (json.dumps spacing), checked without a regex
 _WINDOW = 4096  # bytes first decoded around an event; quadrupled while the value runs past it
 
 _Picked = tuple[dict[str, Any], list[tuple], list[tuple[int, tuple]], int, dict[str, int]]
@@ -278,13 +283,19 @@ _Picked = tuple[dict[str, Any], list[tuple], list[tuple[int, tuple]], int, dict[
 
 def _quick(buf: bytearray, s: int, h: int, g: re.Match[bytes]) -> tuple | None:
     """The compact tuple of a GPU event in the profiler's own layout, read from its bytes."""
-    if g.group(4) is None or not _EVENT_HEAD_RE.fullmatch(buf, s, h):
+    cat, name, ts, dur = g.groups()
+    if dur is None or (h - s != len(_HEAD) and not _EVENT_HEAD_RE.fullmatch(buf, s, h)):
         return None
-    t, d = float(g.group(3)), float(g.group(4))
+    t, d = float(ts), float(dur)
     if not (math.isfinite(t) and math.isfinite(d) and d >= 0):
         return None
-    if g.group(1).lower() == b"kernel":
-        return (_COMM if _is_comm(g.group(2).decode("utf-8")) else _COMPUTE, t, d, 0)
+    if cat == b"kernel" or cat.lower() == b"kernel":
+        if name.isascii():
+            low = name.lower()
+            comm = b"nccl" in low or b"rccl" in low  # _COMM_WORDS
+        else:
+            comm = _is_comm(name.decode("utf-8"))
+        return (_COMM if comm else _COMPUTE, t, d, 0)
     return (_MEM, t, d, 0)
 
 
@@ -312,6 +323,69 @@ def _decode_value(buf: bytearray, n: int, at: int, dec: json.JSONDecoder) -> tup
         return obj, at + (end if text.isascii() else len(text[:end].encode("utf-8")))
 
 
+class _Guards:
+    """What the selective read requires of the whole file, checked chunk by chunk as inflated.
+
+    No NUL byte, UTF-8, braces balanced, ``"traceEvents"`` and each top-level fact key at most
+    once (their first offsets kept), and the count of ``"ph"`` (the events read). Run by the
+    inflating thread (numpy's compares release the GIL), one chunk ahead of the selective read.
+    """
+
+    def __init__(self) -> None:
+        self.ok, self.n, self.braces, self.tail = True, 0, 0, b""  # braces: opening minus closing
+        self.counts = dict.fromkeys(_COUNTED, 0)
+        self.first: dict[bytes, int] = {}
+        self.utf8: Any = None  # an incremental decoder, once a byte is not ASCII
+
+    def feed(self, chunk: bytes) -> None:
+        try:
+            if self.ok:
+                self._check(chunk)
+        except Exception:  # not UTF-8, or any surprise: the full parse decides
+            self.ok = False
+        self.n += len(chunk)
+        self.tail = (self.tail + chunk)[-32:]
+
+    def _check(self, chunk: bytes) -> None:
+        if b"\x00" in chunk:
+            self.ok = False
+            return
+        byte = np.frombuffer(chunk, np.uint8)
+        self.braces += int(np.count_nonzero(byte == 123)) - int(np.count_nonzero(byte == 125))
+        del byte
+        seg = self.tail + chunk  # a text may end in this chunk but start before it
+        base = self.n - len(self.tail)
+        for k in range(min(4, len(seg) - 3)):
+            words = np.frombuffer(seg, "<u4", count=(len(seg) - k) // 4, offset=k)
+            for pat, gram in zip(_COUNTED, _GRAMS, strict=True):
+                if pat == b'"ph"':
+                    self.counts[pat] += int(np.count_nonzero(words[max(0, (len(self.tail) - k - 4) // 4 + 1) :] == gram))
+                    continue
+                for j in np.flatnonzero(words == gram).tolist():
+                    at = k + 4 * j + 4 - len(pat)  # where the text starts in seg
+                    if at >= 0 and k + 4 * j + 4 > len(self.tail) and seg.startswith(pat, at):
+                        self.counts[pat] += 1
+                        self.first[pat] = min(self.first.get(pat, base + at), base + at)
+            del words
+        if any(self.counts[p] > 1 for p in _KEYS_B):
+            self.ok = False
+        if self.utf8 is not None or not chunk.isascii():
+            if self.utf8 is None:
+                import codecs
+
+                self.utf8 = codecs.getincrementaldecoder("utf-8")()
+            self.utf8.decode(chunk)
+
+    def whole(self) -> bool:
+        """Every chunk passed, and the last one ends the UTF-8 text."""
+        if self.ok and self.utf8 is not None:
+            try:
+                self.utf8.decode(b"", True)
+            except UnicodeDecodeError:
+                self.ok = False
+        return self.ok and self.braces == 0
+
+
 class _Scan:
     """The selective read over a trace's inflated bytes, fed chunk by chunk as they are inflated.
 
@@ -323,11 +397,8 @@ class _Scan:
     last ``"cat"`` seen (a category's text cannot hold another), a step mark whole.
     """
 
-    def __init__(self, size: int = 0, scan: bool = True) -> None:
-        self.buf, self.n, self.ok = bytearray(size), 0, scan
-        self.counts = dict.fromkeys(_COUNTED, 0)
-        self.first: dict[bytes, int] = {}
-        self.utf8: Any = None  # an incremental decoder, once a byte is not ASCII
+    def __init__(self, guards: _Guards, size: int = 0, scan: bool = True) -> None:
+        self.buf, self.n, self.ok, self.guards = bytearray(size), 0, scan, guards
         self.pos = self.step_pos = 0  # GPU categories / step marks before these are located
         self.gpu: list[re.Match[bytes]] = []  # located, not yet assigned to their events
         self.steps: list[int] = []
@@ -343,9 +414,10 @@ class _Scan:
             del self.buf[old:]
             self.buf += chunk
         self.n = end
+        if self.ok and not self.guards.ok:
+            self.ok = False
         if self.ok:
             try:
-                self._check(chunk, old)
                 self._locate(final=False)
             except Exception:  # any surprise: the full parse decides
                 self.ok = False
@@ -354,25 +426,6 @@ class _Scan:
         """The whole inflated file (the buffer trimmed to its length)."""
         del self.buf[self.n:]
         return self.buf
-
-    def _check(self, chunk: bytes, old: int) -> None:
-        """Count the guard texts in the new bytes (and those crossing into them); check UTF-8."""
-        buf, n = self.buf, self.n
-        for pat in _COUNTED:
-            a = max(0, old - len(pat) + 1)  # an occurrence ending in the new bytes starts here or later
-            c = buf.count(pat, a, n)
-            if c:
-                self.counts[pat] += c
-                if pat not in self.first:
-                    self.first[pat] = buf.find(pat, a, n)
-        if self.counts[b"\x00"] or self.counts[b'"traceEvents"'] > 1 or any(self.counts[p] > 1 for p in _COUNTED[5:]):
-            self.ok = False
-        if self.utf8 is not None or not chunk.isascii():
-            if self.utf8 is None:
-                import codecs
-
-                self.utf8 = codecs.getincrementaldecoder("utf-8")()
-            self.utf8.decode(chunk)  # UnicodeDecodeError: not UTF-8, the full parse decides
 
     def _locate(self, final: bool) -> None:
         """Find the GPU categories and step marks that are decided, and assign them to events."""
@@ -397,33 +450,49 @@ class _Scan:
     def _assign(self, safe: int) -> None:
         """Each located match before ``safe``, in file order, to the event (``{``) that holds it.
 
-        Linear: each event start is searched for back to the previous match only."""
-        hits = sorted([(g.start(), g) for g in self.gpu if g.start() < safe] + [(a, None) for a in self.steps if a < safe],
-                      key=lambda x: x[0])
-        self.gpu = [g for g in self.gpu if g.start() >= safe]
-        self.steps = [a for a in self.steps if a >= safe]
-        if hits and self.prev_h < 0:
-            key = self.first.get(b'"traceEvents"')
-            if key is None or hits[0][0] < key:
-                self.ok = False  # a match before traceEvents: the full parse decides
-                return
-            self.prev_h = key + len(b'"traceEvents"')
+        Linear: each event start is searched for back to the previous match only; an event in
+        the profiler's own head (``{"ph": "X", "cat": ...``) is recognised without a search."""
+        ready = self.gpu
+        while ready and ready[-1].start() >= safe:
+            ready = ready[:-1]
+        self.gpu = self.gpu[len(ready):]
+        hits: list[tuple[int, re.Match[bytes] | None]] = [(g.start(), g) for g in ready]
+        if self.steps:
+            now = [a for a in self.steps if a < safe]
+            self.steps = self.steps[len(now):]
+            hits = sorted(hits + [(a, None) for a in now], key=lambda x: x[0])
+        if hits and self.prev_h < 0 and not self._begin(hits[0][0]):
+            return
+        buf, head, starts, quick = self.buf, _HEAD, self.starts, self.quick
         for h, g in hits:
-            s = self.buf.rfind(b"{", self.prev_h, h)
-            if s < 0:
-                s = self.prev_s  # no brace since the previous match: the same event
-            if s < 0:
-                self.ok = False
-                return
-            self.prev_h, self.prev_s = h, s
-            if s in self.starts:
-                self.quick.pop(s, None)  # two matches in one event: decode it
-                self.starts[s] = max(self.starts[s], h)
+            if h - len(head) >= self.prev_h and buf.startswith(head, h - len(head)):
+                s = h - len(head)  # the last brace before h
+            else:
+                s = buf.rfind(b"{", self.prev_h, h)
+                if s < 0:
+                    s = self.prev_s  # no brace since the previous match: the same event
+                if s < 0:
+                    self.ok = False
+                    return
+            self.prev_h = h
+            if s == self.prev_s:
+                quick.pop(s, None)  # two matches in one event: decode it
+                starts[s] = max(starts[s], h)
                 continue
-            self.starts[s] = h
-            q = _quick(self.buf, s, h, g) if g is not None else None
+            self.prev_s = s
+            starts[s] = h
+            q = _quick(buf, s, h, g) if g is not None else None
             if q is not None:
-                self.quick[s] = q
+                quick[s] = q
+
+    def _begin(self, first_hit: int) -> bool:
+        """Matches are searched for from the end of the ``"traceEvents"`` key, which comes first."""
+        key = self.guards.first.get(b'"traceEvents"')
+        if key is None or first_hit < key:
+            self.ok = False  # a match before traceEvents: the full parse decides
+            return False
+        self.prev_h = key + len(b'"traceEvents"')
+        return True
 
     def result(self) -> _Picked | None:
         """The selective read's events, facts and counts; None when it does not apply."""
@@ -440,18 +509,18 @@ class _Scan:
 
     def _whole(self) -> bool:
         """A complete document: one object, braces balanced, one traceEvents array, UTF-8."""
-        buf, n, c = self.buf, self.n, self.counts
-        if self.utf8 is not None:
-            self.utf8.decode(b"", True)
+        buf, n = self.buf, self.n
+        if not self.guards.whole():
+            return False
         first = 3 if buf.startswith(b"\xef\xbb\xbf") else 0
         while first < n and buf[first] in b" \t\r\n,":
             first += 1
         last = n - 1
         while last > first and buf[last] in b" \t\r\n":
             last -= 1
-        if first >= n or buf[first] != ord("{") or buf[last] != ord("}") or c[b"{"] != c[b"}"]:
+        if first >= n or buf[first] != ord("{") or buf[last] != ord("}"):
             return False
-        key = self.first.get(b'"traceEvents"')
+        key = self.guards.first.get(b'"traceEvents"')
         return key is not None and _TRACE_EVENTS_B_RE.match(buf, key, n) is not None
 
     def _doc_keys(self) -> dict[str, Any] | None:
@@ -459,7 +528,7 @@ class _Scan:
         plain = json.JSONDecoder()
         doc: dict[str, Any] = {}
         for key in _DOC_KEYS:
-            at = self.first.get(f'"{key}"'.encode())
+            at = self.guards.first.get(f'"{key}"'.encode())
             if at is None:
                 continue
             at += len(key) + 2
@@ -491,11 +560,12 @@ class _Scan:
                 bad.append((line, obj))
             else:
                 kept.append(obj)
-        return doc, kept, bad, self.counts[b'"ph"'], self._key_lines()
+        return doc, kept, bad, self.guards.counts[b'"ph"'], self._key_lines()
 
     def _key_lines(self) -> dict[str, int]:
         """Line of the first ``"distributedInfo"`` / ``"deviceProperties"`` / ``"world_size"``."""
-        pos = {k: self.first[f'"{k}"'.encode()] for k in ("distributedInfo", "deviceProperties") if f'"{k}"'.encode() in self.first}
+        first = self.guards.first
+        pos = {k: first[f'"{k}"'.encode()] for k in ("distributedInfo", "deviceProperties") if f'"{k}"'.encode() in first}
         if "distributedInfo" in pos:
             at = self.buf.find(b'"world_size"', pos["distributedInfo"], self.n)
             if at >= 0:
@@ -505,8 +575,10 @@ class _Scan:
 
 def _scan(data: bytes) -> _Picked | None:
     """The selective read of a whole file's bytes at once (tests compare it with the full parse)."""
-    sc = _Scan()
+    guards = _Guards()
+    sc = _Scan(guards)
     for i in range(0, len(data), 1 << 16):
+        guards.feed(data[i : i + (1 << 16)])
         sc.feed(data[i : i + (1 << 16)])
     return sc.result()
 
@@ -667,7 +739,7 @@ def _key_lines(raw: bytes | bytearray) -> dict[str, int]:
 _END = object()  # the end of the inflated chunks
 
 
-def _inflated_ahead(reader: Reader) -> Iterator[bytes]:
+def _inflated_ahead(reader: Reader, guards: _Guards | None = None) -> Iterator[bytes]:
     """The file's bytes in chunks, inflated (within the reading limits) by a thread one chunk
     ahead of the caller: zlib releases the GIL while it inflates, so the selective read of one
     chunk overlaps the inflation of the next. A LoadError of the reading is raised here."""
@@ -686,6 +758,8 @@ def _inflated_ahead(reader: Reader) -> Iterator[bytes]:
     def run() -> None:
         try:
             for chunk in iter_chunks(reader.path, reader.limits):
+                if guards is not None:
+                    guards.feed(chunk)
                 if not put(chunk):
                     return
             put(_END)
@@ -708,8 +782,10 @@ def _scanned(reader: Reader) -> _Scan:
     """The file inflated into one buffer, read selectively as it arrives (unless strict)."""
     size = kr.inflated_size(reader.path, reader.limits)
     trusted = 0 < size < reader.limits.inflate_limit(reader.path.stat().st_size)  # else a trailer's claim
-    sc = _Scan(size if trusted else 0, scan=FAST_PATH and not reader.strict)
-    for chunk in _inflated_ahead(reader):
+    fast = FAST_PATH and not reader.strict
+    guards = _Guards()
+    sc = _Scan(guards, size if trusted else 0, scan=fast)
+    for chunk in _inflated_ahead(reader, guards if fast else None):
         sc.feed(chunk)
     return sc
 
