@@ -212,7 +212,7 @@ def test_analyze_preset_causal_counts_the_mask(tmp_path, capsys):
     drop = 3 * 2 * 2 * (8192 - 8193 / 2) * 32 * 128 * 32 * 16 * 8192 / (64 * H100_BF16)
     assert plain["steady_state_mfu"] - causal["steady_state_mfu"] == pytest.approx(drop, rel=1e-6)
     assert "causal on" in causal["model_flops_source"] and "causal off" in plain["model_flops_source"]
-    assert causal["model_flops_source"].startswith("preset 'llama3-8b' at seq_len 8192 (the run's seq_len)")
+    assert causal["model_flops_source"].startswith("preset 'llama3-8b' at seq_len 8192 (the run's own sequence length)")
 
 
 def test_analyze_preset_counts_at_the_logs_seq_len(tmp_path, capsys):
@@ -221,12 +221,12 @@ def test_analyze_preset_counts_at_the_logs_seq_len(tmp_path, capsys):
     doc = _analyze(capsys, str(sim), "--preset", "mixtral-8x7b")
     per_token = 3 * _forward_per_token(4096, **MISTRAL, experts=8, top_k=2)
     assert doc["steady_state_mfu"] == pytest.approx(16 * 4096 * per_token / (64 * H100_BF16), rel=1e-9)
-    assert doc["model_flops_source"].startswith("preset 'mixtral-8x7b' at seq_len 4096 (the run's seq_len)")
+    assert doc["model_flops_source"].startswith("preset 'mixtral-8x7b' at seq_len 4096 (the run's own sequence length)")
     # --seq-len wins over the log's.
     doc = _analyze(capsys, str(sim), "--preset", "mixtral-8x7b", "--seq-len", "2048")
     per_token = 3 * _forward_per_token(2048, **MISTRAL, experts=8, top_k=2)
     assert doc["steady_state_mfu"] == pytest.approx(16 * 2048 * per_token / (64 * H100_BF16), rel=1e-9)
-    assert "at seq_len 2048 (--seq-len)" in doc["model_flops_source"]
+    assert "at seq_len 2048 (given as --seq-len 2048)" in doc["model_flops_source"]
 
 
 def test_analyze_preset_counts_at_a_stated_seq_len_fact(tmp_path, capsys):
@@ -254,7 +254,7 @@ def test_analyze_preset_without_any_seq_len_names_the_flag(tmp_path, capsys):
     assert "give --seq-len N" in err
     # a preset with a published length still counts at it (Llama 3 8B: 8192)
     doc = _analyze(capsys, str(sim), "--preset", "llama3-8b")
-    assert doc["model_flops_source"].startswith("preset 'llama3-8b' at seq_len 8192 (published)")
+    assert doc["model_flops_source"].startswith("preset 'llama3-8b' at seq_len 8192 (the preset's published training length)")
     assert _run(["analyze", str(sim), "--causal"]) == 2
     assert "--causal applies to the FLOPs count of --preset" in capsys.readouterr().err
 

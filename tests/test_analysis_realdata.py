@@ -297,12 +297,45 @@ def test_the_answer_reads_well_for_every_real_run(realdata):  # noqa: F811
         text = a.to_text(width=100)
         assert max(len(line) for line in text.splitlines()) <= 100, path.name
         assert "Wall time: 0.000 s" not in text and not re.search(r"\de[-+]\d\d", text), path.name
-        assert "meta.model_flops" not in text and "with_accelerator" not in text, path.name
-        json.dumps(a.to_dict(), allow_nan=False)
+        # every front end asks in the interface's terms: no Python internals in the text or the JSON
+        # (before, --json carried "set meta.model_flops_per_sample" under summary.reasons)
+        for shown in (text, json.dumps(a.to_dict(), allow_nan=False),
+                      json.dumps(build_answer(run, interface="make").to_dict())):
+            for internal in ("meta.", "set meta", "with_accelerator", "resolve it with"):
+                assert internal not in shown, (path.name, internal)
         assert all(c.status in ("ok", "warn", "info") for c in a.checks)
         if not a.timed:
             untimed += 1
             body = html_report(run, answer=a)
             assert "What the log holds" in body and "<img" not in body, path.name
+            assert "meta." not in body, path.name
         built += 1
     assert built >= 10 and untimed >= 3, (built, untimed)  # Lightning metrics.csv, sacct, a TensorBoard folder
+
+
+def test_mlperf_denominator_says_the_log_stated_accelerator_and_count(realdata):  # noqa: F811
+    path = realdata / "mlperf" / "v4.1_NVIDIA_eos_n64_ngc24.09_nemo_gpt3_result_0.txt"
+    # the line of the raw file that states the platform ("64xNVIDIA DGX H100": 64 nodes of 8 H100)
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1)
+                if '"key": "submission_platform"' in text and "64xNVIDIA DGX H100" in text)
+    a = _answer(path)
+    src = a.headline["denominator"]["sources"]
+    assert src["accelerator"] == f"stated in the log at {path.name}:{line}"
+    assert src["count"].startswith("stated in the log at ") and a.headline["denominator"]["n_accelerators"] == 64 * 8
+    # the log states no dtype: bf16 is a default, and says how to give another (before: "the mlperf metadata")
+    assert src["dtype"] == "default (bf16 assumed; give --dtype DTYPE)"
+    assert {f["name"]: f["where"] for f in a.facts}["dtype"] == src["dtype"]
+    assert f"accelerator stated in the log at {path.name}:{line}" in " ".join(a.to_text().split())
+
+
+def test_a_sampled_rank_trace_divides_by_the_world_size_it_states(realdata):  # noqa: F811
+    import gzip
+
+    path = realdata / "kineto" / "HTA_trace_filter_sampled_rank-0_ws128.json.gz"
+    world = int(re.search(rb'"world_size":\s*(\d+)', gzip.decompress(path.read_bytes())).group(1))
+    assert world == 128  # the file's distributedInfo
+    a = _answer(path, accelerator="A100")
+    assert a.headline["denominator"]["n_accelerators"] == world
+    check = {c.name: c for c in a.checks}["accelerator count"]
+    assert check.status == "info" and check.message.startswith(f"MFU divides by {world} accelerators (stated in the log at")
+    assert check.message.endswith("the log holds steps of 1 rank (0) only, a sample of the job's ranks")

@@ -62,7 +62,7 @@ def test_facts_used_say_where_each_came_from():
     assert not [f for f in a.facts if f["name"] == "seq_len"]  # the fact is stated but never applied here
     run = _hand_run(facts=[stated])
     run = run.replace(meta=run.meta.replace(seq_len=2048))
-    assert {f["name"]: f["where"] for f in build_answer(run).facts}["seq_len"] == "the log, hand.log:7"
+    assert {f["name"]: f["where"] for f in build_answer(run).facts}["seq_len"] == "stated in the log at hand.log:7"
 
 
 def test_claims_are_checked_with_the_ratio_and_the_peak_the_framework_used():
@@ -210,3 +210,78 @@ def test_bad_options_and_impossible_mfu():
     with pytest.raises(ValueError, match="Check.status must be one of ok, warn, info"):
         Check("x", "error", "y")
     assert isinstance(build_answer(_hand_run()), Answer)
+
+
+# --------------------------------------------------------------------------------------------
+# every message in the interface's terms; where each part of the denominator came from
+
+
+def _bare_run() -> Run:
+    """The hand run with no FLOPs, no accelerator and no count: what the answer must ask for."""
+    events = [{"kind": "eval", "start_s": 8.0, "end_s": 10.0, "attempt": 0, "rank": -1, "detail": ""}]
+    return Run.build(_steps(), events, RunMeta(name="hand", source_path="/logs/hand.log", source_format="table"))
+
+
+@pytest.mark.parametrize(("interface", "flops", "count"), [
+    ("cli", "--flops-per-step F", "--gpus N"),
+    ("make", "FLOPS_PER_STEP=F", "GPUS=N"),
+    ("python", "flops_per_step=F", "n_accelerators=N"),
+])
+def test_the_json_asks_in_the_interfaces_terms(interface, flops, count):
+    # Before, summary.reasons carried "set meta.model_flops_per_step" and
+    # "resolve it with meta.with_accelerator(name, dtype)" in every front end.
+    doc = build_answer(_bare_run(), interface=interface).to_dict()
+    text = json.dumps(doc)
+    for internal in ("meta.", "set meta", "with_accelerator", "resolve it with"):
+        assert internal not in text, internal
+    reason = doc["summary"]["reasons"]["steady_state_mfu"]
+    assert "model FLOPs per step unknown (give " in reason and flops in reason
+    assert f"unknown accelerator count (give {count})" in reason
+
+
+def test_an_undated_log_is_titled_with_the_date_passed():
+    run = _hand_run()
+    assert build_answer(run, report_date="2026-01-31").title == "MFU report: hand.log (table log), report of 2026-01-31"
+    # the builder reads no clock: without a date it says so, and the same log gives the same title
+    assert build_answer(run).title == "MFU report: hand.log (table log), undated"
+    import datetime
+
+    assert build_answer(run, report_date=datetime.date(2026, 2, 1)).title.endswith("report of 2026-02-01")
+    dated = run.replace(meta=run.meta.replace(extra={**run.meta.extra, "t0_wallclock": "2024-10-02T19:13:51Z"}))
+    assert build_answer(dated, report_date="2026-01-31").title.endswith("run of 2024-10-02")
+    with pytest.raises(ValueError, match=r"report_date must be a date as YYYY-MM-DD .*; got '31/01/2026'"):
+        build_answer(run, report_date="31/01/2026")
+
+
+def test_the_denominator_says_where_each_part_came_from():
+    a = build_answer(_hand_run(dtype=None), interface="make")  # --accelerator given, no dtype: bf16 assumed
+    src = a.headline["denominator"]["sources"]
+    assert src == {"accelerator": "command line --accelerator", "count": "command line --gpus",
+                   "dtype": "default (bf16 assumed; give DTYPE=DTYPE)",
+                   "peak": "https://www.nvidia.com/en-us/data-center/h100/"}
+    assert {f["name"]: f["where"] for f in a.facts}["dtype"] == "default (bf16 assumed; give DTYPE=DTYPE)"
+    assert "dtype default (bf16 assumed; give DTYPE=DTYPE)" in " ".join(a.to_text().split())
+
+
+def _per_rank_run(n_ranks: int) -> Run:
+    rows = {k: [] for k in ("attempt", "step", "rank", "start_s", "end_s")}
+    for step in range(1, 5):
+        for rank in range(n_ranks):
+            for k, v in zip(rows, (0, step, rank, 2.0 * (step - 1), 2.0 * step), strict=True):
+                rows[k].append(v)
+    return Run.build(rows, None, RunMeta(name="ranks", source_path="/logs/ranks.csv", source_format="table"))
+
+
+def test_a_per_rank_log_without_a_world_size_is_asked_for_its_count():
+    run = apply_inputs(_per_rank_run(4), interface="cli", accelerator="H100", flops_per_step=1e15)
+    a = build_answer(run, interface="cli")
+    assert a.headline["denominator"]["n_accelerators"] is None  # 4 ranks seen are not taken as the job's size
+    assert ("accelerator count: the log holds steps of 4 ranks (0–3) but states no world size; give --gpus N "
+            "(--gpus 4 if those are all of the job's ranks) (or --packages N)") in a.missing
+    given = build_answer(apply_inputs(run, interface="make", n_accelerators=64), interface="make")
+    check = {c.name: c for c in given.checks}["accelerator count"]
+    assert check.status == "info" and check.message == (
+        "MFU divides by 64 accelerators (make variable GPUS); the log holds steps of 4 ranks (0–3) only, "
+        "a sample of the job's ranks")
+    same = build_answer(apply_inputs(run, interface="cli", n_accelerators=4), interface="cli")
+    assert {c.name: c.status for c in same.checks}["accelerator count"] == "ok"

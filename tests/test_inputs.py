@@ -99,7 +99,7 @@ def test_a_preset_counts_at_the_given_seq_len():
     run = apply_inputs(_run(global_batch=8.0), preset="mixtral-8x7b", seq_len=4096)
     expected = model_flops("mixtral-8x7b", seq_len=4096).training_per_sample
     assert run.meta.model_flops_per_sample == pytest.approx(expected)
-    assert run.meta.model_flops_source.startswith("preset 'mixtral-8x7b' at seq_len 4096 (seq_len)")
+    assert run.meta.model_flops_source.startswith("preset 'mixtral-8x7b' at seq_len 4096 (given as seq_len=4096)")
     assert run.meta.extra["preset"] == "mixtral-8x7b" and run.meta.seq_len == 4096
 
 

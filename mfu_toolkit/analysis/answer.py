@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import math
+import re
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,7 @@ import pandas as pd
 from ..run import Run
 from .breakdown import Accounting, account, breakdown, mfu_summary
 from .checkpoint import checkpoint_overhead, checkpoint_report, daly_interval, young_interval
-from .inputs import INTERFACES, ask, check_value, preset_family, speak
+from .inputs import INTERFACES, ask, check_value, input_name, preset_family, speak
 from .scorecard import scorecard
 
 __all__ = ["CHECK_STATUSES", "Check", "Answer", "build_answer", "straggler_verdict"]
@@ -567,7 +568,14 @@ def _load_checks(run: Run, timed: bool, interface: str) -> list[Check]:
 # facts used and missing
 
 
-def _fact_where(meta: Any, name: str, value: Any) -> str:
+def _dtype_assumed(meta: Any) -> bool:
+    """The peak's dtype was not stated nor given but assumed (bf16), as the loader or inputs record."""
+    return "dtype" in meta.extra.get("defaults", []) or bool(re.search(r"\bdtype \S+ assumed", meta.peak_source or ""))
+
+
+def _fact_where(meta: Any, name: str, value: Any, interface: str = "python") -> str:
+    """Where a fact used came from: given (as the interface spells it), stated in the log at
+    FILE:LINE, or a default (with how to give it)."""
     for f in reversed(meta.facts):
         if f.get("name") == name and f.get("source") == "given":
             return str(f.get("where"))
@@ -575,20 +583,49 @@ def _fact_where(meta: Any, name: str, value: Any) -> str:
         if f.get("name") in (name, "platform" if name == "accelerator" else name) and f.get("source") == "stated":
             same = _same_fact(name, value, f.get("value"))
             if same:
-                return f"the log, {_short_where(f.get('where'))}"
+                return f"stated in the log at {_short_where(f.get('where'))}"
+    if name == "dtype" and _dtype_assumed(meta):
+        return f"default ({value} assumed; give {ask('dtype', interface)})"
     if name in meta.extra.get("defaults", []):
-        return "default"
-    return f"the {meta.source_format or 'run'} metadata" if meta.source_format else "the run's metadata"
+        return f"default (give {ask(name, interface)})"
+    return f"the {meta.source_format} metadata" if meta.source_format else "the run's metadata"
 
 
-def _facts_used(acc: Accounting, summ: Any) -> list[dict[str, Any]]:
+def _observed_ranks(run: Run) -> list[int]:
+    return sorted(int(r) for r in run.ranks if r >= 0)
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    if not ranks:
+        return "no ranks"
+    span = f"{ranks[0]}–{ranks[-1]}" if len(ranks) > 2 and ranks[-1] - ranks[0] == len(ranks) - 1 else (
+        ", ".join(map(str, ranks[:6])) + (" …" if len(ranks) > 6 else ""))
+    return f"{len(ranks):,} rank{'s' if len(ranks) != 1 else ''} ({span})"
+
+
+def _count_check(run: Run, interface: str) -> list[Check]:
+    """Which accelerator count the MFU divides by, beside the ranks the log holds steps of: a
+    world size the log states (or a given count) is the job's size; ranks seen in a sampled
+    trace are not."""
+    m, ranks = run.meta, _observed_ranks(run)
+    if len(ranks) < 1 or not m.n_accelerators:
+        return []
+    where = _fact_where(m, "n_accelerators", m.n_accelerators, interface)
+    if len(ranks) == m.n_accelerators:
+        return [Check("accelerator count", "ok", f"{m.n_accelerators:,} accelerators ({where}); the log holds "
+                      f"steps of all {_ranks_text(ranks)}")]
+    return [Check("accelerator count", "info", f"MFU divides by {m.n_accelerators:,} accelerators ({where}); "
+                  f"the log holds steps of {_ranks_text(ranks)} only, a sample of the job's ranks")]
+
+
+def _facts_used(acc: Accounting, summ: Any, interface: str) -> list[dict[str, Any]]:
     m = acc.run.meta
     rows = []
     for name in ("accelerator", "n_accelerators", "dtype", "seq_len", "global_batch"):
         value = getattr(m, name)
         if value is None:
             continue
-        rows.append({"name": name, "value": value, "where": _fact_where(m, name, value)})
+        rows.append({"name": name, "value": value, "where": _fact_where(m, name, value, interface)})
     if m.peak_flops_per_accelerator:
         rows.append({"name": "peak_flops_per_accelerator", "value": m.peak_flops_per_accelerator,
                      "where": _first(m.peak_source) if m.peak_source else "the run's metadata"})
@@ -598,6 +635,11 @@ def _facts_used(acc: Accounting, summ: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def _said_count(n: int, interface: str) -> str:
+    name = input_name("n_accelerators", interface)
+    return f"{name} {n}" if interface == "cli" else f"{name}={n}"
+
+
 def _missing(acc: Accounting, interface: str, timed: bool) -> list[str]:
     if not timed:
         return []
@@ -605,7 +647,10 @@ def _missing(acc: Accounting, interface: str, timed: bool) -> list[str]:
     out = []
     if acc.flops_per_unit is None:
         unit = acc.work_unit
-        if unit == "step":
+        if unit == "step" and (m.model_flops_per_sample or m.model_flops_per_token) and not m.global_batch:
+            how = (f"{ask('global_batch', interface)} (the FLOPs are per sample; the log states no samples "
+                   f"per step) or {ask('flops_per_step', interface)}")
+        elif unit == "step":
             batch = "" if m.global_batch else " " + ask("global_batch", interface)
             how = (f"{ask('preset', interface)} {ask('seq_len', interface)}{batch} or "
                    f"{ask('flops_per_step', interface)}")
@@ -615,7 +660,13 @@ def _missing(acc: Accounting, interface: str, timed: bool) -> list[str]:
             how = ask("model_flops", interface)
         out.append(f"model FLOPs per {unit}: give {how}")
     if not m.n_accelerators:
-        out.append(f"accelerator count: give {ask('n_accelerators', interface)} (or {ask('packages', interface)})")
+        ranks = _observed_ranks(acc.run)
+        seen = (f"the log holds steps of {_ranks_text(ranks)} but states no world size; " if len(ranks) > 1
+                else "")
+        hint = (f" ({_said_count(len(ranks), interface)} if those are all of the job's ranks)"
+                if len(ranks) > 1 else "")
+        out.append(f"accelerator count: {seen}give {ask('n_accelerators', interface)}{hint} "
+                   f"(or {ask('packages', interface)})")
     if not m.peak_flops_per_accelerator:
         if m.accelerator:
             out.append(f"peak: the registry has no {m.dtype or 'bf16'} figure for {m.accelerator}; give "
@@ -723,13 +774,15 @@ class Answer:
         if den.get("cluster_peak_flops"):
             lines.append(f"  denominator: {den['n_accelerators']:,} × {_tflops(den['peak_flops_per_accelerator'])} "
                          f"= {_si(den['cluster_peak_flops'], 'FLOP/s')} ({den['accelerator']} {den['dtype']}"
-                         f"{', sparse' if den['sparse'] else ' dense'}, {den['per_text']}; peak source: "
-                         f"{_first(den['peak_source'])})")
+                         f"{', sparse' if den['sparse'] else ' dense'}, {den['per_text']})")
         else:
             n = den.get("n_accelerators")
             peak = _tflops(den.get("peak_flops_per_accelerator"))
             named = f" ({den['accelerator']} {den['dtype'] or ''})" if den.get("accelerator") else ""
             lines.append(f"  denominator: unknown (N = {n if n else 'unknown'}; peak {peak}{named})")
+        sources = den.get("sources") or {}
+        if sources:
+            lines.append("  from: " + "; ".join(f"{k} {v}" for k, v in sources.items()))
         if h.get("time_to_train_s") is not None:
             lines.append(f"Time to train (MLPerf run_start to run_stop): {_secs(h['time_to_train_s'])}")
         return lines
@@ -918,6 +971,19 @@ def _spoken_summary(doc: dict[str, Any], interface: str) -> dict[str, Any]:
     return doc
 
 
+def _denominator_sources(m: Any, interface: str) -> dict[str, str]:
+    """Where each part of the denominator came from: the accelerator, the count, the dtype (given,
+    stated in the log at FILE:LINE, or a default) and the peak's datasheet."""
+    out = {}
+    for name, label in (("accelerator", "accelerator"), ("n_accelerators", "count"), ("dtype", "dtype")):
+        value = getattr(m, name)
+        if value is not None:
+            out[label] = _fact_where(m, name, value, interface)
+    if m.peak_flops_per_accelerator:
+        out["peak"] = _first(m.peak_source) if m.peak_source else "the run's metadata"
+    return out
+
+
 def _headline(acc: Accounting, summ: Any, timed: bool, interface: str) -> dict[str, Any]:
     m = acc.run.meta
     step_flops = None
@@ -936,7 +1002,8 @@ def _headline(acc: Accounting, summ: Any, timed: bool, interface: str) -> dict[s
         "denominator": {"n_accelerators": summ.n_accelerators, "peak_flops_per_accelerator": summ.peak_flops_per_accelerator,
                         "cluster_peak_flops": summ.cluster_peak_flops, "accelerator": summ.accelerator,
                         "dtype": summ.dtype, "sparse": summ.peak_sparse, "per": summ.peak_per,
-                        "per_text": summ.peak_per_text, "peak_source": summ.peak_source},
+                        "per_text": summ.peak_per_text, "peak_source": summ.peak_source,
+                        "sources": _denominator_sources(m, interface)},
         "reasons": {k: _point(v, acc, interface).replace(_POINTER, _POINTER_BELOW) for k, v in summ.reasons.items()},
     }
 
@@ -990,7 +1057,7 @@ def build_answer(
         for r in bd.to_dict("records")
         if r["category"] != "ideal_compute" and r["seconds"] > max(_FOLD * wall, 1e-9)
     ][:3] if timed else []
-    checks = [*_claim_checks(acc, summ), *_plausibility_check(acc, summ), *_fact_checks(m),
+    checks = [*_claim_checks(acc, summ), *_plausibility_check(acc, summ), *_fact_checks(m), *_count_check(run, interface),
               *(_accounting_checks(acc, summ) if timed else []), *_load_checks(run, timed, interface)]
     log_name = Path(m.source_path).name if m.source_path else (m.name or "run")
     date = _run_date(m)
@@ -1004,7 +1071,7 @@ def build_answer(
             "seconds": 0.0, "share": None, "basis": "no timed steps"},
         checkpoint=_checkpoint_advice(acc, interface, write_s, every, mtbf_h) if timed else None,
         checks=tuple(checks), missing=tuple(_missing(acc, interface, timed)),
-        facts=tuple(_facts_used(acc, summ)), breakdown=bd, scorecard=sc, window=acc.window.summary(),
+        facts=tuple(_facts_used(acc, summ, interface)), breakdown=bd, scorecard=sc, window=acc.window.summary(),
         load={"summary": m.report.summary(), "notes": [speak(n, interface) for n in m.report.notes],
               "skipped": dict(m.report.skipped),
               "lines_read": m.report.lines_read, "rows_kept": m.report.rows_kept},

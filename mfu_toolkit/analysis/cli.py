@@ -148,7 +148,9 @@ def run_analyze(args: argparse.Namespace) -> int:
         _error("analyze", exc)
         return 1
     except (LoadError, SchemaError, ValueError, TypeError, LookupError, OSError) as exc:
-        return _error("analyze", exc)
+        from .inputs import speak
+
+        return _error("analyze", speak(str(exc), interface))
     if args.json:
         doc = {"run": repr(run), **answer.to_dict()}
         print(json.dumps(doc, indent=2))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+from pathlib import PurePath
 from typing import Any
 
 from ..run import Run
@@ -44,6 +45,8 @@ _VOCABULARY: dict[str, tuple[str, str, str, str]] = {
     "checkpoint_write_s": ("checkpoint_write_s", "--checkpoint-s", "CHECKPOINT_S", "S"),
     "checkpoint_every_steps": ("checkpoint_every_steps", "--checkpoint-every", "CHECKPOINT_EVERY", "N"),
     "mtbf_hours": ("mtbf_hours", "--mtbf-hours", "MTBF_HOURS", "H"),
+    "format": ("format", "--format", "FORMAT", "NAME"),
+    "columns": ("columns", "--columns", "COLUMN_MAP", "SCHEMA:COLUMN,..."),
 }
 _COMPOSITE = {  # what to give for a fact several inputs can supply
     "model_flops": (("preset", "seq_len"), ("flops_per_sample",)),
@@ -174,6 +177,7 @@ _PEAK_HINT = re.compile(r"unknown (n_accelerators)?(?: and )?(peak_flops_per_acc
                         r"(?: \(resolve it with meta\.with_accelerator\(name, dtype\)\))?")
 _HFU_HINT = re.compile(r"hardware FLOPs \(with recomputation\) unknown: set meta\.hardware_flops_per_step"
                        r"(?: and meta\.model_flops_per_step)?")
+_FORMAT_HINT = re.compile(r"Pass format=<name> to choose one, e\.g\. format='table' with columns=\{\.\.\.\}")
 _EXTRA = re.compile(r"\bmeta\.extra(?:\[['\"](\w+)['\"]\])?")
 
 
@@ -208,6 +212,9 @@ def speak(text: str, interface: str) -> str:
     text = _FLOPS_HINT.sub(lambda m: f"model FLOPs per {m.group(1)} unknown (give "
                                      f"{flops_request(m.group(1), interface)})", str(text))
     text = _PEAK_HINT.sub(lambda m: _peak_words(m, interface), text)
+    text = _FORMAT_HINT.sub(lambda m: f"Give {ask('format', interface)} to choose one, e.g. "
+                                      f"{_said('format', 'table', interface)} with {ask('columns', interface)}",
+                            text)
     text = _HFU_HINT.sub("hardware FLOPs (with recomputation) unknown: the log gives no recomputation count", text)
     if interface != "python":
         text = _EXTRA.sub(lambda m: "the run's metadata" + (f" ({m.group(1)!r})" if m.group(1) else ""), text)
@@ -300,6 +307,12 @@ def _stated_seq_len(meta: Any) -> tuple[int, str] | None:
     return None
 
 
+def _file_line(where: str) -> str:
+    """``/long/path/train.log:12`` -> ``train.log:12``."""
+    head, sep, tail = str(where).rpartition(":")
+    return f"{PurePath(head).name}:{tail}" if sep and tail.isdigit() else PurePath(str(where)).name
+
+
 def _preset_flops(meta: Any, name: str, seq_len: int | None, causal: bool, interface: str) -> tuple[Any, str]:
     """A preset's FLOPs for this run and a note of what they were counted at.
 
@@ -313,19 +326,21 @@ def _preset_flops(meta: Any, name: str, seq_len: int | None, causal: bool, inter
         preset = get_preset(name)
     except FlopsConfigError as exc:
         raise InputError(f"{_said('preset', name, interface)}: {_one_line(exc)}") from None
-    where = input_name("seq_len", interface)
+    where = f"given as {_said('seq_len', seq_len, interface)}"
     if seq_len is None and hasattr(preset.config, "seq_len"):
         stated = _stated_seq_len(meta)
         if meta.seq_len is not None:
-            seq_len, where = int(meta.seq_len), "the run's seq_len"
+            seq_len = int(meta.seq_len)
+            where = (f"stated in the log at {_file_line(stated[1])}" if stated is not None and stated[0] == seq_len
+                     and stated[1] else "the run's own sequence length")
         elif stated is not None:
-            seq_len, where = stated[0], "stated in the log" + (f" at {stated[1]}" if stated[1] else "")
+            seq_len, where = stated[0], "stated in the log" + (f" at {_file_line(stated[1])}" if stated[1] else "")
         elif preset.config.seq_len is None:
             raise InputError(
                 f"{_said('preset', preset.name, interface)}: its source states no training sequence length and the run "
                 f"states none (no seq_len in the log); give {ask('seq_len', interface)}")
         else:
-            where = "published"
+            where = "the preset's published training length"
     try:
         mf = model_flops(preset, seq_len=seq_len, causal=True if causal else None)
     except (FlopsConfigError, ValueError) as exc:
