@@ -264,6 +264,7 @@ _CAT = b'"cat"'
 _KEYS_B = (b'"traceEvents"', *(f'"{k}"'.encode() for k in _DOC_KEYS))
 _COUNTED = (b'"ph"', *_KEYS_B)
 _GRAMS = tuple(int.from_bytes(k[-4:], "little") for k in _COUNTED)
+_CAT_GRAM = int.from_bytes(b'cat"', "little")
 # A GPU event's category; then, optionally, the rest of the layout the profiler writes, up to
 # "dur" (no escapes in the name, plain numbers), read without decoding the event. Events in any
 # other layout are decoded.
@@ -336,6 +337,7 @@ class _Guards:
         self.counts = dict.fromkeys(_COUNTED, 0)
         self.first: dict[bytes, int] = {}
         self.utf8: Any = None  # an incremental decoder, once a byte is not ASCII
+        self.cands: list[list[int]] = []  # per chunk: offsets of "cat" that may be a GPU event's
 
     def feed(self, chunk: bytes) -> None:
         try:
@@ -354,19 +356,23 @@ class _Guards:
         self.braces += int(np.count_nonzero(byte == 123)) - int(np.count_nonzero(byte == 125))
         del byte
         seg = self.tail + chunk  # a text may end in this chunk but start before it
-        base = self.n - len(self.tail)
+        base, t = self.n - len(self.tail), len(self.tail)
+        cats = []
         for k in range(min(4, len(seg) - 3)):
             words = np.frombuffer(seg, "<u4", count=(len(seg) - k) // 4, offset=k)
+            new = max(0, (t - k - 4) // 4 + 1)  # the first word that ends in this chunk
             for pat, gram in zip(_COUNTED, _GRAMS, strict=True):
                 if pat == b'"ph"':
-                    self.counts[pat] += int(np.count_nonzero(words[max(0, (len(self.tail) - k - 4) // 4 + 1) :] == gram))
+                    self.counts[pat] += int(np.count_nonzero(words[new:] == gram))
                     continue
                 for j in np.flatnonzero(words == gram).tolist():
                     at = k + 4 * j + 4 - len(pat)  # where the text starts in seg
-                    if at >= 0 and k + 4 * j + 4 > len(self.tail) and seg.startswith(pat, at):
+                    if at >= 0 and j >= new and seg.startswith(pat, at):
                         self.counts[pat] += 1
                         self.first[pat] = min(self.first.get(pat, base + at), base + at)
+            cats.append(np.flatnonzero(words[new:] == _CAT_GRAM) * 4 + (k + 4 * new))
             del words
+        self._candidates(np.frombuffer(seg, np.uint8), np.sort(np.concatenate(cats)), base)
         if any(self.counts[p] > 1 for p in _KEYS_B):
             self.ok = False
         if self.utf8 is not None or not chunk.isascii():
@@ -375,6 +381,22 @@ class _Guards:
 
                 self.utf8 = codecs.getincrementaldecoder("utf-8")()
             self.utf8.decode(chunk)
+
+    def _candidates(self, a: np.ndarray, i: np.ndarray, base: int) -> None:
+        """Offsets of the ``"cat"`` texts whose value may be a GPU category (a superset: the
+        value's first letter, any case, is k, g or m, or the spacing is not ``: "`` / ``:"``)."""
+        i = i[(i > 0) & (a[np.maximum(i - 1, 0)] == 34)] - 1  # the opening quote of "cat"
+        if not len(i):
+            return
+        end = len(a)
+        after = [a[np.minimum(i + d, end - 1)] for d in (5, 6, 7)]
+        fits = i + 9 <= end  # the bytes up to the value's first letter are in this chunk
+        spaced = fits & (after[0] == 58) & (after[1] == 32) & (after[2] == 34)  # : "
+        tight = fits & (after[0] == 58) & (after[1] == 34)  # :"
+        first = np.where(spaced, a[np.minimum(i + 8, end - 1)], after[2]) | 32
+        letter = (first == 107) | (first == 103) | (first == 109)  # k g m
+        keep = ~(spaced | tight) | letter
+        self.cands.append((i[keep] + base).tolist())
 
     def whole(self) -> bool:
         """Every chunk passed, and the last one ends the UTF-8 text."""
@@ -399,6 +421,7 @@ class _Scan:
 
     def __init__(self, guards: _Guards, size: int = 0, scan: bool = True) -> None:
         self.buf, self.n, self.ok, self.guards = bytearray(size), 0, scan, guards
+        self.chunk = self.at = 0  # the next of the guards' candidates
         self.pos = self.step_pos = 0  # GPU categories / step marks before these are located
         self.gpu: list[re.Match[bytes]] = []  # located, not yet assigned to their events
         self.steps: list[int] = []
@@ -432,11 +455,19 @@ class _Scan:
         buf, n = self.buf, self.n
         r = buf.rfind(_CAT, self.pos, n)
         cut = n if final else (r if r >= 0 else max(self.pos, n - len(_CAT) + 1))
-        for g in _GPU_CAT_RE.finditer(buf, self.pos, n):
-            if g.start() >= cut:
+        cands = self.guards.cands  # offsets in file order, found by the inflating thread
+        while self.chunk < len(cands):
+            todo = cands[self.chunk]
+            while self.at < len(todo) and todo[self.at] < cut:
+                x = todo[self.at]
+                self.at += 1
+                g = _GPU_CAT_RE.match(buf, x, n) if x >= self.pos else None
+                if g is not None:
+                    self.gpu.append(g)
+                    self.pos = g.end()
+            if self.at < len(todo):
                 break
-            self.gpu.append(g)
-            self.pos = g.end()
+            self.chunk, self.at = self.chunk + 1, 0
         self.pos = max(self.pos, cut)
         lim = n if final else n - len(_STEP_MARK) + 1  # a mark starting before lim is whole
         at = buf.find(_STEP_MARK, self.step_pos, n)
