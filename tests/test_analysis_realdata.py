@@ -339,3 +339,5 @@ def test_a_sampled_rank_trace_divides_by_the_world_size_it_states(realdata):  # 
     check = {c.name: c for c in a.checks}["accelerator count"]
     assert check.status == "info" and check.message.startswith(f"MFU divides by {world} accelerators (stated in the log at")
     assert check.message.endswith("the log holds steps of 1 rank (0) only, a sample of the job's ranks")
+    # one rank's trace: no straggler verdict, and it is not called job-level (before: "job-level steps")
+    assert a.stragglers["basis"] == "one rank's steps (rank 0)" and a.stragglers["culprit"] == "unknown"

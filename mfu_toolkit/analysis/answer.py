@@ -229,7 +229,12 @@ def straggler_verdict(acc: Accounting) -> dict[str, Any]:
             return {**out, "verdict": v.label, "kind": v.kind, "culprit": culprit,
                     "basis": "per-operation trace: a what-if on compute time per worker (dp_rank, stage)",
                     "shares": dict(v.shares)}
-    if sum(1 for r in run.ranks if r >= 0) < 2:  # the rows' ranks, or those a dataset's reductions saw
+    seen = [int(r) for r in run.ranks if r >= 0]  # the rows' ranks, or those a dataset's reductions saw
+    if len(seen) == 1:
+        return {**out, "verdict": f"not measurable from this log: it holds the steps of one rank (rank {seen[0]}) "
+                "only; a straggler shows against the other ranks", "kind": "unknown", "culprit": "unknown",
+                "basis": f"one rank's steps (rank {seen[0]})"}
+    if len(seen) < 2:
         return {**out, "verdict": "not measurable from this log: it has no per-rank step times",
                 "kind": "unknown", "culprit": "unknown", "basis": "job-level steps (one row per step)"}
     try:
@@ -281,7 +286,7 @@ def _replayed_verdict(run: Any, out: dict[str, Any]) -> dict[str, Any] | None:
                 + f" recovers {w.recovered_if_fixed_s:.4g} s per step ({gain:.0%})")
     return {**out, "verdict": verdict, "kind": w.verdict, "culprit": culprit,
             "basis": "per-operation trace replayed through its pipeline dependency graph "
-                     "(what-if analysis of arXiv 2505.05713); the wait below is step-level and assumes no pipeline",
+                     "(what-if analysis of arXiv 2505.05713); the wait above is step-level and assumes no pipeline",
             "slowdown": w.slowdown, "actual_step_s": w.actual_step_s, "ideal_step_s": w.ideal_step_s,
             "recovered_if_fixed_s": w.recovered_if_fixed_s, "worker_recovery": w.worker_recovery,
             "stage_recovery": w.stage_recovery, "replay_notes": list(w.notes)}
