@@ -372,7 +372,8 @@ class _Guards:
                         self.first[pat] = min(self.first.get(pat, base + at), base + at)
             cats.append(np.flatnonzero(words[new:] == _CAT_GRAM) * 4 + (k + 4 * new))
             del words
-        self._candidates(np.frombuffer(seg, np.uint8), np.sort(np.concatenate(cats)), base)
+        if cats:
+            self._candidates(np.frombuffer(seg, np.uint8), np.sort(np.concatenate(cats)), base)
         if any(self.counts[p] > 1 for p in _KEYS_B):
             self.ok = False
         if self.utf8 is not None or not chunk.isascii():
@@ -604,13 +605,13 @@ class _Scan:
         return {k: self.buf.count(b"\n", 0, i) + 1 for k, i in pos.items()}
 
 
-def _scan(data: bytes) -> _Picked | None:
-    """The selective read of a whole file's bytes at once (tests compare it with the full parse)."""
+def _scan(data: bytes, chunk: int = 1 << 16) -> _Picked | None:
+    """The selective read of a file's bytes fed in ``chunk``-byte pieces (for tests)."""
     guards = _Guards()
     sc = _Scan(guards)
-    for i in range(0, len(data), 1 << 16):
-        guards.feed(data[i : i + (1 << 16)])
-        sc.feed(data[i : i + (1 << 16)])
+    for i in range(0, len(data), chunk):
+        guards.feed(data[i : i + chunk])
+        sc.feed(data[i : i + chunk])
     return sc.result()
 
 
@@ -774,7 +775,7 @@ def _inflated_ahead(reader: Reader, guards: _Guards | None = None) -> Iterator[b
     """The file's bytes in chunks, inflated (within the reading limits) by a thread one chunk
     ahead of the caller: zlib releases the GIL while it inflates, so the selective read of one
     chunk overlaps the inflation of the next. A LoadError of the reading is raised here."""
-    q: queue.Queue[Any] = queue.Queue(maxsize=4)
+    q: queue.Queue[Any] = queue.Queue(maxsize=2)
     stop = threading.Event()
 
     def put(item: Any) -> bool:
