@@ -60,6 +60,8 @@ def test_straggler_summary_matches_breakdown(slow_run):
     assert s.straggler_s == pytest.approx(acc.seconds["stragglers"])
     assert s.wall_share == pytest.approx(acc.seconds["stragglers"] / acc.wall_s)
     assert s.persistent_ranks == [5]
+    # the line names the rank, never a bare number that reads as a count
+    assert any(line.endswith("): rank 5") for line in s.lines())
     assert s.most_often_slowest == 5
     assert s.tail_ratio >= 1.0
     assert "rank 5" in "\n".join(s.lines())

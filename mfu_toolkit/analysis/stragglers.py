@@ -261,7 +261,9 @@ class StragglerSummary:
         return max(v) / min(v) if v and min(v) > 0 else float("nan")
 
     def lines(self) -> list[str]:
-        per = ", ".join(map(str, self.persistent_ranks)) or "none"
+        ranks = self.persistent_ranks
+        # "rank 11", never a bare "11" that reads as a count
+        per = (("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks))) if ranks else "none"
         peers = "its stage's median rank" if self.stage_medians_s else "the fastest rank"
         out = [
             f"Waiting for the slowest rank: {self.straggler_s:,.3f} s = {self.wall_share:.2%} of wall time "
