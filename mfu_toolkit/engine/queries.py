@@ -34,18 +34,25 @@ FROM (SELECT attempt, step, rank, start_s, end_s, samples, tokens, compute_s,
 # One row per (attempt, step): the span over ranks, exact medians, the slowest rank. Ties of the
 # slowest rank go to the earliest start, then the lowest rank (the Run's row order);
 # slowest_by_rank breaks ties by the lowest rank alone (as an argmax over sorted ranks).
+# The distinct ranks per step are counted in their own grouping and joined: a count(DISTINCT) in
+# the main aggregate makes Spark group by (attempt, step, rank) first, with a median buffer per
+# rank-step (10M rows: 326 s against 50 s on 2 cores), and DuckDB is faster this way too.
 JOB_STEPS = """
-SELECT attempt, step, min(start_s) AS start_s, max(end_s) AS end_s, count(*) AS n_ranks,
-       count(DISTINCT rank) AS n_distinct,
-       median(busy) AS busy_median_s, max(busy) AS busy_max_s, min(busy) AS busy_min_s,
-       arg_max(rank, struct_pack(b := busy, s := -start_s, r := -rank)) AS slowest_rank,
-       arg_max(rank, struct_pack(b := busy, r := -rank)) FILTER (WHERE rank >= 0) AS slowest_by_rank,
-       count(*) FILTER (WHERE rank >= 0) AS n_rank_rows,
-       count(*) FILTER (WHERE end_s - start_s > 0) AS n_timed,
-       median(wait) AS data_wait_s, max(samples) AS samples, max(tokens) AS tokens,
-       min(rank) AS rank_min, max(rank) AS rank_max
-FROM ({rows}) AS r
-GROUP BY attempt, step
+SELECT j.*, d.n_distinct
+FROM (SELECT attempt, step, min(start_s) AS start_s, max(end_s) AS end_s, count(*) AS n_ranks,
+             median(busy) AS busy_median_s, max(busy) AS busy_max_s, min(busy) AS busy_min_s,
+             arg_max(rank, struct_pack(b := busy, s := -start_s, r := -rank)) AS slowest_rank,
+             arg_max(rank, struct_pack(b := busy, r := -rank)) FILTER (WHERE rank >= 0) AS slowest_by_rank,
+             count(*) FILTER (WHERE rank >= 0) AS n_rank_rows,
+             count(*) FILTER (WHERE end_s - start_s > 0) AS n_timed,
+             median(wait) AS data_wait_s, max(samples) AS samples, max(tokens) AS tokens,
+             min(rank) AS rank_min, max(rank) AS rank_max
+      FROM ({rows}) AS r
+      GROUP BY attempt, step) AS j
+JOIN (SELECT attempt, step, count(*) AS n_distinct
+      FROM (SELECT attempt, step, rank FROM ({rows}) AS q GROUP BY attempt, step, rank) AS dr
+      GROUP BY attempt, step) AS d
+  ON j.attempt = d.attempt AND j.step = d.step
 """
 
 # Per rank and value bin over the useful steps: counts, the bin's min and max, and the rank-steps

@@ -22,13 +22,21 @@ __all__ = ["SparkBackend", "local_session"]
 
 
 def local_session(master: str = "local[*]") -> Any:
-    """A local SparkSession that listens on the loopback interface only, without the web UI."""
+    """A local SparkSession that listens on the loopback interface only, without the web UI.
+
+    Shuffles use as many partitions as the session has cores (``local[N]``; Spark's default of
+    200 is for clusters): the reductions shuffle one row per step, not the data."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
+    cores = master.removeprefix("local[").removesuffix("]").split(",")[0] if master.startswith("local[") else "1"
+    if cores == "*":
+        n = os.cpu_count() or 1
+    else:
+        n = int(cores) if cores.isdigit() else 1
     return (SparkSession.builder.master(master).appName("mfu_toolkit")
             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
+            .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", str(max(n, 1)))
             .getOrCreate())
 
 
