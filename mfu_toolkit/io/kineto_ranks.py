@@ -45,7 +45,7 @@ from .reading import GZIP_MAGIC, Limits
 __all__ = ["COST_FACTOR", "COST_FLOOR", "RankPart", "default_budget", "estimated_cost", "map_files",
            "merge_report", "parse_budget", "read_cache", "spark_map", "write_cache"]
 
-COST_FACTOR = 2.5  # peak bytes of one file's parse per inflated byte (benchmarks/kineto_ranks.py)
+COST_FACTOR = 2.5  # peak bytes per inflated byte of the full parse (the selective read needs ~1.2; benchmarks/kineto_ranks.py)
 COST_FLOOR = 200 * 2**20  # a worker process with numpy and pandas imported
 CACHE_VERSION = 1
 _META_KEY = b"mfu_toolkit.rank_part"

@@ -25,20 +25,28 @@ agree on it, and ``n_accelerators`` the same number: a PyTorch world size counts
 devices, one per GPU but two per MI250X/MI250 package (one per GCD), as the fact's text says.
 
 Speed and memory: a step table needs only the kernels, memory copies and ``ProfilerStep#N``
-spans, a tenth of a typical trace's events. So a trace is first read selectively: those events
-are located by their ``"cat"`` / ``ProfilerStep#`` text and decoded one by one (the same
-``object_hook`` as below turns each into a 4-tuple); the CPU ops, runtime calls and flow
-events that make up the rest are never decoded. The selective read applies only to a complete,
-well-formed document (a JSON object, valid UTF-8 without NUL bytes, balanced braces and
-brackets, one ``traceEvents`` key, every located event decoding to an event that contains its
-match); anything else, and ``strict=True``, takes the full parse: the standard library's
-decoder with that ``object_hook``, so the full event dicts never live together. Damage inside
-events the loader does not use (a CPU op's broken value) is noticed only by the full parse.
-Files are read through the shared bounded reader: a gzipped trace is inflated as a stream
-within the reading limits, so a gzip bomb or a trailer that claims gigabytes is a LoadError
-naming the file, never an allocation of that size. The interval arithmetic is numpy (sorted
-unions and prefix sums), not per-event rows. A truncated (or too deeply nested) file is read up
-to its last complete event. Times are seconds since the earliest step start across the ranks.
+spans, a tenth of a typical trace's events. So a trace is first read selectively, as a stream:
+a thread inflates the file chunk by chunk (zlib releases the GIL) into one buffer, preallocated
+to the size gzip's trailer states when that is within the reading limits, and checks each chunk
+with numpy word compares (NUL bytes, UTF-8, brace balance, each top-level key at most once, the
+``"ph"`` count, and where a ``"cat"`` may hold a GPU category); the reading thread meanwhile
+matches those places and the ``ProfilerStep#`` marks, reads the events written in the
+profiler's own layout straight from the bytes, and decodes the others one by one from a small
+window (the same ``object_hook`` as below turns each into a 4-tuple). A match is taken only once
+the bytes after it cannot change it, so events cut by chunk boundaries read the same. The CPU
+ops, runtime calls and flow events that make up the rest are never decoded, and the file is
+never held as text: the peak is about 1.2x the inflated size. The selective read applies only to
+a complete, well-formed document (a JSON object, valid UTF-8 without NUL bytes, balanced
+braces, one ``traceEvents`` key, every located event decoding to an event that contains its
+match); anything else, and ``strict=True``, takes the full parse of the same buffer: the
+standard library's decoder with that ``object_hook``, so the full event dicts never live
+together. Damage inside events the loader does not use (a CPU op's broken value) is noticed
+only by the full parse. Files are read through the shared bounded reader: a gzipped trace is
+inflated as a stream within the reading limits, so a gzip bomb or a trailer that claims
+gigabytes is a LoadError naming the file, never an allocation of that size. The interval
+arithmetic is numpy (sorted unions and prefix sums), not per-event rows. A truncated (or too
+deeply nested) file is read up to its last complete event. Times are seconds since the earliest
+step start across the ranks.
 
 Many ranks: each file is reduced on its own to a per-step table (``read_rank``), in a process
 pool bounded by a memory budget, or as a Spark job (``engine="spark"``), and that table is
@@ -424,7 +432,6 @@ class _Scan:
         self.buf, self.n, self.ok, self.guards = bytearray(size), 0, scan, guards
         self.chunk = self.at = 0  # the next of the guards' candidates
         self.pos = self.step_pos = 0  # GPU categories / step marks before these are located
-        self.gpu: list[re.Match[bytes]] = []  # located, not yet assigned to their events
         self.steps: list[int] = []
         self.prev_h = self.prev_s = -1
         self.starts: dict[int, int] = {}  # event start -> its last match
@@ -452,70 +459,69 @@ class _Scan:
         return self.buf
 
     def _locate(self, final: bool) -> None:
-        """Find the GPU categories and step marks that are decided, and assign them to events."""
+        """Match the GPU categories and step marks that are decided, and read their events.
+
+        A category before the last ``"cat"`` in the buffer is decided (a category's text cannot
+        hold another); a step mark, once whole. Matches are read in file order."""
         buf, n = self.buf, self.n
-        r = buf.rfind(_CAT, self.pos, n)
-        cut = n if final else (r if r >= 0 else max(self.pos, n - len(_CAT) + 1))
-        cands = self.guards.cands  # offsets in file order, found by the inflating thread
-        while self.chunk < len(cands):
-            todo = cands[self.chunk]
-            while self.at < len(todo) and todo[self.at] < cut:
-                x = todo[self.at]
-                self.at += 1
-                g = _GPU_CAT_RE.match(buf, x, n) if x >= self.pos else None
-                if g is not None:
-                    self.gpu.append(g)
-                    self.pos = g.end()
-            if self.at < len(todo):
-                break
-            self.chunk, self.at = self.chunk + 1, 0
-        self.pos = max(self.pos, cut)
         lim = n if final else n - len(_STEP_MARK) + 1  # a mark starting before lim is whole
+        r = buf.rfind(_CAT, self.pos, n)
+        cut = n if final else min(lim, r if r >= 0 else max(self.pos, n - len(_CAT) + 1))
         at = buf.find(_STEP_MARK, self.step_pos, n)
         while at != -1:
             self.steps.append(at)
             self.step_pos = at + len(_STEP_MARK)
             at = buf.find(_STEP_MARK, self.step_pos, n)
-        self.step_pos = max(self.step_pos, lim)
-        self._assign(min(cut, lim))
+        self.step_pos = max(self.step_pos, n - len(_STEP_MARK) + 1)  # a mark may start after this
+        steps, si = self.steps, 0
+        cands = self.guards.cands  # offsets in file order, found by the inflating thread
+        while self.chunk < len(cands) and self.ok:
+            todo = cands[self.chunk]
+            while self.at < len(todo) and todo[self.at] < cut and self.ok:
+                x = todo[self.at]
+                self.at += 1
+                g = _GPU_CAT_RE.match(buf, x, n) if x >= self.pos else None
+                if g is not None:
+                    while si < len(steps) and steps[si] < x:
+                        self._hit(steps[si], None)
+                        si += 1
+                    self._hit(x, g)
+                    self.pos = g.end()
+            if self.at < len(todo):
+                break
+            self.chunk, self.at = self.chunk + 1, 0
+        while si < len(steps) and steps[si] < cut:
+            self._hit(steps[si], None)
+            si += 1
+        self.steps = steps[si:]
+        self.pos = max(self.pos, cut)
 
-    def _assign(self, safe: int) -> None:
-        """Each located match before ``safe``, in file order, to the event (``{``) that holds it.
-
-        Linear: each event start is searched for back to the previous match only; an event in
-        the profiler's own head (``{"ph": "X", "cat": ...``) is recognised without a search."""
-        ready = self.gpu
-        while ready and ready[-1].start() >= safe:
-            ready = ready[:-1]
-        self.gpu = self.gpu[len(ready):]
-        hits: list[tuple[int, re.Match[bytes] | None]] = [(g.start(), g) for g in ready]
-        if self.steps:
-            now = [a for a in self.steps if a < safe]
-            self.steps = self.steps[len(now):]
-            hits = sorted(hits + [(a, None) for a in now], key=lambda x: x[0])
-        if hits and self.prev_h < 0 and not self._begin(hits[0][0]):
+    def _hit(self, h: int, g: re.Match[bytes] | None) -> None:
+        """A match at ``h`` to the event (``{``) that holds it: the profiler's own head
+        (``{"ph": "X", "cat": ...``) is recognised in place; otherwise the last brace since the
+        previous match (linear: each search goes back to the previous match only)."""
+        if self.prev_h < 0 and not self._begin(h):
             return
-        buf, head, starts, quick = self.buf, _HEAD, self.starts, self.quick
-        for h, g in hits:
-            if h - len(head) >= self.prev_h and buf.startswith(head, h - len(head)):
-                s = h - len(head)  # the last brace before h
-            else:
-                s = buf.rfind(b"{", self.prev_h, h)
-                if s < 0:
-                    s = self.prev_s  # no brace since the previous match: the same event
-                if s < 0:
-                    self.ok = False
-                    return
-            self.prev_h = h
-            if s == self.prev_s:
-                quick.pop(s, None)  # two matches in one event: decode it
-                starts[s] = max(starts[s], h)
-                continue
-            self.prev_s = s
-            starts[s] = h
-            q = _quick(buf, s, h, g) if g is not None else None
-            if q is not None:
-                quick[s] = q
+        buf, head = self.buf, _HEAD
+        if h - len(head) >= self.prev_h and buf.startswith(head, h - len(head)):
+            s = h - len(head)
+        else:
+            s = buf.rfind(b"{", self.prev_h, h)
+            if s < 0:
+                s = self.prev_s  # no brace since the previous match: the same event
+            if s < 0:
+                self.ok = False
+                return
+        self.prev_h = h
+        if s == self.prev_s:
+            self.quick.pop(s, None)  # two matches in one event: decode it
+            self.starts[s] = max(self.starts[s], h)
+            return
+        self.prev_s = s
+        self.starts[s] = h
+        q = _quick(buf, s, h, g) if g is not None else None
+        if q is not None:
+            self.quick[s] = q
 
     def _begin(self, first_hit: int) -> bool:
         """Matches are searched for from the end of the ``"traceEvents"`` key, which comes first."""
