@@ -59,8 +59,9 @@ def _close(a: float, b: float) -> bool:
     return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b))
 
 
-def test_ten_million_rows(runs):
+def test_ten_million_rows(runs, spark):
     assert runs["spark"].n_step_rows == len(runs["pandas"].steps) >= 10_000_000
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"  # local[2]: one per core, not 8 or 200
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "spark"])
