@@ -27,9 +27,9 @@ devices, one per GPU but two per MI250X/MI250 package (one per GCD), as the fact
 Speed and memory: a step table needs only the kernels, memory copies and ``ProfilerStep#N``
 spans, a tenth of a typical trace's events. So a trace is first read selectively, as a stream:
 a thread inflates the file chunk by chunk (zlib releases the GIL) into one buffer, preallocated
-to the size gzip's trailer states when that is within the reading limits, and checks each chunk
-with numpy word compares (NUL bytes, UTF-8, brace balance, each top-level key at most once, the
-``"ph"`` count, and where a ``"cat"`` may hold a GPU category); the reading thread meanwhile
+to the size gzip's trailer states when that is within the reading limits; the reading thread
+meanwhile checks each chunk with numpy word compares (NUL bytes, UTF-8, brace balance, each
+top-level key at most once, the ``"ph"`` count, and where a ``"cat"`` may hold a GPU category),
 matches those places and the ``ProfilerStep#`` marks, reads the events written in the
 profiler's own layout straight from the bytes, and decodes the others one by one from a small
 window (the same ``object_hook`` as below turns each into a 4-tuple). A match is taken only once
@@ -336,8 +336,10 @@ class _Guards:
     """What the selective read requires of the whole file, checked chunk by chunk as inflated.
 
     No NUL byte, UTF-8, braces balanced, ``"traceEvents"`` and each top-level fact key at most
-    once (their first offsets kept), and the count of ``"ph"`` (the events read). Run by the
-    inflating thread (numpy's compares release the GIL), one chunk ahead of the selective read.
+    once (their first offsets kept), the count of ``"ph"`` (the events read), and where a
+    ``"cat"`` may hold a GPU category. Each chunk is checked in the reading thread before the
+    selective read takes it (in the inflating thread it waited for the GIL between numpy calls,
+    and the whole read was slower).
     """
 
     def __init__(self) -> None:
@@ -474,7 +476,7 @@ class _Scan:
             at = buf.find(_STEP_MARK, self.step_pos, n)
         self.step_pos = max(self.step_pos, n - len(_STEP_MARK) + 1)  # a mark may start after this
         steps, si = self.steps, 0
-        cands = self.guards.cands  # offsets in file order, found by the inflating thread
+        cands = self.guards.cands  # offsets in file order, found by the guards
         while self.chunk < len(cands) and self.ok:
             todo = cands[self.chunk]
             while self.at < len(todo) and todo[self.at] < cut and self.ok:
@@ -777,7 +779,7 @@ def _key_lines(raw: bytes | bytearray) -> dict[str, int]:
 _END = object()  # the end of the inflated chunks
 
 
-def _inflated_ahead(reader: Reader, guards: _Guards | None = None) -> Iterator[bytes]:
+def _inflated_ahead(reader: Reader) -> Iterator[bytes]:
     """The file's bytes in chunks, inflated (within the reading limits) by a thread one chunk
     ahead of the caller: zlib releases the GIL while it inflates, so the selective read of one
     chunk overlaps the inflation of the next. A LoadError of the reading is raised here."""
@@ -796,8 +798,6 @@ def _inflated_ahead(reader: Reader, guards: _Guards | None = None) -> Iterator[b
     def run() -> None:
         try:
             for chunk in iter_chunks(reader.path, reader.limits):
-                if guards is not None:
-                    guards.feed(chunk)
                 if not put(chunk):
                     return
             put(_END)
@@ -823,7 +823,9 @@ def _scanned(reader: Reader) -> _Scan:
     fast = FAST_PATH and not reader.strict
     guards = _Guards()
     sc = _Scan(guards, size if trusted else 0, scan=fast)
-    for chunk in _inflated_ahead(reader, guards if fast else None):
+    for chunk in _inflated_ahead(reader):
+        if fast:
+            guards.feed(chunk)
         sc.feed(chunk)
     return sc
 
