@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
+from _replay import hand_trace
 
 from mfu_toolkit.analysis import slowed_replay, straggler_whatif
 from mfu_toolkit.run import Run
@@ -28,40 +28,11 @@ OPS_DIR = Path(REAL or "/nonexistent") / "straggler_ops"
 needs_real = pytest.mark.skipif(not (OPS_DIR / "trace-AR.parquet").is_file(), reason="MFU_REALDATA not set")
 
 # --------------------------------------------------------------------------------------------
-# a hand trace: dp = 1, two stages, two microbatches, 1F1B
-#
-# stage 0: F0 F1 B0 B1 (F 1 s, B 2 s); stage 1: F0 B0 F1 B1 (F 2 s, B 4 s); transfers take 0 s.
-# Actual timeline (each op starts when its dependencies end):
-#   s0 F0 [0,1] F1 [1,2]; s1 F0 [1,3] B0 [3,7]; s0 B0 [7,9]; s1 F1 [7,9] B1 [9,13]; s0 B1 [13,15]
-# so the step takes 15 s.
-
-
-def _hand_trace() -> pd.DataFrame:
-    rows = [  # stage, optype, seq_id, start, end
-        (0, "forward-compute", 0, 0, 1), (0, "forward-send", 0, 1, 1),
-        (0, "forward-compute", 1, 1, 2), (0, "forward-send", 1, 2, 3),
-        (0, "backward-recv", 0, 1, 7), (0, "backward-compute", 0, 7, 9),
-        (0, "backward-recv", 1, 9, 13), (0, "backward-compute", 1, 13, 15),
-        (1, "forward-recv", 0, 0, 1), (1, "forward-compute", 0, 1, 3),
-        (1, "backward-compute", 0, 3, 7), (1, "backward-send", 0, 7, 7),
-        (1, "forward-recv", 1, 3, 3), (1, "forward-compute", 1, 7, 9),
-        (1, "backward-compute", 1, 9, 13), (1, "backward-send", 1, 13, 13),
-    ]
-    df = pd.DataFrame(rows, columns=["stage", "optype", "seq_id", "start_ts", "end"])
-    df = df.astype({"start_ts": float, "end": float})
-    df["duration"] = df["end"] - df["start_ts"]
-    df["dp_rank"] = 0
-    df["rank"] = df["stage"]
-    df["step"] = 1
-    return df.drop(columns="end")
-
-
-def _two_steps(df: pd.DataFrame) -> pd.DataFrame:
-    return pd.concat([df, df.assign(step=2)], ignore_index=True)
+# the hand trace of tests/_replay.py: dp = 1, two stages, two microbatches, 1F1B; a step takes 15 s
 
 
 def test_hand_trace_actual_ideal_and_slowdown():
-    r = straggler_whatif(_two_steps(_hand_trace()))
+    r = straggler_whatif(hand_trace())
     assert r.available, r.notes
     assert r.trace_step_s == pytest.approx(15.0)
     assert r.actual_step_s == pytest.approx(15.0)  # the trace has no launch gaps
@@ -73,7 +44,7 @@ def test_hand_trace_actual_ideal_and_slowdown():
 
 
 def test_hand_trace_add_back_and_stage_recovery():
-    r = straggler_whatif(_two_steps(_hand_trace()))
+    r = straggler_whatif(hand_trace())
     # stage 1 alone at its actual durations: s1 F0 [1.5,3.5] B0 [3.5,7.5]; s0 B0 [7.5,10.5];
     # s1 F1 [7.5,9.5] B1 [9.5,13.5]; s0 B1 [13.5,16.5] -> S_1 = 16.5 / 13.5, share 2.0
     st = r.by_stage.set_index("stage")
@@ -86,7 +57,7 @@ def test_hand_trace_add_back_and_stage_recovery():
 
 
 def test_hand_trace_slowed_worker():
-    r = straggler_whatif(_two_steps(_hand_trace()))
+    r = straggler_whatif(hand_trace())
     # stage 0 twice as slow (F 2 s, B 4 s): s0 F0 [0,2] F1 [2,4]; s1 F0 [2,4] B0 [4,8];
     # s0 B0 [8,12]; s1 F1 [8,10] B1 [10,14]; s0 B1 [14,18] -> 18 s against the same 13.5 s ideal
     w = slowed_replay(r, worker=(0, 0), factor=2.0)
@@ -104,7 +75,7 @@ def test_hand_trace_slowed_worker():
 
 
 def test_waterfall_sums_to_the_replayed_step():
-    r = straggler_whatif(_two_steps(_hand_trace()))
+    r = straggler_whatif(hand_trace())
     wf = r.waterfall()
     assert wf["seconds"].sum() == pytest.approx(r.actual_step_s)
     assert wf["seconds"].iloc[0] == pytest.approx(r.ideal_step_s)
@@ -115,7 +86,7 @@ def test_waterfall_sums_to_the_replayed_step():
 
 
 def test_missing_columns_fall_back_with_a_note():
-    df = _two_steps(_hand_trace())
+    df = hand_trace()
     r = straggler_whatif(df.drop(columns=["stage"]))
     assert not r.available and np.isnan(r.slowdown)
     assert "['stage']" in r.notes[0] and "falling back" in r.notes[0]
@@ -129,7 +100,7 @@ def test_missing_columns_fall_back_with_a_note():
 
 
 def test_a_cycle_is_counted_and_named():
-    df = _two_steps(_hand_trace())
+    df = hand_trace()
     # stage 0's B0 traced before its F0: the compute stream then runs B0 -> F0, while B0 needs
     # stage 1's gradient, which needs stage 0's F0 -> a cycle
     first = (df["step"] == 1) & (df["stage"] == 0)
@@ -143,7 +114,7 @@ def test_a_cycle_is_counted_and_named():
 
 
 def test_unmatched_send_and_a_damaged_step_are_named():
-    df = _two_steps(_hand_trace())
+    df = hand_trace()
     # one step loses a receive: that step is left out, named with its rank
     gone = (df["step"] == 2) & (df["optype"] == "backward-recv") & (df["seq_id"] == 1)
     r = straggler_whatif(df[~gone])
@@ -158,7 +129,7 @@ def test_unmatched_send_and_a_damaged_step_are_named():
 
 def test_options_are_checked():
     with pytest.raises(ValueError, match=r"min_slowdown must be a number in \[0, 10\); got -1"):
-        straggler_whatif(_hand_trace(), min_slowdown=-1)
+        straggler_whatif(hand_trace(steps=(1,)), min_slowdown=-1)
     with pytest.raises(TypeError, match="run must be a Run or an op DataFrame; got str"):
         straggler_whatif("trace.parquet")
 

@@ -7,42 +7,21 @@ two pipeline stages, two microbatches in 1F1B order, transfers of zero length.
 from __future__ import annotations
 
 import matplotlib
-import pandas as pd
 import pytest
+from _replay import hand_trace
 
 from mfu_toolkit import plots, widgets
 from mfu_toolkit.analysis import straggler_whatif
 
 matplotlib.use("Agg")
 
-# stage 0: F0 F1 B0 B1 (F 1 s, B 2 s); stage 1: F0 B0 F1 B1 (F 2 s, B 4 s). Each op starts when
-# its dependencies end:
-#   s0 F0 [0,1] F1 [1,2]; s1 F0 [1,3] B0 [3,7]; s0 B0 [7,9]; s1 F1 [7,9] B1 [9,13]; s0 B1 [13,15]
-# -> 15 s. Ideal: F at the mean (1+1+2+2)/4 = 1.5 s, B at 3 s -> 13.5 s (replayed the same way).
-_ROWS = [  # stage, optype, seq_id, start, end
-    (0, "forward-compute", 0, 0, 1), (0, "forward-send", 0, 1, 1),
-    (0, "forward-compute", 1, 1, 2), (0, "forward-send", 1, 2, 3),
-    (0, "backward-recv", 0, 1, 7), (0, "backward-compute", 0, 7, 9),
-    (0, "backward-recv", 1, 9, 13), (0, "backward-compute", 1, 13, 15),
-    (1, "forward-recv", 0, 0, 1), (1, "forward-compute", 0, 1, 3),
-    (1, "backward-compute", 0, 3, 7), (1, "backward-send", 0, 7, 7),
-    (1, "forward-recv", 1, 3, 3), (1, "forward-compute", 1, 7, 9),
-    (1, "backward-compute", 1, 9, 13), (1, "backward-send", 1, 13, 13),
-]
-
-
-def _trace(dp: int = 1) -> pd.DataFrame:
-    df = pd.DataFrame(_ROWS, columns=["stage", "optype", "seq_id", "start_ts", "end"]).astype(
-        {"start_ts": float, "end": float})
-    df["duration"] = df["end"] - df["start_ts"]
-    df = df.drop(columns="end")
-    parts = [df.assign(step=s, dp_rank=d, rank=d * 2 + df["stage"]) for s in (1, 2) for d in range(dp)]
-    return pd.concat(parts, ignore_index=True)
+# the hand trace of tests/_replay.py: a step takes 15 s. Ideal: F at the mean (1+1+2+2)/4 = 1.5 s,
+# B at 3 s -> 13.5 s (replayed the same way).
 
 
 @pytest.fixture(scope="module")
 def hand():
-    r = straggler_whatif(_trace())
+    r = straggler_whatif(hand_trace())
     assert r.available, r.notes
     return r
 
@@ -92,7 +71,7 @@ def test_bad_options_name_the_parameter(hand):
         widgets.replay_scenario(hand, target="worker", stage=0)
     with pytest.raises(ValueError, match=r"factor must be a number in \[0.1, 100\]; got 0"):
         widgets.replay_scenario(hand, target="stage", stage=0, factor=0)
-    unavailable = straggler_whatif(_trace().drop(columns=["stage"]))
+    unavailable = straggler_whatif(hand_trace().drop(columns=["stage"]))
     with pytest.raises(ValueError, match="result must be a replayed trace"):
         widgets.replay_scenario(unavailable, target="stage")
 
@@ -129,7 +108,7 @@ def _controls(box):
 
 def test_explorer_follows_its_controls(hand):
     pytest.importorskip("ipywidgets")
-    two = straggler_whatif(_trace(dp=2))  # two identical data-parallel replicas: same times
+    two = straggler_whatif(hand_trace(dp=2))  # two identical data-parallel replicas: same times
     box = widgets.replay_explorer({"hand": hand, "two": two}, job="hand", factor=1.0)
     fac, tg, jb, dp, sg = _controls(box)
     headline = box.children[1]
