@@ -431,8 +431,9 @@ def _parse_aliases(text: str, fail: Callable[[str, str], RegistryError]) -> tupl
     return aliases
 
 
-def _parse_row(raw: Mapping[str, str], origin: str) -> _Row:
-    """Validate one row of text fields; every error names ``origin`` (file:line) and the field."""
+def _row_access(raw: Mapping[str, str], origin: str) -> tuple[Callable[[str, str], RegistryError],
+                                                                Callable[[str], str]]:
+    """``fail(column, message)``: the error naming ``origin`` (file:line) and the field; ``get(column)``: its stripped text."""
 
     def fail(column: str, message: str) -> RegistryError:
         return RegistryError(f"{origin}: field {column!r}: {message}")
@@ -440,6 +441,12 @@ def _parse_row(raw: Mapping[str, str], origin: str) -> _Row:
     def get(column: str) -> str:
         return (raw.get(column) or "").strip()
 
+    return fail, get
+
+
+def _parse_row(raw: Mapping[str, str], origin: str) -> _Row:
+    """Validate one row of text fields; every error names ``origin`` (file:line) and the field."""
+    fail, get = _row_access(raw, origin)
     name = get("name")
     if not name:
         raise fail("name", "missing")
@@ -1042,12 +1049,7 @@ class MemoryBandwidth(_Record):
 
 
 def _parse_bandwidth_row(raw: Mapping[str, str], origin: str) -> MemoryBandwidth:
-    def fail(column: str, message: str) -> RegistryError:
-        return RegistryError(f"{origin}: field {column!r}: {message}")
-
-    def get(column: str) -> str:
-        return (raw.get(column) or "").strip()
-
+    fail, get = _row_access(raw, origin)
     name = get("name")
     if not name:
         raise fail("name", "missing")
