@@ -11,23 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-
-N_STEPS, N_RANKS, SLOW_RANK = 37, 4, 3
-
-
-def _write_log(path: Path) -> Path:
-    """37 steps × 4 ranks of 0.5 s (rank 3 takes 0.6 s), a checkpoint gap after step 20, one bad row."""
-    lines = ["attempt,step,rank,start_s,end_s,compute_s"]
-    t = 0.0
-    for step in range(1, N_STEPS + 1):
-        for rank in range(N_RANKS):
-            compute = 0.6 if rank == SLOW_RANK else 0.5
-            lines.append(f"0,{step},{rank},{t:.3f},{t + compute:.3f},{compute}")
-        t += 0.6 + (4.0 if step == 20 else 0.0)
-    lines.insert(30, "0,7,oops,3.600,4.100,0.5")  # line 31: a rank that is not a number
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
+from _steplog import N_RANKS, SLOW_RANK, write_step_log
 
 # --------------------------------------------------------------------------------------------
 # mfu_toolkit.report.html_report: the same Answer as `mfu analyze`, with figures
@@ -37,7 +21,7 @@ def _team_run(tmp_path: Path):
     from mfu_toolkit.analysis import apply_inputs
     from mfu_toolkit.io import load_run
 
-    log = _write_log(tmp_path / "team.csv")
+    log = write_step_log(tmp_path / "team.csv")
     with pytest.warns(Warning):  # the bad row is skipped with a warning
         run = load_run(log)
     return apply_inputs(run, accelerator="A100 SXM", dtype="bf16", n_accelerators=N_RANKS, flops_per_sample=1.5e12,

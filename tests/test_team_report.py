@@ -26,10 +26,10 @@ from pathlib import Path
 import pytest
 from _browser import free_port
 from _realdata import realdata  # noqa: F401  (fixture)
+from _steplog import N_RANKS, SLOW_RANK, write_step_log
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "08_team_report.ipynb"
-N_STEPS, N_RANKS, SLOW_RANK = 37, 4, 3
 # The sections of a report on a log with timed steps, in reading order (the answer first).
 SECTIONS = ["The answer", "Largest losses", "Stragglers", "Checks", "Facts used", "Waterfall", "Scorecard",
             "Steady-state window", "Figures"]
@@ -38,20 +38,6 @@ TEMPLATE_PROSE = ("Three ways to run", "sample-reading", "Questions to try", "Ce
                   "Nothing below needs editing", "The template behind")
 
 needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
-
-
-def _write_log(path: Path) -> Path:
-    """37 steps × 4 ranks of 0.5 s (rank 3 takes 0.6 s), a 4 s gap after step 20, one bad row."""
-    lines = ["attempt,step,rank,start_s,end_s,compute_s"]
-    t = 0.0
-    for step in range(1, N_STEPS + 1):
-        for rank in range(N_RANKS):
-            compute = 0.6 if rank == SLOW_RANK else 0.5
-            lines.append(f"0,{step},{rank},{t:.3f},{t + compute:.3f},{compute}")
-        t += 0.6 + (4.0 if step == 20 else 0.0)
-    lines.insert(30, "0,7,oops,3.600,4.100,0.5")  # line 31: a rank that is not a number
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def _make(*args: str, target: str = "report", cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -93,7 +79,7 @@ def _visible_text(html_text: str) -> str:
 def test_make_report_on_a_team_log(tmp_path):
     # A folder and a file name with a space and a quote: names, not shell syntax.
     (tmp_path / "team runs").mkdir()
-    log = _write_log(tmp_path / "team runs" / "team's steps.csv")
+    log = write_step_log(tmp_path / "team runs" / "team's steps.csv")
     out = tmp_path / "reports"
     r = _make(f"LOG={log}", f"REPORTS={out}", "ACCELERATOR=A100 SXM", "DTYPE=bf16", f"GPUS={N_RANKS}",
               "FLOPS_PER_SAMPLE=1.5e12", "GLOBAL_BATCH=256")
@@ -169,7 +155,7 @@ def test_headings_are_printed_with_their_content():
         "seq-len-not-a-number"])
 def test_a_wrong_value_is_one_line_before_papermill(tmp_path, args, named):
     # Before, papermill ran and printed an 80-98 line traceback with the useful line at the bottom.
-    log = _write_log(tmp_path / "steps.csv")
+    log = write_step_log(tmp_path / "steps.csv")
     out = tmp_path / "reports"
     r = _make(f"LOG={log}", f"REPORTS={out}", *args)
     assert r.returncode == 2, r.stdout + r.stderr
@@ -244,7 +230,7 @@ def test_a_run_that_fails_says_why_in_one_line(tmp_path):
     wrapper.write_text(f'#!/bin/sh\nif [ "$2" = papermill ]; then exec {sys.executable} "$@" -p n_accelerators abc; fi\n'
                        f'exec {sys.executable} "$@"\n')
     wrapper.chmod(0o755)
-    log, out = _write_log(tmp_path / "steps.csv"), tmp_path / "reports"
+    log, out = write_step_log(tmp_path / "steps.csv"), tmp_path / "reports"
     cmd = ["make", "--no-print-directory", "-o", ".venv/.installed", "report", f"PY={wrapper}", f"LOG={log}",
            f"REPORTS={out}"]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
