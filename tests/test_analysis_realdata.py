@@ -21,6 +21,7 @@ import math
 import re
 import statistics
 import warnings
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -183,17 +184,23 @@ def _real_files(realdata: Path) -> list[Path]:  # noqa: F811
     return out
 
 
-def test_breakdown_sums_to_wall_time_for_every_real_run(realdata):  # noqa: F811
-    checked = 0
+def _real_runs(realdata: Path) -> Iterator[tuple[Path, Run]]:  # noqa: F811
+    """Each real file with the Run its loader reads, warnings silenced; files no loader reads are passed over."""
+    from mfu_toolkit.io import load_run
+
     for path in _real_files(realdata):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                from mfu_toolkit.io import load_run
-
                 run = load_run(path)
         except LoadError:
             continue  # a companion file or a format without a loader in this build
+        yield path, run
+
+
+def test_breakdown_sums_to_wall_time_for_every_real_run(realdata):  # noqa: F811
+    checked = 0
+    for path, run in _real_runs(realdata):
         df = breakdown(run)
         w = run.wall_seconds
         assert math.isclose(df["seconds"].sum(), w, rel_tol=1e-9, abs_tol=1e-9), path.name
@@ -284,15 +291,7 @@ def test_the_answer_reads_well_for_every_real_run(realdata):  # noqa: F811
     from mfu_toolkit.report import html_report
 
     built = untimed = 0
-    for path in _real_files(realdata):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                from mfu_toolkit.io import load_run
-
-                run = load_run(path)
-        except LoadError:
-            continue
+    for path, run in _real_runs(realdata):
         a = build_answer(run, interface="cli")
         text = a.to_text(width=100)
         assert max(len(line) for line in text.splitlines()) <= 100, path.name
