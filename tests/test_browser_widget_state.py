@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from _browser import collect_console_errors, copy_project_tree, free_port, require_browser
+from _procs import stop_process_group
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = "11_roofline.ipynb"  # the roofline explorer: three sliders, two dropdowns, a figure
@@ -62,18 +62,8 @@ def _start_make_lab(tmp: Path, root: Path) -> tuple[subprocess.Popen, str, str]:
         m = re.search(rf"http://127\.0\.0\.1:{port}/lab\?token=([0-9a-f]+)", line)
         if m:
             return proc, f"http://127.0.0.1:{port}", m.group(1)
-    _stop(proc)
+    stop_process_group(proc)
     raise AssertionError("make lab printed no URL:\n" + "".join(seen)[-3000:])
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(20)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def test_make_lab_signs_the_notebooks_and_uses_the_project_settings():
@@ -125,7 +115,7 @@ def test_committed_explorer_renders_in_lab_before_it_runs(browser, tmp_path):
         assert not errors, errors
     finally:
         context.close()
-        _stop(proc)
+        stop_process_group(proc)
 
 
 def test_html_export_carries_the_explorer_state(tmp_path):

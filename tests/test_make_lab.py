@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from _procs import stop_process_group
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("make") is None or not (ROOT / ".venv" / "bin" / "python").exists(),
@@ -55,8 +55,4 @@ def test_make_lab_starts_and_prints_its_url(tmp_path):
         if os.geteuid() == 0:
             assert "running as root, so JupyterLab starts with --allow-root" in text
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_process_group(proc)

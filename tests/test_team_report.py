@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from _browser import free_port
+from _procs import stop_process_group
 from _realdata import realdata  # noqa: F401  (fixture)
 from _steplog import N_RANKS, SLOW_RANK, write_step_log
 
@@ -317,8 +317,4 @@ def test_make_app_culls_a_kernel_whose_page_is_gone(tmp_path):
         kernel = re.search(r"Culling 'idle' kernel 'python3' \(([0-9a-f-]+)\)", text).group(1)
         assert f"Kernel shutdown: {kernel}" in text
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_process_group(proc)
