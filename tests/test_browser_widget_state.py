@@ -21,12 +21,11 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from _browser import collect_console_errors, copy_project_tree, free_port, require_browser
-from _procs import stop_process_group
+from _procs import read_until, stop_process_group
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = "11_roofline.ipynb"  # the roofline explorer: three sliders, two dropdowns, a figure
@@ -52,18 +51,11 @@ def _start_make_lab(tmp: Path, root: Path) -> tuple[subprocess.Popen, str, str]:
     port = free_port()
     proc = subprocess.Popen(["make", "lab", f"PORT={port}", f"LAB_ROOT={root}"], cwd=ROOT, env=_jupyter_env(tmp),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    seen: list[str] = []
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        seen.append(line)
-        m = re.search(rf"http://127\.0\.0\.1:{port}/lab\?token=([0-9a-f]+)", line)
-        if m:
-            return proc, f"http://127.0.0.1:{port}", m.group(1)
+    m, text = read_until(proc, rf"http://127\.0\.0\.1:{port}/lab\?token=([0-9a-f]+)", timeout_s=120)
+    if m:
+        return proc, f"http://127.0.0.1:{port}", m.group(1)
     stop_process_group(proc)
-    raise AssertionError("make lab printed no URL:\n" + "".join(seen)[-3000:])
+    raise AssertionError("make lab printed no URL:\n" + text[-3000:])
 
 
 def test_make_lab_signs_the_notebooks_and_uses_the_project_settings():

@@ -7,14 +7,14 @@ which is how containers and dev VMs run it. The Makefile adds the flag only for 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from _procs import stop_process_group
+from _procs import read_until, stop_process_group
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("make") is None or not (ROOT / ".venv" / "bin" / "python").exists(),
@@ -39,17 +39,8 @@ def test_make_lab_starts_and_prints_its_url(tmp_path):
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path), "JUPYTER_CONFIG_DIR": str(tmp_path / "cfg")}
     proc = subprocess.Popen(["make", "lab", f"PORT={port}"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    seen = []
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            seen.append(line)
-            if f"127.0.0.1:{port}/lab" in line:
-                break
-        text = "".join(seen)
+        _, text = read_until(proc, re.escape(f"127.0.0.1:{port}/lab"), timeout_s=90)
         assert f"127.0.0.1:{port}/lab" in text, text[-2000:]
         assert "Running as root is not recommended" not in text
         if os.geteuid() == 0:
