@@ -25,6 +25,11 @@ def pytest_configure(config):
     if hasattr(config.option, "nbval_sanitize_with") and not config.option.nbval_sanitize_with:
         config.option.nbval_sanitize_with = str(HERE / "nbval_sanitize.cfg")
     os.environ.setdefault("MPLBACKEND", "Agg")
+    # `make test` runs pytest inside make: its MAKEFLAGS/MAKELEVEL would make every `make report`
+    # or `make lab` a test starts a sub-make ("make[1]: ...", another exit status), not the
+    # top-level command a user types. The tests run those as a user would.
+    for name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"):
+        os.environ.pop(name, None)
 
 
 # --- browser fixtures (JupyterLab + headless Chromium); see tests/_browser.py ----------------

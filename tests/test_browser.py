@@ -95,7 +95,8 @@ def test_08_team_report_runs_on_the_sample_log(lab, page, tmp_path):
 
     errors = collect_console_errors(page)
     open_and_run_all(page, lab, "08_team_report.ipynb")
-    expect(page.locator("table.dataframe").first).to_be_visible(timeout=20_000)
+    # the answer's sections are HTML tables (checks, facts used, waterfall, scorecard), not DataFrames
+    expect(page.locator(".jp-OutputArea-output table").first).to_be_visible(timeout=20_000)
     # The sample log's headline, as the committed notebook prints it (nbval checks the same text).
     expect(page.locator(".jp-OutputArea").filter(has_text="39.94%").first).to_be_visible(timeout=20_000)
     assert page.locator(".jp-RenderedImage img").count() >= 3

@@ -20,9 +20,9 @@ matplotlib.use("Agg")
 
 
 def _replay():
-    from test_widgets_replay import _trace
+    from _replay import hand_trace
 
-    return widgets.replay_scenario(straggler_whatif(_trace()), job="hand", dp_rank=0, stage=0, factor=2.0)
+    return widgets.replay_scenario(straggler_whatif(hand_trace()), job="hand", dp_rank=0, stage=0, factor=2.0)
 
 
 FIGURES = {
