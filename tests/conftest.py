@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -30,6 +31,9 @@ def pytest_configure(config):
     # top-level command a user types. The tests run those as a user would.
     for name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"):
         os.environ.pop(name, None)
+    # per-rank trace caches of read-only folders go to a folder of this run, not the user's cache
+    if "MFU_CACHE_DIR" not in os.environ:
+        os.environ["MFU_CACHE_DIR"] = tempfile.mkdtemp(prefix="mfu-test-cache-")
 
 
 # --- browser fixtures (JupyterLab + headless Chromium); see tests/_browser.py ----------------

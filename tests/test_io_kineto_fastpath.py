@@ -54,6 +54,8 @@ def _doc(evs: list[dict] | None = None, rank: int = 0) -> dict:
 
 
 def _both(path: Path, **kw):
+    # no Parquet cache: the second load must parse the JSON, not read what the first one cached
+    kw.setdefault("cache", False)
     out = []
     for fast in (True, False):
         kineto.FAST_PATH = fast
