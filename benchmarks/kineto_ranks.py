@@ -18,8 +18,8 @@ before the call. Ratios, each against a baseline measured in this run:
 
 HTA is not a toolkit dependency: install it into a separate venv and name its interpreter:
 
-    python3 -m venv /tmp/hta-venv && /tmp/hta-venv/bin/pip install HolisticTraceAnalysis
-    MFU_REALDATA=../shared/realdata .venv/bin/python benchmarks/kineto_ranks.py --hta-python /tmp/hta-venv/bin/python [--ranks 16]
+    python3 -m venv ../hta-venv && ../hta-venv/bin/pip install HolisticTraceAnalysis
+    MFU_REALDATA=../shared/realdata .venv/bin/python benchmarks/kineto_ranks.py --hta-python ../hta-venv/bin/python [--ranks 16]
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -122,7 +123,7 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=103.0, help="raw (inflated) MB of each rank's trace")
     ap.add_argument("--ranks", type=int, default=16, help="ranks in the job compared with HTA (0: skip)")
     ap.add_argument("--hta-python", default=None, help="an interpreter with HolisticTraceAnalysis installed")
-    ap.add_argument("--tmp", type=Path, default=Path("/tmp/mfu_kineto_ranks"), help="where the traces are written")
+    ap.add_argument("--tmp", type=Path, default=Path(tempfile.gettempdir()) / "mfu_kineto_ranks", help="where the traces are written")
     ap.add_argument("--repeat", type=int, default=1, help="fresh processes per figure (the best time is kept)")
     a = ap.parse_args()
     real = os.environ.get("MFU_REALDATA", "").strip()

@@ -6,7 +6,7 @@ per-rank exact medians, in one DuckDB connection with its defaults), and the too
 the same dataset. Prints wall time and peak RSS of each and the ratios (targets: time <= 1.5x the
 bare reductions, peak RSS <= 6 GB at 4,096 ranks x 100,000 steps).
 
-    .venv/bin/python benchmarks/scale.py --ranks 4096 --steps 100000 --folder /tmp/gem_4096x100k
+    .venv/bin/python benchmarks/scale.py --ranks 4096 --steps 100000 --folder ../gem_4096x100k
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=2_000)
     ap.add_argument("--folder", default=None)
     a = ap.parse_args()
-    folder = Path(a.folder or f"/tmp/mfu_scale_{a.ranks}x{a.steps}")
+    folder = Path(a.folder or Path(tempfile.gettempdir()) / f"mfu_scale_{a.ranks}x{a.steps}")
     mfu = str(Path(sys.executable).with_name("mfu"))
     if not folder.exists():
         t = time.perf_counter()

@@ -9,7 +9,7 @@ Prints, measured in the same run:
 2. the time per replayed op of one replay of a synthetic 1F1B pipeline at two sizes (512 and
    4,096 workers): a ratio near 1 means linear in ops.
 
-    .venv/bin/python benchmarks/straggler_replay.py [--artifact /tmp/sa --artifact-python /tmp/sa-venv/bin/python]
+    .venv/bin/python benchmarks/straggler_replay.py [--artifact ../StragglerAnalysis --artifact-python ../sa-venv/bin/python]
 """
 
 from __future__ import annotations
