@@ -100,6 +100,10 @@ CLAIM_METRICS: tuple[str, ...] = (
     "model_flops_per_step",  # FLOPs per training step the framework says it counts
     "total_flos",  # FLOPs of the whole run (HF Trainer)
 )
+# What time a claimed rate is over: "steady" the training steps the framework timed (compared with
+# our steady-state window), "end_to_end" the whole run, evaluation and checkpoints included (HF
+# Trainer's train_samples_per_second: train_runtime spans them), compared with our end-to-end rate.
+CLAIM_BASES: tuple[str, ...] = ("steady", "end_to_end")
 
 
 @dataclass(frozen=True)
@@ -134,17 +138,20 @@ class Claim:
     where: str
     n: int = 1
     statistic: str = "value"
+    basis: str = "steady"
 
     def __post_init__(self) -> None:
         if self.metric not in CLAIM_METRICS:
             raise ValueError(f"Claim.metric must be one of {', '.join(CLAIM_METRICS)}; got {self.metric!r}")
+        if self.basis not in CLAIM_BASES:
+            raise ValueError(f"Claim.basis must be one of {', '.join(CLAIM_BASES)}; got {self.basis!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def summarise(
-        cls, metric: str, values: Iterable[float], *, unit: str, counts: str, where: str
+        cls, metric: str, values: Iterable[float], *, unit: str, counts: str, where: str, basis: str = "steady"
     ) -> Claim | None:
         """The median of the finite ``values`` as one claim (``None`` when there are none)."""
         finite = sorted(float(v) for v in values if v is not None and math.isfinite(float(v)))
@@ -152,7 +159,7 @@ class Claim:
             return None
         n = len(finite)
         mid = finite[n // 2] if n % 2 else 0.5 * (finite[n // 2 - 1] + finite[n // 2])
-        return cls(metric, mid, unit, counts, where, n=n, statistic="median" if n > 1 else "value")
+        return cls(metric, mid, unit, counts, where, n=n, statistic="median" if n > 1 else "value", basis=basis)
 
 
 @dataclass
