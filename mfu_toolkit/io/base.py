@@ -102,8 +102,10 @@ CLAIM_METRICS: tuple[str, ...] = (
 )
 # What time a claimed rate is over: "steady" the training steps the framework timed (compared with
 # our steady-state window), "end_to_end" the whole run, evaluation and checkpoints included (HF
-# Trainer's train_samples_per_second: train_runtime spans them), compared with our end-to-end rate.
-CLAIM_BASES: tuple[str, ...] = ("steady", "end_to_end")
+# Trainer's train_samples_per_second: train_runtime spans them), compared with our end-to-end rate;
+# "run" the benchmark's timed run from its start (MLPerf run_start) to the record, evaluations
+# included, compared with the work our steps did in that span over its length.
+CLAIM_BASES: tuple[str, ...] = ("steady", "end_to_end", "run")
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,8 @@ _TEXT_KEYS = frozenset({"submission_platform", "submission_benchmark", "global_b
                         "precision", "dtype", "compute_dtype", "training_precision", "fp8", "use_fp8", "fp8_training"})
 # time_ms after the year 9999 is not a time a log was written at.
 _MAX_TIME_MS = 253_402_300_800_000
+# A line bash's xtrace (set -x) prints for a command it runs: one or more "+" then a space.
+_XTRACE = re.compile(r"\+{1,16} ")
 _MAX_RANK = 10_000_000
 # Accelerators per system of the submission platforms an "N x SYSTEM" string names, as data with
 # their source: (accelerator as the registry names it, accelerators per system, source). A system
@@ -198,6 +200,11 @@ class _Log:
     base_ms: float | None = None
     init_starts: list[_Rec] = field(default_factory=list)
     ranks: set[int] = field(default_factory=set)
+    # Records earlier than the log's first record, read after it: a stream appended after the
+    # training output (the launcher's cache_clear records), kept only if nothing follows them.
+    early: list[_Rec] = field(default_factory=list)
+    early_min: float = math.inf
+    xtrace: int = 0
 
 
 
@@ -258,6 +265,9 @@ def _read(reader: Reader, tol_s: float) -> _Log:
         if not text.strip():
             continue
         reader.report.lines_read += 1
+        if _XTRACE.match(text):  # the shell printing a command (set -x), e.g. + echo ':::SYSJSON {...}'
+            log.xtrace += 1
+            continue
         i = text.find(_MLLOG)
         if i < 0:
             _sysjson(reader, log, ln, text)
@@ -269,6 +279,11 @@ def _read(reader: Reader, tol_s: float) -> _Log:
         if log.base_ms is None:
             log.base_ms = t_ms
         t = (t_ms - log.base_ms) / 1000.0
+        meta = d.get("metadata")
+        rec = _Rec(ln, key, t, d.get("value"), meta if isinstance(meta, dict) else {}, text if key in _TEXT_KEYS else "")
+        if _early(log, rec, tol_s):
+            continue
+        _drop_early(reader, log, tol_s)
         verdict = clock.check(t)
         if verdict == "late":
             reader.bad(f"{rules.NON_MONOTONIC} (more than {tol_s:g} s before an earlier record)", line=ln, field="time_ms", example=text)
@@ -278,12 +293,45 @@ def _read(reader: Reader, tol_s: float) -> _Log:
             if log.init_starts and log.init_starts[-1] is bad:
                 log.init_starts.pop()
             reader.bad(f"{rules.NON_MONOTONIC} (far ahead of the records before and after it)", line=bad.line, field="time_ms")
-        meta = d.get("metadata")
-        rec = _Rec(ln, key, t, d.get("value"), meta if isinstance(meta, dict) else {}, text if key in _TEXT_KEYS else "")
         log.recs.append(rec)
         if key == "init_start":
             _init_rank(reader, log, rec)
+    _keep_early(reader, log)
     return log
+
+
+def _early(log: _Log, rec: _Rec, tol_s: float) -> bool:
+    """Hold ``rec`` if it lies before every record of the log so far (by more than ``tol_s``) and
+    in time order after the records held before it: the start of a stream appended late."""
+    first = min((r.t for r in log.recs[:1]), default=math.inf)
+    if rec.t >= first - tol_s or (log.early and rec.t < log.early[-1].t - tol_s):
+        return False
+    if first == math.inf:
+        return False
+    log.early.append(rec)
+    log.early_min = min(log.early_min, rec.t)
+    return True
+
+
+def _drop_early(reader: Reader, log: _Log, tol_s: float) -> None:
+    """Records held as an early stream that the timeline then went on after: each is out of order."""
+    for r in log.early:
+        reader.bad(f"{rules.NON_MONOTONIC} (more than {tol_s:g} s before an earlier record)", line=r.line, field="time_ms")
+    log.early.clear()
+
+
+def _keep_early(reader: Reader, log: _Log) -> None:
+    """An early stream at the end of the file is placed by its time_ms, with a note."""
+    if not log.early:
+        return
+    a, b = log.early[0].line, log.early[-1].line
+    reader.note(f"{len(log.early)} record(s) at lines {a}-{b}, the file's last, are earlier than its first record: a "
+                "stream appended after the training output; placed by their time_ms")
+    log.recs[:0] = log.early
+    for r in log.early:
+        if r.key == "init_start":
+            _init_rank(reader, log, r)
+    log.early.clear()
 
 
 # --- intervals ---------------------------------------------------------------------------------
@@ -323,6 +371,17 @@ def _start(reader: Reader, tl: _Timeline, kind: str, r: _Rec) -> None:
     tl.open_[kind] = _Interval(kind, r.t, r.line, r.meta)
 
 
+def _first_block_from_run(reader: Reader, tl: _Timeline, kind: str, r: _Rec) -> _Interval | None:
+    """The first training block of a log that has no ``block_start`` for it: it starts at
+    ``run_start`` (MLPerf's timed training begins there), said in a note; else None."""
+    run = tl.open_.get("run")
+    if kind != "block" or tl.closed["block"] or run is None or run.t0 > r.t:
+        return None
+    reader.note(f"the first block_stop (line {r.line}) has no block_start: the block is taken to start at "
+                f"run_start (line {run.line})")
+    return _Interval("block", run.t0, run.line, dict(r.meta))
+
+
 def _stop(reader: Reader, tl: _Timeline, kind: str, r: _Rec) -> None:
     cur = tl.open_.get(kind)
     if cur is None:
@@ -330,8 +389,11 @@ def _stop(reader: Reader, tl: _Timeline, kind: str, r: _Rec) -> None:
         if last is not None and _ident(last.meta1) == _ident(r.meta):
             tl.copies[r.key] = tl.copies.get(r.key, 0) + 1
             return
-        reader.bad(rules.end_without_start(kind), line=r.line, field="key")
-        return
+        cur = _first_block_from_run(reader, tl, kind, r)
+        if cur is None:
+            reader.bad(rules.end_without_start(kind), line=r.line, field="key")
+            return
+        tl.open_[kind] = cur
     del tl.open_[kind]
     if r.t < cur.t0:
         reader.bad(rules.end_before_start(kind), line=r.line, field="time_ms")
@@ -545,17 +607,27 @@ def _rank_facts(out: Parsed, reader: Reader, log: _Log, tl: _Timeline, extra: di
         out.fact("n_ranks", copies, where, text)
 
 
-def _claims(out: Parsed, reader: Reader, tl: _Timeline, token_counted: bool) -> None:
+def _claims(out: Parsed, reader: Reader, tl: _Timeline, token_counted: bool, run_iv: _Interval | None = None) -> None:
     """``tracked_stats`` ``throughput`` as a claim about the whole job: tokens/s where the
-    benchmark counts training in tokens (GPT-3), else samples/s."""
+    benchmark counts training in tokens (GPT-3), else samples/s.
+
+    Throughput records logged through training are rates over the time between records (the
+    steady steps, evaluations aside); a log whose only throughput records are logged when the
+    timed run stops (DLRM: one record, at ``run_stop``) states the rate of the timed run, from
+    ``run_start`` to ``run_stop`` with its evaluations, and the claim says so (basis ``run``)."""
     recs = [r for r in tl.points.get("tracked_stats", []) if isinstance(r.value, dict) and "throughput" in r.value]
     if not recs:
         return
     unit = "tokens" if token_counted else "samples"
-    counts = (f"{unit} per second of the whole job (tracked_stats 'throughput'; the log states no unit: in the "
-              f"NVIDIA logs it is the {unit} trained over the time between records)")
+    at_stop = run_iv is not None and all(abs(r.t - run_iv.t1) <= 1.0 for r in recs)
+    if at_stop:
+        counts = (f"{unit} per second of the timed run (tracked_stats 'throughput' logged at run_stop, line "
+                  f"{run_iv.line1}: the {unit} trained from run_start to run_stop over that time, evaluations included)")
+    else:
+        counts = (f"{unit} per second of the whole job (tracked_stats 'throughput'; the log states no unit: in the "
+                  f"NVIDIA logs it is the {unit} trained over the time between records)")
     out.claim(Claim.summarise(f"{unit}_per_s", [rules.as_number(r.value["throughput"]) for r in recs], unit=f"{unit}/s",
-                              counts=counts, where=f"{reader.name}:{recs[0].line}"))
+                              counts=counts, where=f"{reader.name}:{recs[0].line}", basis="run" if at_stop else "steady"))
 
 
 def _submission_extra(tl: _Timeline, extra: dict[str, Any]) -> str | None:
@@ -727,11 +799,50 @@ def _bases(reader: Reader, tl: _Timeline, run_iv: _Interval | None) -> tuple[lis
     return [], "none"
 
 
+def _epoch_marks(reader: Reader, tl: _Timeline, extra: dict[str, Any], token_counted: bool) -> dict[float, float]:
+    """Where the log states its position in epochs: time -> ``epoch_num``, on the records that
+    bound training segments (eval, epoch, block and run start/stop), or {} when it states none.
+
+    ``epoch_num`` counts epochs in some benchmarks (DLRM: 0.04998 at the first evaluation) and
+    samples in others (BERT: 150336). A count of samples or tokens is a whole number, so the
+    positions are read as epochs only when one of them is fractional, and are turned into samples
+    only with the log's ``train_samples`` (the samples of one epoch). Two records at one time that
+    state different positions state none there."""
+    train = extra.get("train_samples")
+    if token_counted or not isinstance(train, float) or not train > 0:
+        return {}
+    marks: dict[float, float] = {}
+    clash: set[float] = set()
+    for kind in ("eval", "epoch", "block", "run"):
+        for iv in tl.closed[kind]:
+            for t, meta in ((iv.t0, iv.meta0), (iv.t1, iv.meta1)):
+                v = rules.as_number(meta.get("epoch_num"))
+                if not (math.isfinite(v) and v >= 0):
+                    continue
+                if t in marks and marks[t] != v:
+                    clash.add(t)
+                marks.setdefault(t, v)
+    for t in clash:
+        del marks[t]
+    if not any(v != math.floor(v) for v in marks.values()):
+        return {}
+    return marks
+
+
+def _counter_samples(marks: dict[float, float], a: float, b: float, train: float) -> float:
+    """Samples trained in [a, b] from the epoch positions stated at both ends, else NaN."""
+    if a not in marks or b not in marks or marks[b] < marks[a]:
+        return math.nan
+    return float(round((marks[b] - marks[a]) * train))
+
+
 def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, token_counted: bool, extra: dict[str, Any],
            seq_len: int | None = None) -> pd.DataFrame:
     """One step row per training segment: blocks (or epochs, or the run) minus evaluations."""
     bases, base_kind = _bases(reader, tl, run_iv)
     holes = _Holes([(iv.t0, iv.t1) for iv in tl.closed["eval"]])
+    marks = _epoch_marks(reader, tl, extra, token_counted)
+    from_counters = 0
     rows = []
     split_any = False
     for b_i, iv in enumerate(bases):
@@ -747,12 +858,18 @@ def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, t
         if token_counted and whole and seq_len and not math.isnan(ec) and ec % seq_len == 0:
             samples = ec / seq_len  # a block's tokens over the sequence length: its sequences
         for a, b in segs:
+            seg_samples = samples
+            if math.isnan(seg_samples) and marks:
+                seg_samples = _counter_samples(marks, a, b, extra["train_samples"])
+                from_counters += not math.isnan(seg_samples)
             rows.append({
                 "attempt": 0, "step": len(rows), "rank": -1, "start_s": a - t0, "end_s": b - t0,
-                "samples": samples, "tokens": ec if (whole and token_counted) else math.nan, "block": b_i,
+                "samples": seg_samples, "tokens": ec if (whole and token_counted) else math.nan, "block": b_i,
                 "epoch_count": ec if whole else math.nan, "first_epoch_num": first,
             })
     extra["steps_from"] = base_kind
+    if from_counters:
+        _note_counters(reader, rows, from_counters, extra)
     if split_any:
         reader.note(f"evaluations inside a training {base_kind}: it is split around them (no time counted twice)")
     if token_counted and any(not math.isnan(r["tokens"]) for r in rows):
@@ -766,6 +883,16 @@ def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, t
     if len(steps):
         steps = steps.drop(columns=[c for c in ("samples", "tokens", "epoch_count", "first_epoch_num") if steps[c].isna().all()])
     return steps
+
+
+def _note_counters(reader: Reader, rows: list[dict[str, Any]], n: int, extra: dict[str, Any]) -> None:
+    """Say where the samples of each step came from (the log's own counters), and how many lack them."""
+    extra["samples_from"] = "epoch_num x train_samples"
+    missing = len(rows) - n
+    reader.note(f"samples of {n} step(s) from the log's own counters: the epoch_num stated at both ends of "
+                f"the step x train_samples {extra['train_samples']:,.0f} (a step here is a training interval "
+                "between evaluations, many global batches, not one optimizer step)"
+                + (f"; {missing} step(s) lack an epoch_num at an end and have no sample count" if missing else ""))
 
 
 def _batches_per_step(reader: Reader, tl: _Timeline, rows: list[dict[str, Any]], extra: dict[str, Any]) -> None:
@@ -811,6 +938,8 @@ def parse(reader: Reader, options: Options) -> Parsed:
         reader.fail(f"no valid {_MLLOG} records found")
     if log.other:
         reader.note(f"{log.other} lines hold no MLLOG record (other program output); ignored")
+    if log.xtrace:
+        reader.note(f"{log.xtrace} lines are commands the shell traced (set -x, a leading '+ '), not records; ignored")
     tl = _timeline(reader, log.recs)
     run_iv, run_start_t = _run_and_init(reader, tl)
     out = Parsed(timing="exact", time_unit="epoch_ms")
@@ -826,7 +955,7 @@ def parse(reader: Reader, options: Options) -> Parsed:
     _check_ranks(out, reader)
     bench = _first(tl, "submission_benchmark")
     token_counted = bench is not None and str(bench.value).lower() in _TOKEN_COUNTED
-    _claims(out, reader, tl, token_counted)
+    _claims(out, reader, tl, token_counted, run_iv)
     t0 = min(r.t for r in log.recs)
     _time_extra(reader, tl, run_iv, run_start_t, t0, log.base_ms or 0.0, extra)
     out.events = _events(reader, tl, t0)
