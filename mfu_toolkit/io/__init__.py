@@ -33,13 +33,25 @@ throughput it claims for itself in ``run.meta.claims``. Every read is bounded (s
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..run import LoadError, Run
 from . import base
-from .base import LoaderArgumentError
-from .detect import FORMATS, available_formats, detect_format, get_loader, sniff_all
+from .base import InternalLoadError, LoaderArgumentError
+from .detect import (
+    FORMATS,
+    Candidate,
+    Ranking,
+    available_formats,
+    detect_format,
+    get_loader,
+    message_of,
+    rank_formats,
+    sniff_all,
+)
 from .reading import spool_input
 
 __all__ = [
@@ -47,6 +59,7 @@ __all__ = [
     "LoaderArgumentError",
     "available_formats",
     "detect_format",
+    "rank_formats",
     "sniff_all",
     "load_run",
     "load_table",
@@ -75,19 +88,101 @@ def load_run(path: str | Path, format: str = "auto", *, strict: bool = False, **
 
 
 def _load(p: Path, format: str, *, strict: bool, display: str | None, kwargs: dict[str, Any]) -> Run:
-    if format == "auto":
-        try:
-            name = detect_format(p)
-        except LoadError as exc:
-            if display is None:
-                raise
-            raise LoadError(str(exc).replace(str(p), display)) from None
-    else:
-        name = format
-        get_loader(name)  # a wrong name lists the valid ones
+    if format != "auto":
+        get_loader(format)  # a wrong name lists the valid ones
         if not p.exists():
             raise LoadError("no such file or directory", path=p)
-    return base.load(get_loader(name), p, strict=strict, display=display, **kwargs)
+        return base.load(get_loader(format), p, strict=strict, display=display, **kwargs)
+    try:
+        ranking = rank_formats(p)
+    except LoadError as exc:
+        if display is None:
+            raise
+        raise LoadError(str(exc).replace(str(p), display)) from None
+    if len(ranking.candidates) == 1:
+        run = base.load(get_loader(ranking.best), p, strict=strict, display=display, **kwargs)
+        for text in ranking.notes:
+            run.meta.report.note(text)
+        return run
+    return _first_that_reads(ranking, p, strict=strict, display=display, kwargs=kwargs)
+
+
+@dataclass
+class _Tried:
+    """A detected format load_run tried and passed over, and why."""
+
+    candidate: Candidate
+    why: str
+    error: LoadError | None = None
+    run: Run | None = None
+    caught: list[warnings.WarningMessage] = field(default_factory=list)
+
+
+def _records(run: Run) -> int:
+    """Step rows, events and table rows of a Run (a Run of facts alone has none)."""
+    n = len(run.steps) + len(run.events) + sum(len(t) for t in (run.tables or {}).values())
+    return n + int(getattr(run.reductions, "n_rows", 0) or 0)
+
+
+def _first_that_reads(ranking: Ranking, p: Path, *, strict: bool, display: str | None, kwargs: dict[str, Any]) -> Run:
+    """Load with the best candidate; when it finds no records, the next one (noted in the report).
+
+    A candidate that refuses the input or reads only facts is passed over for the next. When none
+    reads records, the first that read facts gives the Run; when none reads anything, the refusal
+    names each candidate and why (a single candidate's own error is raised unchanged). A bug in a
+    format (``InternalLoadError``), a caller's mistake on the first candidate and, with
+    ``strict=True``, an error naming a line (a malformed record of a format that found its records)
+    are raised at once.
+    """
+    tried: list[_Tried] = []
+    for i, cand in enumerate(ranking.candidates):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                run = base.load(get_loader(cand.name), p, strict=strict, display=display, **kwargs)
+            except InternalLoadError:
+                raise
+            except LoaderArgumentError as exc:
+                if i == 0:
+                    raise
+                tried.append(_Tried(cand, f"it does not take the keywords given ({exc})"))
+                continue
+            except LoadError as exc:
+                if strict and exc.line is not None:
+                    raise
+                tried.append(_Tried(cand, f"it refused the input: {message_of(exc)}", error=exc))
+                continue
+        if _records(run):
+            return _noted(_Tried(cand, "", run=run, caught=list(caught)), ranking, tried)
+        tried.append(_Tried(cand, "it read no records, only what the log states", run=run, caught=list(caught)))
+    facts_only = next((t for t in tried if t.run is not None), None)
+    if facts_only is not None:
+        return _noted(facts_only, ranking, tried)
+    if len(tried) == 1 and tried[0].error is not None:
+        raise tried[0].error
+    raise LoadError(
+        f"no detected format could read it: {'; '.join(f'{t.candidate.describe()}: {t.why}' for t in tried)}; "
+        "pass format=<name> to choose one", path=display or p)
+
+
+def _noted(chosen: _Tried, ranking: Ranking, tried: list[_Tried]) -> Run:
+    """The chosen Run with notes on how its format was chosen, its load's warnings issued again."""
+    run = chosen.run
+    assert run is not None
+    for text in ranking.notes:
+        run.meta.report.note(text)
+    if tried:
+        first, rest = tried[0], tried[1:]
+        none_read = chosen in tried  # no candidate read records: the first that read facts is used
+        run.meta.report.note(
+            f"format: {first.candidate.describe()} was tried first and "
+            + ("kept" if first is chosen else "passed over") + f": {first.why}"
+            + "".join(f"; then {t.candidate.name}: {t.why}" for t in rest)
+            + f"; read as {chosen.candidate.name}"
+            + (", the first candidate that read what the log states (none read records)" if none_read else ""))
+    for w in chosen.caught:  # from here: _noted, _first_that_reads, _load, load_run, then the caller
+        warnings.warn(w.message, w.category, stacklevel=5)
+    return run
 
 
 def __getattr__(name: str) -> Any:
