@@ -3,8 +3,11 @@
 Wall time ``W`` (the Run's first event to its last) is split into categories that sum to ``W``
 exactly (up to float rounding)::
 
-    W = ideal_compute + jitter + stragglers + data_stall + eval + checkpoint_save
+    W = ideal_compute + jitter + stall + stragglers + data_stall + eval + checkpoint_save
       + checkpoint_load + init + lost_work + failure_downtime + other_events + unaccounted
+
+``stall`` is non-zero only in runs whose loader flagged an outlier step (below), and the
+waterfall table lists it only then, so the tables of other runs are unchanged.
 
 Timeline rule (a priority sweep)
 --------------------------------
@@ -54,6 +57,22 @@ Timeline rule (a priority sweep)
    ideal not explained by one rank or by input waits. ``ρ`` is capped at the mean clean rate
    ``Σ x_k / Σ w_k`` of the window and of all useful steps, so jitter is never negative,
    goodput never exceeds 100 % and the window MFU never exceeds the steady-state MFU.
+4. Steps a loader flagged — a non-empty ``flag`` column in ``run.steps``, from any loader
+   (MaxText sets ``compile``, ``async_dispatch``, ``outlier``; several flags in one cell are
+   separated by commas, semicolons, bars or spaces; ``True`` counts as a flag, ``False``, 0,
+   NaN and "" do not) — keep their place on the timeline and their work, but stay out of the
+   steady-state window and of its warm-up detection: a compile step, a step timed before its
+   work was done (asynchronous dispatch) or a profiler capture says nothing of the steady rate.
+   Where every useful timed step is flagged there is no window and no steady-state MFU, with
+   that reason. (Runs reduced out of core by :mod:`mfu_toolkit.engine` carry no ``flag``: its
+   queries read the step schema only.)
+5. A step flagged ``outlier`` (or ``stall``) is a named stall, not jitter: its clean time above
+   its ideal time, ``max(x_k − ρ·w_k, 0)``, is booked as ``stall`` (per step in
+   ``Accounting.steps["stall_s"]``, the steps named in ``Accounting.details["stall"]`` and the
+   table's ``attrs["details"]``), and ``jitter`` keeps the rest of the time above the ideal.
+   The stall is never more than that time above the ideal (where a flagged fast step makes the
+   other steps sum below their ideal, the outliers' shares are scaled down to it), so jitter
+   stays non-negative and the categories still sum to ``W`` exactly.
 
 MFU (PaLM, Chowdhery et al. 2022, Appendix B; ``formulas.mfu``)::
 
@@ -66,6 +85,7 @@ where FLOPs or the peak are unknown the MFUs are ``None`` with the reason, never
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,6 +113,7 @@ __all__ = [
 CATEGORIES: tuple[str, ...] = (
     "ideal_compute",
     "jitter",
+    "stall",
     "stragglers",
     "stage_imbalance",
     "data_stall",
@@ -329,6 +350,55 @@ def _with_unlogged(js: pd.DataFrame | dict[str, np.ndarray]) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------------------------
+# steps a loader flagged
+
+
+_FLAG_SEPARATORS = re.compile(r"[,;|\s]+")
+STALL_FLAGS: frozenset[str] = frozenset({"outlier", "stall"})
+
+
+def _flag_tokens(value: Any) -> tuple[str, ...]:
+    """The flags one ``flag`` cell holds: none for an empty text, NaN/None/NA, ``False`` or 0;
+    ``("flagged",)`` for ``True``; else the cell's text split at commas, semicolons, bars or
+    spaces (``"compile, outlier"`` is two flags)."""
+    if isinstance(value, (bool, np.bool_)):
+        return ("flagged",) if value else ()
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ()
+    if isinstance(value, (int, float, np.number)):
+        return () if value == 0 else (f"{value:g}",)
+    return tuple(t for t in _FLAG_SEPARATORS.split(str(value).strip()) if t)
+
+
+def _step_flags(run: Run, js: pd.DataFrame) -> np.ndarray:
+    """Per job-level step of ``js``: the flags a loader set on any of its rows, sorted and joined
+    by commas ("" for none, and for inferred rows). Runs whose rows an engine reduced out of core
+    carry no ``flag`` column (the engine's queries read the step schema only), so none are seen."""
+    n = len(js)
+    out = np.full(n, "", dtype=object)
+    s = run.steps
+    if not n or run.reductions is not None or "flag" not in s.columns or not len(s):
+        return out
+    codes, uniques = pd.factorize(s["flag"], use_na_sentinel=True)
+    tokens = [_flag_tokens(u) for u in uniques]
+    flagged_codes = [i for i, t in enumerate(tokens) if t]
+    rows = np.flatnonzero(np.isin(codes, flagged_codes))
+    if not len(rows):
+        return out
+    per_step: dict[tuple[int, int], set[str]] = {}
+    att = s["attempt"].to_numpy(np.int64)[rows]
+    stp = s["step"].to_numpy(np.int64)[rows]
+    for a, k, c in zip(att.tolist(), stp.tolist(), codes[rows].tolist(), strict=True):
+        per_step.setdefault((a, k), set()).update(tokens[c])
+    inferred = js["inferred"].to_numpy(bool) if "inferred" in js.columns else np.zeros(n, bool)
+    for i, (a, k) in enumerate(zip(js["attempt"].to_numpy(np.int64).tolist(), js["step"].to_numpy(np.int64).tolist(),
+                                   strict=True)):
+        if not inferred[i] and (a, k) in per_step:
+            out[i] = ",".join(sorted(per_step[(a, k)]))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
 # interval arithmetic
 
 
@@ -403,6 +473,8 @@ class SteadyWindow:
     rule: str
     warmup_steps: dict[int, int] = field(default_factory=dict)
     fallback: bool = False
+    # Why the window is empty although useful timed steps exist ("" otherwise).
+    empty_reason: str = ""
 
     @property
     def n_steps(self) -> int:
@@ -438,6 +510,12 @@ _WINDOW_RULE = (
     "median over its second half); at most half an attempt counts as warm-up. Steps redone after "
     "a restart and steps overlapping init/eval/checkpoint events are excluded."
 )
+# Added to the rule (and to a fallback's reason) only for runs with flagged steps, so the rule of
+# a run without them reads as before.
+_FLAG_RULE = (
+    " Steps the loader flagged (a non-empty 'flag' column: compilation, asynchronous dispatch, "
+    "outliers) are excluded too, and left out of the warm-up detection."
+)
 
 
 def _check_int_option(name: str, value: Any, *, minimum: int) -> int:
@@ -451,6 +529,7 @@ def _window(
     events: _Events,
     labelled: np.ndarray,
     work: np.ndarray,
+    flags: np.ndarray,
     *,
     warmup_steps: int | None,
     step_range: tuple[int, int] | None,
@@ -466,6 +545,9 @@ def _window(
         why[inferred & ~lost] = "unlogged steps (inferred)"
     else:
         inferred = np.zeros(n, bool)
+    flagged = flags != ""
+    for i in np.flatnonzero(flagged & (why == "in window")):
+        why[i] = f"flagged by the loader ({flags[i]})"
     # steps overlapping job-phase events
     starts = js["start_s"].to_numpy(dtype=float)
     ends = js["end_s"].to_numpy(dtype=float)
@@ -492,9 +574,10 @@ def _window(
             idx = np.flatnonzero(attempt == a)
             cand = idx[~lost[idx] & ~inferred[idx]]
             cand = cand[np.argsort(step[cand], kind="stable")]
-            if warmup_steps is not None:
+            if warmup_steps is not None:  # the attempt's leading steps, flagged ones included
                 nw = min(warmup_steps, len(cand))
-            else:
+            else:  # flagged steps' times say nothing of warm-up: the detector reads the others
+                cand = cand[~flagged[cand]]
                 nw = _detect_warmup(per_work[cand], tolerance=tolerance, lookahead=lookahead)
             if nw:
                 head = cand[:nw]
@@ -508,19 +591,27 @@ def _window(
             )
     in_window = why == "in window"
     fallback = False
+    empty = ""
     if n and not in_window.any():
-        cand = (~lost) & (labelled > 0) & (work > 0) & ~inferred
+        timed = (~lost) & (labelled > 0) & (work > 0) & ~inferred
+        cand = timed & ~flagged
         if cand.any():
             in_window = cand
             fallback = True
             reason += (
-                "; no step survived the rule, so the window falls back to every useful step "
-                "(their event-covered time is carved out by the timeline)"
+                "; no step survived the rule, so the window falls back to every useful step"
+                + (" the loader did not flag" if flagged.any() else "")
+                + " (their event-covered time is carved out by the timeline)"
             )
+        elif timed.any():
+            kinds = pd.Series(flags[timed]).value_counts()
+            empty = ("every useful timed step is flagged by the loader ("
+                     + ", ".join(f"{c} {k}" for k, c in kinds.items()) + "), so no step defines steady state")
+            reason += "; " + empty
     out_df = pd.DataFrame({**{c: js[c].to_numpy() for c in ("attempt", "step", "start_s", "end_s", "span_s")},
                            "in_window": in_window, "why": np.where(in_window, "in window", why)})
-    rule = _WINDOW_RULE.format(look=lookahead, tol=tolerance)
-    return SteadyWindow(out_df, reason, rule, warm, fallback)
+    rule = _WINDOW_RULE.format(look=lookahead, tol=tolerance) + (_FLAG_RULE if flagged.any() else "")
+    return SteadyWindow(out_df, reason, rule, warm, fallback, empty)
 
 
 def _detect_warmup(x: np.ndarray, *, tolerance: float, lookahead: int) -> int:
@@ -703,6 +794,19 @@ class Accounting:
         return self.rho * self.useful_work / self.useful_steps
 
     @property
+    def details(self) -> dict[str, str]:
+        """What a category came from, in words, for the categories that name their steps
+        (``stall``: the flagged steps, their flags and their seconds above the ideal step)."""
+        s = self.steps
+        if not len(s) or "stall_s" not in s.columns or self.seconds.get("stall", 0.0) <= 0:
+            return {}
+        stall = s["stall_s"].to_numpy(float)
+        rows = np.flatnonzero(stall > 0)
+        parts = [f"attempt {int(s['attempt'].iat[i])} step {int(s['step'].iat[i])} ({s['flag'].iat[i]}): "
+                 f"{float(s['span_s'].iat[i]):.6g} s long, {stall[i]:.6g} s above the ideal step" for i in rows]
+        return {"stall": f"{len(rows)} step(s) the loader flagged as outliers: " + "; ".join(parts)}
+
+    @property
     def goodput(self) -> float:
         """ideal_compute / W: the fraction of steady-state throughput the run achieved end to end."""
         return self.seconds["ideal_compute"] / self.wall_s if self.wall_s > 0 else float("nan")
@@ -722,6 +826,32 @@ def _ideal_rate(clean: np.ndarray, w: np.ndarray, window: np.ndarray, useful: np
         if total > 0:
             rho = min(rho, float(clean[sel].sum()) / total)
     return rho
+
+
+def _stall(clean: np.ndarray, w: np.ndarray, rho: float | None, flags: np.ndarray, useful: np.ndarray,
+           above: float) -> np.ndarray:
+    """Per job step, its ``stall`` seconds: for a useful step the loader flagged as an outlier
+    (a flag in :data:`STALL_FLAGS`), its clean time above its ideal time ``ρ · w_k``.
+
+    The stall is taken out of the time above the ideal (``above``: jitter before the split), never
+    more than it: where a flagged fast step (an asynchronous-dispatch artefact) makes the steps
+    outside the outliers sum below their ideal, the outliers' excess is scaled down to ``above``,
+    so jitter stays non-negative and the categories still sum to the wall time. Without an ideal
+    step (an empty window) nothing is split off.
+    """
+    out = np.zeros(len(clean))
+    if rho is None or not len(clean):
+        return out
+    mark = np.array([bool(STALL_FLAGS.intersection(f.split(","))) if f else False for f in flags], dtype=bool)
+    mark &= useful
+    if not mark.any():
+        return out
+    out[mark] = np.maximum(clean[mark] - rho * w[mark], 0.0)
+    total = float(out.sum())
+    room = max(above, 0.0)
+    if total > room:
+        out *= room / total if total > 0 else 0.0
+    return out
 
 
 def _step_pieces(js: pd.DataFrame, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -841,8 +971,9 @@ def account(
         arr[lost] = 0.0
     stage_part = _stage_imbalance(run, js, strag)  # a heavier pipeline stage, booked apart
     strag = strag - stage_part
+    flags = _step_flags(run, js)
     window = _window(
-        js, ev, labelled, w, warmup_steps=warmup_steps, step_range=step_range,
+        js, ev, labelled, w, flags, warmup_steps=warmup_steps, step_range=step_range,
         tolerance=tolerance, lookahead=lookahead,
     )
     in_win = window.steps["in_window"].to_numpy(dtype=bool) if n else np.zeros(0, bool)
@@ -857,8 +988,11 @@ def account(
     seconds["stragglers"] = float(strag[useful_mask].sum()) if n else 0.0
     seconds["stage_imbalance"] = float(stage_part[useful_mask].sum()) if n else 0.0
     seconds["data_stall"] += float(data[useful_mask].sum()) if n else 0.0
-    seconds["jitter"] = (useful_s - ideal - seconds["stragglers"] - seconds["stage_imbalance"]
-                         - float(data[useful_mask].sum() if n else 0.0))
+    above = (useful_s - ideal - seconds["stragglers"] - seconds["stage_imbalance"]
+             - float(data[useful_mask].sum() if n else 0.0))
+    stall = _stall(clean, w, rho, flags, useful_mask, above)
+    seconds["stall"] = float(stall.sum())
+    seconds["jitter"] = above - seconds["stall"]
     others = sum(v for k, v in seconds.items() if k != "unaccounted")
     residual = wall - others
     # float dust from the subtractions above is shown as 0 (|r| < 1e-10 W keeps the identity)
@@ -866,7 +1000,7 @@ def account(
     steps_out = _with_columns(
         js, labelled_s=labelled, data_s=data, straggler_s=strag, stage_imbalance_s=stage_part, clean_s=clean,
         work=w, in_window=in_win,
-        why=window.steps["why"].to_numpy() if n else np.zeros(0, object),
+        why=window.steps["why"].to_numpy() if n else np.zeros(0, object), flag=flags, stall_s=stall,
     )
     return Accounting(
         run=run,
@@ -1003,7 +1137,8 @@ def _summary_from(acc: Accounting) -> MFUSummary:
     steady_res: MFUResult | None = None
     why = "; ".join(r for r in (acc.flops_reason, acc.peak_reason) if r)
     if acc.rho is None or acc.rho <= 0:
-        why = "; ".join(r for r in (why, "no steady-state step time (no useful steps with time)") if r)
+        empty = acc.window.empty_reason or "no useful steps with time"
+        why = "; ".join(r for r in (why, f"no steady-state step time ({empty})") if r)
     if not why:
         assert fpu is not None and n and p and acc.rho
         unit_per_step = acc.useful_work / acc.useful_steps
@@ -1126,7 +1261,8 @@ def breakdown(
     acc = run if isinstance(run, Accounting) else account(run, warmup_steps=warmup_steps, step_range=step_range)
     summ = _summary_from(acc)
     sec = acc.seconds
-    losses = [c for c in CATEGORIES if c != "ideal_compute"]
+    # stall is listed only where a flagged outlier booked some: tables of other runs are unchanged
+    losses = [c for c in CATEGORIES if c != "ideal_compute" and (c != "stall" or sec.get(c, 0.0) > 0)]
     rank = {c: i for i, c in enumerate(CATEGORIES)}
     losses.sort(key=lambda c: (-sec[c], rank[c]))
     order = ["ideal_compute", *losses]
@@ -1156,6 +1292,7 @@ def breakdown(
             "reasons": dict(summ.reasons),
             "window": acc.window.summary(),
             "rule": "see mfu_toolkit.analysis.breakdown module docstring (timeline priority sweep)",
+            "details": acc.details,
         }
     )
     return df

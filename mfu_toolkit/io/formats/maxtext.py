@@ -25,6 +25,13 @@ Facts: ``Num_devices: N`` (JAX devices: one per TPU v4/v5/v6 chip or GPU), the a
 per-device batch × devices × gradient-accumulation steps. Claims: the median ``TFLOP/s/device``
 and ``Tokens/s/device``, and ``Per train step, total TFLOPs will be X`` (or ``Per train step:`` /
 `` Total TFLOPs: X``) as the model FLOPs per step *per device* that MaxText counts.
+
+Numerator: that claim × ``Num_devices`` is the run's ``model_flops_per_step``, with
+``model_flops_source`` naming both lines, so ``mfu analyze`` needs no preset: the MFU is then
+the log's own TFLOP/s/device over the peak (MaxText computes TFLOP/s/device as this per-device
+count ÷ the step's seconds, ``metric_logger.py``). A log that states no device count gets no
+numerator and a note. A preset or FLOPs the user gives (``--preset``, ``--flops-per-step``)
+replace it.
 """
 
 from __future__ import annotations
@@ -142,7 +149,7 @@ def _header_line(out: Parsed, state: dict[str, Any], reader: Reader, ln: int, bo
     elif m := _DEVICES.search(body):
         n = rules.as_count(m.group(1))
         if n is not None and "devices" not in state:
-            state["devices"] = n
+            state["devices"], state["devices_where"] = n, where
             out.fact("n_accelerators", n, where, raw.strip())
     elif m := _TFRT.match(body):
         if "accelerator" not in state:
@@ -237,6 +244,26 @@ def _claims(out: Parsed, reader: Reader, records: list[dict[str, Any]], state: d
         out.claim(Claim("model_flops_per_step", tflop[0] * 1e12, "FLOP per step per device", where=tflop[1],
                         counts="MaxText's analytic model FLOPs of one training step on one device "
                                "(learnable-weight matmuls + attention), as printed"))
+        _numerator(out, reader, state, tflop[0], tflop[1])
+
+
+def _numerator(out: Parsed, reader: Reader, state: dict[str, Any], tflop: float, where: str) -> None:
+    """The job's model FLOPs per step from the log's own per-device claim × its ``Num_devices``.
+
+    MaxText's ``Per train step ... total TFLOPs`` counts one device's share of a step, so the job's
+    step is that × the devices the log states; with no device count there is no numerator, and a
+    note says why. A preset or FLOPs the user gives replace it (they are applied after loading).
+    """
+    devices = state.get("devices")
+    if not devices:
+        reader.note(f"model FLOPs per step not set: the log claims {tflop:g} TFLOP per device per step at {where}, "
+                    "but states no device count (no 'Num_devices:' line), so the job's FLOPs per step are unknown; "
+                    f"give the FLOPs per step ({tflop:g}e12 × the number of devices) or a preset")
+        return
+    out.meta["model_flops_per_step"] = tflop * 1e12 * devices
+    out.meta["model_flops_source"] = (
+        f"the log's own claim: {tflop:g} TFLOP per device per step × Num_devices {devices} "
+        f"(MaxText's count; {where}, {state['devices_where']})")
 
 
 def parse(reader: Reader, options: Options) -> Parsed:
