@@ -33,12 +33,25 @@ Neither source has per-step timestamps. What they carry, and how it becomes a Ru
   (its step) kept; a non-integer ``global_step`` is ignored; an entry nested too deeply to read
   is counted and passed over, the entries after it still read.
 
-Claims (what the Trainer says about its own speed, each with the file and line it came from):
-``samples_per_s`` is ``train_samples_per_second`` (all processes together, over the whole
-``train_runtime``); ``total_flos`` is HF's own estimate of the run's FLOPs (6 · parameters ·
-tokens; under FSDP/sharding it counts the local shard's parameters, so it is never used as
-model FLOPs). A ``total_flos`` of 0.0 means the Trainer did not compute it (FSDP), not zero
-work: no claim then, a note instead. ``total_flos`` is also kept in ``meta.extra``.
+Claims (what the Trainer says about its own speed, each with the file and line it came from).
+The Trainer computes its rates once, at the end of training, in ``speed_metrics``
+(transformers ``src/transformers/trainer_utils.py``, called from ``Trainer._inner_training_loop``
+in ``trainer.py``): the run's planned amount divided by ``train_runtime``, which spans the whole
+training loop, evaluation and checkpoint saves included. So every rate claim has
+``basis="end_to_end"``:
+
+- ``samples_per_s`` is ``train_samples_per_second``: all processes together (``max_steps`` ×
+  per-device batch × gradient accumulation × world size, or the dataset size × epochs);
+- ``tokens_per_s_per_accelerator`` is ``train_tokens_per_second`` (written with
+  ``include_tokens_per_second``): the tokens of one process's dataloader, per device;
+- ``train_steps_per_second`` (``max_steps`` / ``train_runtime``) has no claim metric of its own:
+  the samples claim's text quotes it.
+
+A rate that is not a positive finite number is no rate: a note names it, no claim. ``total_flos``
+is HF's own estimate of the run's FLOPs (6 · parameters · tokens; under FSDP/sharding it counts
+the local shard's parameters, so it is never used as model FLOPs). A ``total_flos`` of 0.0 means
+the Trainer did not compute it (FSDP), not zero work: no claim then, a note instead.
+``total_flos`` is also kept in ``meta.extra``.
 """
 
 from __future__ import annotations
@@ -86,7 +99,8 @@ _NAMED_CONSTANTS = {
 _RESULT_FILES = ("all_results.json", "train_results.json", "eval_results.json")
 _POINT_FIELDS = ("loss", "grad_norm", "learning_rate", "epoch")
 # Read as numbers: checked per entry.
-_NUMERIC_FIELDS = (*_POINT_FIELDS, "train_steps_per_second", "train_samples_per_second", "total_flos")
+_NUMERIC_FIELDS = (*_POINT_FIELDS, "train_steps_per_second", "train_samples_per_second", "train_tokens_per_second",
+                   "total_flos")
 _STATE_KEYS = ("global_step", "train_batch_size", "logging_steps", "max_steps")
 
 
@@ -551,23 +565,69 @@ class _Final:
         return f"{self.file}:{line or 1}"
 
 
+# What the Trainer's rates count: transformers computes them in speed_metrics,
+# https://github.com/huggingface/transformers/blob/main/src/transformers/trainer_utils.py
+# (num / (time.time() - start_time), rounded to 3 decimals), with the amounts set up in
+# Trainer._inner_training_loop,
+# https://github.com/huggingface/transformers/blob/main/src/transformers/trainer.py
+# 1. num_train_samples = max_steps × total_train_batch_size (per-device batch × gradient accumulation
+#    × world size), or the dataset size × num_train_epochs: the planned run, all processes together;
+# 2. num_train_tokens (include_tokens_per_second) comes from one process's dataloader: "the number of
+#    tokens per second per device" (TrainingArguments, include_tokens_per_second);
+# 3. start_time is taken before the loop and speed_metrics runs after it, so train_runtime holds every
+#    evaluation and checkpoint save (and, on resume, the batches skipped to reach the checkpoint).
+_SPEED = "transformers trainer_utils.speed_metrics"
+_RATES = (
+    ("train_samples_per_second", "samples_per_s", "samples/s",
+     "HF Trainer's train_samples_per_second ({src}): the run's planned training samples, all processes together "
+     "(max_steps × per-device batch × gradient accumulation × world size, or dataset size × epochs), / "
+     "train_runtime ({rt}: the whole Trainer.train call, evaluation and checkpoint saves included); a launch "
+     "resumed from a checkpoint still counts the steps it skipped{steps}"),
+    ("train_tokens_per_second", "tokens_per_s_per_accelerator", "tokens/s per device",
+     "HF Trainer's train_tokens_per_second ({src}, include_tokens_per_second): the tokens one process's dataloader "
+     "yields over the planned run (per device, padding included) / train_runtime ({rt}: the whole Trainer.train "
+     "call, evaluation and checkpoint saves included)"),
+)
+
+
+def _final_values(finals: list[_Final], key: str) -> list[tuple[float, str]]:
+    """``key``'s values, each with where it is written, from the log's own final entries, else from the
+    first results file that holds a finite one."""
+    got = [f for f in finals if f.values.get(key) is not None]
+    if not got:
+        return []
+    finite = [f for f in got if math.isfinite(_num(f.values[key]))]
+    first = (finite or got)[0]
+    return [(_num(f.values[key]), f.where(key)) for f in got if f.file == first.file]
+
+
+def _is_rate(v: float) -> bool:
+    return math.isfinite(v) and v > 0
+
+
+def _rate_claims(out: Parsed, finals: list[_Final], reader: Reader) -> None:
+    """The Trainer's end-to-end rates; one that is not a positive finite number is noted, not claimed."""
+    rts = [v for v, _ in _final_values(finals, "train_runtime")]
+    rt = f"{rts[0]:.10g} s" if len(rts) == 1 else "each attempt's own"
+    steps = [v for v, _ in _final_values(finals, "train_steps_per_second") if _is_rate(v)]
+    steps_text = f"; train_steps_per_second {steps[0]:g} (max_steps / train_runtime)" if len(steps) == 1 else ""
+    for key, metric, unit, counts in _RATES:
+        values = _final_values(finals, key)
+        good = [(v, w) for v, w in values if _is_rate(v)]
+        for v, w in values:
+            if not _is_rate(v):
+                reader.note(f"{key} {v:g} at {w} is no rate (speed_metrics writes a positive finite one, or none): "
+                            "left out of the claim")
+        if good:
+            out.claim(Claim.summarise(metric, [v for v, _ in good], unit=unit, where=good[0][1], basis="end_to_end",
+                                      counts=counts.format(src=_SPEED, rt=rt, steps=steps_text)))
+
+
 def _claims(out: Parsed, finals: list[_Final], reader: Reader) -> None:
-    """samples_per_s and total_flos from the final log entries, else from a results file."""
-
-    def values(key: str) -> tuple[list[float], str]:
-        got = [f for f in finals if math.isfinite(_num(f.values.get(key)))]
-        if not got:
-            return [], ""
-        same = [f for f in got if f.file == got[0].file]  # the log's own, or one results file
-        return [_num(f.values.get(key)) for f in same], got[0].where(key)
-
-    sps, where = values("train_samples_per_second")
-    rts, _ = values("train_runtime")
-    rt = f"{rts[0]:.10g} s" if len(rts) == 1 else "each attempt's"
-    out.claim(Claim.summarise("samples_per_s", sps, unit="samples/s", where=where, counts=(
-        f"training samples per second, all processes together, over train_runtime ({rt}: the whole "
-        "Trainer.train call, evaluation and checkpoint saves included)")))
-    flos, where = values("total_flos")
+    """The end-to-end rates and total_flos from the final log entries, else from a results file."""
+    _rate_claims(out, finals, reader)
+    found = [(v, w) for v, w in _final_values(finals, "total_flos") if math.isfinite(v)]
+    flos, where = [v for v, _ in found], (found[0][1] if found else "")
     if flos and all(f == 0.0 for f in flos):
         reader.note(f"total_flos is 0.0 at {where}: the Trainer did not compute it (as under FSDP), "
                     "not zero work; no total_flos claim")
