@@ -17,6 +17,15 @@ gradient_accumulation_steps``. Logging between steps is an ``other`` event, eval
 ``eval`` event (from its start to ``on_evaluate``), a checkpoint a ``checkpoint_save`` event
 (to ``on_save``, which the Trainer calls once the files are written). The recorder is created in
 ``on_train_begin`` with ``args.process_index`` and ``args.world_size``.
+
+Gradient synchronisation is timed by default (``time_gradient_sync=False`` turns it off): the
+Trainer (through Accelerate) wraps the model in ``DistributedDataParallel`` before
+``on_train_begin`` but hands callbacks the unwrapped model, so the wrapper is looked up from it
+(:func:`~mfu_toolkit.record.collectives.find_ddp`) and given a communication hook that times each
+gradient bucket's all-reduce; under FSDP the ``torch.distributed`` collectives are timed (see
+:class:`~mfu_toolkit.record.collectives.GradientSync` for what neither sees). Without it, the
+ranks that wait for a slow one inside DDP's all-reduce look busy. The record file's header says
+which way was used (``grad_sync``).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .collectives import GradientSync
 from .recorder import StepRecorder
 
 try:
@@ -37,20 +47,29 @@ __all__ = ["RecorderTrainerCallback"]
 class RecorderTrainerCallback(TrainerCallback):
     """Record the steps, evaluations and saves of ``Trainer.train`` into ``folder``.
 
-    ``recorder_options`` go to :class:`StepRecorder` (e.g. ``cuda_events=True``).
+    ``recorder_options`` go to :class:`StepRecorder` (e.g. ``cuda_events=True``);
+    ``time_gradient_sync`` times DDP's and FSDP's gradient synchronisation as ``comm``.
     """
 
-    def __init__(self, folder: str | os.PathLike[str], **recorder_options: Any) -> None:
+    def __init__(self, folder: str | os.PathLike[str], *, time_gradient_sync: bool = True,
+                 **recorder_options: Any) -> None:
         self.folder = folder
         self.options = recorder_options
+        self.sync = GradientSync() if time_gradient_sync else None
         self.recorder: StepRecorder | None = None
         self._mark = 0.0
         self._eval_start: float | None = None
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.recorder is None or self.recorder.closed:
+            head: dict[str, Any] = {"framework_loop": "transformers Trainer"}
+            model = kwargs.get("model")
+            if self.sync is not None and model is not None:
+                head["grad_sync"] = self.sync.attach(model)
             self.recorder = StepRecorder(self.folder, rank=args.process_index, world_size=args.world_size,
-                                         header={"framework_loop": "transformers Trainer"}, **self.options)
+                                         header=head, **self.options)
+            if self.sync is not None:
+                self.sync.bind(self.recorder)
         self._mark = self.recorder.now()
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -96,5 +115,7 @@ class RecorderTrainerCallback(TrainerCallback):
             self._mark = now
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.sync is not None:
+            self.sync.bind(None)  # a hook left on the model times nothing once training ends
         if self.recorder is not None:
             self.recorder.close()

@@ -12,8 +12,17 @@ A step is one optimizer step (the batches of one gradient-accumulation window), 
 previous step (or evaluation, or checkpoint) ended, and the time until ``on_train_batch_start``
 is its data wait: Lightning fetches the batch in between. Validation is an ``eval`` event,
 ``trainer.save_checkpoint`` (what ``ModelCheckpoint`` calls) a ``checkpoint_save`` event. The
-recorder is created in ``setup`` with ``trainer.global_rank`` and ``trainer.world_size``, after the
-strategy has started its processes. Works with ``lightning`` or ``pytorch_lightning``.
+recorder is created in ``on_fit_start`` with ``trainer.global_rank`` and ``trainer.world_size``,
+once the strategy has started its processes and wrapped the model.
+
+Gradient synchronisation is timed by default (``time_gradient_sync=False`` turns it off): under
+a DDP strategy a communication hook times each gradient bucket's all-reduce, under FSDP the
+``torch.distributed`` collectives are timed (see
+:class:`~mfu_toolkit.record.collectives.GradientSync`, which also says what neither sees). A
+hook given to the strategy (``DDPStrategy(ddp_comm_hook=...)``) is wrapped in ``setup``, before
+Lightning registers it. Without this, the ranks that wait for a slow one inside DDP's all-reduce
+look busy and the slow rank is not named. The record file's header says which way was used
+(``grad_sync``). Works with ``lightning`` or ``pytorch_lightning``.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import functools
 import os
 from typing import Any
 
+from .collectives import GradientSync
 from .recorder import StepRecorder
 
 try:
@@ -53,12 +63,15 @@ def batch_size(batch: Any) -> int | None:
 class RecorderCallback(Callback):
     """Record steps, validation and checkpoint saves of ``Trainer.fit`` into ``folder``.
 
-    ``recorder_options`` go to :class:`StepRecorder` (e.g. ``cuda_events=True``).
+    ``recorder_options`` go to :class:`StepRecorder` (e.g. ``cuda_events=True``);
+    ``time_gradient_sync`` times DDP's and FSDP's gradient synchronisation as ``comm``.
     """
 
-    def __init__(self, folder: str | os.PathLike[str], **recorder_options: Any) -> None:
+    def __init__(self, folder: str | os.PathLike[str], *, time_gradient_sync: bool = True,
+                 **recorder_options: Any) -> None:
         self.folder = folder
         self.options = recorder_options
+        self.sync = GradientSync() if time_gradient_sync else None
         self.recorder: StepRecorder | None = None
         self._mark = 0.0
         self._eval_start: float | None = None
@@ -67,13 +80,26 @@ class RecorderCallback(Callback):
         self._saved: Any = None
 
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
-        if stage != "fit" or self.recorder is not None:
+        """Before the strategy wraps the model: time a comm hook the strategy will register."""
+        strategy = getattr(trainer, "strategy", None)
+        user_hook = getattr(strategy, "_ddp_comm_hook", None)
+        if stage == "fit" and self.sync is not None and callable(user_hook) and not getattr(user_hook, "_mfu_timed", False):
+            strategy._ddp_comm_hook = self.sync.timed(user_hook)
+
+    def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
+        """The model is wrapped now: find its gradient synchronisation, then start recording."""
+        if self.recorder is not None and not self.recorder.closed:
             return
-        self.recorder = StepRecorder(self.folder, rank=trainer.global_rank, world_size=trainer.world_size,
-                                     header={"framework_loop": "lightning"}, **self.options)
-        self._mark = self.recorder.now()
+        head: dict[str, Any] = {"framework_loop": "lightning"}
+        if self.sync is not None:
+            wrapped = getattr(trainer.strategy, "model", None)  # the DDP/FSDP wrapper, where there is one
+            head["grad_sync"] = self.sync.attach(pl_module if wrapped is None else wrapped)
+        self.recorder = rec = StepRecorder(self.folder, rank=trainer.global_rank, world_size=trainer.world_size,
+                                           header=head, **self.options)
+        if self.sync is not None:
+            self.sync.bind(rec)
+        self._mark = rec.now()
         save = trainer.save_checkpoint
-        rec = self.recorder
 
         @functools.wraps(save)
         def timed_save(*args: Any, **kwargs: Any) -> Any:
@@ -140,5 +166,7 @@ class RecorderCallback(Callback):
         if self._saved is not None:
             trainer.save_checkpoint = self._saved
             self._saved = None
+        if self.sync is not None:
+            self.sync.bind(None)  # a hook left on the model times nothing once the run ends
         if self.recorder is not None:
             self.recorder.close()
