@@ -216,8 +216,10 @@ def test_every_real_file_of_my_formats_loads_with_auto(realdata):  # noqa: F811
     import warnings
 
     expected = {"mlperf": {"mlperf"}, "megatron": {"megatron", "megatron_json"}, "tensorboard": {"tensorboard"}, "slurm": {"sacct"}}
+    # `sacct --json` output is no format's yet: it is refused (tests/test_io_detect_corpus.py pins that)
+    unread = {"meekrob_slurmdog_sacct_json_slurm23.02_cpu_job.json"}
     for folder, fmts in expected.items():
-        entries = sorted((realdata / folder).iterdir())
+        entries = sorted(p for p in (realdata / folder).iterdir() if p.name not in unread)
         assert entries, folder
         for path in entries:
             with warnings.catch_warnings():
@@ -259,7 +261,7 @@ def test_real_runs_round_trip_through_run_parquet(realdata, tmp_path):  # noqa: 
     import warnings
 
     for folder in ("mlperf", "megatron", "tensorboard", "slurm"):
-        for path in sorted((realdata / folder).iterdir()):
+        for path in sorted(p for p in (realdata / folder).iterdir() if not p.name.endswith("_sacct_json_slurm23.02_cpu_job.json")):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 run = load_run(path)
