@@ -70,6 +70,7 @@ __all__ = [
     "RegistryError",
     "UnknownAcceleratorError",
     "accelerators",
+    "canonical_dtype",
     "get_memory_bandwidth",
     "get_peak",
     "load_bandwidth_csv",
@@ -114,6 +115,12 @@ _URL = re.compile(r"https?://[^\s/]+\.[^\s]+")
 
 # Words that, right after a matched name, make it another product: RTX 3090 Ti, RTX 4090 D, RTX 4090 Laptop.
 _VARIANT_WORDS = frozenset({"d", "ti", "super", "laptop", "mobile", "lite"})
+# Words that name one device of a multi-device package: "MI250X GCD" is one of the two Graphics Compute Dies
+# of an MI250X, each its own ROCm device, so its peak is the per-device one.
+_DEVICE_WORDS: dict[str, str] = {"gcd": "GCD"}
+# Memory sizes a device string states, on normalised tokens: "80gb", "32gib", "80 gb", "144g hbm3e".
+_SIZE_TOKEN = re.compile(r"(\d+)(?:gb|gib)")
+_SIZE_G = re.compile(r"(\d+)g")
 # MIG compute slices of a whole GPU (GPU instance profiles "<n>g.<m>gb"): A30 has 4, the other MIG GPUs 7.
 _MIG_SLICES: dict[str, int] = {"A30": 4}
 _MIG_PROFILE = r"(?:(\d+)c )?(\d+)g (\d+)gb\b"  # on normalised text: "1c.3g.20gb" -> "1c 3g 20gb"
@@ -157,10 +164,11 @@ class UnknownAcceleratorError(RegistryError):
 
 class RefusedNameError(UnknownAcceleratorError):
     """The name would match a listed accelerator but names another product (a variant such as
-    ``RTX 3090 Ti``, or a MIG slice); ``reason`` says why, ``suggestions`` is always empty."""
+    ``RTX 3090 Ti``, a MIG slice, or a memory size the part does not come with); ``reason`` says why.
+    ``suggestions`` is empty except for a memory-size refusal, where it names the close parts."""
 
-    def __init__(self, message: str, *, name: str, reason: str) -> None:
-        super().__init__(message, name=name)
+    def __init__(self, message: str, *, name: str, reason: str, suggestions: Iterable[str] = ()) -> None:
+        super().__init__(message, name=name, suggestions=suggestions)
         self.reason = reason
 
 
@@ -637,6 +645,36 @@ def _variant_after(tokens: list[str], run: list[str]) -> str:
     return ""
 
 
+def _memory_sizes(tokens: list[str]) -> frozenset[int]:
+    """Memory sizes in GB that normalised tokens state: '80gb', '32gib', '80 gb', or '144g' before an 'hbm...'
+    token (a bare '3g' is a MIG profile's slice count, not memory)."""
+    sizes = set()
+    for i, token in enumerate(tokens):
+        after = tokens[i + 1] if i + 1 < len(tokens) else ""
+        m = _SIZE_TOKEN.fullmatch(token)
+        if m is None and token.isdigit() and after in ("gb", "gib"):
+            sizes.add(int(token))
+            continue
+        m = m or (_SIZE_G.fullmatch(token) if after.startswith("hbm") else None)
+        if m is not None:
+            sizes.add(int(m[1]))
+    return frozenset(sizes)
+
+
+_BANDWIDTH_SIZES: dict[str, frozenset[int]] | None = None
+
+
+def _bandwidth_sizes() -> dict[str, frozenset[int]]:
+    """Normalised name -> memory sizes stated in the ``memory`` column of ``memory_bandwidth.csv`` (read raw:
+    its rows name registry accelerators, and parsing them through the registry would recurse)."""
+    global _BANDWIDTH_SIZES
+    if _BANDWIDTH_SIZES is None:
+        lines = [line for line in _read_text(_BANDWIDTH_CSV).splitlines() if not line.lstrip().startswith("#")]
+        _BANDWIDTH_SIZES = {normalise_name(r.get("name") or ""): _memory_sizes(normalise_name(r.get("memory") or "").split())
+                            for r in csv.DictReader(lines)}
+    return _BANDWIDTH_SIZES
+
+
 def _models(tokens: list[str]) -> list[tuple[str, str]]:
     """(family letters, number) of the model tokens: 'a100' -> ('a', '100'), 'rtx 4090' -> ('rtx', '4090')."""
     found: list[tuple[str, str]] = []
@@ -776,14 +814,20 @@ class Registry:
     def resolve(self, name: str) -> Accelerator:
         """The accelerator a name, alias or device string refers to (most specific match wins).
 
-        Raises ``RefusedNameError`` for a variant of a listed product (``RTX 3090 Ti``) or a MIG
-        slice, ``UnknownAcceleratorError`` with close matches for anything else unknown.
+        Raises ``RefusedNameError`` for a variant of a listed product (``RTX 3090 Ti``), a MIG slice or
+        a memory size the part does not come with, ``UnknownAcceleratorError`` with close matches for
+        anything else unknown. A name of one device of a package (``MI250X GCD``) resolves to the
+        package's accelerator; :meth:`get_peak` gives it the per-device peak.
         """
+        return self._lookup(name)[0]
+
+    def _lookup(self, name: str) -> tuple[Accelerator, str]:
+        """The accelerator ``name`` refers to, and the device word it states ('GCD'; '' if none)."""
         if not isinstance(name, str):
             raise UnknownAcceleratorError(f"accelerator name must be a string; got {name!r}", name=repr(name))
         key = normalise_name(name)
         if key in self._keys:
-            return self._accelerators[self._keys[key]]
+            return self._accelerators[self._keys[key]], ""
         tokens = key.split()
         sliced = "mig" in tokens
         # A MIG slice matches only names or aliases registered for slices, never the whole GPU.
@@ -797,7 +841,10 @@ class Registry:
                 raise RefusedNameError(
                     f"{reason}. Add it with register_accelerator(...) or a CSV listed in {ENV_VAR}",
                     name=name, reason=reason)
-            return self._accelerators[canonical]
+            stated = _memory_sizes(tokens)
+            if stated and not sliced:
+                canonical = self._check_memory(name, canonical, best_key, stated)
+            return self._device_of(name, self._accelerators[canonical], tokens)
         if len(best) > 1:
             names = sorted(best)
             raise UnknownAcceleratorError(
@@ -811,6 +858,55 @@ class Registry:
         raise UnknownAcceleratorError(
             f"unknown accelerator {name!r} ({hint}). No peak is assumed: add it with "
             f"register_accelerator(...) or a CSV listed in {ENV_VAR}", name=name, suggestions=suggestions)
+
+    def _part_sizes(self, canonical: str) -> frozenset[int]:
+        """Memory sizes (GB) a part comes with: those its name and aliases state, and its ``memory_bandwidth.csv``
+        row's (empty when neither states one)."""
+        acc = self._accelerators[canonical]
+        sizes = set(_bandwidth_sizes().get(_normalised(canonical), ()))
+        for label in (acc.name, *acc.aliases):
+            sizes |= _memory_sizes(_normalised(label).split())
+        return frozenset(sizes)
+
+    def _check_memory(self, name: str, canonical: str, best_key: str, stated: frozenset[int]) -> str:
+        """The part ``name`` refers to once its stated memory size is taken into account.
+
+        Rule: a stated memory size that differs from a part's is never matched to it. Among the parts whose
+        names contain the matched run (``H100`` -> H100 SXM, H100 PCIe, H100 NVL) the one part that comes with
+        the stated size is taken ("H100 94GB" -> H100 NVL); with none or several, ``RefusedNameError`` names
+        the close parts and their sizes. A part whose size nothing states is not contradicted.
+        """
+        part = self._part_sizes(canonical)
+        if not part or stated <= part:
+            return canonical
+        run = best_key.split()
+        family = sorted({c for k, c in self._keys.items() if _contains_run(k.split(), run)})
+        fits = [c for c in family if stated <= self._part_sizes(c)]
+        if len(fits) == 1:
+            return fits[0]
+        vendor = self._accelerators[canonical].vendor
+        others = sorted(c for c, a in self._accelerators.items()
+                        if c not in family and a.vendor == vendor and stated & self._part_sizes(c))
+        close = fits or family + others
+
+        def gb(sizes: frozenset[int]) -> str:
+            return "/".join(map(str, sorted(sizes))) + " GB" if sizes else "size not listed"
+
+        listing = ", ".join(f"{c!r} ({gb(self._part_sizes(c))})" for c in close)
+        reason = (f"{name!r} states {gb(stated)}, but {canonical!r} comes with {gb(part)}: a stated memory size "
+                  "that differs from a part's is never matched to it")
+        raise RefusedNameError(f"{reason}. Close names: {listing}. Name the part, or add it with "
+                               f"register_accelerator(...) or a CSV listed in {ENV_VAR}",
+                               name=name, reason=reason, suggestions=close)
+
+    def _device_of(self, name: str, acc: Accelerator, tokens: list[str]) -> tuple[Accelerator, str]:
+        """``acc`` and the device word ``name`` states ('GCD'), refused where the package is one device."""
+        word = next((_DEVICE_WORDS[t] for t in tokens if t in _DEVICE_WORDS), "")
+        if word and acc.devices_per_package == 1:
+            reason = (f"{name!r} names one {word}, one device of a multi-device package, but {acc.name!r} is one "
+                      "device per package: the name fits no part")
+            raise RefusedNameError(f"{reason}. Name the accelerator without {word!r}", name=name, reason=reason)
+        return acc, word
 
     def _longest_run(self, tokens: list[str], *, only_mig: bool = False) -> tuple[set[str], str]:
         """Canonical names of the longest names/aliases found as a token run, and one such key."""
@@ -885,13 +981,24 @@ class Registry:
                 found.append(canonical)
         return found[:n]
 
-    def get_peak(self, name: str, dtype: str = "bf16", *, sparse: bool = False, per: str = "package") -> Peak:
-        """Peak of one accelerator and dtype; dense unless ``sparse=True``; per package or per device."""
+    def get_peak(self, name: str, dtype: str = "bf16", *, sparse: bool = False, per: str | None = None) -> Peak:
+        """Peak of one accelerator and dtype; dense unless ``sparse=True``; per package or per device.
+
+        ``per=None`` means per package, except for a name of one device of a package (``MI250X GCD``):
+        that is the per-device peak, and ``per="package"`` with such a name is an error.
+        """
         dtype = _check_dtype(dtype)
-        per = _check_per(per)
+        if per is not None:
+            per = _check_per(per)
         if not isinstance(sparse, bool):
             raise RegistryError(f"sparse must be True or False; got {sparse!r}")
-        acc = self.resolve(name)
+        acc, device = self._lookup(name)
+        if device and per == "package":
+            raise RegistryError(
+                f"{name!r} names one {device}, one of the {acc.devices_per_package} devices of a {acc.name} package, "
+                f"so its peak is per device: pass per='device', or name the package ({acc.name!r}) for "
+                "per='package'")
+        per = per or ("device" if device else "package")
         if dtype not in acc.dense:
             available = acc.dtypes()
             listing = ", ".join(available) if available else "none"
@@ -909,9 +1016,13 @@ class Registry:
                 accelerator=acc.name, dtype=dtype, available=available)
         value = acc.sparse[dtype] if sparse else acc.dense[dtype]
         dpp = acc.devices_per_package
+        note = acc.notes.get(dtype, "")
+        if device:
+            note = (f"{name!r} names one {device} of a {acc.name} package ({dpp} devices): the per-device peak. "
+                    + note).strip()
         return Peak(accelerator=acc.name, dtype=dtype, tflops=value / dpp if per == "device" else value,
                     sparse=sparse, per=per, devices_per_package=dpp, basis=acc.basis[dtype],
-                    source=acc.source[dtype], read_on=acc.read_on[dtype], note=acc.notes.get(dtype, ""))
+                    source=acc.source[dtype], read_on=acc.read_on[dtype], note=note)
 
     def accelerators(self, *, vendor: str | None = None, dtype: str | None = None) -> list[Accelerator]:
         """Accelerators in load order, optionally only one vendor's (case-insensitive) or those with ``dtype``."""
@@ -970,8 +1081,9 @@ def resolve(name: str) -> Accelerator:
     return _registry().resolve(name)
 
 
-def get_peak(name: str, dtype: str = "bf16", *, sparse: bool = False, per: str = "package") -> Peak:
-    """Dense peak of ``name`` for ``dtype`` (sparse only with ``sparse=True``), per package or device.
+def get_peak(name: str, dtype: str = "bf16", *, sparse: bool = False, per: str | None = None) -> Peak:
+    """Dense peak of ``name`` for ``dtype`` (sparse only with ``sparse=True``), per package or device
+    (``per=None``: per package, or per device for a name of one device such as ``"MI250X GCD"``).
 
     Raises ``UnknownAcceleratorError`` or ``DtypeNotAvailableError``; never returns a fallback.
     """
