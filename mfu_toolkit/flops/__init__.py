@@ -27,6 +27,13 @@ import os
 from collections.abc import Sequence
 
 from .config import ConfigFileError, config_from_dict, load_model_config
+from .conventions import (
+    CONVENTIONS,
+    ConventionTerm,
+    FrameworkConvention,
+    apply_convention,
+    convention_names,
+)
 from .counter import CountedFlops, CounterComparison, compare_with_counter, count_training_step
 from .presets import PRESETS, Preset, UnknownPresetError, get_preset, list_presets
 from .recsys import (
@@ -56,6 +63,11 @@ from .transformer import (
 )
 
 __all__ = [
+    "CONVENTIONS",
+    "ConventionTerm",
+    "FrameworkConvention",
+    "apply_convention",
+    "convention_names",
     "RECOMPUTE_MODES",
     "Component",
     "ConfigFileError",
@@ -127,6 +139,8 @@ def model_flops(
     include_attention: bool = True,
     backward_factor: float = 2.0,
     lengths: Sequence[int] | None = None,
+    convention: str = "ours",
+    padded_vocab_size: int | None = None,
 ) -> ModelFlops:
     """FLOPs of one model per token, sample and step, with breakdown and conventions.
 
@@ -137,6 +151,13 @@ def model_flops(
     ``causal`` defaults to off for transformers (PaLM Appendix B) and on for HSTU;
     ``recompute`` (``none``/``selective``/``selective-eq8``/``full``, see ``Conventions``)
     changes hardware FLOPs only; ``lengths`` gives HSTU's real per-sequence lengths.
+
+    ``convention`` (default ``"ours"``; see ``convention_names()``: ``megatron``, ``nemo``,
+    ``torchtitan``, ``llm-foundry``, ``maxtext`` and dated older formulas) recounts a
+    transformer as that framework counts it, to reproduce the TFLOP/s and MFU it prints: the
+    totals become the framework's and ``.differences`` names every line between ours and it
+    (``.ours_training_per_sample`` keeps ours). ``padded_vocab_size`` is Megatron's padded
+    vocabulary (its logits run over it).
     """
     config, source = resolve_model(model)
     if isinstance(config, TransformerConfig):
@@ -145,7 +166,7 @@ def model_flops(
                 "lengths applies to HSTU models only (for transformers pass seq_len); "
                 f"got lengths={list(lengths)!r}"
             )
-        return transformer_flops(
+        result = transformer_flops(
             config,
             seq_len=seq_len,
             batch=1 if batch is None else batch,
@@ -154,6 +175,17 @@ def model_flops(
             recompute=recompute,
             backward_factor=backward_factor,
             source=source,
+        )
+        if convention != "ours" and backward_factor != 2.0:
+            raise FlopsConfigError(
+                f"convention={convention!r} counts training as 3 x forward; "
+                f"got backward_factor={backward_factor!r}"
+            )
+        return apply_convention(result, convention, padded_vocab_size=padded_vocab_size)
+    if convention != "ours" or padded_vocab_size is not None:
+        raise FlopsConfigError(
+            "convention and padded_vocab_size apply to transformers; "
+            f"{type(config).__name__} is counted as ours only (got convention={convention!r})"
         )
     if isinstance(config, HSTUConfig):
         if include_attention is not True:

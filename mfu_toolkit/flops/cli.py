@@ -30,6 +30,7 @@ def _positive_int(text: str) -> int:
 
 def add_parser(subparsers: Any) -> None:
     """Add the ``flops`` subcommand to an argparse ``subparsers`` object."""
+    from .conventions import convention_names
     from .transformer import RECOMPUTE_MODES
 
     p = subparsers.add_parser(
@@ -67,6 +68,19 @@ def add_parser(subparsers: Any) -> None:
         help="activation recomputation; changes hardware FLOPs (HFU) only: selective re-runs "
         "the attention products (Korthikanti et al. 2022), selective-eq8 adds 3 x them (that "
         "paper's eq. 8), full re-runs the layers but not the logits (Megatron)",
+    )
+    p.add_argument(
+        "--convention",
+        choices=convention_names(),
+        default="ours",
+        help="count as a framework counts (to reproduce the TFLOP/s or MFU it prints); the "
+        "report lists every difference from ours as a named line",
+    )
+    p.add_argument(
+        "--padded-vocab-size",
+        type=_positive_int,
+        metavar="N",
+        help="Megatron's padded vocabulary (with --convention megatron/megatron-2024/nemo)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run)
@@ -167,7 +181,37 @@ def format_report(result: Any) -> str:
         )
     lines.append("Conventions:")
     lines.extend(f"  - {c}" for c in result.conventions.describe())
+    lines.extend(_difference_lines(result))
     return "\n".join(lines)
+
+
+def _difference_lines(result: Any) -> list[str]:
+    """The named lines from our count to the framework's (empty under ours)."""
+    if getattr(result, "convention", "ours") == "ours":
+        return []
+    per_token = result.tokens_per_sample is not None
+    ours = result.ours_training_per_sample / (result.tokens_per_sample if per_token else 1)
+    unit = "token" if per_token else "sample"
+    out = [
+        "",
+        f"Differences from ours (training FLOPs per {unit}), convention {result.convention}:",
+        f"  {'ours':<26} {_si(ours, 'FLOP'):>14}",
+    ]
+    row = "  {:<26} {:>14}  {}"
+
+    def signed(value: float) -> str:
+        return ("+" if value >= 0 else "-") + _si(abs(value), "FLOP")
+
+    for d in result.differences:
+        out.append(row.format(d.name, signed(d.flops_per_token if per_token else d.flops_per_sample), d.why))
+    out.append(row.format(result.convention, _si(result.training_per_unit, "FLOP"), "").rstrip())
+    if result.hardware_differences and result.hardware_differences != result.differences:
+        out.append(f"Hardware FLOPs per {unit} (HFU), from ours with recomputation:")
+        for d in result.hardware_differences:
+            value = d.flops_per_token if per_token else d.flops_per_sample
+            out.append(row.format(d.name, signed(value), d.why))
+        out.append(row.format(result.convention, _si(result.hardware_per_unit, "FLOP"), "").rstrip())
+    return out
 
 
 def _error(message: str) -> int:
@@ -210,6 +254,8 @@ def run(args: argparse.Namespace) -> int:
             causal=True if args.causal else None,
             recompute=args.recompute,
             include_attention=not args.no_attention,
+            convention=args.convention,
+            padded_vocab_size=args.padded_vocab_size,
         )
     except (FlopsConfigError, OSError) as exc:
         return _error(str(exc))

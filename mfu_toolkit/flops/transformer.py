@@ -46,6 +46,8 @@ __all__ = [
     "ModelFlops",
     "TransformerConfig",
     "transformer_params",
+    "param_groups",
+    "PARAM_GROUPS",
     "transformer_breakdown",
     "transformer_flops",
     "seq_len_required",
@@ -300,6 +302,10 @@ class ModelFlops:
         conventions used; forward FLOPs per ``unit`` by component.
     config:
         The validated configuration object that was counted.
+    convention, differences, hardware_differences:
+        Whose count the totals follow (``"ours"`` unless ``model_flops(convention=...)``
+        recounted them as a framework does) and the named lines (``ConventionTerm``) from our
+        training / hardware count to it; ``breakdown`` stays ours.
 
     ``*_per_token`` and ``*_per_step`` properties derive from the per-sample values.
     """
@@ -318,6 +324,14 @@ class ModelFlops:
     embedding_bytes_per_sample: float | None = None
     source: str = ""
     config: Any = field(default=None, compare=False, repr=False)
+    convention: str = "ours"
+    differences: tuple[Any, ...] = ()
+    hardware_differences: tuple[Any, ...] = ()
+
+    @property
+    def ours_training_per_sample(self) -> float:
+        """Model FLOPs per sample under this project's convention (before ``differences``)."""
+        return self.training_per_sample - sum(d.flops_per_sample for d in self.differences)
 
     # per token ---------------------------------------------------------------------------
     def _per_token(self, per_sample: float) -> float | None:
@@ -455,6 +469,9 @@ class ModelFlops:
             "params": self.params.to_dict(),
             "embedding_bytes_per_sample": self.embedding_bytes_per_sample,
             "conventions": self.conventions.to_dict(),
+            "convention": self.convention,
+            "differences": [d.to_dict() for d in self.differences],
+            "hardware_differences": [d.to_dict() for d in self.hardware_differences],
             "breakdown": self.breakdown_records(),
         }
 
@@ -557,6 +574,11 @@ class TransformerConfig:
     * ``extra_blocks``: named custom matmul blocks (``Component``), forward FLOPs per token.
     * ``norms_per_layer``: 2 (pre-norm) unless the model also normalises sublayer outputs
       (Gemma 2: 4); parameter counts only.
+    * Parameter-count details that change no FLOPs of ours (frameworks that count 6 x
+      parameters do count them): ``norm_bias`` (LayerNorm with a bias; default ``bias``),
+      ``output_bias`` (a bias on an untied output head; default ``bias``), ``router_bias``
+      (gpt-oss), ``attention_sinks`` (one learned logit per head and layer, gpt-oss),
+      ``qk_norm`` (an RMSNorm of ``head_dim`` on queries and one on keys per layer, Qwen3).
     """
 
     n_layers: int
@@ -588,11 +610,25 @@ class TransformerConfig:
     extra_blocks: tuple[Component, ...] = ()
     norms_per_layer: int = 2
     name: str = "custom-transformer"
+    norm_bias: bool | None = None
+    output_bias: bool | None = None
+    router_bias: bool = False
+    attention_sinks: bool = False
+    qk_norm: bool = False
     _derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: fill in derived defaults once, here
-        derivable = ("n_kv_heads", "head_dim", "d_ff", "d_ff_expert", "d_ff_shared", "max_seq_len")
+        derivable = (
+            "n_kv_heads",
+            "head_dim",
+            "d_ff",
+            "d_ff_expert",
+            "d_ff_shared",
+            "max_seq_len",
+            "norm_bias",
+            "output_bias",
+        )
         set_(self, "_derived", frozenset(n for n in derivable if getattr(self, n) is None))
         _check_int("n_layers", self.n_layers)
         _check_int("d_model", self.d_model)
@@ -620,6 +656,12 @@ class TransformerConfig:
         _check_optional_int("seq_len", self.seq_len)
         _check_choice("pos_embedding", self.pos_embedding, POS_EMBEDDINGS)
         _check_bool("bias", self.bias)
+        for key in ("norm_bias", "output_bias"):
+            if getattr(self, key) is None:
+                set_(self, key, self.bias)
+            _check_bool(key, getattr(self, key))
+        for key in ("router_bias", "attention_sinks", "qk_norm"):
+            _check_bool(key, getattr(self, key))
         _check_int("n_experts", self.n_experts, minimum=0)
         _check_int("n_shared_experts", self.n_shared_experts, minimum=0)
         if self.n_experts:
@@ -768,20 +810,94 @@ def _attention_matmuls(
 
 
 def _layer_params(c: TransformerConfig) -> dict[str, int]:
-    """Parameters of one layer's pieces: attention (with MLA's latent norms), norms, FFNs."""
+    """Parameters of one layer's pieces, weights and biases apart.
+
+    ``attn_w``/``attn_b``: projections (MLA: its five); ``attn_extra``: MLA's latent norms,
+    query/key norms and attention sinks; ``norm``: one normalisation layer; FFN pieces as
+    ``(weights, biases)``; ``router``: weights and bias of the MoE router.
+    """
     ins, out = _attention_matmuls(c)
-    attn = sum(w + (b if c.bias else 0) for _, w, b in (*ins, out))
-    norm = c.d_model * (2 if c.bias else 1)
+    attn_w = sum(w for _, w, _ in (*ins, out))
+    attn_b = sum(b for _, _, b in (*ins, out)) if c.bias else 0
+    norm = c.d_model * (2 if c.norm_bias else 1)
+    extra = 0
     if c.is_mla:  # one RMSNorm on each compressed latent
-        attn += (c.kv_lora_rank + (c.q_lora_rank or 0)) * (2 if c.bias else 1)
+        extra += (c.kv_lora_rank + (c.q_lora_rank or 0)) * (2 if c.norm_bias else 1)
+    if c.qk_norm:
+        extra += 2 * c.qk_head_dim
+    if c.attention_sinks:
+        extra += c.n_heads
     m = c.ffn_matrices
+
+    def ffn(width: int) -> tuple[int, int]:
+        total = _ffn_params(c.d_model, width, m, c.bias)
+        return m * c.d_model * width, total - m * c.d_model * width
+
     return {
-        "attn": attn,
+        "attn_w": attn_w,
+        "attn_b": attn_b,
+        "attn_extra": extra,
         "norm": norm,
-        "dense_ffn": _ffn_params(c.d_model, c.d_ff, m, c.bias),
-        "expert": _ffn_params(c.d_model, c.d_ff_expert, m, c.bias),
-        "shared": _ffn_params(c.d_model, c.d_ff_shared, m, c.bias),
-        "router": c.d_model * c.n_experts,
+        "dense_ffn": ffn(c.d_ff),
+        "expert": ffn(c.d_ff_expert),
+        "shared": ffn(c.d_ff_shared),
+        "router": (c.d_model * c.n_experts, c.n_experts if c.router_bias else 0),
+    }
+
+
+PARAM_GROUPS = (
+    "matmul",
+    "output_head",
+    "input_embedding",
+    "position_table",
+    "norms",
+    "biases",
+    "attention_extra",
+    "extra_blocks",
+)
+
+
+def param_groups(config: TransformerConfig) -> dict[str, tuple[int, int]]:
+    """Parameters by kind as ``{group: (total, active)}``; the groups sum to ``transformer_params``.
+
+    ``matmul``: weights of the layers' matmuls (projections, FFNs, router, experts: all of them
+    in total, the routed top-k in active); ``output_head``: an untied vocabulary projection;
+    ``input_embedding`` (the token table, which is also the head when tied); ``position_table``
+    (learned positions); ``norms`` (every normalisation layer, final one included);
+    ``biases`` (linear biases, router bias, output-head bias); ``attention_extra`` (MLA latent
+    norms, query/key norms, attention sinks); ``extra_blocks``. Frameworks that count
+    ``6 x parameters`` count some of these groups as matmuls; ``conventions`` names which.
+    MTP modules are outside every group (``ParamCounts.mtp``).
+    """
+    c = config
+    p = _layer_params(c)
+    n_moe = c.n_moe_layers
+    n_dense = c.n_layers - n_moe
+    sh, ex, rt = p["shared"], p["expert"], p["router"]
+    matmul_common = c.n_layers * p["attn_w"] + n_dense * p["dense_ffn"][0]
+    moe_common_w = c.n_shared_experts * sh[0] + rt[0]
+    moe_common_b = c.n_shared_experts * sh[1] + rt[1]
+    head = 0 if c.tied_embeddings else c.vocab_size * c.d_model
+    head_bias = c.vocab_size if (c.output_bias and not c.tied_embeddings) else 0
+    bias_common = c.n_layers * p["attn_b"] + n_dense * p["dense_ffn"][1] + head_bias
+    extra = sum(b.params for b in c.extra_blocks)
+    pos = c.max_seq_len * c.d_model if c.pos_embedding == "learned" else 0
+    norms = (c.n_layers * c.norms_per_layer + 1) * p["norm"]
+    return {
+        "matmul": (
+            matmul_common + n_moe * (moe_common_w + c.n_experts * ex[0]),
+            matmul_common + n_moe * (moe_common_w + c.top_k * ex[0]),
+        ),
+        "output_head": (head, head),
+        "input_embedding": (c.vocab_size * c.d_model,) * 2,
+        "position_table": (pos, pos),
+        "norms": (norms, norms),
+        "biases": (
+            bias_common + n_moe * (moe_common_b + c.n_experts * ex[1]),
+            bias_common + n_moe * (moe_common_b + c.top_k * ex[1]),
+        ),
+        "attention_extra": (c.n_layers * p["attn_extra"],) * 2,
+        "extra_blocks": (extra, extra),
     }
 
 
@@ -789,35 +905,28 @@ def transformer_params(config: TransformerConfig) -> ParamCounts:
     """Total, active-per-token, embedding and MTP parameter counts.
 
     Counts every weight matrix, embedding table and (when ``bias``) bias; norms count ``d_model``
-    each (``2 * d_model`` with LayerNorm bias), ``norms_per_layer`` per layer plus a final one,
-    and MLA's latent norms. ``extra_blocks`` add their ``params`` to total and active. MTP modules (projection
-    ``2d x d``, their layer and three norms) go to ``mtp``, outside ``total``.
+    each (``2 * d_model`` with a LayerNorm bias), ``norms_per_layer`` per layer plus a final one,
+    and MLA's latent norms, query/key norms and attention sinks (see ``param_groups``).
+    ``extra_blocks`` add their ``params`` to total and active. MTP modules (projection ``2d x
+    d``, their layer and three norms) go to ``mtp``, outside ``total``.
     """
     c = config
+    groups = param_groups(c)
     p = _layer_params(c)
-    norm = p["norm"]
-    n_dense = c.n_layers - c.n_moe_layers
-    layer_norms = c.norms_per_layer * norm
-    per_dense_layer = p["attn"] + p["dense_ffn"] + layer_norms
-    moe_shared = p["attn"] + p["router"] + c.n_shared_experts * p["shared"] + layer_norms
-    moe_total = moe_shared + c.n_experts * p["expert"]
-    total_layers = n_dense * per_dense_layer + c.n_moe_layers * moe_total
-    active_layers = n_dense * per_dense_layer + c.n_moe_layers * (
-        moe_shared + c.top_k * p["expert"]
-    )
-
-    embedding = c.vocab_size * c.d_model
-    if c.pos_embedding == "learned":
-        embedding += c.max_seq_len * c.d_model
-    if not c.tied_embeddings:
-        embedding += c.vocab_size * c.d_model + (c.vocab_size if c.bias else 0)  # output head
-    extra = sum(b.params for b in c.extra_blocks)
-    mtp_layer = moe_total if c.is_moe else per_dense_layer
+    embedding = sum(groups[g][0] for g in ("output_head", "input_embedding", "position_table"))
+    if c.output_bias and not c.tied_embeddings:
+        embedding += c.vocab_size
+    layer = p["attn_w"] + p["attn_b"] + p["attn_extra"] + c.norms_per_layer * p["norm"]
+    if c.is_moe:
+        rt, sh, ex = p["router"], p["shared"], p["expert"]
+        layer += sum(rt) + c.n_shared_experts * sum(sh) + c.n_experts * sum(ex)
+    else:
+        layer += sum(p["dense_ffn"])
     proj = 2 * c.d_model * c.d_model + (c.d_model if c.bias else 0)
-    mtp = c.n_mtp_modules * (mtp_layer + proj + 3 * norm)
+    mtp = c.n_mtp_modules * (layer + proj + 3 * p["norm"])
     return ParamCounts(
-        total=total_layers + norm + embedding + extra,
-        active=active_layers + norm + embedding + extra,
+        total=sum(t for t, _ in groups.values()),
+        active=sum(a for _, a in groups.values()),
         embedding=embedding,
         mtp=mtp,
     )
