@@ -114,13 +114,10 @@ _MAX_TIME_MS = 253_402_300_800_000
 # A line bash's xtrace (set -x) prints for a command it runs: one or more "+" then a space.
 _XTRACE = re.compile(r"\+{1,16} ")
 _MAX_RANK = 10_000_000
-# Accelerators per system of the submission platforms an "N x SYSTEM" string names, as data with
-# their source: (accelerator as the registry names it, accelerators per system, source). A system
-# not listed here (HGX boards come with 4 or 8 GPUs) states no per-node count.
-KNOWN_SYSTEMS: dict[str, tuple[str, int, str]] = {
-    # NVIDIA DGX H100/H200 User Guide, "Introduction to the NVIDIA DGX H100/H200 System": 8 x NVIDIA H100 GPUs
-    "nvidia dgx h100": ("H100 SXM", 8, "https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html"),
-}
+# The accelerator and accelerators per system of a submission platform ("64xNVIDIA DGX H100",
+# "XE9680x8H100-SXM-80GB", "tpu-v5p-1024") come from hardware.resolve_system: the sourced system table
+# (mfu_toolkit/systems.csv) and counts the name embeds, the accelerator resolved through the peak registry.
+# A system it does not know (HGX boards come with 4 or 8 GPUs) states no per-node count.
 # Keys that state the training precision, where a submission logs one (MLPerf has no standard key;
 # none of the v4.x result files read here logs one): a dtype name, or True for an "fp8" flag.
 _DTYPE_KEYS = ("precision", "dtype", "compute_dtype", "training_precision")
@@ -515,27 +512,38 @@ def _dtype_fact(out: Parsed, reader: Reader, tl: _Timeline) -> None:
 
 
 def _platform_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str, Any]) -> None:
-    """The accelerator a submission platform names, and its accelerators per node where the system
-    is in ``KNOWN_SYSTEMS``; only for what a SYSJSON line did not already state."""
+    """The accelerator a submission platform names, and its accelerators per node, as
+    ``hardware.resolve_system`` reads them; only for what a SYSJSON line did not already state. The
+    system is never taken for the accelerator."""
+    from ... import hardware
+
     plat = _first(tl, "submission_platform")
     if plat is None or not isinstance(plat.value, str) or not plat.value.strip():
         return
     where = f"{reader.name}:{plat.line}"
     system = str(extra.get("platform_system") or plat.value.strip())
-    known = KNOWN_SYSTEMS.get(" ".join(system.lower().split()))
+    found = hardware.resolve_system(plat.value) if len(system) <= 200 else None  # a longer string names no system
     stated = {f.name for f in out.facts if f.where != where}
-    if "accelerator" not in stated and len(system) <= 200:  # a longer platform string names no system
-        if known is not None:
-            out.fact("accelerator", known[0], where, f"{plat.value!r}: {known[1]} x {known[0]} per {system} ({known[2]})")
-        else:
-            out.fact("accelerator", system, where, plat.text)
-    if known is not None and "accelerators_per_node" not in stated and "platform_nodes" in extra:
-        out.fact("accelerators_per_node", known[1], where, f"{plat.value!r}: {known[1]} x {known[0]} per {system} ({known[2]})")
-        extra["platform_accelerators"] = extra["platform_nodes"] * known[1]
-    elif known is None and "accelerators_per_node" not in stated and "platform_nodes" in extra:
+    acc = found.accelerator if found is not None else None
+    per = found.per_system if found is not None else None
+    if found is not None:
+        source = f" ({found.source})" if found.source else ""
+        text = f"{plat.value!r}: {per if per is not None else 'an unknown count of'} x {acc or 'an unnamed accelerator'} per {system}{source}"
+    if "accelerator" not in stated and acc is not None:
+        out.fact("accelerator", acc, where, text)
+    elif "accelerator" not in stated:
+        why = found.note if found is not None else "neither the system table nor the peak registry knows it"
+        reader.note(f"peak unknown: the platform {plat.value!r} at {where} names {system!r}, not an accelerator the "
+                    f"registry resolves ({why}); pass accelerator= to set it")
+    if per is not None and "accelerators_per_node" not in stated:
+        out.fact("accelerators_per_node", per, where, text)
+        if "platform_nodes" in extra:
+            extra["platform_accelerators"] = extra["platform_nodes"] * per
+    elif "accelerators_per_node" not in stated and "platform_nodes" in extra:
         reader.note(f"n_accelerators unknown: the platform {plat.value!r} at {where} names {extra['platform_nodes']} "
                     f"x {system!r}, a system whose accelerators per node the loader has no source for "
-                    f"(known: {', '.join(sorted(KNOWN_SYSTEMS))}); pass n_accelerators= for the job's count")
+                    f"({found.note if found is not None else 'not in mfu_toolkit/systems.csv'}); pass n_accelerators= "
+                    "for the job's count")
 
 
 def _check_ranks(out: Parsed, reader: Reader) -> None:
