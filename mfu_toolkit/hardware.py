@@ -68,6 +68,7 @@ __all__ = [
     "Registry",
     "RefusedNameError",
     "RegistryError",
+    "SystemMatch",
     "UnknownAcceleratorError",
     "accelerators",
     "canonical_dtype",
@@ -75,11 +76,13 @@ __all__ = [
     "get_peak",
     "load_bandwidth_csv",
     "load_csv",
+    "load_systems_csv",
     "normalise_name",
     "peak_table",
     "register_accelerator",
     "read_sourced_csv",
     "resolve",
+    "resolve_system",
 ]
 
 DTYPES: tuple[str, ...] = ("fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
@@ -1203,3 +1206,175 @@ def get_memory_bandwidth(name: str) -> MemoryBandwidth:
     except KeyError:
         listed = ", ".join(sorted(_BANDWIDTH))
         raise RegistryError(f"no memory bandwidth with a source for {canonical!r}; listed: {listed}") from None
+
+
+# --- systems (systems.csv) -------------------------------------------------------------------
+# A platform string names a system ("64xNVIDIA DGX H100", "XE9680x8H100-SXM-80GB", "tpu-v5p-1024"), not an
+# accelerator. resolve_system() reads it as accelerator x count: the system table gives what a system's
+# vendor states, embedded counts are read by pattern, and the accelerator always comes from the peak registry.
+# The system itself is never taken for the accelerator.
+
+_SYSTEMS_CSV = os.path.join(os.path.dirname(os.path.realpath(__file__)), "systems.csv")
+SYSTEM_COLUMNS: tuple[str, ...] = ("name", "pattern", "accelerator", "per_system", "count_divisor", "source",
+                                   "read_on", "note")
+_SYSTEMS: list[_SystemRow] | None = None
+# "N x SYSTEM": N systems; the system starts with a letter or is itself "M x ..." ("6x8xH100-SXM5-80GB").
+_NODES_PREFIX = re.compile(r"\s*(\d+)\s*[xX]\s*(?=[^\W\d_]|\d+\s*[xX])(.*\S)\s*", re.S)
+# Counts a name embeds next to the accelerator, for systems the table does not list: "XE9680x8H100-SXM-80GB",
+# "R750-2xA100-PCIe-80GB", "GX2560M7_H100_SXM_80GBx4". Tried in order; the acc text must resolve in the registry.
+_EMBEDDED_COUNTS = (
+    re.compile(r"(?:.*?[a-z0-9])?[ _-]*x(?P<count>\d+)[ _-]*(?P<acc>[a-z].*)", re.I | re.S),
+    re.compile(r"(?:.*?[ _-])?(?P<count>\d+)x[ _-]*(?P<acc>[a-z].*)", re.I | re.S),
+    re.compile(r"(?P<acc>.*?[a-z].*?)[ _-]*x(?P<count>\d+)", re.I | re.S),
+)
+
+
+class SystemMatch(_Record):
+    """What a platform string says about the hardware: the accelerator (as the registry names it, or None
+    when the string does not fix it), accelerators per system and systems (None when not stated), the
+    source of the per-system count, the text matched, and a note on how it was read."""
+
+    __slots__ = ("accelerator", "per_system", "n_systems", "source", "text", "note")
+    __match_args__ = __slots__
+    _hash_fields = __slots__
+
+    accelerator: str | None
+    per_system: int | None
+    n_systems: int | None
+    source: str
+    text: str
+    note: str
+
+    def __init__(self, accelerator: str | None, per_system: int | None, n_systems: int | None, source: str,
+                 text: str, note: str = "") -> None:
+        init = object.__setattr__
+        for field, value in zip(self.__slots__, (accelerator, per_system, n_systems, source, text, note),
+                                strict=True):
+            init(self, field, value)
+
+    @property
+    def n_accelerators(self) -> int | None:
+        """Systems x accelerators per system, where both are known (one system when no count is stated)."""
+        if self.per_system is None:
+            return None
+        return (self.n_systems or 1) * self.per_system
+
+
+class _SystemRow:
+    """One validated row of the system table."""
+
+    __slots__ = ("origin", "name", "pattern", "accelerator", "per_system", "divisor", "source", "note")
+
+    def __init__(self, origin: str, name: str, pattern: re.Pattern[str], accelerator: str, per_system: int | None,
+                 divisor: int, source: str, note: str) -> None:
+        self.origin, self.name, self.pattern, self.accelerator = origin, name, pattern, accelerator
+        self.per_system, self.divisor, self.source, self.note = per_system, divisor, source, note
+
+
+def _positive_int(text: str, column: str, fail: Callable[[str, str], RegistryError]) -> int | None:
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise fail(column, f"{text!r} is not a whole number >= 1")
+    return int(text)
+
+
+def _parse_system_row(raw: Mapping[str, str], origin: str) -> _SystemRow:
+    """Validate one system row: a compiling pattern, counts >= 1, a registry accelerator, a source URL and date."""
+    fail, get = _row_access(raw, origin)
+    try:
+        pattern = re.compile(get("pattern"), re.I | re.S)
+    except re.error as exc:
+        raise fail("pattern", f"{get('pattern')!r} is not a regular expression ({exc})") from None
+    if not get("pattern"):
+        raise fail("pattern", "missing")
+    accelerator = get("accelerator")
+    if accelerator:
+        try:
+            accelerator = resolve(accelerator).name
+        except UnknownAcceleratorError as exc:
+            raise fail("accelerator", f"{accelerator!r} is not in the peak registry ({exc})") from None
+    if not _URL.fullmatch(get("source")):
+        raise fail("source", f"{get('source')!r} is not an http(s) URL: no system count without its source")
+    if not _is_iso_date(get("read_on")):
+        raise fail("read_on", f"{get('read_on')!r} is not an ISO date (YYYY-MM-DD)")
+    divisor = _positive_int(get("count_divisor"), "count_divisor", fail) or 1
+    return _SystemRow(origin, get("name") or get("pattern"), pattern, accelerator,
+                      _positive_int(get("per_system"), "per_system", fail), divisor, get("source"), get("note"))
+
+
+def load_systems_csv(path: str | os.PathLike[str]) -> list[_SystemRow]:
+    """Rows of a system table in the shipped format; every error names file, line and field."""
+    return read_sourced_csv(path, columns=SYSTEM_COLUMNS, required=("pattern", "source", "read_on"),
+                            parse_row=_parse_system_row, error=RegistryError, what="system CSV")
+
+
+def _registry_name(text: str) -> tuple[str | None, str]:
+    """The registry name ``text`` resolves to, or None and why not."""
+    try:
+        return resolve(text).name, ""
+    except UnknownAcceleratorError as exc:
+        return None, str(exc)
+
+
+def _from_row(row: _SystemRow, m: re.Match[str], n_systems: int | None, text: str) -> SystemMatch:
+    """A table row's reading of a matched platform string."""
+    groups = m.groupdict()
+    accelerator, why = row.accelerator or None, ""
+    if accelerator is None and groups.get("acc"):
+        accelerator, why = _registry_name(groups["acc"])
+    notes = [f"{row.name}: {row.note}" if row.note else row.name]
+    if why:
+        notes.append(f"the accelerator {groups['acc']!r} is not resolved: {why}")
+    per = row.per_system
+    if groups.get("count"):
+        count = int(groups["count"])
+        if count % row.divisor:
+            notes.append(f"the name's count {count} is not a multiple of {row.divisor}: accelerators unknown")
+            per = None
+        else:
+            stated = count // row.divisor
+            if per is not None and stated != per:
+                notes.append(f"the name states {stated} per system where the source gives {per}: the name's count is used")
+            per = stated
+    if groups.get("systems"):
+        if n_systems is not None and n_systems != int(groups["systems"]):
+            notes.append(f"the prefix states {n_systems} systems, the name {groups['systems']}: the prefix is used")
+        n_systems = n_systems if n_systems is not None else int(groups["systems"])
+    return SystemMatch(accelerator, per, n_systems, row.source, text, "; ".join(notes))
+
+
+def resolve_system(text: str) -> SystemMatch | None:
+    """Accelerator x count a platform string states, or None when it names nothing the tables know.
+
+    An ``"N x SYSTEM"`` prefix gives ``n_systems``. The rest is matched against ``systems.csv`` (the
+    system's vendor-stated accelerators per system); otherwise a count embedded next to an accelerator
+    name (``x8H100``, ``2xA100``, ``_80GBx4``) is read, the accelerator resolved through the registry;
+    otherwise the whole text is tried as an accelerator name (the accelerator only, count unknown).
+    """
+    global _SYSTEMS
+    if not isinstance(text, str) or not text.strip() or len(text) > 200:
+        return None
+    text = " ".join(text.split())
+    m = _NODES_PREFIX.fullmatch(text)
+    n_systems, rest = (int(m[1]), m[2]) if m else (None, text)
+    if _SYSTEMS is None:
+        _SYSTEMS = load_systems_csv(_SYSTEMS_CSV)
+    for row in _SYSTEMS:
+        hit = row.pattern.fullmatch(rest)
+        if hit is not None:
+            return _from_row(row, hit, n_systems, text)
+    for pattern in _EMBEDDED_COUNTS:
+        hit = pattern.fullmatch(rest)
+        if hit is None:
+            continue
+        accelerator, _ = _registry_name(hit["acc"])
+        if accelerator is not None:
+            return SystemMatch(accelerator, int(hit["count"]), n_systems, "the count the name states", text,
+                               f"{hit['count']} x {accelerator} read from {rest!r} ({hit['acc']!r} resolved in the "
+                               "peak registry); the system is not in systems.csv")
+    accelerator, _ = _registry_name(rest)
+    if accelerator is None:
+        return None
+    return SystemMatch(accelerator, None, n_systems, "", text,
+                       f"{rest!r} names the accelerator {accelerator} but no count per system")
