@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .recsys import DLRMConfig, HSTUConfig, MLPConfig
-from .transformer import FlopsConfigError, TransformerConfig
+from .transformer import Component, FlopsConfigError, TransformerConfig
 
 __all__ = ["Preset", "UnknownPresetError", "PRESETS", "get_preset", "list_presets"]
 
@@ -315,6 +315,223 @@ _TRANSFORMERS = [
             "active_params_without_input_embedding": 36.6e9,
             "mtp_params": 11.5e9,
         },
+    ),
+]
+
+_HF = "https://huggingface.co/{}/blob/main/config.json"
+_LLAMA2 = (
+    "Touvron et al. 2023, 'Llama 2: Open Foundation and Fine-Tuned Chat Models', "
+    "arXiv:2307.09288, Table 1 (sizes 7B, 13B, 70B; context length 4k; GQA for 70B) and Sec 2.2 "
+    "('we ... increased context length' to 4096 tokens in pretraining); shapes from " + _HF
+)
+_QWEN3 = (
+    "Qwen Team 2025, 'Qwen3 Technical Report', arXiv:2505.09388, Sec 3.2 (general stage "
+    "pre-trained on sequences of 4,096 tokens; the long-context stage uses 32,768: pass seq_len "
+    "for it); shapes from " + _HF + "; parameter counts from the model card "
+    "https://huggingface.co/{}"
+)
+_GPT_OSS = (
+    "OpenAI 2025, 'gpt-oss-120b & gpt-oss-20b Model Card', arXiv:2508.10925, Table 1 (total and "
+    "active parameters; the active count leaves out the input embedding); shapes from " + _HF
+    + " (sliding window 128 on every other layer starting with the first, attention biases and "
+    "sinks, router and expert biases, untied unembedding). No training sequence length is "
+    "published: pass seq_len"
+)
+
+
+def _llama2(name: str, repo: str, layers: int, d: int, heads: int, kv: int, d_ff: int, params: float) -> Preset:
+    return Preset(
+        name=name,
+        config=TransformerConfig(
+            n_layers=layers,
+            d_model=d,
+            n_heads=heads,
+            n_kv_heads=kv,
+            d_ff=d_ff,
+            ffn_type="swiglu",
+            vocab_size=32000,
+            tied_embeddings=False,
+            seq_len=4096,
+            name=name,
+        ),
+        source=_LLAMA2.format(repo),
+        description="Llama 2 dense decoder" + (" with grouped-query attention" if kv < heads else ""),
+        published={"params": params},
+    )
+
+
+def _qwen3(
+    name: str, repo: str, layers: int, d: int, heads: int, kv: int, published: dict[str, float], **moe: Any
+) -> Preset:
+    return Preset(
+        name=name,
+        config=TransformerConfig(
+            n_layers=layers,
+            d_model=d,
+            n_heads=heads,
+            n_kv_heads=kv,
+            head_dim=128,
+            ffn_type="swiglu",
+            vocab_size=151_936,
+            tied_embeddings=False,
+            seq_len=4096,
+            qk_norm=True,
+            name=name,
+            **moe,
+        ),
+        source=_QWEN3.format(repo, repo),
+        description="Qwen3 " + ("mixture of experts (128 experts, top-8)" if moe.get("n_experts") else "dense decoder")
+        + " with query/key norms",
+        published=published,
+    )
+
+
+def _gpt_oss(name: str, repo: str, layers: int, experts: int, total: float, active: float) -> Preset:
+    return Preset(
+        name=name,
+        config=TransformerConfig(
+            n_layers=layers,
+            d_model=2880,
+            n_heads=64,
+            n_kv_heads=8,
+            head_dim=64,
+            d_ff=2880,
+            ffn_type="swiglu",
+            vocab_size=201_088,
+            tied_embeddings=False,
+            n_experts=experts,
+            top_k=4,
+            attention_window=(128, 0),
+            bias=True,
+            norm_bias=False,
+            output_bias=False,
+            router_bias=True,
+            attention_sinks=True,
+            name=name,
+        ),
+        source=_GPT_OSS.format(repo),
+        description=f"gpt-oss MoE ({experts} experts, top-4), alternating 128-token windows",
+        published={"params": total, "active_params_without_input_embedding": active},
+    )
+
+
+_BERT_D, _BERT_SEQ = 1024, 512
+_TRANSFORMERS += [
+    _llama2("llama2-7b", "meta-llama/Llama-2-7b-hf", 32, 4096, 32, 32, 11008, 7e9),
+    _llama2("llama2-13b", "meta-llama/Llama-2-13b-hf", 40, 5120, 40, 40, 13824, 13e9),
+    _llama2("llama2-70b", "meta-llama/Llama-2-70b-hf", 80, 8192, 64, 8, 28672, 70e9),
+    Preset(
+        name="bert-large",
+        config=TransformerConfig(
+            n_layers=24,
+            d_model=_BERT_D,
+            n_heads=16,
+            d_ff=4096,
+            ffn_type="gelu",
+            vocab_size=30522,
+            tied_embeddings=True,
+            seq_len=_BERT_SEQ,
+            max_seq_len=512,
+            pos_embedding="learned",
+            bias=True,
+            extra_blocks=(
+                Component("token_type_embedding", 0.0, params=2 * _BERT_D, note="lookup: 0 FLOPs"),
+                Component(
+                    "pooler_and_nsp",
+                    2.0 * _BERT_D * (_BERT_D + 2) / _BERT_SEQ,
+                    params=_BERT_D * _BERT_D + _BERT_D + 2 * _BERT_D + 2,
+                    note="on the [CLS] token only: 2 d (d + 2) per sequence of 512",
+                ),
+                Component(
+                    "mlm_transform",
+                    2.0 * _BERT_D * _BERT_D,
+                    params=_BERT_D * _BERT_D + _BERT_D + 2 * _BERT_D + 30522,
+                    note="dense + LayerNorm before the tied decoder (and its bias), every position",
+                ),
+            ),
+            name="bert-large",
+        ),
+        source=(
+            "Devlin et al. 2019, 'BERT', arXiv:1810.04805, Sec 3 (L=24, H=1024, A=16, 'Total "
+            "Parameters=340M'); vocabulary 30522, 512 positions, 2 token types from "
+            + _HF.format("google-bert/bert-large-uncased")
+            + "; seq_len 512 from the MLPerf Training reference "
+            "(https://github.com/mlcommons/training/tree/master/language_model/tensorflow/bert, "
+            "max_seq_length=512). Bidirectional: keep causal off. The MLM head runs here on "
+            "every position (the MLPerf run predicts at most 76 per sequence)"
+        ),
+        description="BERT-large encoder (bidirectional) with its pre-training heads",
+        aliases=("bert", "mlperf-bert"),
+        published={"params": 340e6},
+    ),
+    Preset(
+        name="gpt-neox-20b",
+        config=TransformerConfig(
+            n_layers=44,
+            d_model=6144,
+            n_heads=64,
+            d_ff=24576,
+            ffn_type="gelu",
+            vocab_size=50432,
+            tied_embeddings=False,
+            seq_len=2048,
+            bias=True,
+            output_bias=False,
+            name="gpt-neox-20b",
+        ),
+        source=(
+            "Black et al. 2022, 'GPT-NeoX-20B', arXiv:2204.06745, Table 1 (44 layers, d_model "
+            "6144, 64 heads, sequence length 2048) and " + _HF.format("EleutherAI/gpt-neox-20b")
+            + " (vocab 50432, intermediate 24576, untied embed_out without bias); parameter "
+            "count 20,554,567,680 from https://huggingface.co/EleutherAI/gpt-neox-20b"
+        ),
+        description="GPT-NeoX-20B dense decoder (biases, LayerNorm, partial rotary)",
+        published={"params": 20_554_567_680},
+    ),
+    _qwen3(
+        "qwen3-8b", "Qwen/Qwen3-8B", 36, 4096, 32, 8,
+        {"params": 8.2e9, "non_embedding_params": 6.95e9}, d_ff=12288,
+    ),
+    _qwen3(
+        "qwen3-32b", "Qwen/Qwen3-32B", 64, 5120, 64, 8,
+        {"params": 32.8e9, "non_embedding_params": 31.2e9}, d_ff=25600,
+    ),
+    _qwen3(
+        "qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B", 48, 2048, 32, 4,
+        {"params": 30.5e9, "active_params": 3.3e9, "non_embedding_params": 29.9e9},
+        d_ff=6144, n_experts=128, top_k=8, d_ff_expert=768,
+    ),
+    _qwen3(
+        "qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B", 94, 4096, 64, 4,
+        {"params": 235e9, "active_params": 22e9, "non_embedding_params": 234e9},
+        d_ff=12288, n_experts=128, top_k=8, d_ff_expert=1536,
+    ),
+    _gpt_oss("gpt-oss-20b", "openai/gpt-oss-20b", 24, 32, 20.91e9, 3.61e9),
+    _gpt_oss("gpt-oss-120b", "openai/gpt-oss-120b", 36, 128, 116.83e9, 5.13e9),
+    Preset(
+        name="mixtral-8x22b",
+        config=TransformerConfig(
+            n_layers=56,
+            d_model=6144,
+            n_heads=48,
+            n_kv_heads=8,
+            head_dim=128,
+            d_ff=16384,
+            ffn_type="swiglu",
+            vocab_size=32768,
+            tied_embeddings=False,
+            n_experts=8,
+            top_k=2,
+            name="mixtral-8x22b",
+        ),
+        source=(
+            "shapes from " + _HF.format("mistralai/Mixtral-8x22B-v0.1") + " (hidden 6144, 56 "
+            "layers, 48 heads, 8 KV heads, intermediate 16384, 8 experts, top-2, vocab 32768); "
+            "'141B parameters', '39B active' from https://mistral.ai/news/mixtral-8x22b/. No "
+            "training sequence length is published (65536 is the context window): pass seq_len"
+        ),
+        description="Sparse mixture of experts: 8 SwiGLU experts per layer, 2 per token",
+        published={"params": 141e9, "active_params": 39e9},
     ),
 ]
 
