@@ -121,3 +121,26 @@ def test_hf_trainer_records_steps_evaluation_and_saves(tmp_path):
     assert sorted(ev.loc[ev["kind"] == "checkpoint_save", "detail"]) == saved
     assert (ev["kind"] == "other").sum() >= 3              # logging_steps=2: logs after steps 2, 4, 6
     assert run.meta.report.total_skipped == 0
+
+
+def test_lightning_wraps_a_comm_hook_given_to_the_ddp_strategy(tmp_path):
+    """``DDPStrategy(ddp_comm_hook=...)`` is registered by Lightning itself, before callbacks see
+    the model: ``setup`` (which runs first) swaps in the timed wrapper of that hook, once."""
+    _require("torch")
+    _require("pytorch_lightning")
+    from types import SimpleNamespace
+
+    from mfu_toolkit.record.lightning import RecorderCallback
+
+    def my_hook(state, bucket):
+        raise AssertionError("not called here")
+
+    trainer = SimpleNamespace(strategy=SimpleNamespace(_ddp_comm_hook=my_hook))
+    RecorderCallback(tmp_path / "rec").setup(trainer, None, "fit")
+    hook = trainer.strategy._ddp_comm_hook
+    assert hook is not my_hook and hook.__name__ == "timed_my_hook" and hook._mfu_timed
+    RecorderCallback(tmp_path / "rec").setup(trainer, None, "fit")
+    assert trainer.strategy._ddp_comm_hook is hook  # never wrapped twice
+    untouched = SimpleNamespace(strategy=SimpleNamespace(_ddp_comm_hook=my_hook))
+    RecorderCallback(tmp_path / "rec", time_gradient_sync=False).setup(untouched, None, "fit")
+    assert untouched.strategy._ddp_comm_hook is my_hook
