@@ -12,6 +12,7 @@ import re
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 from _realdata import realdata  # noqa: F401  (fixture)
 
@@ -227,3 +228,141 @@ def test_garbled_numbers_cost_one_step_and_a_saved_run_reads_back_equal(tmp_path
     assert run.meta.report.skipped == {"value out of range": 1}
     assert run.meta.fact("micro_batch") is None and run.meta.global_batch is None
     assert load_run(save_run(run, tmp_path / "r.parquet")) == run
+
+
+# --- the log's own FLOPs claim as the numerator --------------------------------------------------
+
+TFLOP_RE = re.compile(r"(?:Per train step, total TFLOPs will be|^\W*Total TFLOPs:) *([0-9.]+)", re.M)
+DEVICES_RE = re.compile(r"Num_devices: *(\d+)")
+
+
+def _line_of(text: str, match: re.Match[str]) -> int:
+    return text.count("\n", 0, match.start()) + 1
+
+
+def test_numerator_is_the_claim_times_the_devices(tmp_path):
+    p = _write(tmp_path, NEW_FORM)
+    run = _quiet(load_run, p)
+    # NEW_FORM: 102.77 TFLOP per device (line 6) × Num_devices 8 (line 1)
+    assert run.meta.model_flops_per_step == pytest.approx(102.77e12 * 8)
+    src = run.meta.model_flops_source
+    assert src.startswith("the log's own claim: 102.77 TFLOP per device per step × Num_devices 8")
+    assert f"{p}:6" in src and f"{p}:1" in src
+
+
+def test_one_line_claim_before_the_device_count(tmp_path):
+    text = ("Per train step, total TFLOPs will be 137.33\n# Num_devices: 8, shape (1, 8, 1, 1)\n"
+            + "".join(f"completed step: {i}, seconds: 1.2, TFLOP/s/device: 114.4, loss: 1.0\n" for i in range(5)))
+    run = _quiet(load_run, _write(tmp_path, text))
+    assert run.meta.model_flops_per_step == pytest.approx(137.33e12 * 8)
+
+
+def test_no_device_count_no_numerator_and_a_note(tmp_path):
+    text = "\n".join(line for line in NEW_FORM.splitlines() if "Num_devices" not in line) + "\n"
+    run = _quiet(load_run, _write(tmp_path, text))
+    assert run.meta.model_flops_per_step is None and run.meta.model_flops_source is None
+    assert run.meta.claim("model_flops_per_step")["value"] == pytest.approx(102.77e12)  # the claim stays
+    note = next(n for n in run.meta.report.notes if n.startswith("model FLOPs per step not set"))
+    assert "102.77 TFLOP per device per step" in note and "no 'Num_devices:' line" in note
+    from mfu_toolkit.analysis import mfu_summary
+
+    s = mfu_summary(load_run(_write(tmp_path, text, "b.log"), accelerator="TPU v6e", n_accelerators=8))
+    assert s.steady_state_mfu is None and "model FLOPs per step unknown" in s.reasons["steady_state_mfu"]
+
+
+def test_what_the_user_gives_wins(tmp_path):
+    from mfu_toolkit.analysis import apply_inputs, mfu_summary
+
+    p = _write(tmp_path, NEW_FORM)
+    given = _quiet(load_run, p, model_flops_per_step=5e14)
+    assert given.meta.model_flops_per_step == 5e14
+    assert mfu_summary(given).model_flops_per_unit == pytest.approx(5e14 / 16)  # per sample: GBS 16
+    per_sample = _quiet(load_run, p, model_flops_per_sample=1e13)
+    assert mfu_summary(per_sample).model_flops_per_unit == 1e13
+    run = _quiet(load_run, p)
+    flag = apply_inputs(run, interface="cli", flops_per_step=5e14)
+    assert flag.meta.model_flops_per_step == 5e14 and "log's own claim" not in flag.meta.model_flops_source
+    preset = apply_inputs(run, interface="cli", preset="llama3-8b")
+    assert preset.meta.model_flops_per_step is None and preset.meta.model_flops_source.startswith("preset 'llama3-8b'")
+
+
+# The files that state both the per-device FLOPs and the device count, and the accelerator to
+# give where the log names none (the H100 runs' README entry: GKE a3, 8×H100).
+NUMERATOR_FILES = {
+    "AI-Hypercomputer_maxtext_pr3717_nan_loss_tpu.log.py": None,
+    "AI-Hypercomputer_maxtext_run_gpt3_1node_h100x8.sh": "H100",
+    "AI-Hypercomputer_maxtext_run_llama2_pgo_h100x8_nsys.sh": "H100",
+    "AI-Hypercomputer_maxtext_run_llama2_pre_pgo_h100x8.sh": "H100",
+    "AI-Hypercomputer_maxtext_understand_logs_and_metrics_v5p8.md": None,
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUMERATOR_FILES))
+def test_real_numerator_and_mfu_against_the_logs_own_rate(realdata, name):  # noqa: F811
+    from mfu_toolkit.analysis import account, mfu_summary
+
+    path = realdata / "maxtext" / name
+    text = path.read_text()
+    tflop, devices = TFLOP_RE.search(text), DEVICES_RE.search(text)
+    kw = {"accelerator": NUMERATOR_FILES[name]} if NUMERATOR_FILES[name] else {}
+    run = _quiet(load_run, path, **kw)
+    assert run.meta.model_flops_per_step == pytest.approx(float(tflop.group(1)) * 1e12 * int(devices.group(1)))
+    src = run.meta.model_flops_source
+    assert f"{path}:{_line_of(text, tflop)}" in src and f"{path}:{_line_of(text, devices)}" in src
+    acc = account(run)
+    s = mfu_summary(acc)
+    # The log's own TFLOP/s/device at each step of our window, read from the raw lines; MaxText
+    # computes it as the per-device TFLOP ÷ the step's seconds, so over the peak it is the MFU.
+    raw = {}
+    for step, secs, tf in _raw_steps(path):
+        raw.setdefault(step, []).append((secs, tf))
+    win = acc.steps[acc.steps["in_window"]]
+    rates = [next(tf for secs, tf in raw[k] if secs == pytest.approx(span, abs=5e-4))
+             for k, span in zip(win["step"], win["span_s"], strict=True)]
+    secs = win["span_s"].to_numpy(float)
+    peak_tf = run.meta.peak_flops_per_accelerator / 1e12
+    ideal = min(float(np.median(secs)), float(secs.mean()))  # the rule: median step, capped at the mean
+    assert s.steady_state_mfu == pytest.approx(float(tflop.group(1)) / ideal / peak_tf, rel=1e-9)
+    claim = float(np.median(rates)) / peak_tf
+    if np.median(secs) <= secs.mean():  # the median step: equal to the log's median rate up to rounding
+        assert s.steady_state_mfu == pytest.approx(claim, rel=2e-3)
+    else:  # fast steps left in the window cap the ideal at their mean: a little above the log's rate
+        assert claim < s.steady_state_mfu < 1.015 * claim
+    assert (win["flag"] == "").all()  # no flagged step sets the pace
+
+
+def test_real_v5p_document_mfu_from_its_own_figures(realdata):  # noqa: F811
+    # `mfu analyze <doc> --accelerator "TPU v5p"` with no FLOPs given: the doc's own figures, read
+    # from its prose, are 764.67 TFLOP per device, 134.924 TFLOP/s/device at step 9 and a 459
+    # TFLOP/s peak, "134.924 / 459 = 29.40%".
+    from mfu_toolkit.analysis import account, mfu_summary
+
+    path = realdata / "maxtext" / "AI-Hypercomputer_maxtext_understand_logs_and_metrics_v5p8.md"
+    text = path.read_text()
+    tflop = float(re.search(r"Total TFLOPs: ([0-9.]+)", text).group(1))
+    m = re.search(r"\$([0-9.]+) / ([0-9.]+) = ([0-9.]+)\$%", text)
+    rate, peak, doc_pct = float(m.group(1)), float(m.group(2)), float(m.group(3))
+    assert (tflop, rate, peak, doc_pct) == (764.67, 134.924, 459.0, 29.40)
+    run = _quiet(load_run, path, accelerator="TPU v5p")
+    assert run.meta.peak_flops_per_accelerator == peak * 1e12
+    acc = account(run)
+    s = mfu_summary(acc)
+    # Step 1 (0.319 s, flagged async_dispatch) and step 0 (compile) are out of the window; with
+    # step 1 in it the ideal step was 5.044 s and the MFU 33.03 %.
+    why = acc.steps.set_index(["attempt", "step"])["why"]
+    assert why[(0, 1)] == "flagged by the loader (async_dispatch)" and why[(0, 0)] == "flagged by the loader (compile)"
+    # The window: steps 2-7 as first printed, and steps 8-9 as last quoted (the guide's second
+    # quote of steps 8-9 reads as a later attempt that redoes them).
+    raw = [(int(k), float(secs)) for k, secs in re.findall(r"completed step: (\d+), seconds: ([0-9.]+)", text)]
+    window = [secs for k, secs in raw[2:8]] + [secs for k, secs in raw[-2:]]
+    assert sorted(acc.steps.loc[acc.steps["in_window"], "span_s"]) == pytest.approx(sorted(window))
+    # The median step reproduces the doc's MFU up to the rounding of its printed figures (the doc
+    # notes 764.67 / 5.667 = 134.934 against the printed 134.924; the median of this even window
+    # lies between the printed 5.668 and 5.669 s) ...
+    assert tflop / float(np.median(window)) / peak == pytest.approx(rate / peak, rel=3e-4)
+    assert round(100 * tflop / float(np.median(window)) / peak, 1) == round(doc_pct, 1)
+    # ... ours is the ideal step: the median capped at the window's mean, which step 3 (5.402 s,
+    # 141.5 TFLOP/s/device) pulls 0.6 % below the median.
+    assert s.steady_state_mfu == pytest.approx(tflop / float(np.mean(window)) / peak, rel=1e-9)
+    assert s.steady_state_mfu == pytest.approx(doc_pct / 100, rel=0.01)
+    assert abs(s.steady_state_mfu - 0.3303) > 0.03

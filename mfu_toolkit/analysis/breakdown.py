@@ -560,29 +560,16 @@ def _window(
         why[hit & (why == "in window")] = f"overlaps {kind}"
     why[(labelled <= 0) & (why == "in window")] = "no time left"
     why[(work <= 0) & (why == "in window")] = "untimed (zero span)"
-    warm: dict[int, int] = {}
     per_work = np.divide(labelled, work, out=np.full(n, np.nan), where=(work > 0) & (labelled > 0))
+    warm: dict[int, int] = {}
     if step_range is not None:
         lo, hi = step_range
         out = (js["step"].to_numpy() < lo) | (js["step"].to_numpy() > hi)
         why[out & (why == "in window")] = "outside step_range"
         reason = f"step_range override: trainer steps {lo}..{hi}"
     else:
-        attempt = js["attempt"].to_numpy()
-        step = js["step"].to_numpy()
-        for a in np.unique(attempt):  # sorted, as groupby("attempt")
-            idx = np.flatnonzero(attempt == a)
-            cand = idx[~lost[idx] & ~inferred[idx]]
-            cand = cand[np.argsort(step[cand], kind="stable")]
-            if warmup_steps is not None:  # the attempt's leading steps, flagged ones included
-                nw = min(warmup_steps, len(cand))
-            else:  # flagged steps' times say nothing of warm-up: the detector reads the others
-                cand = cand[~flagged[cand]]
-                nw = _detect_warmup(per_work[cand], tolerance=tolerance, lookahead=lookahead)
-            if nw:
-                head = cand[:nw]
-                why[head[why[head] == "in window"]] = "warm-up"
-            warm[int(a)] = int(nw)
+        warm = _mark_warmup(js, why, per_work, ~lost & ~inferred, flagged, warmup_steps=warmup_steps,
+                            tolerance=tolerance, lookahead=lookahead)
         if warmup_steps is not None:
             reason = f"warmup_steps override: first {warmup_steps} steps of each attempt dropped"
         else:
@@ -590,28 +577,57 @@ def _window(
                 f"attempt {a}: {w} warm-up step{'s' if w != 1 else ''}" for a, w in warm.items()
             )
     in_window = why == "in window"
-    fallback = False
-    empty = ""
+    fallback, empty = False, ""
     if n and not in_window.any():
-        timed = (~lost) & (labelled > 0) & (work > 0) & ~inferred
-        cand = timed & ~flagged
-        if cand.any():
-            in_window = cand
-            fallback = True
-            reason += (
-                "; no step survived the rule, so the window falls back to every useful step"
-                + (" the loader did not flag" if flagged.any() else "")
-                + " (their event-covered time is carved out by the timeline)"
-            )
-        elif timed.any():
-            kinds = pd.Series(flags[timed]).value_counts()
-            empty = ("every useful timed step is flagged by the loader ("
-                     + ", ".join(f"{c} {k}" for k, c in kinds.items()) + "), so no step defines steady state")
-            reason += "; " + empty
+        in_window, fallback, said = _fallback((~lost) & (labelled > 0) & (work > 0) & ~inferred, flags)
+        reason += f"; {said}" if said else ""
+        empty = "" if fallback else said
     out_df = pd.DataFrame({**{c: js[c].to_numpy() for c in ("attempt", "step", "start_s", "end_s", "span_s")},
                            "in_window": in_window, "why": np.where(in_window, "in window", why)})
     rule = _WINDOW_RULE.format(look=lookahead, tol=tolerance) + (_FLAG_RULE if flagged.any() else "")
     return SteadyWindow(out_df, reason, rule, warm, fallback, empty)
+
+
+def _mark_warmup(js: pd.DataFrame, why: np.ndarray, per_work: np.ndarray, usable: np.ndarray, flagged: np.ndarray,
+                 *, warmup_steps: int | None, tolerance: float, lookahead: int) -> dict[int, int]:
+    """Mark each attempt's warm-up steps in ``why``; returns attempt → steps marked.
+
+    ``warmup_steps`` counts an attempt's leading usable steps, flagged ones included; the
+    detector reads only the unflagged ones (a flagged step's time says nothing of warm-up).
+    """
+    attempt = js["attempt"].to_numpy()
+    step = js["step"].to_numpy()
+    warm: dict[int, int] = {}
+    for a in np.unique(attempt):  # sorted, as groupby("attempt")
+        idx = np.flatnonzero(attempt == a)
+        cand = idx[usable[idx]]
+        cand = cand[np.argsort(step[cand], kind="stable")]
+        if warmup_steps is not None:
+            nw = min(warmup_steps, len(cand))
+        else:
+            cand = cand[~flagged[cand]]
+            nw = _detect_warmup(per_work[cand], tolerance=tolerance, lookahead=lookahead)
+        if nw:
+            head = cand[:nw]
+            why[head[why[head] == "in window"]] = "warm-up"
+        warm[int(a)] = int(nw)
+    return warm
+
+
+def _fallback(timed: np.ndarray, flags: np.ndarray) -> tuple[np.ndarray, bool, str]:
+    """The window when no step survived the rule: every useful timed step the loader did not
+    flag (``fallback`` True), else none, with the reason in words."""
+    flagged = flags != ""
+    cand = timed & ~flagged
+    if cand.any():
+        return cand, True, ("no step survived the rule, so the window falls back to every useful step"
+                            + (" the loader did not flag" if flagged.any() else "")
+                            + " (their event-covered time is carved out by the timeline)")
+    if timed.any():
+        kinds = pd.Series(flags[timed]).value_counts()
+        return cand, False, ("every useful timed step is flagged by the loader ("
+                             + ", ".join(f"{c} {k}" for k, c in kinds.items()) + "), so no step defines steady state")
+    return cand, False, ""
 
 
 def _detect_warmup(x: np.ndarray, *, tolerance: float, lookahead: int) -> int:
@@ -890,6 +906,59 @@ def _attempt_gaps(run: Run) -> tuple[np.ndarray, np.ndarray]:
     return _union(last[:-1], first[1:])
 
 
+def _checked_options(warmup_steps: Any, step_range: Any, tolerance: Any, lookahead: Any) -> tuple[Any, ...]:
+    """``account``'s window options, checked (a bad one raises ValueError naming it)."""
+    if warmup_steps is not None:
+        warmup_steps = _check_int_option("warmup_steps", warmup_steps, minimum=0)
+    if step_range is not None:
+        if (
+            not isinstance(step_range, (tuple, list))
+            or len(step_range) != 2
+            or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in step_range)
+            or step_range[0] > step_range[1]
+        ):
+            raise ValueError(f"step_range must be a pair of integers (first, last) with first <= last; got {step_range!r}")
+        step_range = (int(step_range[0]), int(step_range[1]))
+    if not (isinstance(tolerance, (int, float)) and 0 <= tolerance < 10):
+        raise ValueError(f"tolerance must be a number in [0, 10); got {tolerance!r}")
+    return warmup_steps, step_range, tolerance, _check_int_option("lookahead", lookahead, minimum=1)
+
+
+def _sweep(run: Run, js: pd.DataFrame, ev: _Events, lost: np.ndarray) -> tuple[dict[str, float], np.ndarray, float]:
+    """The timeline priority sweep: seconds per category (the useful steps' time not yet split),
+    each job step's labelled time, and the useful steps' time ``U``."""
+    seconds = dict.fromkeys(CATEGORIES, 0.0)
+    covered = (np.empty(0), np.empty(0))
+    covered_len = 0.0
+
+    def add(label: str, u: tuple[np.ndarray, np.ndarray]) -> None:
+        nonlocal covered, covered_len
+        covered = _merge(covered, u)
+        new_len = _measure(covered)
+        seconds[label] = seconds.get(label, 0.0) + (new_len - covered_len)
+        covered_len = new_len
+
+    for kind, label in _PHASE_KINDS:
+        add(label, _event_intervals(ev, [kind], background=False))
+    before_steps = covered
+    # useful steps: pieces and labelled time per step
+    labelled = np.zeros(len(js))
+    idx, a, b = _step_pieces(js, ~lost)
+    if len(idx):
+        labelled[idx] = np.maximum((b - a) - _covered(before_steps, a, b), 0.0)
+    add("useful", _union(a, b))
+    idx_l, al, bl = _step_pieces(js, lost)
+    if len(idx_l):
+        labelled[idx_l] = np.maximum((bl - al) - _covered(covered, al, bl), 0.0)
+    add("lost_work", _union(al, bl))
+    add("failure_downtime", _event_intervals(ev, ["failure", "restart"], background=None))
+    add("other_events", _event_intervals(ev, ["queue", "other"], background=False))
+    for kind, label in (*_PHASE_KINDS, ("queue", "other_events"), ("other", "other_events")):
+        add(label, _event_intervals(ev, [kind], background=True))
+    add("failure_downtime", _attempt_gaps(run))
+    return seconds, labelled, seconds.pop("useful")
+
+
 def account(
     run: Run,
     *,
@@ -906,59 +975,14 @@ def account(
     """
     if not isinstance(run, Run):
         raise TypeError(f"run must be a mfu_toolkit.run.Run; got {type(run).__name__}")
-    if warmup_steps is not None:
-        warmup_steps = _check_int_option("warmup_steps", warmup_steps, minimum=0)
-    if step_range is not None:
-        if (
-            not isinstance(step_range, (tuple, list))
-            or len(step_range) != 2
-            or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in step_range)
-            or step_range[0] > step_range[1]
-        ):
-            raise ValueError(f"step_range must be a pair of integers (first, last) with first <= last; got {step_range!r}")
-        step_range = (int(step_range[0]), int(step_range[1]))
-    if not (isinstance(tolerance, (int, float)) and 0 <= tolerance < 10):
-        raise ValueError(f"tolerance must be a number in [0, 10); got {tolerance!r}")
-    lookahead = _check_int_option("lookahead", lookahead, minimum=1)
-
-    t0, t1 = run.t0, run.t1
-    wall = t1 - t0
+    warmup_steps, step_range, tolerance, lookahead = _checked_options(warmup_steps, step_range, tolerance, lookahead)
+    wall = run.t1 - run.t0
     cols = _job_step_columns(run)
     js = _with_unlogged(job_steps(run) if cols is None else cols)
     ev = _Events(run.events)
     n = len(js)
     lost = js["lost"].to_numpy(dtype=bool) if n else np.zeros(0, bool)
-
-    seconds = dict.fromkeys(CATEGORIES, 0.0)
-    covered = (np.empty(0), np.empty(0))
-    covered_len = 0.0
-
-    def add(label: str, u: tuple[np.ndarray, np.ndarray]) -> None:
-        nonlocal covered, covered_len
-        covered = _merge(covered, u)
-        new_len = _measure(covered)
-        seconds[label] = seconds.get(label, 0.0) + (new_len - covered_len)
-        covered_len = new_len
-
-    for kind, label in _PHASE_KINDS:
-        add(label, _event_intervals(ev, [kind], background=False))
-    before_steps = covered
-    # useful steps: pieces and labelled time per step
-    labelled = np.zeros(n)
-    idx, a, b = _step_pieces(js, ~lost)
-    if len(idx):
-        labelled[idx] = np.maximum((b - a) - _covered(before_steps, a, b), 0.0)
-    add("useful", _union(a, b))
-    idx_l, al, bl = _step_pieces(js, lost)
-    if len(idx_l):
-        labelled[idx_l] = np.maximum((bl - al) - _covered(covered, al, bl), 0.0)
-    add("lost_work", _union(al, bl))
-    add("failure_downtime", _event_intervals(ev, ["failure", "restart"], background=None))
-    add("other_events", _event_intervals(ev, ["queue", "other"], background=False))
-    for kind, label in (*_PHASE_KINDS, ("queue", "other_events"), ("other", "other_events")):
-        add(label, _event_intervals(ev, [kind], background=True))
-    add("failure_downtime", _attempt_gaps(run))
-    useful_s = seconds.pop("useful")
+    seconds, labelled, useful_s = _sweep(run, js, ev, lost)
 
     work = _work(run, js)
     w = work.per_step
