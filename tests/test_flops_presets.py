@@ -92,7 +92,27 @@ STATED_SEQ_LEN = {
     "llama3.1-8b": (8192, "a batch size of 8M sequences of 8,192 tokens"),
     "deepseek-v3": (4096, "maximum sequence length to 4K during pre-training"),  # Sec 4.2
 }
-NO_SEQ_LEN = {"mixtral-8x7b", "mistral-7b", "gemma-2-9b"}
+STATED_SEQ_LEN.update(
+    {
+        "llama2-7b": (4096, "'Context Length' 4k"),  # Llama 2 paper, Table 1
+        "llama2-13b": (4096, "'Context Length' 4k"),
+        "llama2-70b": (4096, "'Context Length' 4k"),
+        "bert-large": (512, "max_seq_length=512"),  # MLPerf Training BERT reference
+        "gpt-neox-20b": (2048, "sequence length 2048"),
+        "qwen3-8b": (4096, "a sequence length of 4,096 tokens"),  # Qwen3 report, Sec 3.2
+        "qwen3-32b": (4096, "a sequence length of 4,096 tokens"),
+        "qwen3-30b-a3b": (4096, "a sequence length of 4,096 tokens"),
+        "qwen3-235b-a22b": (4096, "a sequence length of 4,096 tokens"),
+    }
+)
+NO_SEQ_LEN = {
+    "mixtral-8x7b",
+    "mistral-7b",
+    "gemma-2-9b",
+    "gpt-oss-20b",
+    "gpt-oss-120b",
+    "mixtral-8x22b",
+}
 
 
 def test_every_transformer_preset_states_its_training_length_or_has_none():

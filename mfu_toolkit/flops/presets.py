@@ -321,13 +321,12 @@ _TRANSFORMERS = [
 _HF = "https://huggingface.co/{}/blob/main/config.json"
 _LLAMA2 = (
     "Touvron et al. 2023, 'Llama 2: Open Foundation and Fine-Tuned Chat Models', "
-    "arXiv:2307.09288, Table 1 (sizes 7B, 13B, 70B; context length 4k; GQA for 70B) and Sec 2.2 "
-    "('we ... increased context length' to 4096 tokens in pretraining); shapes from " + _HF
+    "arXiv:2307.09288, Table 1 (sizes 7B, 13B, 70B; pretraining 'Context Length' 4k; GQA for "
+    "70B); shapes from " + _HF
 )
 _QWEN3 = (
-    "Qwen Team 2025, 'Qwen3 Technical Report', arXiv:2505.09388, Sec 3.2 (general stage "
-    "pre-trained on sequences of 4,096 tokens; the long-context stage uses 32,768: pass seq_len "
-    "for it); shapes from " + _HF + "; parameter counts from the model card "
+    "Qwen Team 2025, 'Qwen3 Technical Report', arXiv:2505.09388, Sec 3.2 (general stage: 'a "
+    "sequence length of 4,096 tokens'; the long-context stage uses 32,768: pass seq_len for it); shapes from " + _HF + "; parameter counts from the model card "
     "https://huggingface.co/{}"
 )
 _GPT_OSS = (
