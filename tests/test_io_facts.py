@@ -169,7 +169,9 @@ def test_real_mlperf_google_states_tpu_v5p(realdata):  # noqa: F811
     assert m.accelerator == "TPU v5p" and m.peak_flops_per_accelerator == 459e12  # TPU v5p bf16 (Google Cloud)
     with pytest.warns(LoadWarning, match="conflict: accelerator given as 'TPU v6e'"):
         given = load_run(path, accelerator="TPU v6e", dtype="bf16").meta
-    assert given.accelerator == "TPU v6e" and given.fact("accelerator", source="stated")["value"] == "tpu-v5p"
+    stated = given.fact("accelerator", source="stated")
+    # the platform resolves through the system table; the fact's text keeps the line as printed
+    assert given.accelerator == "TPU v6e" and stated["value"] == "TPU v5p" and "tpu-v5p" in stated["text"]
 
 
 def test_real_rocm_trace_names_no_known_device(realdata):  # noqa: F811

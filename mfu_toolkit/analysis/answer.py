@@ -57,13 +57,17 @@ class Check:
     name: str
     status: str
     message: str
+    ratio: float | None = None  # ours / the log's, for a claim compared
 
     def __post_init__(self) -> None:
         if self.status not in CHECK_STATUSES:
             raise ValueError(f"Check.status must be one of {', '.join(CHECK_STATUSES)}; got {self.status!r}")
 
-    def to_dict(self) -> dict[str, str]:
-        return {"name": self.name, "status": self.status, "message": self.message}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "status": self.status, "message": self.message}
+        if self.ratio is not None:
+            out["ratio"] = self.ratio
+        return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -495,10 +499,23 @@ def _claim_checks(acc: Accounting, summ: Any) -> list[Check]:
             text = (f"the log claims {shown}{stat} at {where}, a {_BASIS_WORDS.get(basis, basis)} rate; "
                     f"ours over the same time {mine} (ratio {ratio:.2f})")
         if abs(ratio - 1.0) <= _AGREE:
-            out.append(Check(name, "ok", text + ": agrees within 10%"))
+            out.append(Check(name, "ok", text + ": agrees within 10%", ratio=ratio))
         else:
-            out.append(Check(name, "warn", text + ". Likely cause: " + _claim_cause(metric, ratio, acc)))
+            out.append(Check(name, "warn", text + ". Likely cause: " + _claim_cause(metric, ratio, acc), ratio=ratio))
     return out
+
+
+def _conflict(checks: list[Check]) -> dict[str, Any] | None:
+    """The headline's own conflict: the log's throughput claims that disagree with ours beyond the
+    check's tolerance (the furthest first), said beside the MFU in every front end."""
+    off = sorted((c for c in checks if c.name.startswith("claim ") and c.status == "warn" and c.ratio),
+                 key=lambda c: -abs(math.log(c.ratio)))
+    if not off:
+        return None
+    parts = [f"{c.name[len('claim '):]} ours/log {c.ratio:.2f}" for c in off]
+    text = (f"in conflict with the log's own claim{'s' if len(off) > 1 else ''} ({'; '.join(parts)}; "
+            f"beyond the {_AGREE:.0%} tolerance): check the facts before using this number (see Checks)")
+    return {"text": text, "checks": [c.name for c in off], "ratios": [c.ratio for c in off]}
 
 
 def _plausibility_check(acc: Accounting, summ: Any) -> list[Check]:
@@ -707,12 +724,26 @@ def _missing(acc: Accounting, interface: str, timed: bool) -> list[str]:
                    f"(or {ask('packages', interface)})")
     if not m.peak_flops_per_accelerator:
         if m.accelerator:
-            out.append(f"peak: the registry has no {m.dtype or 'bf16'} figure for {m.accelerator}; give "
-                       f"{ask('accelerator', interface)} or {ask('dtype', interface)}")
+            out.append(_peak_missing(m.accelerator, m.dtype, interface))
         else:
             out.append(f"accelerator: give {ask('accelerator', interface)} (and {ask('dtype', interface)} "
                        "when not bf16)")
     return out
+
+
+def _peak_missing(accelerator: str, dtype: str | None, interface: str) -> str:
+    """Why an accelerator the run names has no peak yet, with the dtypes the registry has for it."""
+    from .. import hardware
+
+    try:
+        row = hardware.resolve(accelerator)
+    except hardware.RegistryError:
+        return (f"peak: {accelerator!r} is not in the peak registry; give {ask('accelerator', interface)} "
+                f"(and {ask('dtype', interface)} when not bf16)")
+    has = ", ".join(sorted(row.dense)) or "none"
+    if dtype and dtype not in row.dense:
+        return f"peak: {row.name} has no {dtype} figure (it has {has}); give {ask('dtype', interface)}"
+    return f"peak: the run states no dtype for {row.name} (it has {has}); give {ask('dtype', interface)}"
 
 
 def _point(note: str, acc: Accounting, interface: str) -> str:
@@ -753,6 +784,7 @@ class Answer:
     load: dict[str, Any] = field(default_factory=dict)
     holds: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict, repr=False)
+    conflict: dict[str, Any] | None = None
 
     @property
     def warnings(self) -> tuple[Check, ...]:
@@ -769,7 +801,7 @@ class Answer:
         """The answer as JSON-able data (NaN and infinities as None)."""
         doc = {
             "title": self.title, "log_name": self.log_name, "date": self.date, "interface": self.interface,
-            "headline": self.headline, "losses": list(self.losses), "stragglers": self.stragglers,
+            "conflict": self.conflict, "headline": self.headline, "losses": list(self.losses), "stragglers": self.stragglers,
             "checkpoint": self.checkpoint, "checks": [c.to_dict() for c in self.checks],
             "facts": list(self.facts), "missing": list(self.missing),
             "breakdown": self.breakdown.to_dict(orient="records"),
@@ -794,7 +826,8 @@ class Answer:
         for key, label, what in (("steady_state_mfu", "Steady-state MFU", "ideal step"),
                                  ("end_to_end_mfu", "End-to-end MFU", "whole wall time")):
             v = h[key]
-            lines.append(f"{label}: {_pct(v)} ({what})" if v is not None
+            flag = f"; {self.conflict['text']}" if self.conflict and v is not None and not lines else ""
+            lines.append(f"{label}: {_pct(v)} ({what}){flag}" if v is not None
                          else f"{label}: unknown: {reason.get(key) or 'n/a'}")
         if h.get("window_mfu") is not None:
             lines.append(f"Steady-window MFU: {_pct(h['window_mfu'])} (mean actual step in the window)")
@@ -1108,7 +1141,7 @@ def build_answer(
             "verdict": "not measurable: no timed steps", "kind": "unknown", "culprit": "unknown",
             "seconds": 0.0, "share": None, "basis": "no timed steps"},
         checkpoint=_checkpoint_advice(acc, interface, write_s, every, mtbf_h) if timed else None,
-        checks=tuple(checks), missing=tuple(_missing(acc, interface, timed)),
+        checks=tuple(checks), missing=tuple(_missing(acc, interface, timed)), conflict=_conflict(checks),
         facts=tuple(_facts_used(acc, summ, interface)), breakdown=bd, scorecard=sc, window=acc.window.summary(),
         load={"summary": m.report.summary(), "notes": [speak(n, interface) for n in m.report.notes],
               "skipped": dict(m.report.skipped),

@@ -247,6 +247,18 @@ def _resolve_peak(meta: Any, name: str, dtype: str, per: str | None, *, sparse: 
         raise InputError(f"{_said(blame, name, interface)}: {_one_line(exc)}") from None
 
 
+def _known_dtype(dtype: str, interface: str) -> str:
+    """``dtype`` as the peak registry names it; one it does not know is an error listing those it
+    does, whether or not an accelerator is given (a dtype is checked before it is looked up)."""
+    from .. import hardware
+
+    try:
+        return hardware.canonical_dtype(dtype)
+    except hardware.RegistryError:
+        raise InputError(f"{_said('dtype', dtype, interface)}: not a dtype the peak registry knows; expected "
+                         f"one of {', '.join(hardware.DTYPES)}") from None
+
+
 def _apply_count(meta: Any, interface: str, n_accelerators: Any, packages: Any, per: str | None) -> tuple[Any, str | None]:
     """``n_accelerators``/``packages`` into the meta; the unit the peak must be per."""
     if n_accelerators is not None and packages is not None:
@@ -446,7 +458,7 @@ def apply_inputs(
     if per is not None and per not in ("device", "package"):
         raise InputError(f"{input_name('per', interface)} must be 'device' or 'package'; got {per!r}")
     if dtype is not None:
-        dtype = _text("dtype", dtype, interface).lower()
+        dtype = _known_dtype(_text("dtype", dtype, interface).lower(), interface)
     if seq_len is not None:
         seq_len = _count("seq_len", seq_len, interface)
     if global_batch is not None:

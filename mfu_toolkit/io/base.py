@@ -453,6 +453,8 @@ def _stated_accelerator(parsed: Parsed, overrides: Mapping[str, Any], reader: Re
         if dtype is not None:  # the caller's accelerator at the log's dtype
             _check_dtype_for(str(given_acc), dtype, f"accelerator {given_acc!r} given, but the log states dtype "
                              f"{_quote(dtype_fact)}")
+        elif overrides.get("dtype") is None:  # as mfu analyze --accelerator does: bf16, said so
+            _assume_bf16(str(given_acc), reader, f"accelerator {given_acc!r} given and no dtype", out)
         return
     f = _first_fact(parsed, "accelerator")
     if f is None:
@@ -477,10 +479,27 @@ def _stated_accelerator(parsed: Parsed, overrides: Mapping[str, Any], reader: Re
             out.fields.pop("dtype", None)
             out.peak_from.clear()
             return
-    else:
-        out.fields["dtype"] = "bf16"
-        out.peak_from.append("dtype bf16 assumed (the log states none; pass dtype= if the run used another)")
+    elif not _assume_bf16(acc.name, reader, f"the log states accelerator {f.value!r} at {f.where} and no dtype", out):
+        return
     out.peak_from.insert(0, f"accelerator {acc.name} from {_quote(f)}")
+
+
+def _assume_bf16(accelerator: str, reader: Reader, context: str, out: _Stated) -> bool:
+    """The dtype bf16 assumed for ``accelerator`` where the registry has a bf16 peak for it (said
+    so); else no dtype, and a note naming the dtypes it has: loading never needs a peak."""
+    from .. import hardware
+
+    try:
+        hardware.get_peak(accelerator, "bf16")
+    except hardware.DtypeNotAvailableError as exc:
+        reader.note(f"peak unknown until a dtype is given: {context}; {accelerator} has no bf16 peak (it has "
+                    f"{', '.join(exc.available) or 'none'}): pass dtype=")
+        return False
+    except hardware.RegistryError:
+        return False  # an unknown name: the caller's keyword meets the registry's own error later
+    out.fields["dtype"] = "bf16"
+    out.peak_from.append("dtype bf16 assumed (the log states none; pass dtype= if the run used another)")
+    return True
 
 
 def _check_dtype_for(accelerator: str, dtype: str, context: str) -> None:
