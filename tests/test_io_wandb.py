@@ -468,3 +468,103 @@ def test_the_format_regexes_take_linear_time_on_an_80_kb_line(ch):
 
     prefixes = ("", '"cat": "kernel", "name": "', '"log_history": ', "{'loss': ", "gpu.0.", "rank")
     assert_regexes_linear(wandb, ch, prefixes=prefixes, anchored=ANCHORED)
+
+
+# --- a history file picks up its run's system stats beside it ------------------------------------------
+def _gpu_rows(system_text: str) -> int:
+    """Rows the gpu_util table should have: samples × GPUs named gpu.N.gpu (hand count from the header)."""
+    header = system_text.splitlines()[0].split(",")
+    n_gpus = len({c.split(".")[1] for c in header if re.fullmatch(r"(?:system\.)?gpu\.\d+\.gpu", c)})
+    return (len(system_text.strip().splitlines()) - 1) * n_gpus
+
+
+def _beside_note(run) -> str:
+    return next((n for n in run.meta.report.notes if "system stats beside the history" in n or "system-stats file" in n), "")
+
+
+def test_the_real_history_file_reads_its_system_stats_beside_it():
+    from mfu_toolkit.io import load_run
+
+    folder = realdata_dir("wandb")
+    hist_p = next(folder.glob("*history*.csv"))
+    sys_p = next(folder.glob("*system_stats*.csv"))
+    run, whole = load_run(hist_p), load_run(folder)
+    assert len(run.tables["gpu_util"]) == _gpu_rows(sys_p.read_text()) == len(whole.tables["gpu_util"])
+    assert run.tables["gpu_util"].equals(whole.tables["gpu_util"]) and run.steps.equals(whole.steps)
+    note = _beside_note(run)
+    # the run id both file names carry, read from the raw names here
+    rid = re.search(r"run-([a-z0-9]{8})", hist_p.name).group(1)
+    assert note.startswith(f"read the system stats beside the history: {sys_p.name}") and f"run id {rid} in both names" in note
+    assert run.meta.extra["files"]["system"] == str(sys_p)
+
+
+def test_a_real_system_file_of_another_run_is_not_read(tmp_path):
+    from mfu_toolkit.io import load_run
+
+    folder = realdata_dir("wandb")
+    hist_p = next(folder.glob("*history*.csv"))
+    sys_p = next(folder.glob("*system_stats*.csv"))
+    h = tmp_path / hist_p.name
+    h.write_bytes(hist_p.read_bytes())
+    other = tmp_path / sys_p.name.replace("v7i3k2p0", "5qvjca60")  # another run id of the same project
+    other.write_bytes(sys_p.read_bytes())
+    run = load_run(h)
+    assert "gpu_util" not in run.tables and other.name in _beside_note(run) and "not read" in _beside_note(run)
+
+
+@pytest.mark.parametrize(("hist", "system", "folder", "why"), [
+    ("jobA_history.csv", "jobA_system_stats.csv", "exports", "differ only in 'history' / 'system_stats'"),
+    ("History-jobA.csv", "System-Metrics-jobA.csv", "exports", "differ only in 'History' / 'System-Metrics'"),
+    ("history.csv", "stats.csv", "run-20231102_033502-v7i3k2p0", "run v7i3k2p0's folder"),
+    ("run-abcd1234.history.csv", "run-abcd1234.gpu.csv", "exports", "run id abcd1234 in both names"),
+])
+def test_the_system_stats_of_the_same_run_are_read(tmp_path, hist, system, folder, why):
+    d = tmp_path / folder
+    d.mkdir()
+    (d / hist).write_text(HISTORY)
+    (d / system).write_text(SYSTEM)
+    run = load_quiet(d / hist)
+    assert len(run.tables["gpu_util"]) == _gpu_rows(SYSTEM) == 4  # 2 samples × GPUs 0 and 1
+    assert why in _beside_note(run) and system in _beside_note(run)
+
+
+@pytest.mark.parametrize(("hist", "system", "folder"), [
+    ("run-aaaaaaaa_history.csv", "run-bbbbbbbb_history.csv", "exports"),  # another run's id (kind by content)
+    ("run-aaaaaaaa_history.csv", "run-bbbbbbbb_system.csv", "run-20231102_033502-aaaaaaaa"),
+    ("history.csv", "stats.csv", "exports"),  # nothing says they are one run
+    ("jobA_history.csv", "jobB_system_stats.csv", "exports"),
+])
+def test_a_system_file_without_a_sign_of_the_same_run_is_not_read(tmp_path, hist, system, folder):
+    d = tmp_path / folder
+    d.mkdir()
+    (d / hist).write_text(HISTORY)
+    (d / system).write_text(SYSTEM)
+    run = load_quiet(d / hist)
+    assert "gpu_util" not in run.tables and "not read" in _beside_note(run) and system in _beside_note(run)
+    assert len(run.steps) == len(load_quiet(d / hist).steps)
+
+
+def test_system_stats_of_another_time_are_not_read(tmp_path):
+    # same names but the samples are a day later than the history's run: another run's file
+    (tmp_path / "jobA_history.csv").write_text(HISTORY)
+    later = SYSTEM.replace(str(T0 - 5), str(T0 + 86_400 - 5)).replace(str(T0 + 25), str(T0 + 86_425))
+    (tmp_path / "jobA_system.csv").write_text(later)
+    run = load_quiet(tmp_path / "jobA_history.csv")
+    note = _beside_note(run)
+    assert "gpu_util" not in run.tables and "were not read" in note and "outside the history's run" in note
+    assert "system" not in run.meta.extra["files"]
+
+
+def test_two_candidate_system_files_are_both_left(tmp_path):
+    (tmp_path / "run-abcd1234_history.csv").write_text(HISTORY)
+    (tmp_path / "run-abcd1234_system.csv").write_text(SYSTEM)
+    (tmp_path / "run-abcd1234_system_stats.csv").write_text(SYSTEM)
+    run = load_quiet(tmp_path / "run-abcd1234_history.csv")
+    assert "gpu_util" not in run.tables and "none read" in _beside_note(run)
+
+
+def test_the_system_file_loaded_alone_does_not_pick_up_the_history(tmp_path):
+    (tmp_path / "jobA_history.csv").write_text(HISTORY)
+    (tmp_path / "jobA_system.csv").write_text(SYSTEM)
+    run = load_quiet(tmp_path / "jobA_system.csv")
+    assert run.steps.empty and len(run.tables["gpu_util"]) == 4

@@ -34,6 +34,12 @@ files are told apart by their content, not their names):
   scalar fields (os, python, program, args, CPU counts) go to ``meta.extra["metadata"]``.
 - ``config.yaml`` holds the run's configuration, no times nor GPU facts: loading it alone is an
   error that says what to load instead; in a folder it is passed over.
+- A history CSV loaded alone reads the system-stats CSV of the same run beside it (a load note names
+  the file and why it is the same run): both names carry one W&B run id (``run-v7i3k2p0``), or the
+  names differ only in the kind word (``…_history_…`` / ``…_system_stats_…``), or the folder is the
+  run's own (``run-20231102_033502-v7i3k2p0/``); and its samples fall in the history's run (within
+  60 s). A file naming another run id, or of another time, is never read; two candidates, neither.
+  (The history and system-stats exports carry no run id in their content, so names are the id.)
 - A file named ``<prefix>wandb-summary.json`` loaded alone reads the ``<prefix>wandb-metadata.json``
   beside it, and the other way round (the pair a run folder's ``files/`` holds, or flat copies
   of it with a common prefix). A folder with the files of several runs is an error listing them.
@@ -76,6 +82,11 @@ _GPU_RE = re.compile(r"^(?:system\.)?gpu\.(\d{1,4})\.([A-Za-z]+)$")
 _GPU_PROC_RE = re.compile(r"^(?:system\.)?gpu\.process\.\d+\.")
 _RUNTIME_COL_RE = re.compile(r"[A-Za-z0-9_]+/runtime")
 _PAIR_RE = re.compile(r"^(.*)wandb-(summary|metadata)\.json$")
+# A W&B run id in a file or folder name: ``run-<id>`` or a run folder's ``run-<date>_<time>-<id>``.
+_RUN_ID_RE = re.compile(r"(?<![A-Za-z0-9])run-(?:\d{8}_\d{6}-)?([A-Za-z0-9]{8})(?![A-Za-z0-9])")
+_HISTORY_WORD_RE = re.compile(r"history", re.IGNORECASE)
+_SYSTEM_WORD_RE = re.compile(r"system(?:[_-]?(?:stats|metrics))?", re.IGNORECASE)
+_BESIDE_SLACK_S = 60.0  # s: two of W&B's 30 s system-stats samples
 _META_KEY_RE = re.compile(r'"(gpu|gpu_count|gpu_devices|gpu_nvidia)"\s*:')
 _GPU_FIELDS = {
     "gpu": "util_pct",
@@ -166,15 +177,16 @@ def _several_runs(kinds: dict[str, list[Path]], reader: Reader) -> None:
         reader.fail(f"several W&B {k} files here ({', '.join(f.name for f in fs)}); load one folder per run")
 
 
-def _files(reader: Reader) -> dict[str, Path]:
-    """The export files of this load by kind: a folder's, or one file and its pair."""
+def _files(reader: Reader) -> tuple[dict[str, Path], str | None]:
+    """The export files of this load by kind (a folder's, or one file and its pair or its run's
+    system stats), and why a system-stats file beside a history file is its run's."""
     path = reader.path
     if path.is_dir():
         kinds = _classify_dir(path)
         if not kinds:
             reader.fail("no W&B history, system-stats, summary or metadata files here")
         _several_runs(kinds, reader)
-        return {k: fs[0] for k, fs in kinds.items()}
+        return {k: fs[0] for k, fs in kinds.items()}, None
     k = _kind_of(reader.head())
     if k is None:
         reader.fail("not a W&B export: no _timestamp/_step columns nor summary or metadata keys")
@@ -190,7 +202,54 @@ def _files(reader: Reader) -> dict[str, Path]:
         twin = path.with_name(f"{m.group(1)}wandb-{other}.json")
         if twin.is_file() and _kind_of(read_head(twin)) == other:
             files[other] = twin
-    return files
+    beside = _system_beside(path, reader) if k == "history" else None
+    if beside is not None:
+        files["system"] = beside[0]
+    return files, None if beside is None else beside[1]
+
+
+# --- the system stats beside a history file ------------------------------------------------
+def _run_ids(name: str) -> set[str]:
+    """W&B run ids a name carries (``run-v7i3k2p0``, ``run-20231102_033502-v7i3k2p0``)."""
+    return {m.group(1) for m in _RUN_ID_RE.finditer(name)}
+
+
+def _same_run(history: Path, other: Path) -> str | None:
+    """Why ``other`` holds the same run as ``history`` (judged by names), or None.
+
+    Both names carry one W&B run id: it must be the same. Otherwise the names must be the same but
+    for the kind word (``…_history_…`` / ``…_system_stats_…``), or the folder must be a run's own
+    (its name carries a run id, and neither file names another).
+    """
+    ids_h, ids_o = _run_ids(history.name), _run_ids(other.name)
+    if ids_h and ids_o:
+        return f"run id {', '.join(sorted(ids_h))} in both names" if ids_h == ids_o else None
+    kh, ko = _HISTORY_WORD_RE.search(history.name), _SYSTEM_WORD_RE.search(other.name)
+    if kh and ko and (history.name[: kh.start()], history.name[kh.end():]) == (other.name[: ko.start()], other.name[ko.end():]):
+        return f"the names differ only in {kh.group(0)!r} / {ko.group(0)!r}"
+    folder = _run_ids(history.parent.name)
+    if folder and not (ids_h - folder) and not (ids_o - folder):
+        return f"both are in run {', '.join(sorted(folder))}'s folder"
+    return None
+
+
+def _system_beside(path: Path, reader: Reader) -> tuple[Path, str] | None:
+    """The system-stats CSV of the same run beside a history CSV, with why it is the same run."""
+    try:
+        near = sorted(p for p in path.parent.iterdir() if p.is_file() and p != path and p.suffix in (".csv", ".gz"))
+    except OSError:
+        return None
+    systems = [p for p in near[:200] if _kind_of(read_head(p)) == "system"]
+    same = [(p, why) for p in systems if (why := _same_run(path, p)) is not None]
+    if len(same) == 1:
+        return same[0]
+    if same:
+        reader.note(f"{len(same)} system-stats files beside the history could be its run's "
+                    f"({', '.join(p.name for p, _ in same[:5])}): none read; load one run's folder")
+    elif systems:
+        reader.note(f"system-stats file(s) beside the history ({', '.join(p.name for p in systems[:5])}) show no sign "
+                    "of being its run's (no common run id, names that differ beyond the kind word): not read")
+    return None
 
 
 # --- CSV --------------------------------------------------------------------------------------
@@ -643,6 +702,35 @@ def _origin(hist: tuple[pd.DataFrame, np.ndarray] | None, syst: tuple[pd.DataFra
     return min(finite) if finite else 0.0
 
 
+def _span(df: pd.DataFrame, *, with_runtime: bool) -> tuple[float, float] | None:
+    """First and last epoch second of an export (a history's from its run start: timestamp − runtime)."""
+    t = df["_timestamp"].to_numpy(float)
+    if not len(t):
+        return None
+    start = t - df["_runtime"].fillna(0).to_numpy(float) if with_runtime and "_runtime" in df else t
+    lo, hi = float(np.nanmin(start)), float(np.nanmax(t))
+    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
+
+
+def _beside_in_time(files: dict[str, Path], hist: tuple[pd.DataFrame, np.ndarray],
+                    syst: tuple[pd.DataFrame, np.ndarray], why: str, reader: Reader) -> tuple[pd.DataFrame, np.ndarray] | None:
+    """The system stats picked up beside a history, if their samples fall in the history's run (noted either way).
+
+    W&B samples system stats every 2-30 s from ``wandb.init`` to the run's end, so a file of the
+    same run has samples within the history's span, give or take :data:`_BESIDE_SLACK_S`.
+    """
+    h, s = _span(hist[0], with_runtime=True), _span(syst[0], with_runtime=False)
+    name = files["system"].name
+    if h is None or s is None or s[0] > h[1] + _BESIDE_SLACK_S or s[1] < h[0] - _BESIDE_SLACK_S:
+        reader.note(f"the system stats beside the history ({name}: {why}) were not read: their samples "
+                    + ("are missing" if h is None or s is None else
+                       f"({s[0]:.0f}-{s[1]:.0f} epoch s) lie outside the history's run ({h[0]:.0f}-{h[1]:.0f})"))
+        return None
+    reader.note(f"read the system stats beside the history: {name} (the same run: {why}; its samples "
+                f"{s[0]:.0f}-{s[1]:.0f} epoch s fall in the history's run {h[0]:.0f}-{h[1]:.0f})")
+    return syst
+
+
 def _key_where(text: str, name: str) -> Any:
     """``key -> "<file>:<line of the key>"`` in a JSON text."""
 
@@ -669,11 +757,15 @@ def _history_part(files: dict[str, Path], reader: Reader, out: Parsed, summary: 
 
 def parse(reader: Reader, options: Options) -> Parsed:
     """Read a W&B history/system-stats CSV, a summary or metadata JSON, or a folder holding them."""
-    files = _files(reader)
+    files, beside = _files(reader)
     if len(files) > 1:  # several exports: each skipped line carries its file name
         reader.root = reader.path if reader.path.is_dir() else reader.path.parent
     hist = _read_csv(files["history"], reader, "_timestamp") if "history" in files else None
     syst = _read_csv(files["system"], reader, "_timestamp") if "system" in files else None
+    if beside is not None and hist is not None and syst is not None:
+        syst = _beside_in_time(files, hist, syst, beside, reader)
+        if syst is None:
+            del files["system"]
     summary, summary_text = _summary(files["summary"], reader) if "summary" in files else ({}, "")
     t0 = _origin(hist, syst)
     out = Parsed(timing="interval_mean", time_unit="epoch_s",
