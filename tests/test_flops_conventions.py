@@ -52,7 +52,9 @@ def test_named_lines_sum_to_the_gap_for_every_preset(convention, causal):
             continue
         ours = model_flops(name, seq_len=3000, batch=3, causal=causal)
         assert r.ours_training_per_sample == pytest.approx(ours.training_per_sample, rel=1e-12)
-        assert r.convention in convention_names() and r.training_per_step == 3 * r.training_per_sample
+        assert (
+            r.convention in convention_names() and r.training_per_step == 3 * r.training_per_sample
+        )
         _sums_exactly(r)
         counted += 1
     assert counted >= 8
@@ -69,7 +71,9 @@ def test_bad_convention_and_options_are_named_errors():
         model_flops("llama3-8b", convention="megatorn")
     with pytest.raises(FlopsConfigError, match="padded_vocab_size applies to the Megatron"):
         model_flops("llama3-8b", convention="torchtitan", padded_vocab_size=128_512)
-    with pytest.raises(FlopsConfigError, match="padded_vocab_size must be an integer >= vocab_size"):
+    with pytest.raises(
+        FlopsConfigError, match="padded_vocab_size must be an integer >= vocab_size"
+    ):
         model_flops("llama3-8b", convention="megatron", padded_vocab_size=1000)
     with pytest.raises(FlopsConfigError, match="transformers"):
         model_flops("dlrm-dcnv2", convention="megatron")
@@ -110,7 +114,9 @@ def test_megatron_deepseek_v3_names_router_mla_and_mtp_lines():
     assert lines["moe_router"] == -6 * 7168 * 256 * 59
     assert lines["mla_latent_norms"] == 6 * (512 + 1536) * 62
     assert lines["mtp_norms"] == 6 * 3 * 7168
-    assert model_flops("deepseek-v3", convention="nemo").training_per_sample == r.training_per_sample
+    assert (
+        model_flops("deepseek-v3", convention="nemo").training_per_sample == r.training_per_sample
+    )
 
 
 def test_megatron_2024_reproduces_the_mixtral_issue_log(realdata):  # noqa: F811
@@ -205,7 +211,9 @@ def test_llm_foundry_reproduces_its_benchmark_table():
     """The A100 80GB 7b / 2048 row of llm-foundry's benchmark table, quoted in published_mfu.csv."""
     table = Path(__file__).resolve().parents[1] / "mfu_toolkit" / "published_mfu.csv"
     lines = [x for x in table.read_text().splitlines() if not x.startswith("#")]
-    row = next(r for r in csv.DictReader(io.StringIO("\n".join(lines))) if r["model"].startswith("MPT-7B"))
+    row = next(
+        r for r in csv.DictReader(io.StringIO("\n".join(lines))) if r["model"].startswith("MPT-7B")
+    )
     cells = [c.strip() for c in row["quote"].strip("|").split("|")]
     seq, gpus, mfu, tflop_per_gpu = int(cells[1]), int(cells[2]), float(cells[4]), float(cells[6])
     tokens_s, n_params = int(cells[11]), int(cells[19])
@@ -230,7 +238,9 @@ def test_llm_foundry_hfu_is_four_thirds_and_recomputes_the_logits():
     hw = {d.name: d.flops_per_sample for d in r.hardware_differences}
     logits = next(c for c in ours.breakdown if c.name == "logits").forward_flops * 4096
     assert hw["logits_recomputed"] == logits
-    assert ours.hardware_per_sample + sum(hw.values()) == pytest.approx(r.hardware_per_sample, rel=1e-12)
+    assert ours.hardware_per_sample + sum(hw.values()) == pytest.approx(
+        r.hardware_per_sample, rel=1e-12
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,7 +271,11 @@ def _maxtext_config(p: dict[str, str], **extra) -> tuple[TransformerConfig, int]
 
 
 @pytest.mark.parametrize(
-    "name", ["AI-Hypercomputer_maxtext_run_llama2_pgo_h100x8_nsys.sh", "AI-Hypercomputer_maxtext_run_llama2_pre_pgo_h100x8.sh"]
+    "name",
+    [
+        "AI-Hypercomputer_maxtext_run_llama2_pgo_h100x8_nsys.sh",
+        "AI-Hypercomputer_maxtext_run_llama2_pre_pgo_h100x8.sh",
+    ],
 )
 def test_maxtext_2024_reproduces_llama2_per_step_tflops(realdata, name):  # noqa: F811
     text = (realdata / "maxtext" / name).read_text()
@@ -301,7 +315,9 @@ def test_maxtext_2024_reproduces_the_gpt3_run(realdata):  # noqa: F811
 
 
 def test_maxtext_2026_03_reproduces_the_gemma3_like_run(realdata):  # noqa: F811
-    text = (realdata / "maxtext" / "AI-Hypercomputer_maxtext_pr3717_nan_loss_tpu.log.py").read_text()
+    text = (
+        realdata / "maxtext" / "AI-Hypercomputer_maxtext_pr3717_nan_loss_tpu.log.py"
+    ).read_text()
     p = _maxtext_params(text)
     assert p["decoder_block"] == "DecoderBlockType.GEMMA3" and p["engram_layers"] == "[]"
     m = re.search(r"Total TFLOPs: ([\d.]+)\s*\n\s*split as ([\d.]+)% learnable", text)
@@ -334,12 +350,16 @@ def test_cli_prints_the_named_differences(capsys):
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "Differences from ours" in out and "moe_router" in out and "mla_latent_norms" in out
-    args = parser.parse_args(["flops", "--preset", "llama3-8b", "--convention", "torchtitan", "--json"])
+    args = parser.parse_args(
+        ["flops", "--preset", "llama3-8b", "--convention", "torchtitan", "--json"]
+    )
     assert args.func(args) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["convention"] == "torchtitan" and data["differences"][0]["term"] == "norm_weights"
     gap = sum(d["flops_per_sample"] for d in data["differences"])
     assert math.isclose(
-        data["training_per_sample"] - gap, model_flops("llama3-8b").training_per_sample, rel_tol=1e-12
+        data["training_per_sample"] - gap,
+        model_flops("llama3-8b").training_per_sample,
+        rel_tol=1e-12,
     )
     assert "Differences from ours" not in format_report(model_flops("llama3-8b"))

@@ -61,7 +61,11 @@ def _within_printed_precision(value: int, printed: str) -> bool:
 
 @pytest.mark.parametrize(("name", "which", "printed"), PRINTED)
 def test_parameter_count_matches_the_printed_figure(name, which, printed):
-    assert _within_printed_precision(_count(name, which), printed), (name, which, _count(name, which))
+    assert _within_printed_precision(_count(name, which), printed), (
+        name,
+        which,
+        _count(name, which),
+    )
 
 
 def test_qwen3_30b_a3b_active_count_is_off_its_card_by_3m():

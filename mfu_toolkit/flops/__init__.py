@@ -166,22 +166,18 @@ def model_flops(
                 "lengths applies to HSTU models only (for transformers pass seq_len); "
                 f"got lengths={list(lengths)!r}"
             )
-        result = transformer_flops(
+        return _transformer_flops(
             config,
+            source,
             seq_len=seq_len,
-            batch=1 if batch is None else batch,
-            include_attention=include_attention,
-            causal=bool(causal),
+            batch=batch,
+            causal=causal,
             recompute=recompute,
+            include_attention=include_attention,
             backward_factor=backward_factor,
-            source=source,
+            convention=convention,
+            padded_vocab_size=padded_vocab_size,
         )
-        if convention != "ours" and backward_factor != 2.0:
-            raise FlopsConfigError(
-                f"convention={convention!r} counts training as 3 x forward; "
-                f"got backward_factor={backward_factor!r}"
-            )
-        return apply_convention(result, convention, padded_vocab_size=padded_vocab_size)
     if convention != "ours" or padded_vocab_size is not None:
         raise FlopsConfigError(
             "convention and padded_vocab_size apply to transformers; "
@@ -223,6 +219,38 @@ def model_flops(
         backward_factor=backward_factor,
         source=source,
     )
+
+
+def _transformer_flops(
+    config: TransformerConfig,
+    source: str,
+    *,
+    seq_len: int | None,
+    batch: int | None,
+    causal: bool | None,
+    recompute: str,
+    include_attention: bool,
+    backward_factor: float,
+    convention: str,
+    padded_vocab_size: int | None,
+) -> ModelFlops:
+    """A transformer counted as ours, then as ``convention`` counts it (see ``conventions``)."""
+    result = transformer_flops(
+        config,
+        seq_len=seq_len,
+        batch=1 if batch is None else batch,
+        include_attention=include_attention,
+        causal=bool(causal),
+        recompute=recompute,
+        backward_factor=backward_factor,
+        source=source,
+    )
+    if convention != "ours" and backward_factor != 2.0:
+        raise FlopsConfigError(
+            f"convention={convention!r} counts training as 3 x forward; "
+            f"got backward_factor={backward_factor!r}"
+        )
+    return apply_convention(result, convention, padded_vocab_size=padded_vocab_size)
 
 
 def flops_per_unit(

@@ -203,14 +203,20 @@ def _difference_lines(result: Any) -> list[str]:
         return ("+" if value >= 0 else "-") + _si(abs(value), "FLOP")
 
     for d in result.differences:
-        out.append(row.format(d.name, signed(d.flops_per_token if per_token else d.flops_per_sample), d.why))
+        out.append(
+            row.format(
+                d.name, signed(d.flops_per_token if per_token else d.flops_per_sample), d.why
+            )
+        )
     out.append(row.format(result.convention, _si(result.training_per_unit, "FLOP"), "").rstrip())
     if result.hardware_differences and result.hardware_differences != result.differences:
         out.append(f"Hardware FLOPs per {unit} (HFU), from ours with recomputation:")
         for d in result.hardware_differences:
             value = d.flops_per_token if per_token else d.flops_per_sample
             out.append(row.format(d.name, signed(value), d.why))
-        out.append(row.format(result.convention, _si(result.hardware_per_unit, "FLOP"), "").rstrip())
+        out.append(
+            row.format(result.convention, _si(result.hardware_per_unit, "FLOP"), "").rstrip()
+        )
     return out
 
 

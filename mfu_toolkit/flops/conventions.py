@@ -120,13 +120,17 @@ CONVENTIONS: dict[str, FrameworkConvention] = {
         FrameworkConvention(
             "maxtext",
             "MaxText",
-            _MAXTEXT.format("e591f30cbbf217ed67ef71263ec0538239f9c3b8", "src/maxtext/utils/maxtext_utils.py"),
+            _MAXTEXT.format(
+                "e591f30cbbf217ed67ef71263ec0538239f9c3b8", "src/maxtext/utils/maxtext_utils.py"
+            ),
             "matmuls, causal attention T/2, local layers (T W - W^2/2) / T keys",
         ),
         FrameworkConvention(
             "maxtext-2026-03",
             "MaxText (2026-03)",
-            _MAXTEXT.format("72e96f5d1e22e92a6cf71b3ede2997df4923bf61", "src/MaxText/maxtext_utils.py"),
+            _MAXTEXT.format(
+                "72e96f5d1e22e92a6cf71b3ede2997df4923bf61", "src/MaxText/maxtext_utils.py"
+            ),
             "matmuls, causal attention T/2, local layers W/2 keys",
         ),
         FrameworkConvention(
@@ -308,7 +312,9 @@ def _torchtitan(m: _Model, words: str, *, legacy: bool) -> tuple[Fraction, list[
             f"halving, windows ignored); {words}",
         )
     ]
-    lines += _param_terms(m, active=not legacy, embedding=legacy, tables=legacy or c.tied_embeddings)
+    lines += _param_terms(
+        m, active=not legacy, embedding=legacy, tables=legacy or c.tied_embeddings
+    )
     lines += _common_terms(m, mtp="torchtitan builds no MTP module", extra="params")
     return total, lines
 
@@ -365,12 +371,11 @@ def _megatron(m: _Model, words: str, vpad: int) -> tuple[Fraction, list[tuple]]:
     shared = c.n_shared_experts * c.d_ff_shared if c.is_moe else 0
     mlp = h * (c.d_ff * ffx * n_dense + (c.d_ff_expert * topk * ffx + shared * ffx) * n_moe)
     core = Fraction(c.n_heads * c.qk_head_dim, 2) + Fraction(c.n_heads * c.value_head_dim, 2)
-    total = 6 * (
-        mlp
-        + _megatron_attention_lin(c) * layers
-        + k * (3 * h + 2 * h * h)
-        + h * vpad * (k + 1)
-    ) + 6 * core * layers * t
+    total = (
+        6
+        * (mlp + _megatron_attention_lin(c) * layers + k * (3 * h + 2 * h * h) + h * vpad * (k + 1))
+        + 6 * core * layers * t
+    )
     lines = [
         (
             "attention",
@@ -394,7 +399,9 @@ def _megatron(m: _Model, words: str, vpad: int) -> tuple[Fraction, list[tuple]]:
             ("mla_latent_norms", Fraction(6 * latent * layers), "MLA latent norms counted as FLOPs")
         )
     if k:
-        lines.append(("mtp_norms", Fraction(6 * 3 * h * k), "MTP modules' three norms counted as FLOPs"))
+        lines.append(
+            ("mtp_norms", Fraction(6 * 3 * h * k), "MTP modules' three norms counted as FLOPs")
+        )
     return total, lines + _common_terms(m, mtp=None, extra="unknown")
 
 
@@ -421,10 +428,16 @@ def _megatron_2024(m: _Model, words: str, vpad: int) -> tuple[Fraction, list[tup
     routed = c.top_k if c.is_moe else 1
     gated = Fraction(3, 2) if c.ffn_type == "swiglu" else Fraction(1)
     ffn = c.d_ff_expert if c.is_moe else c.d_ff
-    total = 12 * L * h * h * (
-        (1 + Fraction(c.n_kv_heads, c.n_heads) + Fraction(t, h)) * ratio
-        + Fraction(ffn, h) * routed * gated
-        + Fraction(vpad, 2 * L * h)
+    total = (
+        12
+        * L
+        * h
+        * h
+        * (
+            (1 + Fraction(c.n_kv_heads, c.n_heads) + Fraction(t, h)) * ratio
+            + Fraction(ffn, h) * routed * gated
+            + Fraction(vpad, 2 * L * h)
+        )
     )
     lines = [
         (
@@ -433,7 +446,11 @@ def _megatron_2024(m: _Model, words: str, vpad: int) -> tuple[Fraction, list[tup
             "all T keys per query on every layer (no causal halving before 2025-03, windows "
             "ignored); " + words,
         ),
-        ("moe_router", -Fraction(6 * h * c.n_experts * c.n_moe_layers), "the router matmul is not counted"),
+        (
+            "moe_router",
+            -Fraction(6 * h * c.n_experts * c.n_moe_layers),
+            "the router matmul is not counted",
+        ),
         (
             "vocab_padding",
             Fraction(6 * h * (vpad - c.vocab_size)),
@@ -487,7 +504,11 @@ def _maxtext(m: _Model, words: str, version: str) -> tuple[Fraction, list[tuple]
     lines = [("attention", attn - m.attention(), f"causal: {how}; {words}")]
     if k:
         lines += [
-            ("mtp_projection", -Fraction(3 * k * 2 * 2 * d * d), "MTP's 2d -> d projection not counted"),
+            (
+                "mtp_projection",
+                -Fraction(3 * k * 2 * 2 * d * d),
+                "MTP's 2d -> d projection not counted",
+            ),
             ("mtp_logits", -3 * m.row("mtp_logits"), "MTP's logits not counted (shared head)"),
         ]
     if c.extra_blocks:
@@ -527,9 +548,7 @@ def _resolve(convention: Any) -> str:
     return key
 
 
-def _framework_count(
-    m: _Model, name: str, words: str, vpad: int
-) -> tuple[Fraction, list[tuple]]:
+def _framework_count(m: _Model, name: str, words: str, vpad: int) -> tuple[Fraction, list[tuple]]:
     if name in ("megatron", "nemo"):
         return _megatron(m, words, vpad)
     if name == "megatron-2024":
@@ -551,8 +570,10 @@ def _padded_vocab(c: TransformerConfig, name: str, padded_vocab_size: int | None
             f"padded_vocab_size applies to the Megatron conventions (megatron, megatron-2024, "
             f"nemo); got it with convention={name!r}"
         )
-    if isinstance(padded_vocab_size, bool) or not isinstance(padded_vocab_size, int) or (
-        padded_vocab_size < c.vocab_size
+    if (
+        isinstance(padded_vocab_size, bool)
+        or not isinstance(padded_vocab_size, int)
+        or (padded_vocab_size < c.vocab_size)
     ):
         raise FlopsConfigError(
             f"padded_vocab_size must be an integer >= vocab_size={c.vocab_size}; "

@@ -326,19 +326,24 @@ _LLAMA2 = (
 )
 _QWEN3 = (
     "Qwen Team 2025, 'Qwen3 Technical Report', arXiv:2505.09388, Sec 3.2 (general stage: 'a "
-    "sequence length of 4,096 tokens'; the long-context stage uses 32,768: pass seq_len for it); shapes from " + _HF + "; parameter counts from the model card "
+    "sequence length of 4,096 tokens'; the long-context stage uses 32,768: pass seq_len for it); shapes from "
+    + _HF
+    + "; parameter counts from the model card "
     "https://huggingface.co/{}"
 )
 _GPT_OSS = (
     "OpenAI 2025, 'gpt-oss-120b & gpt-oss-20b Model Card', arXiv:2508.10925, Table 1 (total and "
-    "active parameters; the active count leaves out the input embedding); shapes from " + _HF
+    "active parameters; the active count leaves out the input embedding); shapes from "
+    + _HF
     + " (sliding window 128 on every other layer starting with the first, attention biases and "
     "sinks, router and expert biases, untied unembedding). No training sequence length is "
     "published: pass seq_len"
 )
 
 
-def _llama2(name: str, repo: str, layers: int, d: int, heads: int, kv: int, d_ff: int, params: float) -> Preset:
+def _llama2(
+    name: str, repo: str, layers: int, d: int, heads: int, kv: int, d_ff: int, params: float
+) -> Preset:
     return Preset(
         name=name,
         config=TransformerConfig(
@@ -354,13 +359,21 @@ def _llama2(name: str, repo: str, layers: int, d: int, heads: int, kv: int, d_ff
             name=name,
         ),
         source=_LLAMA2.format(repo),
-        description="Llama 2 dense decoder" + (" with grouped-query attention" if kv < heads else ""),
+        description="Llama 2 dense decoder"
+        + (" with grouped-query attention" if kv < heads else ""),
         published={"params": params},
     )
 
 
 def _qwen3(
-    name: str, repo: str, layers: int, d: int, heads: int, kv: int, published: dict[str, float], **moe: Any
+    name: str,
+    repo: str,
+    layers: int,
+    d: int,
+    heads: int,
+    kv: int,
+    published: dict[str, float],
+    **moe: Any,
 ) -> Preset:
     return Preset(
         name=name,
@@ -379,13 +392,16 @@ def _qwen3(
             **moe,
         ),
         source=_QWEN3.format(repo, repo),
-        description="Qwen3 " + ("mixture of experts (128 experts, top-8)" if moe.get("n_experts") else "dense decoder")
+        description="Qwen3 "
+        + ("mixture of experts (128 experts, top-8)" if moe.get("n_experts") else "dense decoder")
         + " with query/key norms",
         published=published,
     )
 
 
-def _gpt_oss(name: str, repo: str, layers: int, experts: int, total: float, active: float) -> Preset:
+def _gpt_oss(
+    name: str, repo: str, layers: int, experts: int, total: float, active: float
+) -> Preset:
     return Preset(
         name=name,
         config=TransformerConfig(
@@ -480,7 +496,8 @@ _TRANSFORMERS += [
         ),
         source=(
             "Black et al. 2022, 'GPT-NeoX-20B', arXiv:2204.06745, Table 1 (44 layers, d_model "
-            "6144, 64 heads, sequence length 2048) and " + _HF.format("EleutherAI/gpt-neox-20b")
+            "6144, 64 heads, sequence length 2048) and "
+            + _HF.format("EleutherAI/gpt-neox-20b")
             + " (vocab 50432, intermediate 24576, untied embed_out without bias); parameter "
             "count 20,554,567,680 from https://huggingface.co/EleutherAI/gpt-neox-20b"
         ),
@@ -488,22 +505,50 @@ _TRANSFORMERS += [
         published={"params": 20_554_567_680},
     ),
     _qwen3(
-        "qwen3-8b", "Qwen/Qwen3-8B", 36, 4096, 32, 8,
-        {"params": 8.2e9, "non_embedding_params": 6.95e9}, d_ff=12288,
+        "qwen3-8b",
+        "Qwen/Qwen3-8B",
+        36,
+        4096,
+        32,
+        8,
+        {"params": 8.2e9, "non_embedding_params": 6.95e9},
+        d_ff=12288,
     ),
     _qwen3(
-        "qwen3-32b", "Qwen/Qwen3-32B", 64, 5120, 64, 8,
-        {"params": 32.8e9, "non_embedding_params": 31.2e9}, d_ff=25600,
+        "qwen3-32b",
+        "Qwen/Qwen3-32B",
+        64,
+        5120,
+        64,
+        8,
+        {"params": 32.8e9, "non_embedding_params": 31.2e9},
+        d_ff=25600,
     ),
     _qwen3(
-        "qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B", 48, 2048, 32, 4,
+        "qwen3-30b-a3b",
+        "Qwen/Qwen3-30B-A3B",
+        48,
+        2048,
+        32,
+        4,
         {"params": 30.5e9, "active_params": 3.3e9, "non_embedding_params": 29.9e9},
-        d_ff=6144, n_experts=128, top_k=8, d_ff_expert=768,
+        d_ff=6144,
+        n_experts=128,
+        top_k=8,
+        d_ff_expert=768,
     ),
     _qwen3(
-        "qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B", 94, 4096, 64, 4,
+        "qwen3-235b-a22b",
+        "Qwen/Qwen3-235B-A22B",
+        94,
+        4096,
+        64,
+        4,
         {"params": 235e9, "active_params": 22e9, "non_embedding_params": 234e9},
-        d_ff=12288, n_experts=128, top_k=8, d_ff_expert=1536,
+        d_ff=12288,
+        n_experts=128,
+        top_k=8,
+        d_ff_expert=1536,
     ),
     _gpt_oss("gpt-oss-20b", "openai/gpt-oss-20b", 24, 32, 20.91e9, 3.61e9),
     _gpt_oss("gpt-oss-120b", "openai/gpt-oss-120b", 36, 128, 116.83e9, 5.13e9),

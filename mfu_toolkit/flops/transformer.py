@@ -656,12 +656,7 @@ class TransformerConfig:
         _check_optional_int("seq_len", self.seq_len)
         _check_choice("pos_embedding", self.pos_embedding, POS_EMBEDDINGS)
         _check_bool("bias", self.bias)
-        for key in ("norm_bias", "output_bias"):
-            if getattr(self, key) is None:
-                set_(self, key, self.bias)
-            _check_bool(key, getattr(self, key))
-        for key in ("router_bias", "attention_sinks", "qk_norm"):
-            _check_bool(key, getattr(self, key))
+        self._check_param_details(set_)
         _check_int("n_experts", self.n_experts, minimum=0)
         _check_int("n_shared_experts", self.n_shared_experts, minimum=0)
         if self.n_experts:
@@ -691,6 +686,15 @@ class TransformerConfig:
         set_(self, "extra_blocks", _check_blocks(self.extra_blocks))
         if not isinstance(self.name, str) or not self.name:
             raise _fail("name", "a non-empty string", self.name)
+
+    def _check_param_details(self, set_: Any) -> None:
+        """Biases, norms and sinks that change parameter counts only."""
+        for key in ("norm_bias", "output_bias"):
+            if getattr(self, key) is None:
+                set_(self, key, self.bias)
+            _check_bool(key, getattr(self, key))
+        for key in ("router_bias", "attention_sinks", "qk_norm"):
+            _check_bool(key, getattr(self, key))
 
     def _check_window(self, set_: Any) -> None:
         w = self.attention_window
