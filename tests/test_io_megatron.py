@@ -237,12 +237,14 @@ def test_checkpoint_at_an_unlogged_step_is_placed_after_it(tmp_path):
 
 # --- the loader shape -------------------------------------------------------------------------------
 def test_megatron_is_a_format_module_with_options(tmp_path):
+    from mfu_toolkit import hardware
     from mfu_toolkit.io.formats import megatron as fmt
 
     assert fmt.Options().log_interval is None and fmt.Options().clock_tolerance_s == 1.0
     p = write_megatron(tmp_path)
     run = load_run(p, log_interval=10, accelerator="H100")
-    assert run.meta.extra["log_interval"] == 10 and run.meta.accelerator == "H100"
+    # the given name, as the peak registry resolves it
+    assert run.meta.extra["log_interval"] == 10 and run.meta.accelerator == hardware.resolve("H100").name
     with pytest.raises(TypeError, match="log_interval"):  # an unknown keyword names the accepted ones
         load_run(p, log_intervall=10)
 
@@ -533,14 +535,18 @@ def test_real_megatron_deepspeed_log_states_its_job(realdata):  # noqa: F811
     tflops = re.findall(r"\| TFLOPs: ([0-9.]+) \|", text)
     megatron_sps = re.findall(r"\| samples per second: ([0-9.]+) \|", text)
     ds_sps = re.findall(r"RunningAvgSamplesPerSec=([0-9.]+),", text)
+    ds_curr = re.findall(r"CurrSamplesPerSec=([0-9.]+),", text)
     claims = run.meta.claims
-    assert len(claims) == 3  # TFLOPs, and samples/s counted twice (Megatron-DeepSpeed's, DeepSpeed's)
+    # TFLOPs, and samples/s counted three ways: Megatron-DeepSpeed's, DeepSpeed's current and running rates
+    assert len(claims) == 4
     (tf,) = [c for c in claims if c["metric"] == "tflops_per_accelerator"]
-    (mg,) = [c for c in claims if c["metric"] == "samples_per_s" and "Megatron-DeepSpeed" in c["counts"]]
+    (mg,) = [c for c in claims if c["metric"] == "samples_per_s" and "Megatron-DeepSpeed prints" in c["counts"]]
     (ds,) = [c for c in claims if c["metric"] == "samples_per_s" and "running average" in c["counts"]]
+    (cur,) = [c for c in claims if c["metric"] == "samples_per_s" and c["counts"].startswith("CurrSamplesPerSec")]
     assert (tf["value"], tf["n"]) == (pytest.approx(_median(tflops)), len(tflops)) and "throughput calculator" in tf["counts"]
     assert (mg["value"], mg["n"]) == (pytest.approx(_median(megatron_sps)), len(megatron_sps))
-    assert (ds["value"], ds["n"]) == (pytest.approx(_median(ds_sps)), len(ds_sps))
+    assert (ds["value"], ds["n"], ds["statistic"]) == (float(ds_sps[-1]), len(ds_sps), "last")  # a running average
+    assert (cur["value"], cur["n"]) == (pytest.approx(_median(ds_curr)), len(ds_curr))
     # the data README's remark: DeepSpeed's 28.4 against Megatron's 32.1 for the same first interval
     assert round(float(ds_sps[0]), 1) == 28.4 and round(float(megatron_sps[0]), 1) == 32.1
 

@@ -30,6 +30,13 @@ What the format reads and how it maps to a :class:`~mfu_toolkit.run.Run`:
   phases are columns (``gather_s``, ``generate_s``, ``training_s``, ``others_s``). These lines
   carry no timestamps, so the steps are placed back to back (``timing="duration_only"``) and the
   engine lines of such a log go to the ``engine`` table only.
+- The throughput timer's line has three spellings, each counting other samples over other time
+  (DeepSpeed's ``deepspeed/utils/timer.py``): ``epoch=E/micro_step=M/global_step=N,
+  RunningAvgSamplesPerSec=, CurrSamplesPerSec=`` (0.8 and later: the global batch over the timed
+  micro-steps of one global step), ``E/N, RunningAvgSamplesPerSec=, CurrSamplesPerSec=`` (0.7:
+  micro batch × data-parallel size over one micro-step) and ``E/N, SamplesPerSec=`` (before 0.7:
+  the running average alone). The timer runs from the engine's forward to the end of its step on
+  the printing rank, so data loading outside the engine, evaluation and checkpoints are outside it.
 - DeepSpeed-Chat step 1/2 ``Model Parameters: ..., Latency: 0.27s, TFLOPs: ..., Samples/sec: ...``
   lines (one per micro-batch) go to the ``dschat_throughput`` table.
 - The comms logger's summary (``Comm. Op  Message Size  Count  Total Latency(ms) ...``) goes to the
@@ -50,7 +57,8 @@ launch command and the launcher (the fact's text says which); ``micro_batch``
 ``--per_device_train_batch_size`` argument); ``dtype`` (``fp16_enabled``/``bfloat16_enabled``);
 ``parallelism`` (ZeRO stage, data and model parallel sizes); ``seq_len``, ``model`` and
 ``framework`` ("DeepSpeed" or "DeepSpeed-Chat"). **Claims**: ``samples_per_s`` (DeepSpeed-Chat's
-Cur/AvgSamplesPerSec, the engine's CurrSamplesPerSec median and RunningAvgSamplesPerSec last) and
+Cur/AvgSamplesPerSec, the engine's CurrSamplesPerSec median and its running average last, one pair
+per timer spelling, global: all data-parallel ranks' samples over the printing rank's time) and
 ``tflops_per_accelerator`` (the profiler's, DeepSpeed-Chat's), each saying what it counts.
 
 Megatron-DeepSpeed logs print Megatron-LM ``iteration N/ M |`` lines as well: the ``megatron``
@@ -106,8 +114,9 @@ _STEP = re.compile(r"(?<![\w/])step=([^,\s]{0,64}), skipped=([^,\s]{0,64})")
 _RANK = re.compile(r"\[Rank (\d{1,9})\]")
 _LR = re.compile(r"\blr=\[([^\],]{0,64})")
 _TIMER_NEW = re.compile(r"epoch=(\d{1,18})/micro_step=(\d{1,18})/global_step=([^,\s]{0,64})")
-_TIMER_OLD = re.compile(r"(?<![\d/])(\d{1,18})/(\d{1,18}), RunningAvgSamplesPerSec=")
-_TIMER_KV = re.compile(r"\b(RunningAvgSamplesPerSec|CurrSamplesPerSec|MemAllocated|MaxMemAllocated)=([^,\s]{0,64})")
+_TIMER_OLD = re.compile(r"(?<![\d/])(\d{1,18})/(\d{1,18}), (RunningAvg)?SamplesPerSec=")
+_TIMER_KV = re.compile(
+    r"\b(RunningAvgSamplesPerSec|CurrSamplesPerSec|SamplesPerSec|MemAllocated|MaxMemAllocated)=([^,\s]{0,64})")
 _OVERFLOW = re.compile(
     r"(?:OVERFLOW! Rank (\d{1,9}) Skipping step|Overflow detected\. Skipping step)\.? Attempted loss scale: ([^,\s]{0,64})")
 _PPO = re.compile(r"(?<!\w)epoch: ([^|]{0,40})\|step: ([^|]{0,40})(.*)$")
@@ -189,7 +198,8 @@ _DSCHAT_MARKS = ("***** Running training *****", "Total Micro Batches", "Total G
 
 # --- sniffing ----------------------------------------------------------------------------------
 _SNIFF_STRONG = re.compile(
-    rb"(?<![\w/])step=\d{1,18}, skipped=\d{1,18}|RunningAvgSamplesPerSec=|OVERFLOW! Rank \d{1,9} Skipping step"
+    rb"(?<![\w/])step=\d{1,18}, skipped=\d{1,18}|RunningAvgSamplesPerSec=|\d/\d{1,18}, SamplesPerSec="
+    rb"|OVERFLOW! Rank \d{1,9} Skipping step"
     rb"|Overflow detected\. Skipping step|DeepSpeed Flops Profiler|\|E2E latency=|DeepSpeedEngine configuration")
 _SNIFF_WEAK = re.compile(rb"WORLD INFO DICT|dist_world_size=|deepspeed\.launcher\.launch|\] \[deepspeed\] |ds_accelerator to ")
 _SNIFF_MEGATRON = re.compile(
@@ -324,7 +334,7 @@ def _record_line(scan: _Scan, ln: int, text: str) -> bool:
     """Engine, overflow and DeepSpeed-Chat step records; False when the line is none of them."""
     if "step=" in text and "skipped=" in text:
         _engine_step(scan, ln, text)
-    elif "RunningAvgSamplesPerSec=" in text:
+    elif "RunningAvgSamplesPerSec=" in text or ", SamplesPerSec=" in text:
         _engine_timer(scan, ln, text)
     elif "Skipping step" in text and "loss scale" in text:
         _overflow(scan, ln, text)
@@ -429,9 +439,10 @@ def _engine_timer(scan: _Scan, ln: int, text: str) -> None:
     """The throughput timer's line, joined to the step record printed just before it."""
     m = _TIMER_NEW.search(text)
     if m is not None:
-        epoch, micro, gstep = m.groups()
+        (epoch, micro, gstep), form = m.groups(), "global_step"
     elif (mo := _TIMER_OLD.search(text)) is not None:
-        (epoch, gstep), micro = mo.groups(), None
+        epoch, gstep, running = mo.groups()
+        micro, form = None, "micro_step" if running else "running_only"
     else:
         scan.reader.bad(f"{rules.BAD_STEP} (throughput-timer line without its step)", line=ln, field="global_step", example=text[:160])
         return
@@ -448,13 +459,17 @@ def _engine_timer(scan: _Scan, ln: int, text: str) -> None:
         rec = _new_record(scan, ln, step, 0, _stamp(scan, ln, text))
         rec["from_timer"] = True
     values = dict(_TIMER_KV.findall(text))
+    running_key = "SamplesPerSec" if form == "running_only" else "RunningAvgSamplesPerSec"
     rec.update({
         "timer_line": ln,
+        "timer_form": form,
         "epoch": int(epoch),
         "micro_step": int(micro) if micro is not None else None,
         "timer_step": step,
-        "samples_per_s_running": _num(scan, values.get("RunningAvgSamplesPerSec"), ln, "RunningAvgSamplesPerSec"),
-        "samples_per_s": _num(scan, values.get("CurrSamplesPerSec"), ln, "CurrSamplesPerSec"),
+        "samples_per_s_running": _num(scan, values.get(running_key), ln, running_key),
+        # DeepSpeed before 0.7 printed the running average only: no CurrSamplesPerSec to miss
+        "samples_per_s": math.nan if form == "running_only" else _num(scan, values.get("CurrSamplesPerSec"), ln,
+                                                                       "CurrSamplesPerSec"),
     })
     for key, col in (("MemAllocated", "mem_allocated_gb"), ("MaxMemAllocated", "max_mem_allocated_gb")):
         if key in values:
@@ -952,12 +967,41 @@ def _parallelism_fact(out: Parsed, scan: _Scan) -> None:
             out.fact("parallelism", text, scan.where(stages[0][2][1]), " ".join(f"--{k} {v[0]}" for k, _, v in stages))
 
 
+# What DeepSpeed's throughput timer counts (deepspeed/utils/timer.py, ThroughputTimer, created in
+# deepspeed/runtime/engine.py), https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/utils/timer.py:
+# 1. the timer starts in the engine's forward() (or when DeepSpeed's own dataloader yields a batch) and stops
+#    at the end of step(), on the rank that prints: data loading outside the engine, evaluation and
+#    checkpoints are outside every timed span;
+# 2. "epoch=E/micro_step=M/global_step=N" (DeepSpeed >= 0.8.0, commit 0f0e38c): samples = train_batch_size,
+#    the global batch of all data-parallel ranks, over the timed spans of one global step's micro-steps;
+# 3. "E/N, RunningAvgSamplesPerSec=, CurrSamplesPerSec=" (0.7.0-0.7.7) and "E/N, SamplesPerSec=" (before
+#    0.7.0; the running average only): samples = train_micro_batch_size_per_gpu x data-parallel size, over
+#    one engine micro-step (N counts micro-steps);
+# 4. the running average leaves out the timer's first start_step=2 steps.
+# A caller that runs forward() once per micro-batch but step() once per batch (Megatron-DeepSpeed) restarts
+# the timer at each forward: the timed span is then the last micro-batch's forward to the optimizer step.
+_DS_TIMER = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/utils/timer.py"
+_TIMER_COUNTS = {
+    "global_step": (
+        "train_batch_size (the global batch, all data-parallel ranks) / the forward-to-step time of the micro-steps "
+        "of one global step on the printing rank (data loading outside the engine, evaluation and checkpoints left "
+        "out; DeepSpeed >= 0.8 ThroughputTimer, " + _DS_TIMER + ")"),
+    "micro_step": (
+        "train_micro_batch_size_per_gpu × data-parallel size (one micro-step's samples, all ranks) / one engine "
+        "micro-step's forward-to-step time on the printing rank (DeepSpeed 0.7 ThroughputTimer, " + _DS_TIMER + ")"),
+    "running_only": (
+        "train_micro_batch_size_per_gpu × data-parallel size (one micro-step's samples, all ranks) / one engine "
+        "micro-step's forward-to-step time on the printing rank (DeepSpeed < 0.7 ThroughputTimer, " + _DS_TIMER + ")"),
+}
+_UNDER_MEGATRON = ("; in a Megatron-DeepSpeed log forward() runs once per micro-batch and step() once per batch, "
+                   "and the timer restarts at each forward(), so each timed span runs from the batch's last "
+                   "forward() to the end of step()")
 _COUNTS = {
     "ppo_cur": "DeepSpeed-Chat CurSamplesPerSec: the samples of one PPO step (all ranks) / its E2E latency",
     "ppo_avg": "DeepSpeed-Chat AvgSamplesPerSec: average since the first PPO step (the last value printed)",
-    "curr": "CurrSamplesPerSec of {whose}: samples of the last step over all ranks / its forward-to-optimizer "
-            "time, at each printed step",
-    "running": "RunningAvgSamplesPerSec of {whose}: average since the timer's start step (the last value printed)",
+    "curr": "CurrSamplesPerSec of {whose}, at each printed step: {what}",
+    "running": "{key} of {whose}, the running average since the timer's start (its first 2 steps left out; the last "
+               "value printed): {what}",
     "profiler": "DeepSpeed Flops Profiler: 3 × forward FLOPs per GPU / (fwd + bwd latency) at the profiled step "
                 "(optimizer step excluded)",
     "dschat": "DeepSpeed-Chat print_throughput TFLOPs per micro-batch, as printed: Megatron-formula FLOPs of one "
@@ -971,6 +1015,24 @@ def _last(metric: str, values: list[float], unit: str, counts: str, where: str) 
     return Claim(metric, finite[-1], unit, counts, where, n=len(finite), statistic="last") if finite else None
 
 
+def _timer_claims(out: Parsed, scan: _Scan, ppo: bool) -> None:
+    """CurrSamplesPerSec (median) and the running average (last) of engine 0, one pair per timer line form."""
+    timed = [r for r in scan.engine if r["engine"] == 0 and "timer_line" in r]
+    whose = "engine 0 (the actor in DeepSpeed-Chat step 3; its training phase only)" if ppo else "the DeepSpeed engine"
+    tail = _UNDER_MEGATRON if scan.megatron else ""
+    for form, what in _TIMER_COUNTS.items():
+        what += tail
+        mine = [r for r in timed if r["timer_form"] == form]
+        if not mine:
+            continue
+        first = scan.where(mine[0]["timer_line"])
+        out.claim(Claim.summarise("samples_per_s", [r["samples_per_s"] for r in mine], unit="samples/s", where=first,
+                                  counts=_COUNTS["curr"].format(whose=whose, what=what)))
+        key = "SamplesPerSec" if form == "running_only" else "RunningAvgSamplesPerSec"
+        out.claim(_last("samples_per_s", [r["samples_per_s_running"] for r in mine], "samples/s",
+                        _COUNTS["running"].format(key=key, whose=whose, what=what), first))
+
+
 def _claims(out: Parsed, scan: _Scan, ppo: bool) -> None:
     """What DeepSpeed and DeepSpeed-Chat say about their own throughput."""
     steps = [r for r in scan.ppo if "e2e_line" in r]
@@ -980,14 +1042,7 @@ def _claims(out: Parsed, scan: _Scan, ppo: bool) -> None:
         out.claim(Claim.summarise("samples_per_s", cur, unit="samples/s", counts=_COUNTS["ppo_cur"], where=first))
         avg = [r.get("avg_samples_per_s", math.nan) for r in steps]
         out.claim(_last("samples_per_s", avg, "samples/s", _COUNTS["ppo_avg"], first))
-    timed = [r for r in scan.engine if r["engine"] == 0 and "timer_line" in r]
-    if timed:
-        first = scan.where(timed[0]["timer_line"])
-        whose = "engine 0 (the actor in DeepSpeed-Chat step 3; its training phase only)" if ppo else "the DeepSpeed engine"
-        curr = [r["samples_per_s"] for r in timed]
-        out.claim(Claim.summarise("samples_per_s", curr, unit="samples/s", counts=_COUNTS["curr"].format(whose=whose), where=first))
-        running = [r["samples_per_s_running"] for r in timed]
-        out.claim(_last("samples_per_s", running, "samples/s", _COUNTS["running"].format(whose=whose), first))
+    _timer_claims(out, scan, ppo)
     if "fwd_bwd_flops_per_s_per_gpu" in scan.profiler:
         value, _, ln, _ = scan.profiler["fwd_bwd_flops_per_s_per_gpu"]
         out.claim(Claim.summarise("tflops_per_accelerator", [value / 1e12], unit="TFLOP/s per GPU",

@@ -58,11 +58,17 @@ What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
   ``params_dtype``), ``model`` (``model_name``, ALCF's ``MODEL_TYPE``) and ``framework``
   (``Megatron-DeepSpeed`` once a DeepSpeed line or field is seen, else ``Megatron-LM``). A fact
   printed with different values (several launches in one file) is noted, not stated.
-- **Claims** (median over the lines): ``throughput per GPU (TFLOP/s/GPU)``, ``TFLOPs``,
-  ``[LM]-TFLOPs`` and ``[DS]-TFLOPs`` (``tflops_per_accelerator``, each with what it counts),
-  ``samples per second`` and DeepSpeed's ``RunningAvgSamplesPerSec`` (``samples_per_s``, two
-  different counts), ``tokens per gpu per second (tgs)`` / ``tokens/sec/gpu``
-  (``tokens_per_s_per_accelerator``).
+- **Claims** (median over the lines; a running average: its last value), each saying what it
+  counts: ``throughput per GPU (TFLOP/s/GPU)`` (Megatron-LM), ``TFLOPs`` (Megatron-DeepSpeed: the
+  throughput calculator's count with ``:``; with ``=`` ALCF's, whose count depends on the logger that
+  printed it: ``training_log`` Megatron-LM's model FLOPs, ``training`` the calculator's, neither
+  named: said so), ``[LM]-TFLOPs`` and ``[DS]-TFLOPs`` (two counts of the same step) and GPT-NeoX's
+  ``approx flops per GPU: 123.4TFLOPS`` (``tflops_per_accelerator``); GPT-NeoX's ``MFU: x%``
+  (``mfu``); ``samples per second`` (Megatron-DeepSpeed), GPT-NeoX's ``samples/sec:`` before the
+  iteration head, and DeepSpeed's throughput timer (``CurrSamplesPerSec`` and
+  ``RunningAvgSamplesPerSec`` or, before DeepSpeed 0.7, ``SamplesPerSec``) (``samples_per_s``, each
+  a different count); ``tokens per gpu per second (tgs)`` / ``tokens/sec/gpu``
+  (``tokens_per_s_per_accelerator``). Values that are not finite are noted, not claimed.
 - ``saving checkpoint at iteration N`` / ``successfully saved checkpoint ... iteration N`` are
   ``checkpoint_save`` events after step N; the duration comes from the ``save-checkpoint`` timer
   when printed, else from the gap to the next timestamped line, else it is unknown (zero length,
@@ -134,8 +140,7 @@ _USING_PARTS = {
 _WORLD_EQ = re.compile(r"\bworld_size\s*=\s*(\d+)")
 _NGPUS = re.compile(r"\bNGPUS\"?\s*[=:]\s*(\d+)")
 _MODEL_TYPE = re.compile(r"\bMODEL_TYPE:\s*(\S+)")
-_RUNNING_AVG = re.compile(r"RunningAvgSamplesPerSec=([^,\s]+)")
-_DS_EVIDENCE = re.compile(r"DeepSpeed is enabled|\[Rank \d+\] (?:time \(ms\)|step=)|RunningAvgSamplesPerSec")
+_DS_EVIDENCE = re.compile(r"DeepSpeed is enabled|\[Rank \d+\] (?:time \(ms\)|step=)|RunningAvgSamplesPerSec|, SamplesPerSec=")
 _SNIFF_ITER = re.compile(rb"iteration(?:\s+|\s*=\s*)\d+\s*/\s*(?:\d+|infinity)\s*\|")
 
 _RECORD_WORDS = ("elapsed time per iteration", "elapsed_time_per_iteration", "consumed samples", "consumed_samples")
@@ -153,7 +158,7 @@ _KNOWN = frozenset({
     "loss", "learning_rate", "grad_norm", "loss_scale", "tflops_per_gpu", "consumed_samples",
     "global_batch_size", "skipped_iterations", "nan_iterations", "num_zeros", "params_norm",
     "consumed_tokens", "samples_per_second", "tflops", "lm_tflops", "ds_tflops", "actual_seqlen",
-    "tokens_per_gpu_per_second_tgs",
+    "tokens_per_gpu_per_second_tgs", "approx_flops_per_gpu", "mfu", "hfu",
 })
 _INTERVAL_FIELDS = ("tflops_per_gpu", "compute_s", "comm_s", "data_wait_s")  # valid for every step
 _MAX_COLUMNS = 256
@@ -175,28 +180,88 @@ _PIPELINE = frozenset({
 _DS_CATEGORY = {"fwd": "compute", "bwd_inner": "compute", "bwd_allreduce": "comm", "optimizer_allgather": "comm"}
 _CATEGORY_COLUMN = {"compute": "compute_s", "comm": "comm_s", "data": "data_wait_s"}
 
-# Claims: column -> (metric, unit, what it counts).
-_CLAIMS = {
-    "tflops_per_gpu": ("tflops_per_accelerator", "TFLOP/s per GPU",
-                       "model FLOPs per GPU per second as Megatron's own formula counts them"),
-    "tflops": ("tflops_per_accelerator", "TFLOP/s per GPU",
-               "TFLOP/s per GPU by Megatron-DeepSpeed's throughput calculator (it adds the "
-               "recomputed forward pass when activation checkpointing is on)"),
-    "lm_tflops": ("tflops_per_accelerator", "TFLOP/s per GPU",
-                  "[LM]-TFLOPs: per GPU by the language-model FLOP formula of Megatron-DeepSpeed's training log"),
-    "ds_tflops": ("tflops_per_accelerator", "TFLOP/s per GPU",
-                  "[DS]-TFLOPs: per GPU as DeepSpeed counts the step's FLOPs (a different count from [LM])"),
-    "samples_per_second": ("samples_per_s", "samples/s",
-                           "global samples per second as Megatron-DeepSpeed prints them (global batch / iteration time)"),
-    "tokens_per_gpu_per_second_tgs": ("tokens_per_s_per_accelerator", "tokens/s per GPU",
-                                      "tokens per GPU per second (tgs) as Megatron-DeepSpeed prints them"),
-    "tokens_sec_gpu": ("tokens_per_s_per_accelerator", "tokens/s per GPU",
+# Claims: column -> (metric, unit, scale to the unit, what it counts).
+_MDS = "https://github.com/deepspeedai/Megatron-DeepSpeed/blob/main/megatron/utils.py"
+_ALCF = "https://github.com/argonne-lcf/Megatron-DeepSpeed/blob/main/megatron/"
+_NEOX = "https://github.com/EleutherAI/gpt-neox/blob/main/megatron/logging.py"
+_CLAIMS: dict[str, tuple[str, str, float, str]] = {
+    "tflops_per_gpu": ("tflops_per_accelerator", "TFLOP/s per GPU", 1.0,
+                       "model FLOPs per GPU per second as Megatron's own formula counts them "
+                       "(Megatron-LM num_floating_point_operations / (iteration time × world size))"),
+    "lm_tflops": ("tflops_per_accelerator", "TFLOP/s per GPU", 1.0,
+                  "[LM]-TFLOPs / [LM]TFLOPs (ALCF Megatron-DeepSpeed, 2024-06 to 2025-06): per GPU by Megatron-LM's "
+                  "num_floating_point_operations, model FLOPs without recomputation (" + _ALCF + "utils.py)"),
+    "ds_tflops": ("tflops_per_accelerator", "TFLOP/s per GPU", 1.0,
+                  "[DS]-TFLOPs / [DS]TFLOPs (ALCF Megatron-DeepSpeed): per GPU by the throughput calculator, a "
+                  "different count of the same step from [LM]: the recomputed forward is added under activation "
+                  "checkpointing (" + _ALCF + "utils.py throughput_calculator)"),
+    "samples_per_second": ("samples_per_s", "samples/s", 1.0,
+                           "global samples per second as Megatron-DeepSpeed prints them: global batch (micro batch × "
+                           "micro-batches × data-parallel size) / mean iteration time over the log interval "
+                           "(throughput_calculator, " + _MDS + ")"),
+    "samples_per_sec": ("samples_per_s", "samples/s", 1.0,
+                        "GPT-NeoX samples/sec: train_batch_size (global) / mean iteration time over the log "
+                        "interval (" + _NEOX + ")"),
+    "approx_flops_per_gpu": ("tflops_per_accelerator", "TFLOP/s per GPU", 1e-12,
+                             "GPT-NeoX approx flops per GPU: train_batch_size × seq_length × its FLOPs per token / "
+                             "(mean iteration time × world size); since 2023-09 Megatron-DeepSpeed's 24·k·B·s·L·h² "
+                             "(1 + s/6h + V/16Lh) with k = 4 under activation checkpointing (the recomputed forward "
+                             "counted), before it 6 × parameters + 60·s·h·L per token (" + _NEOX + " get_actual_flops)"),
+    "mfu_pct": ("mfu", "fraction", 0.01,
+                "GPT-NeoX MFU: its forward+backward FLOPs per GPU per second (no recomputation) / the "
+                "peak_theoretical_tflops the run was given, printed in percent (" + _NEOX + ")"),
+    "tokens_per_gpu_per_second_tgs": ("tokens_per_s_per_accelerator", "tokens/s per GPU", 1.0,
+                                      "tokens per GPU per second (tgs) as Megatron-DeepSpeed prints them: samples per "
+                                      "second × sequence length / world size"),
+    "tokens_sec_gpu": ("tokens_per_s_per_accelerator", "tokens/s per GPU", 1.0,
                        "tokens per GPU per second as a --log-throughput extension prints them"),
 }
-_RUNNING_AVG_COUNTS = (
-    "DeepSpeed engine's running average of samples per second over the steps so far (its own "
-    "timer; not the same count as Megatron's samples per second)"
+# Megatron-DeepSpeed's TFLOPs field: which FLOPs it counts depends on how it is printed.
+_TFLOPS_COUNTS = {
+    "colon": "TFLOPs: per GPU by Megatron-DeepSpeed's throughput calculator (throughput_calculator, " + _MDS + "): "
+             "it adds the recomputed forward pass when activation checkpointing is on",
+    "ds": "TFLOPs= as ALCF's training.py printed it (2024-04 to 2024-06): per GPU by the throughput calculator, "
+          "the recomputed forward added under activation checkpointing (" + _ALCF + "utils.py)",
+    "lm": "TFLOPs= as ALCF's training_log.py prints it (since 2025-06): per GPU by Megatron-LM's "
+          "num_floating_point_operations, model FLOPs without recomputation (" + _ALCF + "training_log.py)",
+    "eq": "TFLOPs= (ALCF key=value form) whose line names no logger: ALCF's training.py printed the throughput "
+          "calculator's count (recomputation added) there in 2024, its training_log.py prints Megatron-LM's "
+          "num_floating_point_operations (model FLOPs) since 2025-06; which one this is, the line does not say",
+}
+# DeepSpeed's throughput timer inside a Megatron-DeepSpeed log (deepspeed/utils/timer.py ThroughputTimer,
+# https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/utils/timer.py); the same wording as the
+# deepspeed format's, plus what Megatron-DeepSpeed's own gradient accumulation does to the timed span.
+_DS_TIMER = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/utils/timer.py"
+_DS_TIMER_FORMS = (
+    ("global_step", re.compile(r"epoch=\d{1,18}/micro_step=\d{1,18}/global_step=\d{1,18}, RunningAvgSamplesPerSec=")),
+    ("micro_step", re.compile(r"(?<![\d/])\d{1,18}/\d{1,18}, RunningAvgSamplesPerSec=")),
+    ("running_only", re.compile(r"(?<![\d/])\d{1,18}/\d{1,18}, SamplesPerSec=")),
 )
+_DS_TIMER_KV = re.compile(r"\b(RunningAvgSamplesPerSec|CurrSamplesPerSec|SamplesPerSec)=([^,\s]{0,64})")
+_TIMER_COUNTS = {
+    "global_step": (
+        "train_batch_size (the global batch, all data-parallel ranks) / the forward-to-step time of the micro-steps "
+        "of one global step on the printing rank (data loading outside the engine, evaluation and checkpoints left "
+        "out; DeepSpeed >= 0.8 ThroughputTimer, " + _DS_TIMER + ")"),
+    "micro_step": (
+        "train_micro_batch_size_per_gpu × data-parallel size (one micro-step's samples, all ranks) / one engine "
+        "micro-step's forward-to-step time on the printing rank (DeepSpeed 0.7 ThroughputTimer, " + _DS_TIMER + ")"),
+    "running_only": (
+        "train_micro_batch_size_per_gpu × data-parallel size (one micro-step's samples, all ranks) / one engine "
+        "micro-step's forward-to-step time on the printing rank (DeepSpeed < 0.7 ThroughputTimer, " + _DS_TIMER + ")"),
+}
+_UNDER_MEGATRON = ("; in a Megatron-DeepSpeed log forward() runs once per micro-batch and step() once per batch, "
+                   "and the timer restarts at each forward(), so each timed span runs from the batch's last "
+                   "forward() to the end of step()")
+_CURR_COUNTS = "CurrSamplesPerSec of the DeepSpeed engine, at each printed step: {what}"
+_RUNNING_COUNTS = ("{key} of the DeepSpeed engine, the running average since the timer's start (its first 2 steps "
+                   "left out; the last value printed): {what}")
+_NEOX_SPS = re.compile(r"samples/sec:\s{0,64}([^\s|]{0,64})\s{0,64}\|")
+_TFLOPS_EQ = re.compile(r"(?<![\w\]-])TFLOPs\s{0,8}=")
+# GPT-NeoX human_readable_flops: "%3.1f%s" with "", KFLOPS ... ZFLOPS, then "Yi" for 1e24 and above.
+_HUMAN_FLOPS = re.compile(r"([+-]?(?:\d{1,32}(?:\.\d{0,32})?|\.\d{1,32})(?:[eE][+-]?\d{1,4})?|nan|inf)"
+                          r"\s?(?:([KMGTPEZ]?)FLOPS|(Yi))?")
+_FLOPS_PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "Z": 1e21}
 
 
 # --- sniffing -------------------------------------------------------------------------------------
@@ -334,7 +399,8 @@ class _State:
     loads: list[int] = field(default_factory=list)
     load_ms: list[float] = field(default_factory=list)
     stated: dict[str, dict[Any, tuple[int, str]]] = field(default_factory=dict)
-    running_avg: list[tuple[int, float]] = field(default_factory=list)
+    ds_timer: list[tuple[int, str, float, float]] = field(default_factory=list)  # line, form, running, curr
+    tflops_form: dict[int, str] = field(default_factory=dict)  # record -> how its TFLOPs field was printed
     ds_at: tuple[int, str] | None = None  # the first line that shows DeepSpeed
     megatron_at: tuple[int, str] | None = None  # the first line in Megatron's own format
     first_raw: dict[str, str] = field(default_factory=dict)  # each column's first 'key: value'
@@ -438,6 +504,8 @@ def _fields(reader: Reader, st: _State, ln: int, rest: str, text: str) -> tuple[
                 value = math.nan
         except ValueError:
             value = _number(raw.strip())
+            if value is None and column in ("approx_flops_per_gpu", "mfu", "hfu"):
+                column, value = _unit_value(column, raw.strip())
         if value is not None:
             values[column] = value
             if column not in st.first_raw and len(st.first_raw) < _MAX_COLUMNS:
@@ -447,6 +515,20 @@ def _fields(reader: Reader, st: _State, ln: int, rest: str, text: str) -> tuple[
         elif key in st.text_fields or len(st.text_fields) < 64:
             st.text_fields[key] += 1
     return dur, unit, values
+
+
+def _unit_value(column: str, raw: str) -> tuple[str, float | None]:
+    """GPT-NeoX's values with units: ``approx flops per GPU: 123.4TFLOPS`` (FLOP/s) and ``MFU: 45.2%``
+    (column ``mfu_pct``, in percent as printed); ``None`` when the text is neither."""
+    if column == "approx_flops_per_gpu":
+        m = _HUMAN_FLOPS.fullmatch(raw)
+        value = _number(m.group(1)) if m else None
+        if m is None or value is None:
+            return column, None
+        return column, value * (1e24 if m.group(3) else _FLOPS_PREFIX[m.group(2) or ""])
+    if raw.endswith("%"):
+        return f"{column}_pct", _number(raw[:-1].strip())
+    return column, None
 
 
 def _record_head(text: str) -> re.Match[str] | None:
@@ -503,6 +585,7 @@ def _iteration(reader: Reader, st: _State, opts: Options, ln: int, text: str, m:
     dur, unit, values = got
     rec = st.rec
     fields, at = rec.fields, len(rec.line)
+    _claim_fields(reader, st, ln, text, m, values, at)
     for column, value in values.items():
         slot = fields.get(column)
         if slot is None:
@@ -524,6 +607,24 @@ def _iteration(reader: Reader, st: _State, opts: Options, ln: int, text: str, m:
         st.saw_megatron(ln, text)
     if st.ds_at is None and any(k in values for k in ("tflops", "lm_tflops", "ds_tflops", "samples_per_second")):
         st.saw_deepspeed(ln, text)
+
+
+def _claim_fields(reader: Reader, st: _State, ln: int, text: str, m: re.Match[str], values: dict[str, float],
+                  at: int) -> None:
+    """GPT-NeoX's ``samples/sec:`` printed before the iteration head, and how the line prints ``TFLOPs``
+    (``:`` upstream, ``=`` by ALCF's training.py or training_log.py: different counts, see _TFLOPS_COUNTS)."""
+    head = text[: m.start()]
+    if "samples/sec:" in head and (sm := _NEOX_SPS.search(head)) is not None:
+        value = _number(sm.group(1))
+        if value is None:
+            reader.bad(rules.NON_NUMERIC, line=ln, field="samples/sec", example=sm.group(0)[:200])
+        else:
+            values["samples_per_sec"] = value
+    if "tflops" in values:
+        if _TFLOPS_EQ.search(text, m.end()) is None:
+            st.tflops_form[at] = "colon"
+        else:
+            st.tflops_form[at] = "lm" if "training_log" in head else "ds" if "[training:" in head else "eq"
 
 
 # --- the line classifier: timers --------------------------------------------------------------------
@@ -831,17 +932,32 @@ def _memory(reader: Reader, st: _State, ln: int, text: str) -> bool:
     return bool(heads)
 
 
+def _ds_rate(reader: Reader, ln: int, text: str, values: dict[str, str], key: str) -> float:
+    """One throughput-timer value; NaN, counted with its line and field, when missing or not a rate."""
+    raw = values.get(key)
+    value = _number(raw) if raw is not None else None
+    if value is None:
+        reader.bad(rules.MISSING_FIELD if raw is None else rules.NON_NUMERIC, line=ln, field=key, example=text[:200])
+        return math.nan
+    if not (math.isfinite(value) and value >= 0):  # DeepSpeed prints -inf before its timer has a step
+        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (negative or not finite)", line=ln, field=key, example=text[:200])
+        return math.nan
+    return value
+
+
 def _deepspeed_line(reader: Reader, st: _State, ln: int, text: str) -> bool:
-    """DeepSpeed's ``RunningAvgSamplesPerSec=`` (a claim), and the first sign of DeepSpeed."""
+    """DeepSpeed's throughput-timer line (claims), and the first sign of DeepSpeed."""
     hit = False
-    if "RunningAvgSamplesPerSec=" in text and (m := _RUNNING_AVG.search(text)) is not None:
-        value = _number(m.group(1))
-        if value is None:
-            reader.bad(rules.NON_NUMERIC, line=ln, field="RunningAvgSamplesPerSec", example=text[:200])
-        elif not math.isnan(value):
-            st.running_avg.append((ln, value))
-        hit = True
-    if st.ds_at is None and ("DeepSpeed" in text or "[Rank" in text or "RunningAvg" in text):
+    if "SamplesPerSec=" in text:
+        form = next((name for name, rx in _DS_TIMER_FORMS if rx.search(text)), None)
+        if form is not None:
+            values = dict(_DS_TIMER_KV.findall(text))
+            running_key = "SamplesPerSec" if form == "running_only" else "RunningAvgSamplesPerSec"
+            running = _ds_rate(reader, ln, text, values, running_key)
+            curr = math.nan if form == "running_only" else _ds_rate(reader, ln, text, values, "CurrSamplesPerSec")
+            st.ds_timer.append((ln, form, running, curr))
+            hit = True
+    if st.ds_at is None and ("DeepSpeed" in text or "[Rank" in text or "SamplesPerSec=" in text):
         if _DS_EVIDENCE.search(text):
             st.saw_deepspeed(ln, text)
     return hit
@@ -1254,16 +1370,56 @@ def _facts(reader: Reader, st: _State, out: Parsed) -> None:
         out.fact("framework", name, f"{at}{seen[0]}", seen[1])
 
 
+def _claim(reader: Reader, out: Parsed, metric: str, values: list[float], unit: str, counts: str, where: str,
+           *, label: str, last: bool = False) -> None:
+    """One claim of the finite values (median, or the last one for a running average); the values that are
+    not finite are noted, not dropped silently."""
+    finite = [v for v in values if math.isfinite(v)]
+    if len(finite) < len(values):
+        reader.note(f"{len(values) - len(finite)} values of {label} are not finite numbers: left out of its claim")
+    if last and finite:
+        out.claim(Claim(metric, finite[-1], unit, counts, where, n=len(finite), statistic="last"))
+    elif not last:
+        out.claim(Claim.summarise(metric, finite, unit=unit, counts=counts, where=where))
+
+
+def _tflops_claims(reader: Reader, st: _State, out: Parsed) -> None:
+    """Megatron-DeepSpeed's ``TFLOPs``: one claim per way it was printed, each a different count."""
+    idx, vals = st.rec.fields["tflops"]
+    for form, counts in _TFLOPS_COUNTS.items():
+        mine = [(i, v) for i, v in zip(idx, vals, strict=True) if st.tflops_form.get(i) == form]
+        if mine:
+            _claim(reader, out, "tflops_per_accelerator", [v for _, v in mine], "TFLOP/s per GPU", counts,
+                   f"{reader.name}:{st.rec.line[mine[0][0]]}", label=f"TFLOPs ({form})")
+
+
+def _timer_claims(reader: Reader, st: _State, out: Parsed) -> None:
+    """DeepSpeed's CurrSamplesPerSec (median) and running average (last), one pair per timer spelling."""
+    tail = _UNDER_MEGATRON if len(st.rec) else ""
+    for form, what in _TIMER_COUNTS.items():
+        mine = [t for t in st.ds_timer if t[1] == form]
+        if not mine:
+            continue
+        where = f"{reader.name}:{mine[0][0]}"
+        if form != "running_only":
+            _claim(reader, out, "samples_per_s", [t[3] for t in mine], "samples/s",
+                   _CURR_COUNTS.format(what=what + tail), where, label="CurrSamplesPerSec")
+        key = "SamplesPerSec" if form == "running_only" else "RunningAvgSamplesPerSec"
+        _claim(reader, out, "samples_per_s", [t[2] for t in mine], "samples/s",
+               _RUNNING_COUNTS.format(key=key, what=what + tail), where, label=key, last=True)
+
+
 def _claims(reader: Reader, st: _State, out: Parsed) -> None:
-    """The throughput the log prints about itself, median over its lines."""
-    for column, (metric, unit, counts) in _CLAIMS.items():
+    """The throughput the log prints about itself, median over its lines (running averages: the last)."""
+    for column, (metric, unit, scale, counts) in _CLAIMS.items():
         if column not in st.rec.fields:
             continue
         idx, vals = st.rec.fields[column]
-        out.claim(Claim.summarise(metric, vals, unit=unit, counts=counts, where=f"{reader.name}:{st.rec.line[idx[0]]}"))
-    if st.running_avg:
-        out.claim(Claim.summarise("samples_per_s", [v for _, v in st.running_avg], unit="samples/s",
-                                  counts=_RUNNING_AVG_COUNTS, where=f"{reader.name}:{st.running_avg[0][0]}"))
+        _claim(reader, out, metric, [v * scale for v in vals], unit, counts, f"{reader.name}:{st.rec.line[idx[0]]}",
+               label=st.first_raw.get(column, column).split(":", 1)[0])
+    if "tflops" in st.rec.fields:
+        _tflops_claims(reader, st, out)
+    _timer_claims(reader, st, out)
 
 
 # --- parse -----------------------------------------------------------------------------------------------------
