@@ -366,3 +366,26 @@ def test_real_v5p_document_mfu_from_its_own_figures(realdata):  # noqa: F811
     assert s.steady_state_mfu == pytest.approx(tflop / float(np.mean(window)) / peak, rel=1e-9)
     assert s.steady_state_mfu == pytest.approx(doc_pct / 100, rel=0.01)
     assert abs(s.steady_state_mfu - 0.3303) > 0.03
+
+
+def test_log_whose_every_step_is_flagged_has_no_steady_state(tmp_path):
+    # One compile step and one step reported before its work was done: both flagged, so the
+    # steady-state MFU is unknown, and the reason says why (the numerator itself is known).
+    from mfu_toolkit.analysis import mfu_summary
+
+    head = "\n".join(NEW_FORM.splitlines()[:7]) + "\n"
+    text = head + ("completed step: 0, seconds: 31.731, TFLOP/s/device: 3.239, loss: 12.9\n"
+                   "completed step: 1, seconds: 0.050, TFLOP/s/device: 2055.4, loss: 12.9\n"
+                   "completed step: 2, seconds: 0.500, TFLOP/s/device: 205.5, loss: 12.9\n"
+                   "completed step: 3, seconds: 0.010, TFLOP/s/device: 10277.0, loss: 12.9\n")
+    run = _quiet(load_run, _write(tmp_path, text))
+    # median of steps 1-3 is 0.05 s: step 0 compile, step 2 (10 × the median) an outlier, step 3
+    # (a fifth of it) asynchronous dispatch; step 1 is the median itself and stays unflagged
+    assert run.steps["flag"].tolist() == ["compile", "", "outlier", "async_dispatch"]
+    only = _quiet(load_run, _write(tmp_path, head + "completed step: 0, seconds: 31.731, TFLOP/s/device: 3.239, "
+                                   "loss: 12.9\n", "one.log"))
+    assert only.steps["flag"].tolist() == ["compile"]
+    s = mfu_summary(only)
+    assert only.meta.model_flops_per_step == pytest.approx(102.77e12 * 8)
+    assert s.steady_state_mfu is None
+    assert "every useful timed step is flagged by the loader (1 compile)" in s.reasons["steady_state_mfu"]
