@@ -160,7 +160,8 @@ class Plausibility(_Frozen):
     ``ok``); ``message`` is the text to show a user.
     """
 
-    __slots__ = ("ok", "mfu", "dtype", "family", "n_accelerators", "reference", "basis", "causes", "message")
+    __slots__ = ("ok", "mfu", "dtype", "family", "n_accelerators", "reference", "basis", "causes", "message",
+                 "ceiling")
     ok: bool
     mfu: float
     dtype: str | None
@@ -170,6 +171,7 @@ class Plausibility(_Frozen):
     basis: str
     causes: tuple[str, ...]
     message: str
+    ceiling: Any  # achievable.Ceiling | None: the accelerator's achievable matmul fraction, where measured
 
 
 # --- reading and validating ------------------------------------------------------------------
@@ -349,13 +351,17 @@ def _causes(dtype: str | None, value: float) -> tuple[str, ...]:
 
 def check_mfu(mfu: float, *, dtype: str | None = None, family: str | None = None,
               n_accelerators: int | None = None,
-              figures: Iterable[PublishedMFU] | None = None) -> Plausibility:
-    """Compare an MFU (a fraction) with the highest published figure for its dtype, family and scale.
+              figures: Iterable[PublishedMFU] | None = None, accelerator: str | None = None) -> Plausibility:
+    """Compare an MFU (a fraction) with what is possible and what is published.
 
-    ``ok`` is False when ``mfu`` exceeds that figure: not an error, but no published run reaches it,
-    so the message lists the likely input mistakes. ``dtype`` is the dtype of the peak the MFU was
-    divided by. Values above 100 % are ``formulas.MFUAbove100Error``'s business (``formulas.mfu``
-    raises it); here they come back not ok, with a message that says so.
+    With ``accelerator`` measured in ``achievable_matmul.csv``, the limit is physical: ``ok`` is
+    False when ``mfu`` exceeds the accelerator's achievable matmul fraction at ``dtype`` (no model
+    FLOP runs faster than its best matmul). A figure above the highest published one but within that
+    ceiling is a record, not an error: ``ok`` is True and the message says so. Without such a
+    measurement ``ok`` is False when ``mfu`` exceeds the highest published figure for its dtype,
+    family and scale, and the message lists the likely input mistakes. ``dtype`` is the dtype of
+    the peak the MFU was divided by. Values above 100 % are ``formulas.MFUAbove100Error``'s business
+    (``formulas.mfu`` raises it); here they come back not ok, with a message that says so.
     """
     if isinstance(mfu, (bool, str)):
         raise TypeError(f"mfu must be a number (a fraction, 0.462 for 46.2 %); got {mfu!r}")
@@ -370,9 +376,13 @@ def check_mfu(mfu: float, *, dtype: str | None = None, family: str | None = None
     basis = ref.basis if ref is not None else "no published figure to compare with"
     tail = ("Values above 100% are not judged here: formulas.mfu() refuses them with MFUAbove100Error.")
 
+    from .achievable import matmul_ceiling
+
+    ceiling = matmul_ceiling(accelerator, d)
+
     def verdict(ok: bool, message: str, causes: tuple[str, ...] = ()) -> Plausibility:
         return Plausibility(ok=ok, mfu=value, dtype=d, family=f, n_accelerators=n, reference=ref,
-                            basis=basis, causes=causes, message=message)
+                            basis=basis, causes=causes, message=message, ceiling=ceiling)
 
     def listed(causes: tuple[str, ...]) -> str:
         return "Likely causes:\n" + "\n".join(f"  - {c}" for c in causes)
@@ -382,8 +392,16 @@ def check_mfu(mfu: float, *, dtype: str | None = None, family: str | None = None
         return verdict(False, f"MFU = {value:.2%} is above 100%: no accelerator exceeds its peak, so an input is "
                               "wrong. That is formulas.MFUAbove100Error's case (formulas.mfu() raises it), not a "
                               f"question of plausibility. {listed(causes)}", causes)
+    if ceiling is not None and value > ceiling.fraction:
+        causes = _causes(d, value)
+        return verdict(False, f"MFU {value:.2%} is above what this accelerator's matmuls achieve: "
+                              f"{ceiling.describe()}. No model FLOP runs faster than the best matmul, so an input "
+                              f"is likely wrong. {listed(causes)}", causes)
     if ref is None:
         return verdict(True, f"MFU {value:.2%}: {basis}.")
+    if ceiling is not None and value > ref.mfu:
+        return verdict(True, f"MFU {value:.2%} is above the {basis}: {ref.describe()}; but within the achievable "
+                             f"matmul ceiling {ceiling.describe()}: a record, possible on this hardware.")
     if value > ref.mfu:
         causes = _causes(d, value)
         return verdict(False, f"MFU {value:.2%} is above the {basis}: {ref.describe()}. Not an error, but no "

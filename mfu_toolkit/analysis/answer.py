@@ -526,11 +526,14 @@ def _plausibility_check(acc: Accounting, summ: Any) -> list[Check]:
     if best is None:
         return []
     family = preset_family(m.extra.get("preset") if isinstance(m.extra.get("preset"), str) else None)
-    p = check_mfu(best, dtype=m.dtype, family=family, n_accelerators=m.n_accelerators)
+    p = check_mfu(best, dtype=m.dtype, family=family, n_accelerators=m.n_accelerators, accelerator=m.accelerator)
     if p.ok:
         return [Check("plausibility", "ok", p.message)]
-    ref = f": {p.reference.describe()}" if p.reference is not None else ""
     causes = "; ".join(f"({i}) {c}" for i, c in enumerate(p.causes[:3], 1))
+    if p.ceiling is not None and best > p.ceiling.fraction:
+        return [Check("plausibility", "warn", f"MFU {_pct(best)} is above what this accelerator's matmuls achieve: "
+                      f"{p.ceiling.describe()}. Likely causes: {causes}")]
+    ref = f": {p.reference.describe()}" if p.reference is not None else ""
     return [Check("plausibility", "warn", f"MFU {_pct(best)} is above the {p.basis}{ref}. Not an error, but no "
                   f"published training run reaches it. Likely causes: {causes}")]
 
