@@ -566,6 +566,22 @@ def _restore(run: Run, overrides: Mapping[str, Any], warn: bool) -> Run:
     return run.replace(meta=meta)
 
 
+_FLOPS_FIELDS = ("model_flops_per_sample", "model_flops_per_token", "model_flops_per_step", "hardware_flops_per_step")
+
+
+def _without_log_flops(fields: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The format's meta fields, less the model FLOPs the log gave where the caller gives FLOPs of
+    their own (one FLOPs source: the caller's), with the caller's source named."""
+    if not any(overrides.get(k) is not None for k in _FLOPS_FIELDS[:3]):
+        return fields
+    for k in (*_FLOPS_FIELDS, "model_flops_source"):
+        fields.pop(k, None)
+    if overrides.get("model_flops_source") is None:
+        given = next(k for k in _FLOPS_FIELDS[:3] if overrides.get(k) is not None)
+        fields["model_flops_source"] = f"given: load_run({given}=)"
+    return fields
+
+
 def assemble(parsed: Parsed, reader: Reader, overrides: Mapping[str, Any] | None = None, *, warn: bool = True) -> Run:
     """Build the Run from a format's records: report, RunMeta, overrides, validation, one warning."""
     overrides = dict(overrides or {})
@@ -578,7 +594,7 @@ def assemble(parsed: Parsed, reader: Reader, overrides: Mapping[str, Any] | None
     ev = events if isinstance(events, pd.DataFrame) else pd.DataFrame(list(events or []))
     st = parsed.steps if isinstance(parsed.steps, pd.DataFrame) else pd.DataFrame(parsed.steps or {})
     rep.rows_kept = int(len(st) + len(ev) + (parsed.reductions.n_rows if parsed.reductions is not None else 0))
-    fields = dict(parsed.meta)
+    fields = _without_log_flops(dict(parsed.meta), overrides)
     fields.setdefault("name", Path(reader.display or reader.path).name)
     for f in parsed.facts:
         if f.name in _FILLS_META and fields.get(f.name) is None:
