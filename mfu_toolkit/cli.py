@@ -140,6 +140,14 @@ def _add_calc(sub: argparse._SubParsersAction) -> None:
 
 def _resolve_peak(args: argparse.Namespace) -> tuple[float, dict[str, Any]]:
     """Peak FLOP/s per accelerator and a description of where it came from."""
+    if args.dtype is not None:  # an unknown dtype is an error whether or not an accelerator is given
+        from . import hardware
+
+        try:
+            hardware.canonical_dtype(args.dtype)
+        except hardware.RegistryError:
+            raise UsageError(f"--dtype {args.dtype}: not a dtype the peak registry knows; expected one of "
+                             f"{', '.join(hardware.DTYPES)}") from None
     if args.accelerator and args.peak_tflops_per_gpu:
         raise UsageError("give either --accelerator or --peak-tflops-per-gpu, not both")
     if args.peak_tflops_per_gpu:

@@ -74,3 +74,12 @@ def test_an_unknown_dtype_is_an_error_with_or_without_an_accelerator(tmp_path, a
     with pytest.raises(InputError, match=r"fp9.*expected one of fp64.*bf16"):
         apply_inputs(load_run(log), dtype="fp9", accelerator=accelerator)
     assert "fp9" not in hardware.DTYPES
+
+
+@pytest.mark.parametrize("extra", [[], ["--accelerator", "H100"], ["--peak-tflops-per-gpu", "80"]])
+def test_mfu_calc_refuses_an_unknown_dtype_whatever_else_is_given(extra):
+    out = subprocess.run([sys.executable, "-m", "mfu_toolkit", "calc", "--model-flops-per-step", "2.4e15",
+                          "--step-seconds", "1.2", "--gpus", "128", "--dtype", "fp9", *extra],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--dtype fp9: not a dtype the peak registry knows" in out.stderr
+    assert "Traceback" not in out.stderr
