@@ -1,8 +1,9 @@
 """The framework callbacks name the slow rank of a real two-process DDP job.
 
-Two CPU processes under ``torchrun`` (gloo) train a tiny model with Lightning's DDP strategy, and
-again with the Hugging Face Trainer (which wraps the model in DDP through Accelerate); one rank
-sleeps ``SLEEP_S`` in every training step. Each launch trains three times in the same processes,
+Two CPU processes under ``torchrun`` (gloo) train a tiny model with Lightning's DDP strategy,
+again with the Hugging Face Trainer (which wraps the model in DDP through Accelerate), and in a
+plain loop over an FSDP model recorded with the callbacks' ``GradientSync`` (Lightning's FSDP
+strategy and the Trainer's FSDP need CUDA); one rank sleeps ``SLEEP_S`` in every training step. Each launch trains three times in the same processes,
 each into its own folder: rank 1 slowed, rank 0 slowed (so that naming rank 1 cannot happen by
 accident, e.g. because rank 0 does extra work), and rank 1 slowed with the gradient-sync timing
 switched off (the recorder as it was without it: no ``comm`` at all).
@@ -36,11 +37,14 @@ REQUIRE_ENV = "MFU_REQUIRE_TORCH"
 STEPS, SLEEP_S = 20, 0.05
 # name -> (slowed rank, gradient-sync timing on)
 CONFIGS = {"slow1": (1, True), "slow0": (0, True), "slow1_untimed": (1, False)}
-# Per-step share of steps whose slowest rank is the slowed one. Not 1.0: a step's busy time also
-# holds what no hook times and that differs between ranks, e.g. DDP's one-time bucket rebuild in
-# the second step, and on a loaded two-core machine a fast rank descheduled for more than the
-# sleep (50 ms) in its own compute. Measured: 20 of 20 steps in each of 12 runs on two shared
-# cores (see the report of the change); 0.8 leaves room for a few such steps per run.
+# Per-step share of steps whose slowest rank is the slowed one. Measured on the shared two-core
+# test machine: 20 of 20 steps in each of 36 timed runs (6 launches of each of the three jobs,
+# each slowing rank 1 then rank 0); untimed, Lightning named rank 1 in only 10-20 % of the steps
+# and HF in 30-50 %. The test asks for 0.8, not 1.0, because a per-step verdict compares the
+# slowed rank's sleep with what else differs between the ranks in that one step and is timed by
+# nothing: a fast rank descheduled for longer than the sleep inside its own compute on a loaded
+# machine, a garbage collection, DDP's one-time bucket rebuild (a broadcast in the second step's
+# forward) or its buffer broadcast for models with buffers. Rare over a run; in one step they win.
 MIN_STEP_SHARE = 0.8
 LAUNCH_TIMEOUT_S = 240
 
@@ -113,9 +117,42 @@ def _hf_train(folder: Path, slow: int, timed: bool, steps: int, sleep_s: float) 
     return [float(v) for v in torch.cat([p.detach().flatten() for p in model.parameters()])]
 
 
+def _fsdp_loop(folder: Path, slow: int, timed: bool, steps: int, sleep_s: float) -> list[float]:
+    """A plain loop over an FSDP model (what Lightning's FSDP strategy and the HF Trainer's FSDP
+    wrap with; both need CUDA, this runs on CPU) recorded with the callbacks' ``GradientSync``."""
+    import torch
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    from mfu_toolkit.record import StepRecorder
+    from mfu_toolkit.record.collectives import GradientSync
+
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # FSDP's notes on CPU use
+        model = FullyShardedDataParallel(torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                                             torch.nn.Linear(16, 1)), device_id=torch.device("cpu"))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    sync = GradientSync() if timed else None
+    head = {"grad_sync": sync.attach(model)} if sync is not None else {}
+    rec = StepRecorder(folder, header=head)
+    if sync is not None:
+        sync.bind(rec)
+    g = torch.Generator().manual_seed(int(os.environ["RANK"]))  # each rank its own data
+    for step in range(steps):
+        with rec.step(step=step, samples=4):
+            if rec.rank == slow:
+                time.sleep(sleep_s)
+            model(torch.randn(4, 8, generator=g)).pow(2).mean().backward()
+            opt.step()
+            opt.zero_grad()
+    rec.close()
+    with FullyShardedDataParallel.summon_full_params(model):  # every rank's full copy
+        return [float(v) for v in torch.cat([p.detach().flatten() for p in model.parameters()])]
+
+
 def _worker(argv: list[str]) -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--worker", choices=("lightning", "hf"), required=True)
+    p.add_argument("--worker", choices=("lightning", "hf", "fsdp"), required=True)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--steps", type=int, default=STEPS)
     p.add_argument("--sleep-s", type=float, default=SLEEP_S)
@@ -123,11 +160,15 @@ def _worker(argv: list[str]) -> None:
     import torch
 
     torch.set_num_threads(1)
-    train = _lightning_fit if a.worker == "lightning" else _hf_train
+    train = {"lightning": _lightning_fit, "hf": _hf_train, "fsdp": _fsdp_loop}[a.worker]
     rank = int(os.environ["RANK"])
+    if a.worker == "fsdp":  # the frameworks start their own group; the plain loop starts it here
+        torch.distributed.init_process_group("gloo")
     for name, (slow, timed) in CONFIGS.items():
         params = train(a.out / name, slow, timed, a.steps, a.sleep_s)
         (a.out / f"{name}.params.rank{rank}.json").write_text(json.dumps(params))
+    if a.worker == "fsdp":
+        torch.distributed.destroy_process_group()
 
 
 # --- the tests -----------------------------------------------------------------------------------
@@ -147,8 +188,10 @@ def _launch(kind: str, out: Path) -> Path:
     dist = _require("torch.distributed")
     if not dist.is_available() or not dist.is_gloo_available():
         pytest.skip("this PyTorch build has no gloo backend for torch.distributed")
-    _require("pytorch_lightning" if kind == "lightning" else "transformers")
+    if kind == "lightning":
+        _require("pytorch_lightning")
     if kind == "hf":
+        _require("transformers")
         _require("accelerate")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "--max-restarts=0",
            "--monitor-interval=0.1", __file__, "--worker", kind, "--out", str(out)]
@@ -163,7 +206,7 @@ def _launch(kind: str, out: Path) -> Path:
     return out
 
 
-@pytest.fixture(scope="module", params=["lightning", "hf"])
+@pytest.fixture(scope="module", params=["lightning", "hf", "fsdp"])
 def job(request, tmp_path_factory):
     kind = request.param
     return kind, _launch(kind, tmp_path_factory.mktemp(kind) / "rec")
@@ -195,7 +238,8 @@ def test_the_slowed_rank_is_named_first_and_in_most_steps(job, name):
     # the job's own settings: 2 ranks, optimizer steps numbered 0..STEPS-1 on each
     assert sorted(s["rank"].unique()) == [0, 1]
     assert sorted(s.loc[s["rank"] == 0, "step"]) == list(range(STEPS)) == sorted(s.loc[s["rank"] == 1, "step"])
-    assert all(_header(out / name, r)["grad_sync"].startswith("ddp comm hook") for r in (0, 1))
+    mode = "collectives (FSDP)" if kind == "fsdp" else "ddp comm hook"
+    assert all(_header(out / name, r)["grad_sync"].startswith(mode) for r in (0, 1))
     # named first: the top score and the first persistent straggler
     scores = ss.scores.set_index("rank")["score"]
     assert scores.idxmax() == slow and ss.persistent_ranks[:1] == [slow], ss.scores

@@ -11,7 +11,9 @@
 
 - ``recorder``     :class:`StepRecorder` (the contract), :func:`launch_info`;
 - ``folder``       the folder format (one JSON-lines file per rank and attempt), writer side;
-- ``collectives``  opt-in timing of ``torch.distributed`` collectives and DDP's all-reduce;
+- ``collectives``  timing of ``torch.distributed`` collectives and of DDP's and FSDP's gradient
+  synchronisation (``GradientSync``: on by default in the two callbacks, so that a slow rank's
+  peers waiting for it are not counted as busy);
 - ``lightning``    :class:`~mfu_toolkit.record.lightning.RecorderCallback` (``pytorch_lightning``
   or ``lightning``), imported on first use;
 - ``hf``           :class:`~mfu_toolkit.record.hf.RecorderTrainerCallback` (``transformers``);

@@ -1,6 +1,6 @@
-"""Opt-in timing of ``torch.distributed`` collectives and DDP's gradient all-reduce as ``comm``.
+"""Timing of ``torch.distributed`` collectives and DDP's gradient all-reduce as ``comm``.
 
-Two ways in, both feeding :meth:`StepRecorder.add_comm` with the interval during which a
+Three ways in, all feeding :meth:`StepRecorder.add_comm` with the interval during which a
 collective of this rank was in flight (overlapping ones count once):
 
 - :func:`patch_collectives` (``StepRecorder(..., time_collectives=True)``) wraps the collectives
@@ -10,9 +10,12 @@ collective of this rank was in flight (overlapping ones count once):
   completion of its future. Code that called ``dist.all_reduce`` through the module (DDP's
   Python hooks, FSDP, custom loops) is covered; a name imported before patching
   (``from torch.distributed import all_reduce``) is not.
-- :func:`register_ddp_hook` (``rec.watch_ddp(model)``) registers a DDP communication hook that
-  averages each gradient bucket exactly as DDP's default hook does and times it from the bucket's
-  launch (during backward) to its completion.
+- :func:`register_ddp_hook` (``rec.watch_ddp(model)``) registers a DDP communication hook
+  (:func:`timed_comm_hook`) that averages each gradient bucket exactly as DDP's default does and
+  times it from the bucket's launch (during backward) to its completion.
+- :class:`GradientSync` (on by default in the Lightning and Hugging Face callbacks) finds DDP
+  (that hook) or FSDP (its collectives, through :func:`patch_collectives`) on a model; its
+  docstring says why a comm hook and what it cannot see.
 
 Both measure host-side time. On CPU (gloo) a collective's future completes when the data has
 arrived; with NCCL a blocking call returns once the collective is queued on the GPU, so there
@@ -211,8 +214,10 @@ class GradientSync:
       for a slow one is spent there (DDP waits on the futures at the end of backward), so it counts
       as ``comm`` and leaves the rank's busy time. Chosen over timing ``backward()`` as a whole
       (which would count the rank's own gradient computation as communication) and over
-      ``patch_collectives`` (blind to the reducer). Cost: one Python callback per bucket (25 MB
-      of gradients by default), i.e. a few per step.
+      ``patch_collectives`` (blind to the reducer). Cost: DDP runs a Python hook instead of its
+      built-in C++ one, about 25 µs more per bucket (25 MB of gradients by default), of which the
+      timing itself is about 1 µs (22 buckets of a one-rank gloo job: 2.14 ms per step with the
+      built-in hook, 2.66 ms with torch's own Python ``allreduce_hook``, 2.68 ms with this one).
     - FSDP (``FullyShardedDataParallel`` or ``fully_shard``): its all-gathers and reduce-scatters
       go through ``torch.distributed``'s functions, so :func:`patch_collectives` times them.
 
