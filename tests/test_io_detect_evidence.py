@@ -213,3 +213,19 @@ def test_two_candidates_that_both_read_records_are_still_ambiguous(tmp_path, mon
                              detect.Candidate("nemo", 0.85, 3, 3, "read 3 step rows")])
     with pytest.raises(LoadError, match=r"ambiguous format: torchtitan \(0\.90\), nemo \(0\.85\).*read 105 step rows"):
         detect._check_ambiguity(p, ranking)
+
+
+def test_a_saved_run_reads_back_equal_when_its_bytes_quote_another_formats_signature(tmp_path):
+    # A saved NeMo Run quotes NeMo's certain signature ("train_step_timing in s") in its report, so two
+    # formats are certain of the parquet file; the evidence picks run_parquet, and adds no note to the
+    # saved report (before the evidence stage, this was an ambiguity error).
+    from mfu_toolkit.run import save_run
+
+    src = realdata_dir("nemo", "NVIDIA_NeMo_resiliency-demo_cell14_baseline.extracted.log")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = load_run(src)
+    saved = save_run(run, tmp_path / "r.parquet")
+    scores = sniff_all(saved)
+    assert scores["run_parquet"] == 1.0 and scores["nemo"] == 1.0
+    assert rank_formats(saved).best == "run_parquet" and load_run(saved) == run

@@ -100,10 +100,8 @@ def _load(p: Path, format: str, *, strict: bool, display: str | None, kwargs: di
             raise
         raise LoadError(str(exc).replace(str(p), display)) from None
     if len(ranking.candidates) == 1:
-        run = base.load(get_loader(ranking.best), p, strict=strict, display=display, **kwargs)
-        for text in ranking.notes:
-            run.meta.report.note(text)
-        return run
+        return _with_notes(base.load(get_loader(ranking.best), p, strict=strict, display=display, **kwargs),
+                           ranking.best, ranking.notes)
     return _first_that_reads(ranking, p, strict=strict, display=display, kwargs=kwargs)
 
 
@@ -169,19 +167,28 @@ def _noted(chosen: _Tried, ranking: Ranking, tried: list[_Tried]) -> Run:
     """The chosen Run with notes on how its format was chosen, its load's warnings issued again."""
     run = chosen.run
     assert run is not None
-    for text in ranking.notes:
-        run.meta.report.note(text)
+    notes = list(ranking.notes)
     if tried:
         first, rest = tried[0], tried[1:]
         none_read = chosen in tried  # no candidate read records: the first that read facts is used
-        run.meta.report.note(
+        notes.append(
             f"format: {first.candidate.describe()} was tried first and "
             + ("kept" if first is chosen else "passed over") + f": {first.why}"
             + "".join(f"; then {t.candidate.name}: {t.why}" for t in rest)
             + f"; read as {chosen.candidate.name}"
             + (", the first candidate that read what the log states (none read records)" if none_read else ""))
+    _with_notes(run, chosen.candidate.name, notes)
     for w in chosen.caught:  # from here: _noted, _first_that_reads, _load, load_run, then the caller
         warnings.warn(w.message, w.category, stacklevel=5)
+    return run
+
+
+def _with_notes(run: Run, name: str, notes: Any) -> Run:
+    """``run`` with the detection notes in its report, unless it is a saved Run read back (its
+    report is the one it was saved with: a saved Run reads back equal)."""
+    if run.meta.report.format == name:
+        for text in notes:
+            run.meta.report.note(text)
     return run
 
 
