@@ -540,3 +540,136 @@ def test_the_format_regexes_take_linear_time_on_an_80_kb_line(ch):
 
     prefixes = ("", '"cat": "kernel", "name": "', '"log_history": ', "{'loss': ", "gpu.0.", "rank")
     assert_regexes_linear(kineto, ch, prefixes=prefixes, anchored=ANCHORED)
+
+
+# --- a rank whose deviceProperties name no device; MTIA devices -------------------------------------------
+A100 = ("kineto", "HTA_nccl_parser_config_nccl_data_rank0_ws2_A100.json.gz")
+_DEV_COLS = ["compute_s", "comm_s", "gpu_busy_s", "gpu_idle_s"]
+
+
+def _props_span(raw: str) -> tuple[int, int]:
+    """Start and end (past the closing bracket) of the raw deviceProperties list, bracket counting."""
+    i = raw.index("[", raw.index('"deviceProperties"'))
+    depth = 0
+    for j in range(i, len(raw)):
+        depth += {"[": 1, "]": -1}.get(raw[j], 0)
+        if depth == 0:
+            return i, j + 1
+    raise AssertionError("unbalanced deviceProperties")
+
+
+def _a100_variant(tmp_path: Path, how: str) -> Path:
+    """The real A100 trace with its deviceProperties emptied (as Kineto writes it when the device
+    query fails: ``"deviceProperties": [\\n  ],``) or removed (older Kineto built without CUPTI)."""
+    raw = gzip.decompress(realdata_dir(*A100).read_bytes()).decode()
+    i, j = _props_span(raw)
+    if how == "empty":
+        raw = raw[:i] + "[\n  ]" + raw[j:]
+    else:
+        start = raw.rindex("\n", 0, raw.index('"deviceProperties"'))
+        raw = raw[:start] + raw[j:].lstrip()[1:]  # the key, its list and the comma after it
+    p = tmp_path / f"rank0_{how}.json.gz"
+    p.write_bytes(gzip.compress(raw.encode()))
+    return p
+
+
+@pytest.mark.parametrize("how", ["empty", "absent"])
+def test_a_trace_whose_device_properties_name_no_device(tmp_path, how):
+    from mfu_toolkit.io import detect_format, load_run
+
+    p = _a100_variant(tmp_path, how)
+    assert detect_format(p) == "kineto"
+    run, real = load_quiet(p, cache=False), load_quiet(realdata_dir(*A100), cache=False)
+    assert run.meta.accelerator is None and not [f for f in run.meta.facts if f["name"] == "accelerator"]
+    assert real.meta.accelerator is not None  # the unedited trace names its GPU
+    note = next(n for n in run.meta.report.notes if "no device named" in n)
+    if how == "empty":  # the line of the key in the variant's raw text
+        text = gzip.decompress(p.read_bytes()).decode()
+        line = text.count("\n", 0, text.index('"deviceProperties"')) + 1
+        assert f"deviceProperties is empty (rank0_empty.json.gz:{line})" in note
+    else:
+        assert "no trace has deviceProperties" in note
+    assert "not assumed" in note and "accelerator=" in note
+    # the device events are still read: the step table is the unedited trace's
+    assert np.allclose(run.steps[_DEV_COLS].to_numpy(), real.steps[_DEV_COLS].to_numpy())
+    assert load_run(p, cache=False).meta.source_format == "kineto"
+
+
+def test_a_cpu_only_rank_leaves_device_time_unknown(tmp_path):
+    doc = json.loads(gzip.decompress(realdata_dir(*A100).read_bytes()))
+    doc["deviceProperties"] = []
+    device = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "cuda_runtime", "ac2g"}
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") not in device]
+    p = tmp_path / "cpu_rank0.json.gz"
+    p.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    for fast in (True, False):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(kineto, "FAST_PATH", fast)
+            run = load_quiet(p, cache=False)
+        # the steps are still read (3 ProfilerStep spans in the real trace), their device time unknown
+        assert len(run.steps) == 3 and run.steps[_DEV_COLS].isna().all().all()
+        assert any("no device activity" in n and "unknown (left missing), not zero" in n for n in run.meta.report.notes)
+
+
+def test_a_kineto_header_with_long_metadata_is_recognised(tmp_path):
+    # newer PyTorch writes every process group's config into distributedInfo before traceEvents
+    doc = json.loads(gzip.decompress(realdata_dir("kineto", "HTA_trace_filter_sampled_rank-0_ws128.json.gz").read_bytes()))
+    head = {"schemaVersion": 1, "deviceProperties": [], "distributedInfo": dict(doc["distributedInfo"])}
+    head["distributedInfo"]["pg_config"] = [{"pg_name": str(i), "pg_desc": "undefined", "backend_config": "cuda:nccl",
+                                             "pg_size": 128, "ranks": list(range(128))} for i in range(40)]
+    p = tmp_path / "rank0.json"
+    p.write_text(json.dumps({**head, "traceEvents": doc["traceEvents"]}, indent=2))
+    assert p.read_bytes().index(b'"traceEvents"') > 8192
+    assert kineto.sniff(p, read_head(p)) >= 0.9 and kineto.sniff(tmp_path, b"") >= 0.85
+    assert len(load_quiet(tmp_path, cache=False).steps) == len(load_quiet(realdata_dir("kineto", "HTA_trace_filter_sampled_rank-0_ws128.json.gz"), cache=False).steps)
+
+
+def _mtia_trace(path: Path, props: list, backend: str = "mtia:hccl,cpu:gloo") -> Path:
+    """A trace in the form of HTA's MTIA test traces (tests/data/mtia_trace_single_rank,
+    mtia_inference_trace; https://github.com/facebookresearch/HolisticTraceAnalysis): device events
+    in category mtia_ccp_events, dma_request memory transfers, hccl:: collectives."""
+    evs = [
+        ev("user_annotation", "ProfilerStep#1", 1000, 1000, tid=1),
+        ev("mtia_ccp_events", "fc-dtype_Float", 1100, 300, tid=801),
+        ev("mtia_ccp_events", "add-dtype_Float", 1300, 200, tid=802),  # overlaps fc by 100
+        ev("mtia_ccp_events", "dma_request", 1600, 50, tid=801, direction="DEVICE_TO_HOST", size=16),
+        ev("mtia_ccp_events", "hccl::all_reduce", 1700, 150, tid=803),
+        ev("mtia_runtime", "runFunction - job_prep_and_submit_for_execution", 1050, 20, tid=1),
+    ]
+    doc = {"schemaVersion": 1, "deviceProperties": props,
+           "distributedInfo": {"backend": backend, "rank": 0, "world_size": 1}, "traceEvents": evs}
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
+ARTEMIS = {"id": 17, "name": "ARTEMIS", "runtimeMajorVersion": 1, "runtimeMinorVersion": 30, "maxGridHeight": 8, "maxGridWidth": 8}
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_an_mtia_trace_names_its_device_and_reads_its_device_events(tmp_path, fast, monkeypatch):
+    monkeypatch.setattr(kineto, "FAST_PATH", fast)
+    run = load_quiet(_mtia_trace(tmp_path / "mtia_rank0.json", [ARTEMIS]), cache=False)
+    fact = next(f for f in run.meta.facts if f["name"] == "accelerator")
+    assert fact["value"] == "ARTEMIS" and fact["source"] == "stated" and "an MTIA device" in fact["text"]
+    assert fact["where"].endswith("mtia_rank0.json:3")  # the line of "deviceProperties" in the file written above
+    s = run.steps.iloc[0]
+    # by hand: compute = [1100,1500) = 400 µs; comm (hccl) = 150; busy = 400 + 50 (dma) + 150
+    assert s["compute_s"] == pytest.approx(400e-6) and s["comm_s"] == pytest.approx(150e-6)
+    assert s["gpu_busy_s"] == pytest.approx(600e-6) and s["gpu_idle_s"] == pytest.approx(400e-6)
+    k = run.tables["kernels"].set_index("category")
+    assert k.loc["memory", "count"] == 1 and k.loc["comm", "count"] == 1 and k.loc["compute", "count"] == 2
+
+
+def test_an_mtia_trace_without_device_properties_says_mtia_not_a_name(tmp_path):
+    run = load_quiet(_mtia_trace(tmp_path / "mtia_rank0.json", []), cache=False)
+    assert run.meta.accelerator is None
+    note = next(n for n in run.meta.report.notes if "no device named" in n)
+    assert "mtia:hccl,cpu:gloo" in note and "MTIA of a generation the trace does not name" in note
+    assert run.steps["gpu_busy_s"].iloc[0] == pytest.approx(600e-6)  # its device events are read all the same
+
+
+def test_a_gpu_device_with_mtia_like_keys_is_not_called_mtia(tmp_path):
+    gpu = {"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "maxGridHeight": 65535}
+    run = load_quiet(_mtia_trace(tmp_path / "rank0.json", [gpu], backend="nccl"), cache=False)
+    fact = next(f for f in run.meta.facts if f["name"] == "accelerator")
+    assert fact["value"] == "NVIDIA H100 80GB HBM3" and "MTIA" not in fact["text"]

@@ -146,9 +146,20 @@ class Options:
 
 _STEP, _COMPUTE, _COMM, _MEM, _BAD = 0, 1, 2, 3, 9
 _CATEGORIES = ("compute", "comm", "memory")
-_COMM_WORDS = ("nccl", "rccl")  # in a kernel's name, any case: a communication kernel
+_COMM_WORDS = ("nccl", "rccl", "hccl")  # in a kernel's name, any case: a communication kernel
 _STEP_CATS = {"user_annotation", "cpu_op", "operator", "python_function"}
-_KERNEL_CATS = {"kernel"}
+# Device kernels: CUDA/ROCm ``kernel``; MTIA's on-device ``mtia_ccp_events`` (Kineto's MTIA_CCP_EVENTS,
+# "MTIA ondevice CCP events", libkineto/include/ActivityType.h), whose ``dma*`` events are memory
+# transfers and ``hccl::*`` collectives (as HTA groups them: hta/common/types.py).
+_KERNEL_CATS = {"kernel", "mtia_ccp_events"}
+_MTIA_CAT = "mtia_ccp_events"
+_MTIA_MEM_PREFIX = "dma"
+# Keys of an MTIA device in deviceProperties (the MTIA runtime's, written by its Kineto plugin; a
+# CUDA/ROCm device has computeMajor, warpSize, numSms instead), as in HTA's MTIA test trace
+# tests/data/mtia_inference_trace/mtia_inference_rank_0.json.gz: {"id": 17, "name": "ARTEMIS",
+# "runtimeMajorVersion": 1, "runtimeMinorVersion": 30, "maxGridHeight": 8, "maxGridWidth": 8}.
+_MTIA_PROP_KEYS = ("runtimeMajorVersion", "maxGridHeight", "maxGridWidth")
+_TABLES_VERSION = 2  # bumps the rank caches when what a rank's table holds changes
 _MEM_CATS = {"gpu_memcpy", "gpu_memset", "memcpy", "memset"}
 _RANK_NAME_RE = re.compile(r"rank[-_]?(\d{1,9})(?!\d)", re.IGNORECASE)
 _WS_RE = re.compile(r"[\s,]*")
@@ -159,6 +170,11 @@ _CLOCK_STEPS = 5.0
 _POOL_MIN_BYTES = 64 * 2**20  # below this many inflated bytes in all, files are parsed in this process
 _WORLD_TEXT = ("a PyTorch world size counts framework devices: one per GPU, but two per "
                "MI250X/MI250 package (one rank per GCD)")
+
+
+# The first key Kineto's ChromeTraceLogger writes (libkineto/src/output_json.cpp, handleTraceStart),
+# then deviceProperties (an empty list on a rank that saw no GPU) or the metadata.
+_KINETO_HEADER_RE = re.compile(rb'\{\s*"schemaVersion"\s*:\s*\d{1,6}\s*,\s*"(?:deviceProperties|distributedInfo|record_shapes|displayTimeUnit|baseTimeNanoseconds|trace_id)"')
 
 
 def sniff(path: Path, head: bytes) -> float:
@@ -179,6 +195,8 @@ def _sniff_head(head: bytes) -> float:
     h = head.lstrip()
     if h[:1] not in (b"{", b"["):
         return 0.0
+    if _KINETO_HEADER_RE.match(h) and b'"traceEvents"' not in head:
+        return 0.9  # Kineto's header; its traceEvents come after metadata longer than the head
     if b'"traceEvents"' in head:
         kineto_keys = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"', b'"cpu_op"', b'"kernel"', b"ProfilerStep#")
         return 0.95 if any(k in head for k in kineto_keys) else 0.6
@@ -234,7 +252,10 @@ def _hook(d: dict[str, Any]) -> Any:
     extra = 0
     if c in _KERNEL_CATS:
         name = d.get("name")
-        code = _COMM if isinstance(name, str) and _is_comm(name) else _COMPUTE
+        if c == _MTIA_CAT and isinstance(name, str) and name.startswith(_MTIA_MEM_PREFIX):
+            code = _MEM
+        else:
+            code = _COMM if isinstance(name, str) and _is_comm(name) else _COMPUTE
     elif c in _MEM_CATS:
         code = _MEM
     elif c in _STEP_CATS:
@@ -278,7 +299,7 @@ _CAT_GRAM = int.from_bytes(b'cat"', "little")
 # other layout are decoded.
 _NUM = rb"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
 _GPU_CAT_RE = re.compile(
-    rb'"cat"\s*:\s*"((?i:kernel|gpu_memcpy|gpu_memset|memcpy|memset))"'
+    rb'"cat"\s*:\s*"((?i:kernel|mtia_ccp_events|gpu_memcpy|gpu_memset|memcpy|memset))"'
     rb'(?:\s*,\s*"name"\s*:\s*"([^"\\]*)"\s*,'
     rb'\s*"pid"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,\s*"tid"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,'
     rb'\s*"ts"\s*:\s*(' + _NUM + rb')\s*,\s*"dur"\s*:\s*(' + _NUM + rb')\s*[,}])?'
@@ -298,10 +319,13 @@ def _quick(buf: bytearray, s: int, h: int, g: re.Match[bytes]) -> tuple | None:
     t, d = float(ts), float(dur)
     if not (math.isfinite(t) and math.isfinite(d) and d >= 0):
         return None
-    if cat == b"kernel" or cat.lower() == b"kernel":
+    low_cat = cat.lower()
+    if low_cat == b"kernel" or low_cat == b"mtia_ccp_events":
+        if low_cat != b"kernel" and name.startswith(b"dma"):  # _MTIA_MEM_PREFIX
+            return (_MEM, t, d, 0)
         if name.isascii():
             low = name.lower()
-            comm = b"nccl" in low or b"rccl" in low  # _COMM_WORDS
+            comm = b"nccl" in low or b"rccl" in low or b"hccl" in low  # _COMM_WORDS
         else:
             comm = _is_comm(name.decode("utf-8"))
         return (_COMM if comm else _COMPUTE, t, d, 0)
@@ -763,6 +787,7 @@ class _Trace:
     devices: list[str] = field(default_factory=list)
     base_ns: int | float | None = None
     lines: dict[str, int] = field(default_factory=dict)  # line of each top-level key found
+    mtia: list[str] = field(default_factory=list)  # device names whose properties are an MTIA device's
 
 
 def _key_lines(raw: bytes | bytearray) -> dict[str, int]:
@@ -886,7 +911,9 @@ def _doc_facts(tr: _Trace, doc: dict[str, Any], reader: Reader) -> None:
     tr.backend = backend[:80] if isinstance(backend, str) else None
     props = doc.get("deviceProperties")
     if isinstance(props, list):
-        tr.devices = sorted({p["name"][:200] for p in props if isinstance(p, dict) and isinstance(p.get("name"), str)})
+        named = [p for p in props if isinstance(p, dict) and isinstance(p.get("name"), str)]
+        tr.devices = sorted({p["name"][:200] for p in named})
+        tr.mtia = sorted({p["name"][:200] for p in named if any(k in p for k in _MTIA_PROP_KEYS) and "computeMajor" not in p})
     base = doc.get("baseTimeNanoseconds")
     ok = isinstance(base, (int, float)) and not isinstance(base, bool) and abs(base) < 2**63 and math.isfinite(base)
     tr.base_ns = base if ok else None
@@ -984,6 +1011,12 @@ def _rank_tables(tr: _Trace, rank: int, reader: Reader) -> tuple[dict[str, np.nd
     busy = (_covered(us, ue, se) - _covered(us, ue, ss)) / 1e6
     cols["gpu_busy_s"] = busy
     cols["gpu_idle_s"] = np.maximum((se - ss) / 1e6 - busy, 0.0)
+    if not any(len(a) for a in all_s):  # no device event at all: the device's time is unknown, not idle
+        for c in ("compute_s", "comm_s", "gpu_busy_s", "gpu_idle_s"):
+            cols[c] = np.full(len(sn), np.nan)
+        reader.note(f"rank {rank}: the trace holds no device activity (kernels, memory copies): a CPU-only rank, "
+                    "or a profiler that recorded no device; compute, communication and device busy/idle time are "
+                    "unknown (left missing), not zero")
     if outside > 1.0:  # µs; below that it is rounding
         reader.note(f"rank {rank}: {outside / 1e6:.6f} s of GPU activity lies outside every ProfilerStep span (not counted)")
     return cols, kern, base
@@ -1114,11 +1147,24 @@ def _job_facts(out: Parsed, traces: list[_Trace], reader: Reader) -> int | None:
     names = sorted({d for tr in traces for d in tr.devices})
     if len(names) == 1:
         tr = next(t for t in traces if t.devices)
+        mtia = f" (an MTIA device: {', '.join(_MTIA_PROP_KEYS[:2])} are the MTIA runtime's properties)" if names[0] in tr.mtia else ""
         out.fact("accelerator", names[0], f"{tr.where}:{tr.lines.get('deviceProperties', 1)}",
-                 f'deviceProperties[].name "{names[0]}"')
+                 f'deviceProperties[].name "{names[0]}"{mtia}')
     elif names:
         reader.note(f"deviceProperties name {len(names)} kinds of device ({', '.join(names)}): no accelerator stated")
+    else:
+        _no_device_named(traces, reader)
     return world
+
+
+def _no_device_named(traces: list[_Trace], reader: Reader) -> None:
+    """The note for traces whose deviceProperties name no device: the accelerator stays unknown."""
+    empty = [f"{Path(t.where).name}:{t.lines['deviceProperties']}" for t in traces if "deviceProperties" in t.lines]
+    how = f"deviceProperties is empty ({', '.join(empty[:3])})" if empty else "no trace has deviceProperties"
+    mtia = sorted({t.backend for t in traces if t.backend and "mtia" in t.backend.lower()})
+    hint = (f"; the process group backend ({mtia[0]}) is MTIA's, so the device is an MTIA of a generation the "
+            "trace does not name") if mtia else " (a CPU-only rank, or a profiler that saw no GPU)"
+    reader.note(f"{how}: no device named{hint}; the accelerator is unknown, not assumed: pass accelerator= to state it")
 
 
 # --- one rank file: what a worker process (or a Spark task) computes -----------------------------
@@ -1148,7 +1194,8 @@ def _parse_rank(reader: Reader) -> kr.RankPart:
     label = tr.rank if tr.rank is not None else (int(m.group(1)) if m and int(m.group(1)) <= _MAX_RANK else -1)
     res = _rank_tables(tr, label, reader)
     info = {"where": tr.where, "rank": tr.rank, "world_size": tr.world_size, "backend": tr.backend,
-            "devices": tr.devices, "base_ns": tr.base_ns, "lines": tr.lines, "base": None if res is None else res[2]}
+            "devices": tr.devices, "mtia": tr.mtia, "base_ns": tr.base_ns, "lines": tr.lines,
+            "base": None if res is None else res[2]}
     cols = {} if res is None else _wide(res[0], res[1])
     return kr.RankPart(str(reader.path), cols, info, kr.report_dict(reader.report))
 
@@ -1160,7 +1207,7 @@ def _rank_reader(path: str, strict: bool, limits: Limits | None, root: str | Non
 
 def _key(reader: Reader) -> dict[str, Any] | None:
     """The cache key of a rank file: its size and mtime, and the settings that shape its parse."""
-    settings = f"fast={FAST_PATH};strict={reader.strict};file={reader.file};limits={reader.limits}"
+    settings = f"tables={_TABLES_VERSION};fast={FAST_PATH};strict={reader.strict};file={reader.file};limits={reader.limits}"
     try:
         return kr.cache_key(reader.path, settings)
     except OSError:
@@ -1215,7 +1262,7 @@ def _as_trace(part: kr.RankPart) -> _Trace:
     i, empty = part.info, np.empty(0)
     return _Trace(Path(part.path), i["where"], empty.astype(np.int8), empty, empty, empty.astype(np.int64),
                   rank=i["rank"], world_size=i["world_size"], backend=i["backend"], devices=list(i["devices"]),
-                  base_ns=i["base_ns"], lines=dict(i["lines"]))
+                  base_ns=i["base_ns"], lines=dict(i["lines"]), mtia=list(i.get("mtia", [])))
 
 
 def _usable(reader: Reader, files: list[Path], parts: list[kr.RankPart]) -> tuple[list[Path], list[kr.RankPart]]:
