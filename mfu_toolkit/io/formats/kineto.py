@@ -4,8 +4,12 @@ One trace file per rank (``.json`` or ``.json.gz``; ``ts``/``dur`` in µs). What
 
 - Steps: the CPU-side ``ProfilerStep#N`` annotations (``user_annotation``/``cpu_op``; the GPU
   copies in ``gpu_user_annotation`` are ignored). One row per (rank, step), ``timing = "exact"``.
-- GPU activity: ``kernel`` events, split by name into communication (NCCL/RCCL kernels) and
-  compute (every other kernel), plus ``gpu_memcpy``/``gpu_memset`` (memory). Each is clipped to
+- GPU activity: ``kernel`` events, split by name into communication (NCCL/RCCL/HCCL kernels) and
+  compute (every other kernel), plus ``gpu_memcpy``/``gpu_memset`` (memory). MTIA's on-device
+  events (``mtia_ccp_events``) are kernels too: ``dma*`` ones memory, ``hccl::*`` communication.
+  A trace with no device event at all (a CPU-only rank, or a profiler that recorded no device)
+  leaves ``compute_s``, ``comm_s``, ``gpu_busy_s`` and ``gpu_idle_s`` missing, with a note: unknown,
+  not idle. Each is clipped to
   the step span it overlaps (a kernel crossing a boundary is split between the two steps).
 - Per step: ``compute_s`` and ``comm_s`` are the time covered by compute / communication kernels
   (union of their intervals, so kernels overlapping on several streams count once; the sum of
@@ -19,8 +23,15 @@ One trace file per rank (``.json`` or ``.json.gz``; ``ts``/``dur`` in µs). What
   of 0) is counted under ``value out of range`` with its file, line and field.
 
 Facts (each with its file and line): ``accelerator`` is the ``deviceProperties[].name`` as
-printed (``NVIDIA A100-PG509-200``; ROCm names an MI250 GCD ``AMD Radeon Graphics``), when the
-traces name one kind of device; ``n_ranks`` is ``distributedInfo.world_size`` when the traces
+printed (``NVIDIA A100-PG509-200``; ROCm names an MI250 GCD ``AMD Radeon Graphics``; an MTIA
+device, whose entry holds the MTIA runtime's ``runtimeMajorVersion``/``maxGridHeight`` instead
+of CUDA's ``computeMajor``, its name such as ``ARTEMIS``, the fact's text saying it is an MTIA
+device), when the traces name one kind of device. A ``deviceProperties`` that is empty (Kineto
+writes ``[]`` when the device query fails or there is no GPU) or absent names none: the
+accelerator stays unknown and a note says so (naming an ``mtia:hccl`` process-group backend
+when there is one), never a guess. A file whose head is Kineto's header (``{"schemaVersion":
+N, "deviceProperties": ...``) is a trace even when its metadata pushes ``traceEvents`` past the
+sniffed head; ``n_ranks`` is ``distributedInfo.world_size`` when the traces
 agree on it, and ``n_accelerators`` the same number: a PyTorch world size counts framework
 devices, one per GPU but two per MI250X/MI250 package (one per GCD), as the fact's text says.
 
