@@ -1370,27 +1370,29 @@ def _facts(reader: Reader, st: _State, out: Parsed) -> None:
         out.fact("framework", name, f"{at}{seen[0]}", seen[1])
 
 
-def _claim(reader: Reader, out: Parsed, metric: str, values: list[float], unit: str, counts: str, where: str,
+def _claim(reader: Reader, out: Parsed, metric: str, pairs: list[tuple[float, int]], unit: str, counts: str,
            *, label: str, last: bool = False) -> None:
-    """One claim of the finite values (median, or the last one for a running average); the values that are
-    not finite are noted, not dropped silently."""
-    finite = [v for v in values if math.isfinite(v)]
-    if len(finite) < len(values):
-        reader.note(f"{len(values) - len(finite)} values of {label} are not finite numbers: left out of its claim")
-    if last and finite:
-        out.claim(Claim(metric, finite[-1], unit, counts, where, n=len(finite), statistic="last"))
-    elif not last:
-        out.claim(Claim.summarise(metric, finite, unit=unit, counts=counts, where=where))
+    """One claim of the finite values of ``(value, line)`` pairs (median, or the last one for a running
+    average), where the first of them is; the values that are not finite are noted, not dropped silently."""
+    finite = [(v, ln) for v, ln in pairs if math.isfinite(v)]
+    if len(finite) < len(pairs):
+        reader.note(f"{len(pairs) - len(finite)} values of {label} are not finite numbers: left out of its claim")
+    if not finite:
+        return
+    where = f"{reader.name}:{finite[0][1]}"
+    if last:
+        out.claim(Claim(metric, finite[-1][0], unit, counts, where, n=len(finite), statistic="last"))
+    else:
+        out.claim(Claim.summarise(metric, [v for v, _ in finite], unit=unit, counts=counts, where=where))
 
 
 def _tflops_claims(reader: Reader, st: _State, out: Parsed) -> None:
     """Megatron-DeepSpeed's ``TFLOPs``: one claim per way it was printed, each a different count."""
     idx, vals = st.rec.fields["tflops"]
     for form, counts in _TFLOPS_COUNTS.items():
-        mine = [(i, v) for i, v in zip(idx, vals, strict=True) if st.tflops_form.get(i) == form]
+        mine = [(v, st.rec.line[i]) for i, v in zip(idx, vals, strict=True) if st.tflops_form.get(i) == form]
         if mine:
-            _claim(reader, out, "tflops_per_accelerator", [v for _, v in mine], "TFLOP/s per GPU", counts,
-                   f"{reader.name}:{st.rec.line[mine[0][0]]}", label=f"TFLOPs ({form})")
+            _claim(reader, out, "tflops_per_accelerator", mine, "TFLOP/s per GPU", counts, label=f"TFLOPs ({form})")
 
 
 def _timer_claims(reader: Reader, st: _State, out: Parsed) -> None:
@@ -1400,13 +1402,12 @@ def _timer_claims(reader: Reader, st: _State, out: Parsed) -> None:
         mine = [t for t in st.ds_timer if t[1] == form]
         if not mine:
             continue
-        where = f"{reader.name}:{mine[0][0]}"
         if form != "running_only":
-            _claim(reader, out, "samples_per_s", [t[3] for t in mine], "samples/s",
-                   _CURR_COUNTS.format(what=what + tail), where, label="CurrSamplesPerSec")
+            _claim(reader, out, "samples_per_s", [(t[3], t[0]) for t in mine], "samples/s",
+                   _CURR_COUNTS.format(what=what + tail), label="CurrSamplesPerSec")
         key = "SamplesPerSec" if form == "running_only" else "RunningAvgSamplesPerSec"
-        _claim(reader, out, "samples_per_s", [t[2] for t in mine], "samples/s",
-               _RUNNING_COUNTS.format(key=key, what=what + tail), where, label=key, last=True)
+        _claim(reader, out, "samples_per_s", [(t[2], t[0]) for t in mine], "samples/s",
+               _RUNNING_COUNTS.format(key=key, what=what + tail), label=key, last=True)
 
 
 def _claims(reader: Reader, st: _State, out: Parsed) -> None:
@@ -1415,8 +1416,8 @@ def _claims(reader: Reader, st: _State, out: Parsed) -> None:
         if column not in st.rec.fields:
             continue
         idx, vals = st.rec.fields[column]
-        _claim(reader, out, metric, [v * scale for v in vals], unit, counts, f"{reader.name}:{st.rec.line[idx[0]]}",
-               label=st.first_raw.get(column, column).split(":", 1)[0])
+        pairs = [(v * scale, st.rec.line[i]) for i, v in zip(idx, vals, strict=True)]
+        _claim(reader, out, metric, pairs, unit, counts, label=st.first_raw.get(column, column).split(":", 1)[0])
     if "tflops" in st.rec.fields:
         _tflops_claims(reader, st, out)
     _timer_claims(reader, st, out)
