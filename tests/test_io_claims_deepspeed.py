@@ -239,3 +239,20 @@ def test_both_formats_claim_the_same_for_a_megatron_deepspeed_log(tmp_path, form
         claims[fmt] = [c for c in run.meta.claims if c["metric"] == "samples_per_s" and "DeepSpeed engine" in c["counts"]]
         assert all("the batch's last forward() to the end of step()" in c["counts"] for c in claims[fmt])
     assert claims["megatron"] == claims["deepspeed"] and len(claims["megatron"]) == (1 if form == "running_only" else 2)
+
+
+def test_gpt_neox_steps_its_engine_per_micro_batch(tmp_path):
+    """GPT-NeoX (megatron/training.py train_step) calls step() after every micro-batch: its DeepSpeed
+    timer times whole micro-steps, so the Megatron-DeepSpeed remark is not added, in either format."""
+    neox = (" samples/sec: 98.765 | iteration {it:8d}/  320000 | elapsed time per iteration (ms): 1296.1 | "
+            "approx flops per GPU: 152.3TFLOPS | lm_loss: 2.345678E+00 | number of skipped iterations:   0 |")
+    lines = []
+    for i, (running, curr) in enumerate(RATES, start=1):
+        lines.append(_timer_line("global_step", 10 * i, running, curr, 10 * i))
+        lines.append(neox.format(it=10 * i))
+    p = _write(tmp_path, "\n".join(lines) + "\n")
+    for fmt in ("megatron", "deepspeed"):
+        c, r = _timer(_load(p, format=fmt))
+        assert (c["value"], r["value"]) == (10.0, 10.5)
+        assert not any("Megatron-DeepSpeed" in x["counts"] for x in (c, r)), fmt
+    assert _load(p).meta.source_format == "megatron"

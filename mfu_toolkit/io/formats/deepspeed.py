@@ -260,6 +260,7 @@ class _Scan:
     dschat_tp: list[dict[str, Any]] = field(default_factory=list)
     dschat_at: tuple[int, str] | None = None
     megatron: int = 0
+    neox: int = 0  # of the Megatron-style iteration lines, GPT-NeoX's (its own step() per micro-batch)
     other: int = 0
     exits: int = 0
     timer_mismatch: int = 0
@@ -372,6 +373,7 @@ def _context_line(scan: _Scan, ln: int, text: str) -> bool:
         scan.dschat_at = scan.dschat_at or (ln, text)
     elif "iteration" in text and _MEGATRON_ITER.search(text):
         scan.megatron += 1
+        scan.neox += "samples/sec:" in text or "approx flops per GPU" in text
     else:
         return False
     return True
@@ -993,6 +995,7 @@ _TIMER_COUNTS = {
         "train_micro_batch_size_per_gpu × data-parallel size (one micro-step's samples, all ranks) / one engine "
         "micro-step's forward-to-step time on the printing rank (DeepSpeed < 0.7 ThroughputTimer, " + _DS_TIMER + ")"),
 }
+# GPT-NeoX calls step() after every micro-batch (megatron/training.py train_step): no such restart there.
 _UNDER_MEGATRON = ("; in a Megatron-DeepSpeed log forward() runs once per micro-batch and step() once per batch, "
                    "and the timer restarts at each forward(), so each timed span runs from the batch's last "
                    "forward() to the end of step()")
@@ -1019,7 +1022,7 @@ def _timer_claims(out: Parsed, scan: _Scan, ppo: bool) -> None:
     """CurrSamplesPerSec (median) and the running average (last) of engine 0, one pair per timer line form."""
     timed = [r for r in scan.engine if r["engine"] == 0 and "timer_line" in r]
     whose = "engine 0 (the actor in DeepSpeed-Chat step 3; its training phase only)" if ppo else "the DeepSpeed engine"
-    tail = _UNDER_MEGATRON if scan.megatron else ""
+    tail = _UNDER_MEGATRON if scan.megatron > scan.neox else ""
     for form, what in _TIMER_COUNTS.items():
         what += tail
         mine = [r for r in timed if r["timer_form"] == form]

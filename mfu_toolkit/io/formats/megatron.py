@@ -250,6 +250,7 @@ _TIMER_COUNTS = {
         "train_micro_batch_size_per_gpu × data-parallel size (one micro-step's samples, all ranks) / one engine "
         "micro-step's forward-to-step time on the printing rank (DeepSpeed < 0.7 ThroughputTimer, " + _DS_TIMER + ")"),
 }
+# GPT-NeoX calls step() after every micro-batch (megatron/training.py train_step): no such restart there.
 _UNDER_MEGATRON = ("; in a Megatron-DeepSpeed log forward() runs once per micro-batch and step() once per batch, "
                    "and the timer restarts at each forward(), so each timed span runs from the batch's last "
                    "forward() to the end of step()")
@@ -1397,7 +1398,8 @@ def _tflops_claims(reader: Reader, st: _State, out: Parsed) -> None:
 
 def _timer_claims(reader: Reader, st: _State, out: Parsed) -> None:
     """DeepSpeed's CurrSamplesPerSec (median) and running average (last), one pair per timer spelling."""
-    tail = _UNDER_MEGATRON if len(st.rec) else ""
+    neox = "samples_per_sec" in st.rec.fields or "approx_flops_per_gpu" in st.rec.fields
+    tail = _UNDER_MEGATRON if len(st.rec) and not neox else ""
     for form, what in _TIMER_COUNTS.items():
         mine = [t for t in st.ds_timer if t[1] == form]
         if not mine:
