@@ -142,8 +142,10 @@ def test_fsdp_is_timed_through_its_collectives(tmp_path, group):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # FSDP warns that one rank means no sharding
-        model = FullyShardedDataParallel(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 1)),
-                                         device_id=torch.device("cpu"))
+        inner = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 1))
+        model = FullyShardedDataParallel(inner, device_id=torch.device("cpu"))
+    # found from the wrapper and from the module it wraps (what the HF Trainer hands callbacks)
+    assert GradientSync().attach(inner) == "collectives (FSDP)"
     sync = GradientSync()
     assert sync.attach(model) == "collectives (FSDP)"
     rec = StepRecorder(tmp_path / "job")

@@ -155,26 +155,18 @@ def register_ddp_hook(model: Any, rec: Any, process_group: Any = None) -> None:
     model.register_comm_hook(group, timed_comm_hook(lambda: rec))
 
 
-def find_ddp(module: Any) -> Any:
-    """The ``DistributedDataParallel`` that wraps ``module`` (or ``module`` itself), else None.
-
-    For trainers that hand callbacks the unwrapped model (the Hugging Face Trainer): the wrapper
-    is found among the objects that refer to ``module`` (its ``_modules`` dict, then the wrapper
-    or the wrapper's ``__dict__``). One scan of the garbage collector's objects per level, once
-    per training run.
-    """
+def _wrapper_of(module: Any, kinds: tuple[type, ...]) -> Any:
+    """The object of one of ``kinds`` whose child module ``module`` is, else None: found among the
+    objects that refer to ``module`` (its ``_modules`` dict, then the wrapper or the wrapper's
+    ``__dict__``). One scan of the garbage collector's objects per level."""
     import gc
 
-    from torch.nn.parallel import DistributedDataParallel as DDP
-
-    if isinstance(module, DDP):
-        return module
     frontier = [module]
-    for _ in range(3):  # module <- _modules dict <- (DDP | DDP.__dict__) <- DDP
+    for _ in range(3):  # module <- _modules dict <- (wrapper | wrapper.__dict__) <- wrapper
         nxt = []
         for obj in frontier:
             for ref in gc.get_referrers(obj):
-                if isinstance(ref, DDP) and getattr(ref, "module", None) is module:
+                if isinstance(ref, kinds) and any(m is module for m in ref._modules.values()):
                     return ref
                 if isinstance(ref, dict):
                     nxt.append(ref)
@@ -182,9 +174,20 @@ def find_ddp(module: Any) -> Any:
     return None
 
 
+def find_ddp(module: Any) -> Any:
+    """The ``DistributedDataParallel`` that wraps ``module`` (or ``module`` itself), else None.
+
+    For trainers that hand callbacks the unwrapped model (the Hugging Face Trainer): the wrapper
+    is found among the objects that refer to ``module``, once per training run.
+    """
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    return module if isinstance(module, DDP) else _wrapper_of(module, (DDP,))
+
+
 def _has_fsdp(module: Any) -> bool:
-    """Whether ``module`` or one of its submodules is sharded by FSDP (``FullyShardedDataParallel``
-    or ``fully_shard``'s ``FSDPModule``)."""
+    """Whether ``module`` is sharded by FSDP: it or a submodule is ``FullyShardedDataParallel``
+    or ``fully_shard``'s ``FSDPModule``, or it is the module an FSDP wrapper holds."""
     kinds: list[type] = []
     try:
         from torch.distributed.fsdp import FullyShardedDataParallel
@@ -196,7 +199,9 @@ def _has_fsdp(module: Any) -> bool:
     except ImportError:
         pass
     modules = getattr(module, "modules", None)
-    return bool(kinds) and callable(modules) and any(isinstance(m, tuple(kinds)) for m in modules())
+    if not kinds or not callable(modules):
+        return False
+    return any(isinstance(m, tuple(kinds)) for m in modules()) or _wrapper_of(module, (kinds[0],)) is not None
 
 
 class GradientSync:

@@ -20,9 +20,11 @@ a DDP strategy a communication hook times each gradient bucket's all-reduce, und
 ``torch.distributed`` collectives are timed (see
 :class:`~mfu_toolkit.record.collectives.GradientSync`, which also says what neither sees). A
 hook given to the strategy (``DDPStrategy(ddp_comm_hook=...)``) is wrapped in ``setup``, before
-Lightning registers it. Without this, the ranks that wait for a slow one inside DDP's all-reduce
-look busy and the slow rank is not named. The record file's header says which way was used
-(``grad_sync``). Works with ``lightning`` or ``pytorch_lightning``.
+Lightning registers it. DDP takes one hook: one registered on the model by hand before
+``on_fit_start`` is left alone (not timed; the header and a warning say so), and one registered
+after it finds the recorder's there (give it to the strategy instead). Without this timing, the
+ranks that wait for a slow one inside DDP's all-reduce look busy and the slow rank is not named.
+The record file's header says which way was used (``grad_sync``). Works with ``lightning`` or ``pytorch_lightning``.
 """
 
 from __future__ import annotations
