@@ -7,9 +7,9 @@ first 8 KiB (decompressed when gzipped), ``b""`` for a directory.
 1. **Markers.** Every format sniffs the 8 KiB head. A format that scores at least 0.5 is a
    candidate. Exactly one certain format (1.0: a signature only it writes, such as a saved Run's
    metadata key or NeMo's ``train_step_timing in s`` field) wins outright.
-2. **A wider look.** A text file (no NUL byte in its head) longer than 8 KiB is sniffed again on its first
-   :data:`EVIDENCE_BYTES` (a fixed head: detection stays bounded), so records that start after a
-   long preamble still make their format a candidate; each format keeps its better score.
+2. **A wider look.** In a text file (no NUL byte in its head) longer than 8 KiB, the formats that
+   saw nothing in 8 KiB sniff its first :data:`EVIDENCE_BYTES` (a fixed head: detection stays
+   bounded), so records that start after a long preamble still make their format a candidate.
 3. **Evidence.** With two or more candidates, each one's own parser reads that head (a copy of
    it, cut at the last line end) and the records it finds there (step rows, events, table rows)
    rank it: a format that read records beats one that could not judge (it refused a head cut
@@ -176,10 +176,10 @@ def sniff_all(path: str | Path) -> dict[str, float]:
     return _sniff(p, _check_path(p))
 
 
-def _sniff(p: Path, head: bytes) -> dict[str, float]:
-    """Every format's confidence that ``p`` holds it, judged from ``head``."""
+def _sniff(p: Path, head: bytes, names: tuple[str, ...] | None = None) -> dict[str, float]:
+    """Every format's (or those in ``names``) confidence that ``p`` holds it, judged from ``head``."""
     scores: dict[str, float] = {}
-    for name in FORMATS:
+    for name in FORMATS if names is None else names:
         mod = _import(name)
         if mod is None:
             raise _broken(name)
@@ -378,7 +378,9 @@ def rank_formats(path: str | Path) -> Ranking:
     first = _check_path(p) if p.is_file() else b""
     if len(first) >= 8192 and b"\0" not in first:  # a text longer than the sniffers' head: a wider look
         head = read_head(p, EVIDENCE_BYTES)
-        wider = _sniff(p, head)
+        # only formats that saw nothing in 8 KiB look again (the others judged already, some over
+        # more than 8 KiB of their own)
+        wider = _sniff(p, head, tuple(n for n, s in scores.items() if s <= 0.0))
         scores = {n: max(s, wider.get(n, 0.0)) for n, s in scores.items()}
         pool = _pool(scores)
     if not pool:
