@@ -6,7 +6,9 @@ the README ("Record your own job") so that other tools can write it. Version 1:
 
 - line 1, the header: ``{"format": "mfu_toolkit.record", "version": 1, "rank": R,
   "world_size": W, "attempt": A, "t0_unix": <epoch seconds>, ...}`` (optional: ``local_rank``,
-  ``restart_count``, ``host``, ``pid``, ``framework``, ``accelerator``, ``gpu_timing``);
+  ``restart_count``, ``host``, ``pid``, ``framework``, ``accelerator``, ``gpu_timing``, and from
+  the framework callbacks ``framework_loop`` and ``grad_sync``: how the gradient synchronisation
+  was timed as ``comm``, or ``off: <why>``);
 - a step: ``{"step": N, "start": s, "end": s, "samples": n, "tokens": n, "data_wait": s,
   "comm": s}`` (times in seconds since ``t0_unix``, on the writer's monotonic clock; the last
   four optional);
