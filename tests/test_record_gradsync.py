@@ -105,6 +105,16 @@ def test_a_hook_given_to_the_framework_is_wrapped_and_still_runs(tmp_path, group
     sync.bind(rec)
     assert _one_step(rec, ddp, torch)["comm"] > 0
     assert calls == [0]   # one bucket for a 9-parameter model, through the user's hook
+    # Lightning's ddp_comm_wrapper wraps the (timed) hook once more before registering it
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_wrapper
+
+    sync = GradientSync()
+    ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1))
+    ddp.register_comm_hook(None, fp16_compress_wrapper(sync.timed(my_hook)))
+    assert sync.attach(ddp) == "ddp comm hook (timed_my_hook inside fp16_compress_wrapper.<locals>.fp16_compress_wrapper_hook)"
+    rec = StepRecorder(tmp_path / "job2")
+    sync.bind(rec)
+    assert _one_step(rec, ddp, torch)["comm"] > 0
 
 
 def test_a_hook_registered_before_is_left_alone_and_the_mode_says_so(group):

@@ -239,10 +239,13 @@ class GradientSync:
         self.rec: Any = None
         self.mode = "off: not attached"
         self._fsdp = False
+        self._issued: list[str] = []  # names of the hooks handed out by timed()
 
     def timed(self, inner: Callable[..., Any] | None = None) -> Callable[..., Any]:
         """A comm hook (``inner``, or the default all-reduce) that times into the bound recorder."""
-        return timed_comm_hook(lambda: self.rec, inner)
+        hook = timed_comm_hook(lambda: self.rec, inner)
+        self._issued.append(hook.__name__)
+        return hook
 
     def attach(self, model: Any) -> str:
         """Find DDP or FSDP on ``model`` and prepare its timing; the ``mode`` (also returned)."""
@@ -262,6 +265,9 @@ class GradientSync:
             mine = [h for h, _ in hooks if getattr(h, "_mfu_timed", False)]
             if mine:
                 return f"ddp comm hook ({mine[0].__name__})"
+            if hooks and self._issued:  # ours, handed to the framework, which wrapped it (Lightning's
+                # ddp_comm_wrapper) before registering it
+                return f"ddp comm hook ({self._issued[-1]} inside {hooks[0][0].__qualname__})"
             if hooks:
                 return f"off: DistributedDataParallel already has comm hook {hooks[0][0].__qualname__}"
             try:
