@@ -402,7 +402,7 @@ def _apply_flops(meta: Any, interface: str, preset: Any, seq_len: int | None, ca
         **_CLEARED,
         "model_flops_per_sample": float(mf.training_per_sample),
         "model_flops_source": f"preset {name!r}{counted}: {mf.source}"[:300],
-        "extra": {**meta.extra, "preset": name},
+        "extra": {**meta.extra, "preset": name, "preset_seq_len": mf.seq_len, "preset_causal": bool(causal)},
     }
     if mf.training_per_token:
         changes["model_flops_per_token"] = float(mf.training_per_token)
