@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 _EXTENSIONS: dict[str, tuple[str, str]] = {
     "flops": ("mfu_toolkit.flops.cli", "add_parser"),
     "analyze": ("mfu_toolkit.analysis.cli", "add_parsers"),
+    "audit": ("mfu_toolkit.analysis.cli", "add_parsers"),
     "simulate": ("mfu_toolkit.analysis.cli", "add_parsers"),
 }
 
