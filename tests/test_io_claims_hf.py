@@ -214,3 +214,11 @@ def test_several_launches_give_the_median_of_their_own_rates(tmp_path):
     (c,) = _claims(_quiet(p), "samples_per_s")
     assert (c["value"], c["n"], c["statistic"], c["where"]) == (5.0, 2, "median", f"{p}:2")
     assert "each attempt's own" in c["counts"] and c["basis"] == "end_to_end"
+
+
+@pytest.mark.filterwarnings("ignore::mfu_toolkit.run.LoadWarning")
+def test_the_trainer_rate_read_from_wandb_is_end_to_end_too():
+    # W&B's copy of HF's train_samples_per_second spans train_runtime as the Trainer's own does
+    run = load_run(realdata_dir("wandb"))
+    (claim,) = [c for c in run.meta.claims if c["metric"] == "samples_per_s"]
+    assert claim["basis"] == "end_to_end" and claim["value"] == pytest.approx(28.711, abs=5e-4)

@@ -674,7 +674,8 @@ def _claims(out: Parsed, sources: list[tuple[dict[str, Any], str]], reader: Read
     if sps is not None:
         out.claim(Claim.summarise("samples_per_s", [sps[0]], unit="samples/s", where=sps[1], counts=(
             "HF Trainer's train_samples_per_second as logged to W&B: training samples per second, all "
-            "processes together, over the whole train_runtime (evaluation and checkpoint saves included)")))
+            "processes together, over the whole train_runtime (evaluation and checkpoint saves included)"),
+            basis="end_to_end"))
     flos = first("train/total_flos", "total_flos")
     if flos is not None and flos[0] == 0.0:
         reader.note(f"total_flos is 0.0 at {flos[1]}: the Trainer did not compute it (as under FSDP), not zero work; no total_flos claim")
