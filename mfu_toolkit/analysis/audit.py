@@ -145,15 +145,17 @@ def implied_peak(tflops: float, mfu: float, *, accelerator: str | None = None, d
     return peak, matches
 
 
-def _phrase(m: PeakMatch, dtype: str, per: str) -> str:
-    """The cause one match names, in the words the audit prints."""
+def _phrase(group: list[PeakMatch], dtype: str, per: str) -> str:
+    """The cause a group of matches with the same deviations names, in the words the audit prints
+    (dtypes whose peaks are equal, bf16 and fp16 on most parts, are named together)."""
+    m = group[0]
     if "device" in m.deviations:
         return f"fallback peak of another device ({m.accelerator}'s {m.tflops:,.6g} {m.dtype} {m.kind})"
     parts = []
     if "sparse" in m.deviations:
         parts.append("sparse peak as dense")
     if "dtype" in m.deviations:
-        parts.append(f"another dtype's peak ({m.dtype} vs {dtype})")
+        parts.append(f"another dtype's peak ({'/'.join(dict.fromkeys(x.dtype for x in group))} vs {dtype})")
     if "per" in m.deviations:
         parts.append(f"per-{m.per} vs per-{per}")
     return " and ".join(parts)
@@ -172,8 +174,11 @@ def _peak_cause(peak: float, matches: list[PeakMatch], own: Any, dtype: str, per
     if not best[0].deviations:
         return "agrees", "agrees"
     if "device" in best[0].deviations:  # one device named; the others with that peak go to peak_also
-        return "mismatch", _phrase(best[0], dtype, per)
-    return "mismatch", ", or ".join(dict.fromkeys(_phrase(m, dtype, per) for m in best))
+        return "mismatch", _phrase(best[:1], dtype, per)
+    groups: dict[tuple[tuple[str, ...], str], list[PeakMatch]] = {}
+    for m in best:
+        groups.setdefault((m.deviations, m.per), []).append(m)
+    return "mismatch", ", or ".join(_phrase(g, dtype, per) for g in groups.values())
 
 
 # --------------------------------------------------------------------------------------------
