@@ -71,3 +71,20 @@ def test_mfu_analyze_json_has_the_conflict_at_its_top_level(tmp_path):
     # the terminal's answer: the same conflict on the first MFU line
     text = subprocess.run(cmd[:-1], capture_output=True, text=True, timeout=120).stdout
     assert "Steady-state MFU" in text and "in conflict" in text.split("Steady-state MFU", 1)[1].split("End-to-end")[0]
+
+
+def test_a_stall_loss_names_the_steps_it_came_from(tmp_path):
+    # 10 steps of 1 s and one that a loader flagged as an outlier, 50 s long (as MaxText's loader does)
+    log = tmp_path / "steps.csv"
+    rows, t = [], 0.0
+    for i in range(11):
+        dur = 50.0 if i == 5 else 1.0
+        rows.append(f"{i},{t},{t + dur}")
+        t += dur
+    log.write_text("step,start_s,end_s\n" + "\n".join(rows) + "\n")
+    run = load_run(log, n_accelerators=1, accelerator="H100 SXM", model_flops_per_step=1e14)
+    run = run.replace(steps=run.steps.assign(flag=["outlier" if s == 5 else "" for s in run.steps["step"]]))
+    ans = build_answer(run)
+    (stall,) = [x for x in ans.losses if x["category"] == "stall"]
+    assert stall["seconds"] == pytest.approx(49.0) and "step 5" in stall["detail"]  # 50 s less the 1 s ideal
+    assert "stall: 49" in ans.to_text()

@@ -905,6 +905,7 @@ class Answer:
         if not self.losses:
             return ["No loss above float noise."]
         return [f"{i}. {loss['category']}: {_secs(loss['seconds'])} ({_pct(loss['share'])} of wall time)"
+                + (f": {loss['detail']}" if loss.get("detail") else "")
                 for i, loss in enumerate(self.losses, 1)]
 
     def _straggler_lines(self) -> list[str]:
@@ -1166,8 +1167,10 @@ def build_answer(
     sc = scorecard(acc)
     sc = sc.assign(note=[_point(n, acc, interface) for n in sc["note"]])
     wall = acc.wall_s
+    details = acc.details
     losses = [
-        {"category": r["category"], "seconds": float(r["seconds"]), "share": float(r["share"])}
+        {"category": r["category"], "seconds": float(r["seconds"]), "share": float(r["share"]),
+         **({"detail": details[r["category"]]} if r["category"] in details else {})}
         for r in bd.to_dict("records")
         if r["category"] != "ideal_compute" and r["seconds"] > max(_FOLD * wall, 1e-9)
     ][:3] if timed else []
