@@ -308,6 +308,33 @@ def _simulate_dataset(cfg: Any, out: Path) -> int:
 # --------------------------------------------------------------------------------------------
 
 
+def _add_audit(subparsers: Any) -> None:
+    """The ``audit`` subcommand's parser."""
+    u = subparsers.add_parser(
+        "audit",
+        help="referee the MFU each log claims for itself: the peak it implies, ours, the cause",
+        description=(
+            "One row per log: the framework, the device it states, the TFLOP/s and MFU it prints, the peak "
+            "they imply (TFLOP/s / MFU) matched to the registry (sparse peak as dense, another dtype's, "
+            "per-package vs per-device, another device's), our MFU with the facts given, ours / theirs and "
+            "the cause. A folder means every file in it that a format detects. Exit status: 0 every log "
+            "loads; 1 some do not, or with --strict a claim that mismatches; 2 a user error or none loads."
+        ),
+    )
+    u.add_argument("paths", nargs="+", metavar="PATH", help="log files or folders")
+    u.add_argument("--recursive", action="store_true", help="also the files in the folders' subfolders")
+    u.add_argument("--accelerator", help="accelerator name for every log (from the registry)")
+    u.add_argument("--dtype", default=None, help="dtype of the peak for every log (default: the log's, else bf16)")
+    u.add_argument("--gpus", "--n-accelerators", dest="n_accelerators",
+                   help="framework devices in each job (a world size; the peak is per device)")
+    u.add_argument("--preset", help="model preset for the FLOPs (see `mfu flops --list`)")
+    u.add_argument("--seq-len", help="tokens per sample, for --preset")
+    u.add_argument("--strict", action="store_true", help="exit 1 when any log's claim mismatches ours or the peak")
+    u.add_argument("--csv", metavar="PATH", help="also write the table as CSV")
+    u.add_argument("--json", action="store_true", help="print a JSON list of row objects instead of the table")
+    u.set_defaults(func=run_audit)
+
+
 def add_parsers(subparsers: Any) -> None:
     """Add the ``analyze``, ``audit`` and ``simulate`` subcommands to an argparse subparsers object."""
     a = subparsers.add_parser(
@@ -371,29 +398,7 @@ def add_parsers(subparsers: Any) -> None:
     o.add_argument("--html", metavar="REPORT.html", help="also write an HTML report with figures")
     a.set_defaults(func=run_analyze)
 
-    u = subparsers.add_parser(
-        "audit",
-        help="referee the MFU each log claims for itself: the peak it implies, ours, the cause",
-        description=(
-            "One row per log: the framework, the device it states, the TFLOP/s and MFU it prints, the peak "
-            "they imply (TFLOP/s / MFU) matched to the registry (sparse peak as dense, another dtype's, "
-            "per-package vs per-device, another device's), our MFU with the facts given, ours / theirs and "
-            "the cause. A folder means every file in it that a format detects. Exit status: 0 every log "
-            "loads; 1 some do not, or with --strict a claim that mismatches; 2 a user error or none loads."
-        ),
-    )
-    u.add_argument("paths", nargs="+", metavar="PATH", help="log files or folders")
-    u.add_argument("--recursive", action="store_true", help="also the files in the folders' subfolders")
-    u.add_argument("--accelerator", help="accelerator name for every log (from the registry)")
-    u.add_argument("--dtype", default=None, help="dtype of the peak for every log (default: the log's, else bf16)")
-    u.add_argument("--gpus", "--n-accelerators", dest="n_accelerators",
-                   help="framework devices in each job (a world size; the peak is per device)")
-    u.add_argument("--preset", help="model preset for the FLOPs (see `mfu flops --list`)")
-    u.add_argument("--seq-len", help="tokens per sample, for --preset")
-    u.add_argument("--strict", action="store_true", help="exit 1 when any log's claim mismatches ours or the peak")
-    u.add_argument("--csv", metavar="PATH", help="also write the table as CSV")
-    u.add_argument("--json", action="store_true", help="print a JSON list of row objects instead of the table")
-    u.set_defaults(func=run_audit)
+    _add_audit(subparsers)
 
     s = subparsers.add_parser(
         "simulate",
