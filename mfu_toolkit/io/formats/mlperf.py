@@ -807,18 +807,24 @@ def _bases(reader: Reader, tl: _Timeline, run_iv: _Interval | None) -> tuple[lis
     return [], "none"
 
 
-def _epoch_marks(reader: Reader, tl: _Timeline, extra: dict[str, Any], token_counted: bool) -> dict[float, float]:
-    """Where the log states its position in epochs: time -> ``epoch_num``, on the records that
-    bound training segments (eval, epoch, block and run start/stop), or {} when it states none.
+def _epoch_marks(reader: Reader, tl: _Timeline, extra: dict[str, Any], token_counted: bool) -> tuple[dict[float, float], float]:
+    """Where the log states its position in training: time -> ``epoch_num``, on the records that
+    bound training segments (eval, epoch, block and run start/stop), and the samples one unit of
+    that position is; ({}, nan) when the log does not say what the position counts.
 
     ``epoch_num`` counts epochs in some benchmarks (DLRM: 0.04998 at the first evaluation) and
-    samples in others (BERT: 150336). A count of samples or tokens is a whole number, so the
-    positions are read as epochs only when one of them is fractional, and are turned into samples
-    only with the log's ``train_samples`` (the samples of one epoch). Two records at one time that
-    state different positions state none there."""
+    samples in others (BERT: 150336). Which one, the log itself shows:
+
+    - a fractional position is a fraction of an epoch (a count of samples is a whole number): one
+      unit is the log's ``train_samples``, the samples of one epoch;
+    - whole positions whose last one equals ``train_samples`` (logged when training ends, the
+      samples trained) count samples: one unit is one sample.
+
+    Anything else states no count. Two records at one time that state different positions state
+    none there."""
     train = extra.get("train_samples")
     if token_counted or not isinstance(train, float) or not train > 0:
-        return {}
+        return {}, math.nan
     marks: dict[float, float] = {}
     clash: set[float] = set()
     for kind in ("eval", "epoch", "block", "run"):
@@ -832,16 +838,21 @@ def _epoch_marks(reader: Reader, tl: _Timeline, extra: dict[str, Any], token_cou
                 marks.setdefault(t, v)
     for t in clash:
         del marks[t]
-    if not any(v != math.floor(v) for v in marks.values()):
-        return {}
-    return marks
+    if not marks:
+        return {}, math.nan
+    if any(v != math.floor(v) for v in marks.values()):
+        return marks, train
+    if marks[max(marks)] == train:
+        extra["epoch_num_counts"] = "samples"
+        return marks, 1.0
+    return {}, math.nan
 
 
-def _counter_samples(marks: dict[float, float], a: float, b: float, train: float) -> float:
-    """Samples trained in [a, b] from the epoch positions stated at both ends, else NaN."""
+def _counter_samples(marks: dict[float, float], a: float, b: float, unit: float) -> float:
+    """Samples trained in [a, b] from the positions stated at both ends (``unit`` samples each), else NaN."""
     if a not in marks or b not in marks or marks[b] < marks[a]:
         return math.nan
-    return float(round((marks[b] - marks[a]) * train))
+    return float(round((marks[b] - marks[a]) * unit))
 
 
 def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, token_counted: bool, extra: dict[str, Any],
@@ -849,7 +860,7 @@ def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, t
     """One step row per training segment: blocks (or epochs, or the run) minus evaluations."""
     bases, base_kind = _bases(reader, tl, run_iv)
     holes = _Holes([(iv.t0, iv.t1) for iv in tl.closed["eval"]])
-    marks = _epoch_marks(reader, tl, extra, token_counted)
+    marks, unit = _epoch_marks(reader, tl, extra, token_counted)
     from_counters = 0
     rows = []
     split_any = False
@@ -868,7 +879,10 @@ def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, t
         for a, b in segs:
             seg_samples = samples
             if math.isnan(seg_samples) and marks:
-                seg_samples = _counter_samples(marks, a, b, extra["train_samples"])
+                seg_samples = _counter_samples(marks, a, b, unit)
+                if seg_samples == 0.0:  # the counters say nothing was trained here: no step
+                    extra["untrained_segments"] = extra.get("untrained_segments", 0) + 1
+                    continue
                 from_counters += not math.isnan(seg_samples)
             rows.append({
                 "attempt": 0, "step": len(rows), "rank": -1, "start_s": a - t0, "end_s": b - t0,
@@ -877,7 +891,7 @@ def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, t
             })
     extra["steps_from"] = base_kind
     if from_counters:
-        _note_counters(reader, rows, from_counters, extra)
+        _note_counters(reader, rows, from_counters, extra, unit)
     if split_any:
         reader.note(f"evaluations inside a training {base_kind}: it is split around them (no time counted twice)")
     if token_counted and any(not math.isnan(r["tokens"]) for r in rows):
@@ -893,14 +907,22 @@ def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, t
     return steps
 
 
-def _note_counters(reader: Reader, rows: list[dict[str, Any]], n: int, extra: dict[str, Any]) -> None:
+def _note_counters(reader: Reader, rows: list[dict[str, Any]], n: int, extra: dict[str, Any], unit: float) -> None:
     """Say where the samples of each step came from (the log's own counters), and how many lack them."""
-    extra["samples_from"] = "epoch_num x train_samples"
     missing = len(rows) - n
-    reader.note(f"samples of {n} step(s) from the log's own counters: the epoch_num stated at both ends of "
-                f"the step x train_samples {extra['train_samples']:,.0f} (a step here is a training interval "
+    if unit == 1.0:
+        extra["samples_from"] = "epoch_num (a sample count: its last value is train_samples)"
+        how = (f"the epoch_num stated at both ends of the step, a count of samples (its last value is "
+               f"train_samples {extra['train_samples']:,.0f})")
+    else:
+        extra["samples_from"] = "epoch_num x train_samples"
+        how = f"the epoch_num stated at both ends of the step x train_samples {extra['train_samples']:,.0f}"
+    empty = extra.get("untrained_segments", 0)
+    reader.note(f"samples of {n} step(s) from the log's own counters: {how} (a step here is a training interval "
                 "between evaluations, many global batches, not one optimizer step)"
-                + (f"; {missing} step(s) lack an epoch_num at an end and have no sample count" if missing else ""))
+                + (f"; {missing} step(s) lack an epoch_num at an end and have no sample count" if missing else "")
+                + (f"; {empty} interval(s) in which the counters did not move are no steps (their time stays on "
+                   "the timeline, unlabelled)" if empty else ""))
 
 
 def _batches_per_step(reader: Reader, tl: _Timeline, rows: list[dict[str, Any]], extra: dict[str, Any]) -> None:
