@@ -12,14 +12,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["DuckBackend", "STEP_SOURCE_COLUMNS"]
+__all__ = ["DuckBackend", "STEP_SOURCE_COLUMNS", "source_type"]
 
-# The columns the queries read, with what stands in for an optional one a dataset lacks.
+# The columns the queries read, with what stands in for an optional one a dataset lacks. ``flag``
+# is the text a loader set on a step row (MaxText: ``compile``, ``async_dispatch``, ``outlier``);
+# a dataset without it has no flagged steps.
 STEP_SOURCE_COLUMNS: dict[str, str] = {
     "attempt": "CAST(0 AS BIGINT)", "step": "", "rank": "CAST(-1 AS BIGINT)", "start_s": "", "end_s": "",
     "data_wait_s": "CAST(NULL AS DOUBLE)", "compute_s": "CAST(NULL AS DOUBLE)",
-    "samples": "CAST(NULL AS DOUBLE)", "tokens": "CAST(NULL AS DOUBLE)",
+    "samples": "CAST(NULL AS DOUBLE)", "tokens": "CAST(NULL AS DOUBLE)", "flag": "CAST(NULL AS VARCHAR)",
 }
+
+
+def source_type(column: str) -> str:
+    """The SQL type a step source column is read as: BIGINT, VARCHAR (``flag``) or DOUBLE."""
+    if column in ("attempt", "step", "rank"):
+        return "BIGINT"
+    return "VARCHAR" if column == "flag" else "DOUBLE"
 
 
 def _quote(path: Path) -> str:
@@ -47,8 +56,7 @@ class DuckBackend:
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         select = ", ".join(
-            (f'CAST("{c}" AS {"BIGINT" if c in ("attempt", "step", "rank") else "DOUBLE"}) AS {c}'
-             if c in columns else f"{default} AS {c}")
+            (f'CAST("{c}" AS {source_type(c)}) AS {c}' if c in columns else f"{default} AS {c}")
             for c, default in STEP_SOURCE_COLUMNS.items()
         )
         listing = "[" + ", ".join(_quote(p) for p in files) + "]"

@@ -1,8 +1,8 @@
 """The reduction queries, written once in DuckDB's SQL and transpiled for Spark with sqlglot.
 
 Every query reads a relation ``steps`` with the Run's step columns (``attempt, step, rank,
-start_s, end_s, data_wait_s, compute_s, samples, tokens``; an engine supplies NULL for optional
-columns a dataset lacks) and small side tables the caller registers (``useful``: the useful
+start_s, end_s, data_wait_s, compute_s, samples, tokens``, and ``flag``, the text a loader set on
+a row; an engine supplies NULL for optional columns a dataset lacks) and small side tables the caller registers (``useful``: the useful
 job-level steps with their median busy time; ``grid``: per-rank value ranges to histogram;
 ``worst``: ranks to set apart, with their position; ``rank_bins``: each rank's heatmap row).
 
@@ -37,8 +37,11 @@ FROM (SELECT attempt, step, rank, start_s, end_s, samples, tokens, compute_s,
 # The distinct ranks per step are counted in their own grouping and joined: a count(DISTINCT) in
 # the main aggregate makes Spark group by (attempt, step, rank) first, with a median buffer per
 # rank-step (10M rows: 326 s against 50 s on 2 cores), and DuckDB is faster this way too.
+# ``flag``: the distinct non-empty flags of the step's rows joined with "," (NULL: none), read
+# from the flagged rows alone and in their own grouping for the same reason; the order of the
+# joined values is the engine's (Reductions splits and sorts them).
 JOB_STEPS = """
-SELECT j.*, d.n_distinct
+SELECT j.*, d.n_distinct, f.flag
 FROM (SELECT attempt, step, min(start_s) AS start_s, max(end_s) AS end_s, count(*) AS n_ranks,
              median(busy) AS busy_median_s, max(busy) AS busy_max_s, min(busy) AS busy_min_s,
              arg_max(rank, struct_pack(b := busy, s := -start_s, r := -rank)) AS slowest_rank,
@@ -53,6 +56,12 @@ JOIN (SELECT attempt, step, count(*) AS n_distinct
       FROM (SELECT attempt, step, rank FROM ({rows}) AS q GROUP BY attempt, step, rank) AS dr
       GROUP BY attempt, step) AS d
   ON j.attempt = d.attempt AND j.step = d.step
+LEFT JOIN (SELECT attempt, step, string_agg(flag, ',') AS flag
+           FROM (SELECT attempt, step, flag FROM steps
+                 WHERE ({where}) AND flag IS NOT NULL AND flag <> ''
+                 GROUP BY attempt, step, flag) AS fr
+           GROUP BY attempt, step) AS f
+  ON j.attempt = f.attempt AND j.step = f.step
 """
 
 # Per rank and value bin over the useful steps: counts, the bin's min and max, and the rank-steps
@@ -117,12 +126,13 @@ GROUP BY rbin, sbin
 def render(template: str, dialect: str = "duckdb", *, where: str = "TRUE", **params: object) -> str:
     """The query text for ``dialect``: the template filled in, transpiled when not DuckDB's.
 
-    Parameters are numbers written with ``repr`` (which reads back as the same double).
+    ``where`` restricts the scan (a step range) of ``{rows}`` and of ``{where}`` in a template;
+    parameters are numbers written with ``repr`` (which reads back as the same double).
     """
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}; got {dialect!r}")
     rows = ROWS.format(where=where)
-    text = template.format(rows=rows, **{k: repr(v) for k, v in params.items()})
+    text = template.format(rows=rows, where=where, **{k: repr(v) for k, v in params.items()})
     return text if dialect == "duckdb" else _transpile(text, dialect)
 
 

@@ -1,9 +1,10 @@
 """Reductions: what the analyses need from per-rank step rows, computed by an engine.
 
 The breakdown needs, per ``(attempt, step)``, the span over ranks, the median and max busy time,
-the slowest rank and the median data wait (:data:`JOB_COLUMNS`); the straggler scores need, per
-rank, its number of useful steps, its exact median busy time, how often it was slowest and how
-many of its steps ran above ``(1 + threshold)`` times the step's median. :class:`Reductions`
+the slowest rank, the median data wait and the flags a loader set on the step's rows
+(:data:`JOB_COLUMNS`); the straggler scores need, per rank, its number of useful steps, its exact
+median busy time, how often it was slowest and how many of its steps ran above
+``(1 + threshold)`` times the step's median. :class:`Reductions`
 holds the first (small: one row per step) and computes the second on demand through the engine
 that read the rows (:mod:`.duck` or :mod:`.spark`), so the rows are never held in memory.
 
@@ -15,6 +16,7 @@ and sort. Every figure is exact (no approximation), in a few scans of the data.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -24,14 +26,17 @@ import pandas as pd
 
 from . import queries
 
-__all__ = ["JOB_COLUMNS", "Backend", "Reductions", "RankStats", "compute_reductions"]
+__all__ = ["JOB_COLUMNS", "Backend", "Reductions", "RankStats", "compute_reductions", "step_flags"]
 
 # What one engine query returns per (attempt, step) (see queries.JOB_STEPS).
 JOB_COLUMNS: tuple[str, ...] = (
     "attempt", "step", "start_s", "end_s", "n_ranks", "n_distinct", "busy_median_s", "busy_max_s",
     "busy_min_s", "slowest_rank", "slowest_by_rank", "n_rank_rows", "data_wait_s", "samples",
-    "tokens", "rank_min", "rank_max", "n_timed",
+    "tokens", "rank_min", "rank_max", "n_timed", "flag",
 )
+# Flags in one text are separated by commas, semicolons, bars or white space, as
+# ``analysis.breakdown`` splits a ``flag`` cell in memory.
+_FLAG_SEPARATORS = re.compile(r"[,;|\s]+")
 _INT_COLUMNS = ("attempt", "step", "n_ranks", "n_distinct", "n_rank_rows", "rank_min", "rank_max", "slowest_rank",
                 "n_timed")
 
@@ -142,6 +147,7 @@ class Reductions:
         for c in ("samples", "tokens"):
             cols[c] = j[c].astype(float) if job_level else np.full(self.n_steps, np.nan)
         cols["lost"] = self.lost()
+        cols["flag"] = step_flags(j["flag"])
         by = np.lexsort((cols["step"], cols["attempt"], cols["start_s"]))
         return {c: v[by] for c, v in cols.items()}
 
@@ -219,6 +225,15 @@ class Reductions:
         mat = np.full((g_r, g_s), np.nan)
         mat[got["rbin"].astype(np.int64), got["sbin"].astype(np.int64)] = got["v_max" if agg == "max" else "v_mean"]
         return mat, useful["step"].to_numpy(np.int64), ranks
+
+
+def step_flags(joined: np.ndarray) -> np.ndarray:
+    """Each step's flags from the engine's text (its rows' distinct flags joined by ","; NULL for
+    none): split at the separators, sorted and joined by "," ("" for none), as
+    ``analysis.breakdown`` joins the flags of a step's rows in memory."""
+    codes, uniques = pd.factorize(pd.Series(joined, dtype=object), use_na_sentinel=True)
+    text = [",".join(sorted({t for t in _FLAG_SEPARATORS.split(str(u).strip()) if t})) for u in uniques]
+    return np.array([*text, ""], dtype=object)[codes]
 
 
 def _useful(red: Reductions) -> tuple[pd.DataFrame, np.ndarray]:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .duck import STEP_SOURCE_COLUMNS, _numpy
+from .duck import STEP_SOURCE_COLUMNS, _numpy, source_type
 
 __all__ = ["SparkBackend", "local_session"]
 
@@ -64,7 +64,7 @@ class SparkBackend:
         df = self.spark.read.option("mergeSchema", "true").parquet(*[str(p) for p in paths])
         cols = []
         for c in STEP_SOURCE_COLUMNS:
-            kind = "bigint" if c in ("attempt", "step", "rank") else "double"
+            kind = {"BIGINT": "bigint", "VARCHAR": "string"}.get(source_type(c), "double")
             if c in columns:
                 cols.append(F.col(f"`{c}`").cast(kind).alias(c))
             else:

@@ -2,8 +2,10 @@
 warehouse exports write them) or one large Parquet file with the Run's step columns.
 
 Columns: ``step``, ``start_s``, ``end_s`` (seconds), and where known ``attempt`` (0 when absent),
-``rank`` (-1 when absent), ``data_wait_s``, ``compute_s``, ``samples``, ``tokens``; other columns
-are ignored. Part files are every ``*.parquet`` below the folder whose name does not start with
+``rank`` (-1 when absent), ``data_wait_s``, ``compute_s``, ``samples``, ``tokens``, and ``flag``
+(text a loader set on a step row, e.g. MaxText's ``compile``, ``async_dispatch``, ``outlier``;
+empty or null: none; the breakdown keeps flagged steps out of the steady-state window on every
+engine); other columns are ignored. Part files are every ``*.parquet`` below the folder whose name does not start with
 ``_`` or ``.`` (Spark's ``_SUCCESS`` and metadata files); Hive-style folders (``attempt=0/``) are
 read as plain folders, so the column must be in the files. A saved Run named ``_mfu_run.parquet``
 beside the parts (``mfu simulate --dataset`` writes one) supplies the events and meta.
@@ -34,6 +36,7 @@ SIDECAR = "_mfu_run.parquet"
 _MAGIC = b"PAR1"
 _REQUIRED = ("step", "start_s", "end_s")
 _OPTIONAL = ("attempt", "rank", "data_wait_s", "compute_s", "samples", "tokens")
+_TEXT = ("flag",)  # optional text columns
 _MAX_FILES = 200_000
 _META_FIELDS = ("name", "accelerator", "dtype", "n_accelerators", "peak_flops_per_accelerator", "peak_sparse",
                 "peak_source", "model_flops_per_sample", "model_flops_per_token", "model_flops_per_step",
@@ -126,6 +129,12 @@ def _is_number(arrow_type: str) -> bool:
     return arrow_type.startswith(("int", "uint", "double", "float", "halffloat", "decimal"))
 
 
+def _is_text(arrow_type: str) -> bool:
+    """Text, dictionary-encoded text, or a column of nulls only (Arrow's ``null`` type)."""
+    return (arrow_type in ("string", "large_string", "string_view", "null")
+            or arrow_type.startswith(("dictionary<values=string,", "dictionary<values=large_string,")))
+
+
 @dataclass
 class _Parts:
     files: list[Path]
@@ -155,7 +164,7 @@ def _check_parts(reader: Reader, files: list[Path]) -> _Parts:
             reader.note(f"{name}: {md.num_rows:,} rows left out: {why}")
             continue
         good.append(p)
-        cols |= {c for c in schema if c in _REQUIRED or c in _OPTIONAL}
+        cols |= {c for c in schema if c in _REQUIRED or c in _OPTIONAL or c in _TEXT}
         rows += md.num_rows
         lo, hi = _step_stats(md, lo, hi)
     reader.report.lines_read = rows
@@ -167,7 +176,10 @@ def _schema_problem(schema: dict[str, str]) -> str:
     if missing:
         return f"missing column(s) {missing} (has {sorted(schema)[:12]})"
     wrong = [f"{c}: {schema[c]}" for c in (*_REQUIRED, *_OPTIONAL) if c in schema and not _is_number(schema[c])]
-    return f"non-numeric column(s) {wrong}; expected numbers" if wrong else ""
+    if wrong:
+        return f"non-numeric column(s) {wrong}; expected numbers"
+    wrong = [f"{c}: {schema[c]}" for c in _TEXT if c in schema and not _is_text(schema[c])]
+    return f"column(s) {wrong} not text; expected strings (empty: no flag)" if wrong else ""
 
 
 def _step_stats(md: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
@@ -205,7 +217,7 @@ def _read_rows(parts: _Parts) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    keep = [c for c in (*_REQUIRED, *_OPTIONAL) if c in parts.columns]
+    keep = [c for c in (*_REQUIRED, *_OPTIONAL, *_TEXT) if c in parts.columns]
     tables = []
     for p in parts.files:
         t = pq.read_table(p, columns=[c for c in keep if c in pq.read_schema(p).names])

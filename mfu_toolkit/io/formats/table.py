@@ -17,6 +17,13 @@ durations; end before start; a start that goes backwards within a rank; repeated
 step, rank)) are skipped and counted per reason with their line numbers (CSV/JSONL: line in
 the file; Parquet: row + 1). A table states no facts about its job: give them as keywords.
 
+A ``flag`` column (or the column mapped to ``flag``) is kept as text: what a loader or a person
+marked a step row with (``compile``, ``async_dispatch``, ``outlier``; several separated by
+commas, semicolons, bars or spaces). An empty or missing cell is "" (no flag); a cell is
+stripped of surrounding spaces; a JSON/Parquet ``true`` is ``flagged`` and ``false`` or 0 is "",
+another number its text, as the breakdown reads a flag. A nested value (list, object) is counted
+with its line and left "". The breakdown keeps flagged steps out of the steady-state window.
+
 Text is read as a bounded stream (gzip inflated within the reading limits, an over-long line
 counted and passed over), so a damaged or decompression-bomb file is a ``LoadError``.
 
@@ -80,8 +87,10 @@ TARGETS: tuple[str, ...] = (
     "end_s",
     "duration",
     *STEP_OPTIONAL_COLUMNS,
+    "flag",
 )
 _ALIASES = {"duration_s": "duration"}
+_NON_TEXT_FLAG = "flag is not text (left empty, record kept)"
 _DURATION_COLS = ("data_wait_s", "compute_s", "comm_s")
 _TIME_HINTS = ("start_s", "end_s", "duration", "duration_s")
 _MAX_SNIFF_COLS = 200
@@ -614,6 +623,35 @@ def _step_columns(vals: dict[str, np.ndarray], times: tuple, keep: np.ndarray, f
     return out
 
 
+def _flag_text(value: Any) -> str | None:
+    """A ``flag`` cell as text ("" for no flag); None for a value that is no flag (nested)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "flagged" if value else ""
+    if isinstance(value, (list, tuple, dict, np.ndarray)):
+        return None
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ""
+    if isinstance(value, (int, float, np.number)):
+        return "" if value == 0 else f"{value:g}"
+    return str(value).strip()
+
+
+def _flags(reader: Reader, raw: pd.DataFrame, src: str, lines: Any, keep: np.ndarray) -> np.ndarray:
+    """The kept rows' ``flag`` cells as text (see the module docstring); a nested value is counted."""
+    col = raw[src]
+    nested = np.zeros(len(col), dtype=bool)
+    try:
+        codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    except TypeError:  # unhashable cells: lists or objects of a JSON line
+        nested = np.array([isinstance(v, (list, dict, np.ndarray)) for v in col], dtype=bool)
+        codes, uniques = pd.factorize(col.where(~nested, None), use_na_sentinel=True)
+    text = [_flag_text(u) for u in uniques]
+    nested |= np.isin(codes, [i for i, t in enumerate(text) if t is None])
+    _skip_rows(reader, f"{_NON_TEXT_FLAG} ({src!r})", nested, lines, keep.copy(), src, raw)
+    out = np.array([t or "" for t in text] + [""], dtype=object)[codes]
+    return out if bool(keep.all()) else out[keep]
+
+
 def _in_run_order(out: dict[str, Any]) -> None:
     """Reorder the columns of a large one-attempt table in place to the Run's row order.
 
@@ -643,6 +681,8 @@ def _steps(reader: _InFileOrder, raw: pd.DataFrame, lines: Any, kind: str, optio
     _order_checks(reader, ids, times[0], mapping, (lines, keep, raw))
     used = set(mapping.values()) | set(STEP_COLUMNS) | set(STEP_OPTIONAL_COLUMNS) | {"attempt", "step", "rank"}
     extra_cols = _extra_columns(reader, raw, lines, keep, kind, used)
+    if "flag" in mapping:
+        extra_cols["flag"] = _flags(reader, raw, mapping["flag"], lines, keep)
     reader.raise_first()
     if n == 0:
         reader.fail("no data rows")
