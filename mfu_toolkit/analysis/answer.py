@@ -386,9 +386,11 @@ def _run_rate(acc: Accounting) -> float | None:
 
 
 _BASIS_RATE = {"steady": (_window_rate, "no timed steps in the steady-state window"),
+               "partial": (_window_rate, "no timed steps in the steady-state window"),
                "end_to_end": (_end_to_end_rate, "no useful work over the wall time"),
                "run": (_run_rate, "the log states no timed run (run_start, run_stop) with steps inside it")}
-_BASIS_WORDS = {"steady": "steady-window", "end_to_end": "end-to-end", "run": "timed-run"}
+_BASIS_WORDS = {"steady": "steady-window", "end_to_end": "end-to-end", "run": "timed-run",
+                "partial": "part-of-each-step"}
 
 
 def _ours(metric: str, acc: Accounting, summ: Any, basis: str = "steady") -> tuple[float | None, str]:
@@ -530,15 +532,21 @@ def _claim_checks(acc: Accounting, summ: Any) -> list[Check]:
         ratio = ours / theirs
         mine = _pct(ours) if metric == "mfu" else f"{_num(ours)}"
         text = f"the log claims {shown}{stat} at {where}; ours {mine} (ratio {ratio:.2f})"
-        if basis != "steady":
+        if basis not in ("steady", "partial"):
             text = (f"the log claims {shown}{stat} at {where}, a {_BASIS_WORDS.get(basis, basis)} rate; "
                     f"ours over the same time {mine} (ratio {ratio:.2f})")
+        elif basis == "partial":
+            text = (f"the log claims {shown}{stat} at {where}, a rate over part of each step; ours over the "
+                    f"steady window {mine} (ratio {ratio:.2f})")
         if framework is not None and metric in ("tflops_per_accelerator", "mfu"):
             conv, scale, named = framework
             text += (f"; counted as the framework counts (convention {conv}: {named} of ours) the ratio is "
                      f"{ratio * scale:.2f}")
             ratio *= scale  # agreement is judged under the framework's own count
-        if abs(ratio - 1.0) <= _AGREE:
+        if basis == "partial":  # a rate over part of each step: beside ours, never a mismatch
+            out.append(Check(name, "info", text + ": not the same measure, shown for information (the claim's "
+                             "counts say what its timer spans)", ratio=ratio))
+        elif abs(ratio - 1.0) <= _AGREE:
             out.append(Check(name, "ok", text + ": agrees within 10%", ratio=ratio))
         else:
             out.append(Check(name, "warn", text + ". Likely cause: " + _claim_cause(metric, ratio, acc), ratio=ratio))

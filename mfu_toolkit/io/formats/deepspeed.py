@@ -1012,10 +1012,11 @@ _COUNTS = {
 }
 
 
-def _last(metric: str, values: list[float], unit: str, counts: str, where: str) -> Claim | None:
+def _last(metric: str, values: list[float], unit: str, counts: str, where: str, basis: str = "steady") -> Claim | None:
     """The last finite value a framework printed (a running average) as one claim."""
     finite = [v for v in values if math.isfinite(v)]
-    return Claim(metric, finite[-1], unit, counts, where, n=len(finite), statistic="last") if finite else None
+    return (Claim(metric, finite[-1], unit, counts, where, n=len(finite), statistic="last", basis=basis)
+            if finite else None)
 
 
 def _timer_claims(out: Parsed, scan: _Scan, ppo: bool) -> None:
@@ -1029,11 +1030,12 @@ def _timer_claims(out: Parsed, scan: _Scan, ppo: bool) -> None:
         if not mine:
             continue
         first = scan.where(mine[0]["timer_line"])
+        basis = "partial" if tail else "steady"  # under Megatron-DeepSpeed the timer spans part of a step
         out.claim(Claim.summarise("samples_per_s", [r["samples_per_s"] for r in mine], unit="samples/s", where=first,
-                                  counts=_COUNTS["curr"].format(whose=whose, what=what)))
+                                  counts=_COUNTS["curr"].format(whose=whose, what=what), basis=basis))
         key = "SamplesPerSec" if form == "running_only" else "RunningAvgSamplesPerSec"
         out.claim(_last("samples_per_s", [r["samples_per_s_running"] for r in mine], "samples/s",
-                        _COUNTS["running"].format(key=key, whose=whose, what=what), first))
+                        _COUNTS["running"].format(key=key, whose=whose, what=what), first, basis))
 
 
 def _claims(out: Parsed, scan: _Scan, ppo: bool) -> None:

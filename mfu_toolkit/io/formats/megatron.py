@@ -1372,7 +1372,7 @@ def _facts(reader: Reader, st: _State, out: Parsed) -> None:
 
 
 def _claim(reader: Reader, out: Parsed, metric: str, pairs: list[tuple[float, int]], unit: str, counts: str,
-           *, label: str, last: bool = False) -> None:
+           *, label: str, last: bool = False, basis: str = "steady") -> None:
     """One claim of the finite values of ``(value, line)`` pairs (median, or the last one for a running
     average), where the first of them is; the values that are not finite are noted, not dropped silently."""
     finite = [(v, ln) for v, ln in pairs if math.isfinite(v)]
@@ -1382,9 +1382,9 @@ def _claim(reader: Reader, out: Parsed, metric: str, pairs: list[tuple[float, in
         return
     where = f"{reader.name}:{finite[0][1]}"
     if last:
-        out.claim(Claim(metric, finite[-1][0], unit, counts, where, n=len(finite), statistic="last"))
+        out.claim(Claim(metric, finite[-1][0], unit, counts, where, n=len(finite), statistic="last", basis=basis))
     else:
-        out.claim(Claim.summarise(metric, [v for v, _ in finite], unit=unit, counts=counts, where=where))
+        out.claim(Claim.summarise(metric, [v for v, _ in finite], unit=unit, counts=counts, where=where, basis=basis))
 
 
 def _tflops_claims(reader: Reader, st: _State, out: Parsed) -> None:
@@ -1404,12 +1404,13 @@ def _timer_claims(reader: Reader, st: _State, out: Parsed) -> None:
         mine = [t for t in st.ds_timer if t[1] == form]
         if not mine:
             continue
+        basis = "partial" if tail else "steady"  # under Megatron-DeepSpeed the timer spans part of a step
         if form != "running_only":
             _claim(reader, out, "samples_per_s", [(t[3], t[0]) for t in mine], "samples/s",
-                   _CURR_COUNTS.format(what=what + tail), label="CurrSamplesPerSec")
+                   _CURR_COUNTS.format(what=what + tail), label="CurrSamplesPerSec", basis=basis)
         key = "SamplesPerSec" if form == "running_only" else "RunningAvgSamplesPerSec"
         _claim(reader, out, "samples_per_s", [(t[2], t[0]) for t in mine], "samples/s",
-               _RUNNING_COUNTS.format(key=key, what=what + tail), label=key, last=True)
+               _RUNNING_COUNTS.format(key=key, what=what + tail), label=key, last=True, basis=basis)
 
 
 def _claims(reader: Reader, st: _State, out: Parsed) -> None:
