@@ -351,3 +351,42 @@ def test_seeded_mutations_load_or_fail_cleanly(tmp_path):
             outcomes.append(_loads_or_refuses(p))
             outcomes.append(_loads_or_refuses(p, time_unit="h", strict=True))
     assert "run" in outcomes and "refused" in outcomes
+
+
+def test_flag_column_is_kept_as_text_and_steers_the_window(tmp_path):
+    from mfu_toolkit.analysis import account
+
+    # by hand: the window is steps 1, 2, 4, 5 (2 s each; 0 and 3 flagged), the ideal step 2 s;
+    # the outlier's 7 − 2 = 5 s is stall, the compile step's 10 − 2 = 8 s jitter; wall 25 s
+    text = ("step,start_s,end_s,flag\n0,0,10,compile\n1,10,12,\n2,12,14,\"  \"\n3,14,21, outlier \n"
+            "4,21,23,\n5,23,25,\n")
+    run = load_table(write_table(tmp_path, text, "flags.csv"), model_flops_per_step=1.0, n_accelerators=1,
+                     peak_flops_per_accelerator=1.0)
+    assert list(run.steps["flag"]) == ["compile", "", "", "outlier", "", ""]
+    assert not run.meta.report.skipped and not run.meta.report.notes  # not "holds no numbers; left out"
+    acc = account(run)
+    assert list(acc.window.steps["in_window"]) == [False, True, True, False, True, True]
+    assert acc.seconds["stall"] == pytest.approx(5.0, abs=1e-12)
+    assert acc.seconds["jitter"] == pytest.approx(8.0, abs=1e-12)
+    # the same file without its flag column: the outlier is in the window, no stall
+    plain = load_table(write_table(tmp_path, "\n".join(r.rsplit(",", 1)[0] for r in text.splitlines()) + "\n",
+                                   "plain.csv"), model_flops_per_step=1.0, n_accelerators=1,
+                       peak_flops_per_accelerator=1.0)
+    assert "flag" not in plain.steps.columns and account(plain).seconds["stall"] == 0.0
+
+
+def test_flag_column_mapped_and_typed_values(tmp_path):
+    # a mapped column; JSON true is "flagged", false, 0 and null none, a number its text, a
+    # nested value counted at its line and left empty (the row stays)
+    recs = [{"step": 0, "start_s": 0, "end_s": 1, "note": True}, {"step": 1, "start_s": 1, "end_s": 2, "note": False},
+            {"step": 2, "start_s": 2, "end_s": 3, "note": 0}, {"step": 3, "start_s": 3, "end_s": 4, "note": None},
+            {"step": 4, "start_s": 4, "end_s": 5, "note": 2}, {"step": 5, "start_s": 5, "end_s": 6, "note": ["x"]},
+            {"step": 6, "start_s": 6, "end_s": 7, "note": "async_dispatch"}]
+    path = write_table(tmp_path, "".join(json.dumps(r) + "\n" for r in recs), "flags.jsonl")
+    with pytest.warns(LoadWarning, match="flag is not text"):
+        run = load_table(path, columns={"flag": "note"})
+    assert list(run.steps["flag"]) == ["flagged", "", "", "", "2", "", "async_dispatch"]
+    rep = run.meta.report
+    assert rep.first_lines["flag is not text (left empty, record kept) ('note')"] == [6] and rep.rows_kept == 7
+    with pytest.raises(LoadError, match="line 6"):
+        load_table(path, columns={"flag": "note"}, strict=True)
