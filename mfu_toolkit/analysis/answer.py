@@ -355,14 +355,23 @@ def _checkpoint_advice(acc: Accounting, interface: str, write_s: float | None, e
     return out
 
 
-def _window_rate(acc: Accounting) -> float | None:
-    """Work units per second over the steady-state window's mean actual step (as window MFU)."""
+def _window_rate(acc: Accounting, statistic: str = "value") -> float | None:
+    """Work units per second over the steady-state window's mean actual step (as window MFU); for
+    a claim that is the median of the rates a log printed line by line, the median of the rates of
+    the same steps, every timed one (like with like: the log's median covers its warm-up lines
+    too, and a few slow steps move a mean, not a median)."""
     st = acc.steps
     if not len(st):
         return None
-    win = st["in_window"].to_numpy(bool) & (st["work"].to_numpy(float) > 0) & ~st["lost"].to_numpy(bool)
-    t = float(st["labelled_s"].to_numpy(float)[win].sum())
-    return float(st["work"].to_numpy(float)[win].sum()) / t if t > 0 else None
+    timed = st["work"].to_numpy(float) > 0
+    if statistic == "median":  # every printed step, those redone after a restart too: the log printed them
+        printed = timed & ~st["inferred"].to_numpy(bool)  # not the rows inferred for unlogged steps
+        work, t = st["work"].to_numpy(float)[printed], st["labelled_s"].to_numpy(float)[printed]
+        ok = t > 0
+        return float(np.median(work[ok] / t[ok])) if ok.any() else None
+    win = st["in_window"].to_numpy(bool) & timed & ~st["lost"].to_numpy(bool)
+    work, t = st["work"].to_numpy(float)[win], st["labelled_s"].to_numpy(float)[win]
+    return float(work.sum()) / float(t.sum()) if t.sum() > 0 else None
 
 
 def _end_to_end_rate(acc: Accounting) -> float | None:
@@ -393,12 +402,14 @@ _BASIS_WORDS = {"steady": "steady-window", "end_to_end": "end-to-end", "run": "t
                 "partial": "part-of-each-step"}
 
 
-def _ours(metric: str, acc: Accounting, summ: Any, basis: str = "steady") -> tuple[float | None, str]:
+def _ours(metric: str, acc: Accounting, summ: Any, basis: str = "steady",
+          statistic: str = "value") -> tuple[float | None, str]:
     """Our figure for a claim's metric (in the claim's units) over the claim's basis (the steady
     window, the whole wall time, or the timed run), or None with what is missing."""
     m = acc.run.meta
     rate_of, missing = _BASIS_RATE.get(basis, _BASIS_RATE["steady"])
-    rate, unit = rate_of(acc), acc.work_unit
+    rate = _window_rate(acc, statistic) if rate_of is _window_rate else rate_of(acc)
+    unit = acc.work_unit
     if metric == "mfu":
         return (summ.end_to_end_mfu, "end-to-end MFU unknown") if basis == "end_to_end" else (
             summ.window_mfu, "window MFU unknown")
@@ -521,7 +532,7 @@ def _claim_checks(acc: Accounting, summ: Any) -> list[Check]:
             continue
         theirs = float(c["value"])
         basis = c.get("basis", "steady")
-        ours, why = _ours(metric, acc, summ, basis)
+        ours, why = _ours(metric, acc, summ, basis, str(c.get("statistic", "value")))
         shown = _pct(theirs) if metric == "mfu" else f"{_num(theirs)} {c.get('unit', '')}".strip()
         where = _short_where(c.get("where"))
         stat = f" ({c.get('statistic')} of {c.get('n')})" if c.get("n", 1) > 1 else ""
