@@ -34,10 +34,7 @@ N_RANKS, N_STEPS = 4, 50
 DURATION = {0: 10.0, 30: 20.0}  # every other step: 2 s
 FLAGS = {(0, 0): "compile", (30, 0): "outlier", (30, 1): "outlier|profile", (30, 3): ""}
 META = dict(model_flops_per_step=4e15, n_accelerators=4, peak_flops_per_accelerator=1e15)
-# Until analysis.breakdown._step_flags reads the flags of a run reduced out of core from
-# js["flag"] (Reductions.job_step_columns carries them), the engines' windows hold the flagged steps.
-NEEDS_BREAKDOWN = pytest.mark.xfail(
-    strict=True, reason="analysis.breakdown._step_flags ignores the flags of runs reduced out of core")
+
 
 
 def _write(folder: Path, *, flags: bool = True) -> Path:
@@ -124,7 +121,6 @@ def test_duckdb_reductions_carry_the_flags(flagged, batch_rows):
     assert {k for k, v in got.items() if v} == {0, 30}
 
 
-@NEEDS_BREAKDOWN
 @pytest.mark.parametrize("batch_rows", [40, 10**9])
 def test_duckdb_equals_in_memory(flagged, batch_rows):
     _same_figures(_load(flagged, "pandas"), _load(flagged, "duckdb", batch_rows=batch_rows))
@@ -184,6 +180,5 @@ def test_spark_reductions_carry_the_flags(spark_run, flagged):
     assert b["flag"][list(b["step"]).index(30)] == "outlier,profile"
 
 
-@NEEDS_BREAKDOWN
 def test_spark_equals_in_memory(spark_run, flagged):
     _same_figures(_load(flagged, "pandas"), spark_run)

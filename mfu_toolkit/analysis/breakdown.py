@@ -64,8 +64,8 @@ Timeline rule (a priority sweep)
    steady-state window and of its warm-up detection: a compile step, a step timed before its
    work was done (asynchronous dispatch) or a profiler capture says nothing of the steady rate.
    Where every useful timed step is flagged there is no window and no steady-state MFU, with
-   that reason. (Runs reduced out of core by :mod:`mfu_toolkit.engine` carry no ``flag``: its
-   queries read the step schema only.)
+   that reason. (Runs reduced out of core by :mod:`mfu_toolkit.engine` carry each step's flags
+   from the same column, gathered by its job-step query.)
 5. A step flagged ``outlier`` (or ``stall``) is a named stall, not jitter: its clean time above
    its ideal time, ``max(x_k − ρ·w_k, 0)``, is booked as ``stall`` (per step in
    ``Accounting.steps["stall_s"]``, the steps named in ``Accounting.details["stall"]`` and the
@@ -373,10 +373,16 @@ def _flag_tokens(value: Any) -> tuple[str, ...]:
 def _step_flags(run: Run, js: pd.DataFrame) -> np.ndarray:
     """Per job-level step of ``js``: the flags a loader set on any of its rows, sorted and joined
     by commas ("" for none, and for inferred rows). Runs whose rows an engine reduced out of core
-    carry no ``flag`` column (the engine's queries read the step schema only), so none are seen."""
+    carry them in ``js["flag"]`` (``Reductions.job_step_columns``), read by the same rule."""
     n = len(js)
     out = np.full(n, "", dtype=object)
     s = run.steps
+    if n and run.reductions is not None and "flag" in js.columns:
+        inferred = js["inferred"].to_numpy(bool) if "inferred" in js.columns else np.zeros(n, bool)
+        for i, v in enumerate(js["flag"].tolist()):
+            if not inferred[i]:
+                out[i] = ",".join(sorted(set(_flag_tokens(v))))
+        return out
     if not n or run.reductions is not None or "flag" not in s.columns or not len(s):
         return out
     codes, uniques = pd.factorize(s["flag"], use_na_sentinel=True)
