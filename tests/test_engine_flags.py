@@ -36,7 +36,6 @@ FLAGS = {(0, 0): "compile", (30, 0): "outlier", (30, 1): "outlier|profile", (30,
 META = dict(model_flops_per_step=4e15, n_accelerators=4, peak_flops_per_accelerator=1e15)
 
 
-
 def _write(folder: Path, *, flags: bool = True) -> Path:
     """Three part files (steps 0-19, 20-39, 40-49); the last has no flag column at all."""
     folder.mkdir(parents=True)
