@@ -123,7 +123,7 @@ def sniff(path: Path, head: bytes) -> float:
     stays a clear margin (0.1) above the megatron format's 0.9 for a log that holds both.
     """
     p = Path(path)
-    if not head or p.is_dir():
+    if not head or p.is_dir() or b"\x00" in head:  # NUL bytes: a binary file (a saved run's Parquet), no text log
         return 0.0
     try:
         if _has_step_line(head):
