@@ -85,6 +85,7 @@ import pandas as pd
 from .. import rules
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader, read_head
+from ..throughput_timer import TIMER_COUNTS, UNDER_MEGATRON
 
 NAME = "deepspeed"
 
@@ -969,36 +970,7 @@ def _parallelism_fact(out: Parsed, scan: _Scan) -> None:
             out.fact("parallelism", text, scan.where(stages[0][2][1]), " ".join(f"--{k} {v[0]}" for k, _, v in stages))
 
 
-# What DeepSpeed's throughput timer counts (deepspeed/utils/timer.py, ThroughputTimer, created in
-# deepspeed/runtime/engine.py), https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/utils/timer.py:
-# 1. the timer starts in the engine's forward() (or when DeepSpeed's own dataloader yields a batch) and stops
-#    at the end of step(), on the rank that prints: data loading outside the engine, evaluation and
-#    checkpoints are outside every timed span;
-# 2. "epoch=E/micro_step=M/global_step=N" (DeepSpeed >= 0.8.0, commit 0f0e38c): samples = train_batch_size,
-#    the global batch of all data-parallel ranks, over the timed spans of one global step's micro-steps;
-# 3. "E/N, RunningAvgSamplesPerSec=, CurrSamplesPerSec=" (0.7.0-0.7.7) and "E/N, SamplesPerSec=" (before
-#    0.7.0; the running average only): samples = train_micro_batch_size_per_gpu x data-parallel size, over
-#    one engine micro-step (N counts micro-steps);
-# 4. the running average leaves out the timer's first start_step=2 steps.
-# A caller that runs forward() once per micro-batch but step() once per batch (Megatron-DeepSpeed) restarts
-# the timer at each forward: the timed span is then the last micro-batch's forward to the optimizer step.
-_DS_TIMER = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/utils/timer.py"
-_TIMER_COUNTS = {
-    "global_step": (
-        "train_batch_size (the global batch, all data-parallel ranks) / the forward-to-step time of the micro-steps "
-        "of one global step on the printing rank (data loading outside the engine, evaluation and checkpoints left "
-        "out; DeepSpeed >= 0.8 ThroughputTimer, " + _DS_TIMER + ")"),
-    "micro_step": (
-        "train_micro_batch_size_per_gpu × data-parallel size (one micro-step's samples, all ranks) / one engine "
-        "micro-step's forward-to-step time on the printing rank (DeepSpeed 0.7 ThroughputTimer, " + _DS_TIMER + ")"),
-    "running_only": (
-        "train_micro_batch_size_per_gpu × data-parallel size (one micro-step's samples, all ranks) / one engine "
-        "micro-step's forward-to-step time on the printing rank (DeepSpeed < 0.7 ThroughputTimer, " + _DS_TIMER + ")"),
-}
-# GPT-NeoX calls step() after every micro-batch (megatron/training.py train_step): no such restart there.
-_UNDER_MEGATRON = ("; in a Megatron-DeepSpeed log forward() runs once per micro-batch and step() once per batch, "
-                   "and the timer restarts at each forward(), so each timed span runs from the batch's last "
-                   "forward() to the end of step()")
+# What DeepSpeed's throughput timer counts: mfu_toolkit.io.throughput_timer.
 _COUNTS = {
     "ppo_cur": "DeepSpeed-Chat CurSamplesPerSec: the samples of one PPO step (all ranks) / its E2E latency",
     "ppo_avg": "DeepSpeed-Chat AvgSamplesPerSec: average since the first PPO step (the last value printed)",
@@ -1023,8 +995,8 @@ def _timer_claims(out: Parsed, scan: _Scan, ppo: bool) -> None:
     """CurrSamplesPerSec (median) and the running average (last) of engine 0, one pair per timer line form."""
     timed = [r for r in scan.engine if r["engine"] == 0 and "timer_line" in r]
     whose = "engine 0 (the actor in DeepSpeed-Chat step 3; its training phase only)" if ppo else "the DeepSpeed engine"
-    tail = _UNDER_MEGATRON if scan.megatron > scan.neox else ""
-    for form, what in _TIMER_COUNTS.items():
+    tail = UNDER_MEGATRON if scan.megatron > scan.neox else ""
+    for form, what in TIMER_COUNTS.items():
         what += tail
         mine = [r for r in timed if r["timer_form"] == form]
         if not mine:

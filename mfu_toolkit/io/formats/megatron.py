@@ -100,6 +100,7 @@ import pandas as pd
 from .. import rules
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader, read_head
+from ..throughput_timer import TIMER_COUNTS, UNDER_MEGATRON
 
 NAME = "megatron"
 
@@ -228,32 +229,14 @@ _TFLOPS_COUNTS = {
           "calculator's count (recomputation added) there in 2024, its training_log.py prints Megatron-LM's "
           "num_floating_point_operations (model FLOPs) since 2025-06; which one this is, the line does not say",
 }
-# DeepSpeed's throughput timer inside a Megatron-DeepSpeed log (deepspeed/utils/timer.py ThroughputTimer,
-# https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/utils/timer.py); the same wording as the
-# deepspeed format's, plus what Megatron-DeepSpeed's own gradient accumulation does to the timed span.
-_DS_TIMER = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/utils/timer.py"
+# DeepSpeed's throughput timer inside a Megatron-DeepSpeed log: its lines' forms here, what they count
+# in mfu_toolkit.io.throughput_timer (shared with the deepspeed format).
 _DS_TIMER_FORMS = (
     ("global_step", re.compile(r"epoch=\d{1,18}/micro_step=\d{1,18}/global_step=\d{1,18}, RunningAvgSamplesPerSec=")),
     ("micro_step", re.compile(r"(?<![\d/])\d{1,18}/\d{1,18}, RunningAvgSamplesPerSec=")),
     ("running_only", re.compile(r"(?<![\d/])\d{1,18}/\d{1,18}, SamplesPerSec=")),
 )
 _DS_TIMER_KV = re.compile(r"\b(RunningAvgSamplesPerSec|CurrSamplesPerSec|SamplesPerSec)=([^,\s]{0,64})")
-_TIMER_COUNTS = {
-    "global_step": (
-        "train_batch_size (the global batch, all data-parallel ranks) / the forward-to-step time of the micro-steps "
-        "of one global step on the printing rank (data loading outside the engine, evaluation and checkpoints left "
-        "out; DeepSpeed >= 0.8 ThroughputTimer, " + _DS_TIMER + ")"),
-    "micro_step": (
-        "train_micro_batch_size_per_gpu × data-parallel size (one micro-step's samples, all ranks) / one engine "
-        "micro-step's forward-to-step time on the printing rank (DeepSpeed 0.7 ThroughputTimer, " + _DS_TIMER + ")"),
-    "running_only": (
-        "train_micro_batch_size_per_gpu × data-parallel size (one micro-step's samples, all ranks) / one engine "
-        "micro-step's forward-to-step time on the printing rank (DeepSpeed < 0.7 ThroughputTimer, " + _DS_TIMER + ")"),
-}
-# GPT-NeoX calls step() after every micro-batch (megatron/training.py train_step): no such restart there.
-_UNDER_MEGATRON = ("; in a Megatron-DeepSpeed log forward() runs once per micro-batch and step() once per batch, "
-                   "and the timer restarts at each forward(), so each timed span runs from the batch's last "
-                   "forward() to the end of step()")
 _CURR_COUNTS = "CurrSamplesPerSec of the DeepSpeed engine, at each printed step: {what}"
 _RUNNING_COUNTS = ("{key} of the DeepSpeed engine, the running average since the timer's start (its first 2 steps "
                    "left out; the last value printed): {what}")
@@ -1399,8 +1382,8 @@ def _tflops_claims(reader: Reader, st: _State, out: Parsed) -> None:
 def _timer_claims(reader: Reader, st: _State, out: Parsed) -> None:
     """DeepSpeed's CurrSamplesPerSec (median) and running average (last), one pair per timer spelling."""
     neox = "samples_per_sec" in st.rec.fields or "approx_flops_per_gpu" in st.rec.fields
-    tail = _UNDER_MEGATRON if len(st.rec) and not neox else ""
-    for form, what in _TIMER_COUNTS.items():
+    tail = UNDER_MEGATRON if len(st.rec) and not neox else ""
+    for form, what in TIMER_COUNTS.items():
         mine = [t for t in st.ds_timer if t[1] == form]
         if not mine:
             continue
