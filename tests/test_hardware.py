@@ -13,29 +13,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from _registry import fresh_registry, write_csv, write_text  # noqa: F401
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mfu_toolkit import hardware as hw
 
 REPO = Path(__file__).resolve().parents[1]
-HEADER = "name,vendor,dtype,dense,sparse,unit,devices_per_package,aliases,basis,source,read_on,note\n"
 GOOD_ROW = "Acme X1,Acme,bf16,100,200,TFLOP/s,1,ACME-X1 Rev B,card 300 W,https://example.com/x1,2026-11-29,\n"
-
-
-@pytest.fixture(autouse=True)
-def fresh_registry(monkeypatch):
-    """Each test sees the shipped registry only (no user CSVs, no earlier registrations)."""
-    monkeypatch.delenv(hw.ENV_VAR, raising=False)
-    hw._reset_registry()
-    yield
-    hw._reset_registry()
-
-
-def write_csv(tmp_path: Path, body: str, name: str = "team.csv") -> Path:
-    path = tmp_path / name
-    path.write_text(HEADER + body, encoding="utf-8")
-    return path
 
 
 # --- datasheet values ------------------------------------------------------------------------
@@ -510,8 +495,7 @@ def test_csv_validation_names_line_and_field(tmp_path, row, field):
 
 
 def test_csv_bad_header_and_missing_file(tmp_path):
-    path = tmp_path / "bad.csv"
-    path.write_text("name,vendor,dtype,dense,basis,read_on,sparce\n", encoding="utf-8")
+    path = write_text(tmp_path, "bad.csv", "name,vendor,dtype,dense,basis,read_on,sparce\n")
     with pytest.raises(hw.RegistryError, match=r"bad.csv:1: bad header.*source.*sparce"):
         hw.Registry(builtin=False, env=False).load_csv(path)
     with pytest.raises(hw.RegistryError, match="cannot read"):
@@ -668,7 +652,6 @@ def test_bandwidth_is_never_a_default():
     ("H100 SXM,HBM3,1,TB/s,https://example.com,01/12/2026,\n", "read_on"),
 ])
 def test_a_bad_bandwidth_row_names_file_line_and_field(tmp_path, row, field):
-    path = tmp_path / "bw.csv"
-    path.write_text("name,memory,bandwidth,unit,source,read_on,note\n" + row, encoding="utf-8")
+    path = write_text(tmp_path, "bw.csv", "name,memory,bandwidth,unit,source,read_on,note\n" + row)
     with pytest.raises(hw.RegistryError, match=rf"bw\.csv:2: field '{field}'"):
         hw.load_bandwidth_csv(path)

@@ -7,19 +7,10 @@ Every pinned number quotes where the vendor prints it.
 from __future__ import annotations
 
 import pytest
+from _registry import fresh_registry  # noqa: F401
 
 from mfu_toolkit import hardware as hw
 from mfu_toolkit.cli import main
-
-
-@pytest.fixture(autouse=True)
-def fresh_registry(monkeypatch):
-    """Each test sees the shipped registry only."""
-    monkeypatch.delenv(hw.ENV_VAR, raising=False)
-    hw._reset_registry()
-    yield
-    hw._reset_registry()
-
 
 # --- memory sizes: a stated size that differs from a part's is never matched to it -----------
 # NVIDIA's H100 page (https://www.nvidia.com/en-us/data-center/h100/): H100 SXM 80 GB, H100 NVL 94 GB;

@@ -7,32 +7,11 @@ only a "with sparsity" figure, the dense pin is half of it.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from _registry import fresh_registry, shipped_without  # noqa: F401
 
 from mfu_toolkit import hardware as hw
 from mfu_toolkit.cli import main
-
-
-@pytest.fixture(autouse=True)
-def fresh_registry(monkeypatch):
-    """Each test sees the shipped registry only (no user CSVs, no earlier registrations)."""
-    monkeypatch.delenv(hw.ENV_VAR, raising=False)
-    hw._reset_registry()
-    yield
-    hw._reset_registry()
-
-
-def shipped_without(tmp_path: Path, name: str) -> hw.Registry:
-    """The shipped registry with one accelerator's rows left out."""
-    lines = hw.BUILTIN_CSV.read_text(encoding="utf-8").splitlines(keepends=True)
-    path = tmp_path / "without.csv"
-    path.write_text("".join(line for line in lines if not line.startswith(f"{name},")), encoding="utf-8")
-    reg = hw.Registry(builtin=False, env=False)
-    reg.load_csv(path)
-    return reg
-
 
 # --- datasheet values of the added accelerators ----------------------------------------------
 

@@ -10,18 +10,10 @@ import re
 
 import pytest
 from _realdata import files, realdata  # noqa: F401
+from _registry import fresh_registry, write_text  # noqa: F401
 
 from mfu_toolkit import hardware as hw
 from mfu_toolkit.io import load_run
-
-
-@pytest.fixture(autouse=True)
-def fresh_registry(monkeypatch):
-    monkeypatch.delenv(hw.ENV_VAR, raising=False)
-    hw._reset_registry()
-    yield
-    hw._reset_registry()
-
 
 CASES = [
     # (text, accelerator, per_system, n_systems)
@@ -108,8 +100,7 @@ def test_system_csv_rows_are_checked(tmp_path):
         "x,abc,,8,,https://example.com,2026-13-06,\n": "read_on",
     }
     for row, field in bad.items():
-        path = tmp_path / "s.csv"
-        path.write_text(head + row, encoding="utf-8")
+        path = write_text(tmp_path, "s.csv", head + row)
         with pytest.raises(hw.RegistryError, match=rf"s\.csv:2: field '{field}'"):
             hw.load_systems_csv(path)
     assert len(hw.load_systems_csv(hw.__dict__["_SYSTEMS_CSV"])) >= 10

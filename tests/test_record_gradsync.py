@@ -9,14 +9,13 @@ PyTorch a failure instead of a skip.
 from __future__ import annotations
 
 import json
-import os
 import warnings
 
 import pytest
+from _gloo import require_gloo_torch
 
 from mfu_toolkit.record import StepRecorder, file_name
 
-REQUIRE_ENV = "MFU_REQUIRE_TORCH"
 pytestmark = pytest.mark.torch
 
 
@@ -26,22 +25,9 @@ def _clean_launch_env(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-def _torch():
-    try:
-        import torch
-        import torch.distributed as dist
-    except ImportError as exc:
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{REQUIRE_ENV}=1 but PyTorch cannot be imported: {exc}", pytrace=False)
-        pytest.skip(f"PyTorch is not installed (pip install 'mfu_toolkit[record]'); set {REQUIRE_ENV}=1 to fail instead")
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("this PyTorch build has no gloo backend for torch.distributed")
-    return torch
-
-
 @pytest.fixture
 def group(tmp_path):
-    torch = _torch()
+    torch = require_gloo_torch()
     import torch.distributed as dist
 
     dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
@@ -131,7 +117,7 @@ def test_a_hook_registered_before_is_left_alone_and_the_mode_says_so(group):
 
 
 def test_without_a_process_group_or_a_wrapper_nothing_is_attached(tmp_path):
-    torch = _torch()
+    torch = require_gloo_torch()
     from mfu_toolkit.record.collectives import GradientSync
 
     assert GradientSync().attach(torch.nn.Linear(8, 1)) == "off: torch.distributed is not initialised"

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 
 import pytest
+from _gloo import require_gloo_torch
 
 pytestmark = pytest.mark.torch
 
-REQUIRE_ENV = "MFU_REQUIRE_TORCH"
 STEPS, SLOW, SLEEP_S = 50, 1, 0.05
 EVERY, CKPT_SLEEP_S = 10, 0.2
 DIE_RANK, DIE_AT = 2, 33
@@ -34,23 +33,10 @@ JOB = {"steps": STEPS, "slow_rank": SLOW, "sleep_s": SLEEP_S, "checkpoint_every"
        "checkpoint_sleep_s": CKPT_SLEEP_S, "die_rank": DIE_RANK, "die_at_step": DIE_AT}
 
 
-def _require_torch():
-    try:
-        import torch
-        import torch.distributed as dist
-    except ImportError as exc:
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{REQUIRE_ENV}=1 but PyTorch cannot be imported: {exc}", pytrace=False)
-        pytest.skip(f"PyTorch is not installed (pip install 'mfu_toolkit[record]'); set {REQUIRE_ENV}=1 to fail instead")
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("this PyTorch build has no gloo backend for torch.distributed")
-    return torch
-
-
 @pytest.fixture(scope="module")
 def job(tmp_path_factory):
     """Run the job twice (a failed launch, then the relaunch); the test's own clock around both."""
-    _require_torch()
+    require_gloo_torch()
     from mfu_toolkit.record.demo import launch
 
     work = tmp_path_factory.mktemp("job")
