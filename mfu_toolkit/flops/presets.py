@@ -54,8 +54,9 @@ class Preset:
 
 
 # --------------------------------------------------------------------------------------------
-# transformers
+# sources
 
+_HF = "https://huggingface.co/{}/blob/main/config.json"
 _GPT3 = (
     "Brown et al. 2020, 'Language Models are Few-Shot Learners', arXiv:2005.14165, Table 2.1; "
     "seq_len 2048 from Appendix B ('we always train on sequences of the full n_ctx = 2048 token "
@@ -78,6 +79,13 @@ _LLAMA3_BLOG = (
 _LLAMA3_PAPER = (
     "Sec 3.4.1 ('a batch size of 8M sequences of 8,192 tokens' after the first 252M tokens; "
     "Sec 3.4: 'We use similar recipes to pre-train the 8B and 70B models')"
+)
+_MIXTRAL = (
+    "Jiang et al. 2024, 'Mixtral of Experts', arXiv:2401.04088, Table 1 (dim 4096, "
+    "32 layers, head_dim 128, hidden_dim 14336, 32 heads, 8 KV heads, context 32768, "
+    "vocab 32000, 8 experts, top-2); 46.7B total / 12.9B active from "
+    "https://mistral.ai/news/mixtral-of-experts/. No training sequence length is "
+    "published (32768 is the context window): pass seq_len"
 )
 _MISTRAL7B = (
     "Jiang et al. 2023, 'Mistral 7B', arXiv:2310.06825, Table 1 (dim 4096, n_layers 32, "
@@ -110,226 +118,32 @@ _DEEPSEEK_V3 = (
     "0.9B Embedding and 0.9B output Head)'. Context later extended to 32K and 128K (Sec 4.3: "
     "pass seq_len for those phases)"
 )
-
-
-def _palm(name: str, layers: int, d: int, heads: int, params: float, table22: float) -> Preset:
-    return Preset(
-        name=name,
-        config=TransformerConfig(
-            n_layers=layers,
-            d_model=d,
-            n_heads=heads,
-            n_kv_heads=1,
-            head_dim=256,
-            d_ff=4 * d,
-            ffn_type="swiglu",
-            vocab_size=256_000,
-            tied_embeddings=True,
-            seq_len=2048,
-            name=name,
-        ),
-        source=_PALM,
-        description=f"PaLM {name.split('-')[1].upper()} dense decoder",
-        published={"params": params, "training_flops_per_token": table22},
-    )
-
-
-def _llama3(
-    name: str,
-    repo: str,
-    layers: int,
-    d: int,
-    heads: int,
-    d_ff: int,
-    params: float,
-    seq_source: str = _LLAMA3_BLOG,
-) -> Preset:
-    return Preset(
-        name=name,
-        config=TransformerConfig(
-            n_layers=layers,
-            d_model=d,
-            n_heads=heads,
-            n_kv_heads=8,
-            d_ff=d_ff,
-            ffn_type="swiglu",
-            vocab_size=128_256,
-            tied_embeddings=False,
-            seq_len=8192,
-            name=name,
-        ),
-        source=_LLAMA3.format(repo=repo, seq_source=seq_source),
-        description="Llama 3 dense decoder with grouped-query attention (8 KV heads)",
-        published={"params": params},
-    )
-
-
-_TRANSFORMERS = [
-    Preset(
-        name="gpt3-175b",
-        config=TransformerConfig(
-            n_layers=96,
-            d_model=12288,
-            n_heads=96,
-            head_dim=128,
-            d_ff=4 * 12288,
-            ffn_type="gelu",
-            vocab_size=50257,  # GPT-2 byte-level BPE (Radford et al. 2019)
-            tied_embeddings=True,
-            seq_len=2048,
-            max_seq_len=2048,
-            pos_embedding="learned",
-            bias=True,
-            name="gpt3-175b",
-        ),
-        source=_GPT3,
-        description="GPT-3 175B dense decoder (learned positions, biases, tied embeddings)",
-        aliases=("gpt-3", "gpt3"),
-        published={"params": 175.0e9},
-    ),
-    # PaLM Table 22 gives the per-token training FLOPs (6N + 12LHQT) of each size.
-    _palm("palm-8b", 32, 4096, 16, 8.63e9, 0.0550e12),
-    _palm("palm-62b", 64, 8192, 32, 62.50e9, 0.388e12),
-    _palm("palm-540b", 118, 18432, 48, 540.35e9, 3.28e12),
-    _llama3("llama3-8b", "Meta-Llama-3-8B", 32, 4096, 32, 14336, 8.03e9),
-    _llama3("llama3-70b", "Meta-Llama-3-70B", 80, 8192, 64, 28672, 70.6e9),
-    _llama3("llama3-405b", "Llama-3.1-405B", 126, 16384, 128, 53248, 405.9e9, _LLAMA3_PAPER),
-    Preset(
-        name="llama3.1-8b",
-        config=TransformerConfig(
-            n_layers=32,
-            d_model=4096,
-            n_heads=32,
-            n_kv_heads=8,
-            d_ff=14336,
-            ffn_type="swiglu",
-            vocab_size=128_256,
-            tied_embeddings=False,
-            seq_len=8192,
-            name="llama3.1-8b",
-        ),
-        source=_LLAMA3.format(repo="Llama-3.1-8B", seq_source=_LLAMA3_PAPER)
-        + "; context later extended to 131072 (Sec 3.4.2: pass seq_len for those stages)",
-        description="Llama 3.1 8B: the Llama 3 8B architecture with a 128K context",
-        published={"params": 8.03e9},
-    ),
-    Preset(
-        name="mixtral-8x7b",
-        config=TransformerConfig(
-            n_layers=32,
-            d_model=4096,
-            n_heads=32,
-            n_kv_heads=8,
-            head_dim=128,
-            d_ff=14336,
-            ffn_type="swiglu",
-            vocab_size=32000,
-            tied_embeddings=False,
-            n_experts=8,
-            top_k=2,
-            d_ff_expert=14336,
-            name="mixtral-8x7b",
-        ),
-        source=(
-            "Jiang et al. 2024, 'Mixtral of Experts', arXiv:2401.04088, Table 1 (dim 4096, "
-            "32 layers, head_dim 128, hidden_dim 14336, 32 heads, 8 KV heads, context 32768, "
-            "vocab 32000, 8 experts, top-2); 46.7B total / 12.9B active from "
-            "https://mistral.ai/news/mixtral-of-experts/. No training sequence length is "
-            "published (32768 is the context window): pass seq_len"
-        ),
-        description="Sparse mixture of experts: 8 SwiGLU experts per layer, 2 per token",
-        aliases=("mixtral",),
-        published={"params": 46.7e9, "active_params": 12.9e9},
-    ),
-    Preset(
-        name="mistral-7b",
-        config=TransformerConfig(
-            n_layers=32,
-            d_model=4096,
-            n_heads=32,
-            n_kv_heads=8,
-            head_dim=128,
-            d_ff=14336,
-            ffn_type="swiglu",
-            vocab_size=32000,
-            tied_embeddings=False,
-            attention_window=4096,
-            name="mistral-7b",
-        ),
-        source=_MISTRAL7B,
-        description="Mistral 7B dense decoder: GQA and a 4096-token sliding window in every layer",
-        aliases=("mistral",),
-        published={"params": 7.24e9},
-    ),
-    Preset(
-        name="gemma-2-9b",
-        config=TransformerConfig(
-            n_layers=42,
-            d_model=3584,
-            n_heads=16,
-            n_kv_heads=8,
-            head_dim=256,
-            d_ff=14336,
-            ffn_type="geglu",
-            vocab_size=256_128,
-            tied_embeddings=True,
-            attention_window=(4096, 0),
-            norms_per_layer=4,
-            name="gemma-2-9b",
-        ),
-        source=_GEMMA2,
-        description="Gemma 2 9B: local (4096-token window) and global attention layers alternate",
-        published={"embedding_params": 917_962_752, "non_embedding_params": 8_324_201_984},
-    ),
-    Preset(
-        name="deepseek-v3",
-        config=TransformerConfig(
-            n_layers=61,
-            d_model=7168,
-            n_heads=128,
-            d_ff=18432,
-            ffn_type="swiglu",
-            vocab_size=129_280,
-            tied_embeddings=False,
-            seq_len=4096,
-            n_experts=256,
-            top_k=8,
-            n_shared_experts=1,
-            d_ff_expert=2048,
-            d_ff_shared=2048,
-            n_dense_layers=3,
-            q_lora_rank=1536,
-            kv_lora_rank=512,
-            qk_nope_head_dim=128,
-            qk_rope_head_dim=64,
-            v_head_dim=128,
-            n_mtp_modules=1,
-            name="deepseek-v3",
-        ),
-        source=_DEEPSEEK_V3,
-        description="DeepSeek-V3: MLA, 1 shared + 256 routed experts (top-8), 1 MTP module",
-        aliases=("deepseek-v3-base",),
-        published={
-            "params": 671e9,
-            "active_params": 37e9,
-            "active_params_without_input_embedding": 36.6e9,
-            "mtp_params": 11.5e9,
-        },
-    ),
-]
-
-_HF = "https://huggingface.co/{}/blob/main/config.json"
 _LLAMA2 = (
     "Touvron et al. 2023, 'Llama 2: Open Foundation and Fine-Tuned Chat Models', "
     "arXiv:2307.09288, Table 1 (sizes 7B, 13B, 70B; pretraining 'Context Length' 4k; GQA for "
     "70B); shapes from " + _HF
 )
+_BERT = (
+    "Devlin et al. 2019, 'BERT', arXiv:1810.04805, Sec 3 (L=24, H=1024, A=16, 'Total "
+    "Parameters=340M'); vocabulary 30522, 512 positions, 2 token types from "
+    + _HF.format("google-bert/bert-large-uncased")
+    + "; seq_len 512 from the MLPerf Training reference "
+    "(https://github.com/mlcommons/training/tree/master/language_model/tensorflow/bert, "
+    "max_seq_length=512). Bidirectional: keep causal off. The MLM head runs here on "
+    "every position (the MLPerf run predicts at most 76 per sequence)"
+)
+_NEOX = (
+    "Black et al. 2022, 'GPT-NeoX-20B', arXiv:2204.06745, Table 1 (44 layers, d_model "
+    "6144, 64 heads, sequence length 2048) and "
+    + _HF.format("EleutherAI/gpt-neox-20b")
+    + " (vocab 50432, intermediate 24576, untied embed_out without bias); parameter "
+    "count 20,554,567,680 from https://huggingface.co/EleutherAI/gpt-neox-20b"
+)
 _QWEN3 = (
     "Qwen Team 2025, 'Qwen3 Technical Report', arXiv:2505.09388, Sec 3.2 (general stage: 'a "
-    "sequence length of 4,096 tokens'; the long-context stage uses 32,768: pass seq_len for it); shapes from "
-    + _HF
-    + "; parameter counts from the model card "
-    "https://huggingface.co/{}"
+    "sequence length of 4,096 tokens'; the long-context stage uses 32,768: pass seq_len for it); "
+    "shapes from https://huggingface.co/{0}/blob/main/config.json; parameter counts from the "
+    "model card https://huggingface.co/{0}"
 )
 _GPT_OSS = (
     "OpenAI 2025, 'gpt-oss-120b & gpt-oss-20b Model Card', arXiv:2508.10925, Table 1 (total and "
@@ -339,245 +153,170 @@ _GPT_OSS = (
     "sinks, router and expert biases, untied unembedding). No training sequence length is "
     "published: pass seq_len"
 )
+_MIXTRAL_8X22B = (
+    "shapes from " + _HF.format("mistralai/Mixtral-8x22B-v0.1") + " (hidden 6144, 56 "
+    "layers, 48 heads, 8 KV heads, intermediate 16384, 8 experts, top-2, vocab 32768); "
+    "'141B parameters', '39B active' from https://mistral.ai/news/mixtral-8x22b/. No "
+    "training sequence length is published (65536 is the context window): pass seq_len"
+)
 
+# --------------------------------------------------------------------------------------------
+# transformers: what a family's sizes share, then one row per model
 
-def _llama2(
-    name: str, repo: str, layers: int, d: int, heads: int, kv: int, d_ff: int, params: float
-) -> Preset:
-    return Preset(
-        name=name,
-        config=TransformerConfig(
-            n_layers=layers,
-            d_model=d,
-            n_heads=heads,
-            n_kv_heads=kv,
-            d_ff=d_ff,
-            ffn_type="swiglu",
-            vocab_size=32000,
-            tied_embeddings=False,
-            seq_len=4096,
-            name=name,
-        ),
-        source=_LLAMA2.format(repo),
-        description="Llama 2 dense decoder"
-        + (" with grouped-query attention" if kv < heads else ""),
-        published={"params": params},
-    )
-
-
-def _qwen3(
-    name: str,
-    repo: str,
-    layers: int,
-    d: int,
-    heads: int,
-    kv: int,
-    published: dict[str, float],
-    **moe: Any,
-) -> Preset:
-    return Preset(
-        name=name,
-        config=TransformerConfig(
-            n_layers=layers,
-            d_model=d,
-            n_heads=heads,
-            n_kv_heads=kv,
-            head_dim=128,
-            ffn_type="swiglu",
-            vocab_size=151_936,
-            tied_embeddings=False,
-            seq_len=4096,
-            qk_norm=True,
-            name=name,
-            **moe,
-        ),
-        source=_QWEN3.format(repo, repo),
-        description="Qwen3 "
-        + ("mixture of experts (128 experts, top-8)" if moe.get("n_experts") else "dense decoder")
-        + " with query/key norms",
-        published=published,
-    )
-
-
-def _gpt_oss(
-    name: str, repo: str, layers: int, experts: int, total: float, active: float
-) -> Preset:
-    return Preset(
-        name=name,
-        config=TransformerConfig(
-            n_layers=layers,
-            d_model=2880,
-            n_heads=64,
-            n_kv_heads=8,
-            head_dim=64,
-            d_ff=2880,
-            ffn_type="swiglu",
-            vocab_size=201_088,
-            tied_embeddings=False,
-            n_experts=experts,
-            top_k=4,
-            attention_window=(128, 0),
-            bias=True,
-            norm_bias=False,
-            output_bias=False,
-            router_bias=True,
-            attention_sinks=True,
-            name=name,
-        ),
-        source=_GPT_OSS.format(repo),
-        description=f"gpt-oss MoE ({experts} experts, top-4), alternating 128-token windows",
-        published={"params": total, "active_params_without_input_embedding": active},
-    )
-
-
+# fmt: off
+_PALM_SHAPE = dict(n_kv_heads=1, head_dim=256, ffn_type="swiglu", vocab_size=256_000,
+                   tied_embeddings=True, seq_len=2048)
+_LLAMA3_SHAPE = dict(n_kv_heads=8, ffn_type="swiglu", vocab_size=128_256, tied_embeddings=False,
+                     seq_len=8192)
+_LLAMA2_SHAPE = dict(ffn_type="swiglu", vocab_size=32000, tied_embeddings=False, seq_len=4096)
+_QWEN3_SHAPE = dict(head_dim=128, ffn_type="swiglu", vocab_size=151_936, tied_embeddings=False,
+                    seq_len=4096, qk_norm=True)
+_QWEN3_MOE = dict(n_experts=128, top_k=8)
+_GPT_OSS_SHAPE = dict(d_model=2880, n_heads=64, n_kv_heads=8, head_dim=64, d_ff=2880,
+                      ffn_type="swiglu", vocab_size=201_088, tied_embeddings=False, top_k=4,
+                      attention_window=(128, 0), bias=True, norm_bias=False, output_bias=False,
+                      router_bias=True, attention_sinks=True)
+_LLAMA3_DESCRIPTION = "Llama 3 dense decoder with grouped-query attention (8 KV heads)"
+_MIXTRAL_DESCRIPTION = "Sparse mixture of experts: 8 SwiGLU experts per layer, 2 per token"
+_QWEN3_DENSE_DESCRIPTION = "Qwen3 dense decoder with query/key norms"
+_QWEN3_MOE_DESCRIPTION = "Qwen3 mixture of experts (128 experts, top-8) with query/key norms"
+# fmt: on
 _BERT_D, _BERT_SEQ = 1024, 512
-_TRANSFORMERS += [
-    _llama2("llama2-7b", "meta-llama/Llama-2-7b-hf", 32, 4096, 32, 32, 11008, 7e9),
-    _llama2("llama2-13b", "meta-llama/Llama-2-13b-hf", 40, 5120, 40, 40, 13824, 13e9),
-    _llama2("llama2-70b", "meta-llama/Llama-2-70b-hf", 80, 8192, 64, 8, 28672, 70e9),
-    Preset(
-        name="bert-large",
-        config=TransformerConfig(
-            n_layers=24,
-            d_model=_BERT_D,
-            n_heads=16,
-            d_ff=4096,
-            ffn_type="gelu",
-            vocab_size=30522,
-            tied_embeddings=True,
-            seq_len=_BERT_SEQ,
-            max_seq_len=512,
-            pos_embedding="learned",
-            bias=True,
-            extra_blocks=(
-                Component("token_type_embedding", 0.0, params=2 * _BERT_D, note="lookup: 0 FLOPs"),
-                Component(
-                    "pooler_and_nsp",
-                    2.0 * _BERT_D * (_BERT_D + 2) / _BERT_SEQ,
-                    params=_BERT_D * _BERT_D + _BERT_D + 2 * _BERT_D + 2,
-                    note="on the [CLS] token only: 2 d (d + 2) per sequence of 512",
-                ),
-                Component(
-                    "mlm_transform",
-                    2.0 * _BERT_D * _BERT_D,
-                    params=_BERT_D * _BERT_D + _BERT_D + 2 * _BERT_D + 30522,
-                    note="dense + LayerNorm before the tied decoder (and its bias), every position",
-                ),
-            ),
-            name="bert-large",
-        ),
-        source=(
-            "Devlin et al. 2019, 'BERT', arXiv:1810.04805, Sec 3 (L=24, H=1024, A=16, 'Total "
-            "Parameters=340M'); vocabulary 30522, 512 positions, 2 token types from "
-            + _HF.format("google-bert/bert-large-uncased")
-            + "; seq_len 512 from the MLPerf Training reference "
-            "(https://github.com/mlcommons/training/tree/master/language_model/tensorflow/bert, "
-            "max_seq_length=512). Bidirectional: keep causal off. The MLM head runs here on "
-            "every position (the MLPerf run predicts at most 76 per sequence)"
-        ),
-        description="BERT-large encoder (bidirectional) with its pre-training heads",
-        aliases=("bert", "mlperf-bert"),
-        published={"params": 340e6},
+_BERT_BLOCKS = (
+    Component("token_type_embedding", 0.0, params=2 * _BERT_D, note="lookup: 0 FLOPs"),
+    Component(
+        "pooler_and_nsp",
+        2.0 * _BERT_D * (_BERT_D + 2) / _BERT_SEQ,
+        params=_BERT_D * _BERT_D + _BERT_D + 2 * _BERT_D + 2,
+        note="on the [CLS] token only: 2 d (d + 2) per sequence of 512",
     ),
-    Preset(
-        name="gpt-neox-20b",
-        config=TransformerConfig(
-            n_layers=44,
-            d_model=6144,
-            n_heads=64,
-            d_ff=24576,
-            ffn_type="gelu",
-            vocab_size=50432,
-            tied_embeddings=False,
-            seq_len=2048,
-            bias=True,
-            output_bias=False,
-            name="gpt-neox-20b",
-        ),
-        source=(
-            "Black et al. 2022, 'GPT-NeoX-20B', arXiv:2204.06745, Table 1 (44 layers, d_model "
-            "6144, 64 heads, sequence length 2048) and "
-            + _HF.format("EleutherAI/gpt-neox-20b")
-            + " (vocab 50432, intermediate 24576, untied embed_out without bias); parameter "
-            "count 20,554,567,680 from https://huggingface.co/EleutherAI/gpt-neox-20b"
-        ),
-        description="GPT-NeoX-20B dense decoder (biases, LayerNorm, partial rotary)",
-        published={"params": 20_554_567_680},
+    Component(
+        "mlm_transform",
+        2.0 * _BERT_D * _BERT_D,
+        params=_BERT_D * _BERT_D + _BERT_D + 2 * _BERT_D + 30522,
+        note="dense + LayerNorm before the tied decoder (and its bias), every position",
     ),
-    _qwen3(
-        "qwen3-8b",
-        "Qwen/Qwen3-8B",
-        36,
-        4096,
-        32,
-        8,
-        {"params": 8.2e9, "non_embedding_params": 6.95e9},
-        d_ff=12288,
-    ),
-    _qwen3(
-        "qwen3-32b",
-        "Qwen/Qwen3-32B",
-        64,
-        5120,
-        64,
-        8,
-        {"params": 32.8e9, "non_embedding_params": 31.2e9},
-        d_ff=25600,
-    ),
-    _qwen3(
-        "qwen3-30b-a3b",
-        "Qwen/Qwen3-30B-A3B",
-        48,
-        2048,
-        32,
-        4,
-        {"params": 30.5e9, "active_params": 3.3e9, "non_embedding_params": 29.9e9},
-        d_ff=6144,
-        n_experts=128,
-        top_k=8,
-        d_ff_expert=768,
-    ),
-    _qwen3(
-        "qwen3-235b-a22b",
-        "Qwen/Qwen3-235B-A22B",
-        94,
-        4096,
-        64,
-        4,
-        {"params": 235e9, "active_params": 22e9, "non_embedding_params": 234e9},
-        d_ff=12288,
-        n_experts=128,
-        top_k=8,
-        d_ff_expert=1536,
-    ),
-    _gpt_oss("gpt-oss-20b", "openai/gpt-oss-20b", 24, 32, 20.91e9, 3.61e9),
-    _gpt_oss("gpt-oss-120b", "openai/gpt-oss-120b", 36, 128, 116.83e9, 5.13e9),
-    Preset(
-        name="mixtral-8x22b",
-        config=TransformerConfig(
-            n_layers=56,
-            d_model=6144,
-            n_heads=48,
-            n_kv_heads=8,
-            head_dim=128,
-            d_ff=16384,
-            ffn_type="swiglu",
-            vocab_size=32768,
-            tied_embeddings=False,
-            n_experts=8,
-            top_k=2,
-            name="mixtral-8x22b",
-        ),
-        source=(
-            "shapes from " + _HF.format("mistralai/Mixtral-8x22B-v0.1") + " (hidden 6144, 56 "
-            "layers, 48 heads, 8 KV heads, intermediate 16384, 8 experts, top-2, vocab 32768); "
-            "'141B parameters', '39B active' from https://mistral.ai/news/mixtral-8x22b/. No "
-            "training sequence length is published (65536 is the context window): pass seq_len"
-        ),
-        description="Sparse mixture of experts: 8 SwiGLU experts per layer, 2 per token",
-        published={"params": 141e9, "active_params": 39e9},
-    ),
+)
+
+_Row = tuple[str, dict[str, Any], str, str, dict[str, Any]]
+
+# (name, config fields, source, description, the Preset's other fields: aliases, published, derived)
+# PaLM's training_flops_per_token is its Table 22 figure (6N + 12LHQT) for each size.
+# fmt: off
+_TRANSFORMER_ROWS: list[_Row] = [
+    ("gpt3-175b",
+     dict(n_layers=96, d_model=12288, n_heads=96, head_dim=128, d_ff=4 * 12288, ffn_type="gelu",
+          vocab_size=50257,  # GPT-2 byte-level BPE (Radford et al. 2019)
+          tied_embeddings=True, seq_len=2048, max_seq_len=2048, pos_embedding="learned", bias=True),
+     _GPT3, "GPT-3 175B dense decoder (learned positions, biases, tied embeddings)",
+     dict(aliases=("gpt-3", "gpt3"), published={"params": 175.0e9})),
+    ("palm-8b", dict(_PALM_SHAPE, n_layers=32, d_model=4096, n_heads=16, d_ff=4 * 4096),
+     _PALM, "PaLM 8B dense decoder",
+     dict(published={"params": 8.63e9, "training_flops_per_token": 0.0550e12})),
+    ("palm-62b", dict(_PALM_SHAPE, n_layers=64, d_model=8192, n_heads=32, d_ff=4 * 8192),
+     _PALM, "PaLM 62B dense decoder",
+     dict(published={"params": 62.50e9, "training_flops_per_token": 0.388e12})),
+    ("palm-540b", dict(_PALM_SHAPE, n_layers=118, d_model=18432, n_heads=48, d_ff=4 * 18432),
+     _PALM, "PaLM 540B dense decoder",
+     dict(published={"params": 540.35e9, "training_flops_per_token": 3.28e12})),
+    ("llama3-8b", dict(_LLAMA3_SHAPE, n_layers=32, d_model=4096, n_heads=32, d_ff=14336),
+     _LLAMA3.format(repo="Meta-Llama-3-8B", seq_source=_LLAMA3_BLOG), _LLAMA3_DESCRIPTION,
+     dict(published={"params": 8.03e9})),
+    ("llama3-70b", dict(_LLAMA3_SHAPE, n_layers=80, d_model=8192, n_heads=64, d_ff=28672),
+     _LLAMA3.format(repo="Meta-Llama-3-70B", seq_source=_LLAMA3_BLOG), _LLAMA3_DESCRIPTION,
+     dict(published={"params": 70.6e9})),
+    ("llama3-405b", dict(_LLAMA3_SHAPE, n_layers=126, d_model=16384, n_heads=128, d_ff=53248),
+     _LLAMA3.format(repo="Llama-3.1-405B", seq_source=_LLAMA3_PAPER), _LLAMA3_DESCRIPTION,
+     dict(published={"params": 405.9e9})),
+    ("llama3.1-8b", dict(_LLAMA3_SHAPE, n_layers=32, d_model=4096, n_heads=32, d_ff=14336),
+     _LLAMA3.format(repo="Llama-3.1-8B", seq_source=_LLAMA3_PAPER)
+     + "; context later extended to 131072 (Sec 3.4.2: pass seq_len for those stages)",
+     "Llama 3.1 8B: the Llama 3 8B architecture with a 128K context",
+     dict(published={"params": 8.03e9})),
+    ("mixtral-8x7b",
+     dict(n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, head_dim=128, d_ff=14336,
+          ffn_type="swiglu", vocab_size=32000, tied_embeddings=False, n_experts=8, top_k=2,
+          d_ff_expert=14336),
+     _MIXTRAL, _MIXTRAL_DESCRIPTION,
+     dict(aliases=("mixtral",), published={"params": 46.7e9, "active_params": 12.9e9})),
+    ("mistral-7b",
+     dict(n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, head_dim=128, d_ff=14336,
+          ffn_type="swiglu", vocab_size=32000, tied_embeddings=False, attention_window=4096),
+     _MISTRAL7B, "Mistral 7B dense decoder: GQA and a 4096-token sliding window in every layer",
+     dict(aliases=("mistral",), published={"params": 7.24e9})),
+    ("gemma-2-9b",
+     dict(n_layers=42, d_model=3584, n_heads=16, n_kv_heads=8, head_dim=256, d_ff=14336,
+          ffn_type="geglu", vocab_size=256_128, tied_embeddings=True, attention_window=(4096, 0),
+          norms_per_layer=4),
+     _GEMMA2, "Gemma 2 9B: local (4096-token window) and global attention layers alternate",
+     dict(published={"embedding_params": 917_962_752, "non_embedding_params": 8_324_201_984})),
+    ("deepseek-v3",
+     dict(n_layers=61, d_model=7168, n_heads=128, d_ff=18432, ffn_type="swiglu",
+          vocab_size=129_280, tied_embeddings=False, seq_len=4096, n_experts=256, top_k=8,
+          n_shared_experts=1, d_ff_expert=2048, d_ff_shared=2048, n_dense_layers=3,
+          q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
+          v_head_dim=128, n_mtp_modules=1),
+     _DEEPSEEK_V3, "DeepSeek-V3: MLA, 1 shared + 256 routed experts (top-8), 1 MTP module",
+     dict(aliases=("deepseek-v3-base",),
+          published={"params": 671e9, "active_params": 37e9,
+                     "active_params_without_input_embedding": 36.6e9, "mtp_params": 11.5e9})),
+    ("llama2-7b",
+     dict(_LLAMA2_SHAPE, n_layers=32, d_model=4096, n_heads=32, n_kv_heads=32, d_ff=11008),
+     _LLAMA2.format("meta-llama/Llama-2-7b-hf"), "Llama 2 dense decoder",
+     dict(published={"params": 7e9})),
+    ("llama2-13b",
+     dict(_LLAMA2_SHAPE, n_layers=40, d_model=5120, n_heads=40, n_kv_heads=40, d_ff=13824),
+     _LLAMA2.format("meta-llama/Llama-2-13b-hf"), "Llama 2 dense decoder",
+     dict(published={"params": 13e9})),
+    ("llama2-70b",
+     dict(_LLAMA2_SHAPE, n_layers=80, d_model=8192, n_heads=64, n_kv_heads=8, d_ff=28672),
+     _LLAMA2.format("meta-llama/Llama-2-70b-hf"),
+     "Llama 2 dense decoder with grouped-query attention",
+     dict(published={"params": 70e9})),
+    ("bert-large",
+     dict(n_layers=24, d_model=_BERT_D, n_heads=16, d_ff=4096, ffn_type="gelu", vocab_size=30522,
+          tied_embeddings=True, seq_len=_BERT_SEQ, max_seq_len=512, pos_embedding="learned",
+          bias=True, extra_blocks=_BERT_BLOCKS),
+     _BERT, "BERT-large encoder (bidirectional) with its pre-training heads",
+     dict(aliases=("bert", "mlperf-bert"), published={"params": 340e6})),
+    ("gpt-neox-20b",
+     dict(n_layers=44, d_model=6144, n_heads=64, d_ff=24576, ffn_type="gelu", vocab_size=50432,
+          tied_embeddings=False, seq_len=2048, bias=True, output_bias=False),
+     _NEOX, "GPT-NeoX-20B dense decoder (biases, LayerNorm, partial rotary)",
+     dict(published={"params": 20_554_567_680})),
+    ("qwen3-8b",
+     dict(_QWEN3_SHAPE, n_layers=36, d_model=4096, n_heads=32, n_kv_heads=8, d_ff=12288),
+     _QWEN3.format("Qwen/Qwen3-8B"), _QWEN3_DENSE_DESCRIPTION,
+     dict(published={"params": 8.2e9, "non_embedding_params": 6.95e9})),
+    ("qwen3-32b",
+     dict(_QWEN3_SHAPE, n_layers=64, d_model=5120, n_heads=64, n_kv_heads=8, d_ff=25600),
+     _QWEN3.format("Qwen/Qwen3-32B"), _QWEN3_DENSE_DESCRIPTION,
+     dict(published={"params": 32.8e9, "non_embedding_params": 31.2e9})),
+    ("qwen3-30b-a3b",
+     dict(_QWEN3_SHAPE, **_QWEN3_MOE, n_layers=48, d_model=2048, n_heads=32, n_kv_heads=4,
+          d_ff=6144, d_ff_expert=768),
+     _QWEN3.format("Qwen/Qwen3-30B-A3B"), _QWEN3_MOE_DESCRIPTION,
+     dict(published={"params": 30.5e9, "active_params": 3.3e9, "non_embedding_params": 29.9e9})),
+    ("qwen3-235b-a22b",
+     dict(_QWEN3_SHAPE, **_QWEN3_MOE, n_layers=94, d_model=4096, n_heads=64, n_kv_heads=4,
+          d_ff=12288, d_ff_expert=1536),
+     _QWEN3.format("Qwen/Qwen3-235B-A22B"), _QWEN3_MOE_DESCRIPTION,
+     dict(published={"params": 235e9, "active_params": 22e9, "non_embedding_params": 234e9})),
+    ("gpt-oss-20b", dict(_GPT_OSS_SHAPE, n_layers=24, n_experts=32),
+     _GPT_OSS.format("openai/gpt-oss-20b"),
+     "gpt-oss MoE (32 experts, top-4), alternating 128-token windows",
+     dict(published={"params": 20.91e9, "active_params_without_input_embedding": 3.61e9})),
+    ("gpt-oss-120b", dict(_GPT_OSS_SHAPE, n_layers=36, n_experts=128),
+     _GPT_OSS.format("openai/gpt-oss-120b"),
+     "gpt-oss MoE (128 experts, top-4), alternating 128-token windows",
+     dict(published={"params": 116.83e9, "active_params_without_input_embedding": 5.13e9})),
+    ("mixtral-8x22b",
+     dict(n_layers=56, d_model=6144, n_heads=48, n_kv_heads=8, head_dim=128, d_ff=16384,
+          ffn_type="swiglu", vocab_size=32768, tied_embeddings=False, n_experts=8, top_k=2),
+     _MIXTRAL_8X22B, _MIXTRAL_DESCRIPTION,
+     dict(published={"params": 141e9, "active_params": 39e9})),
 ]
+# fmt: on
 
 # --------------------------------------------------------------------------------------------
 # recommendation models
@@ -599,41 +338,6 @@ _HSTU = (
     "https://github.com/facebookresearch/generative-recommenders/blob/main/configs/{path}"
 )
 
-
-def _hstu(
-    name: str,
-    path: str,
-    *,
-    layers: int,
-    d: int,
-    heads: int,
-    dqk: int,
-    seq: int,
-    neg: int,
-    aliases: tuple[str, ...] = (),
-) -> Preset:
-    return Preset(
-        name=name,
-        config=HSTUConfig(
-            n_layers=layers,
-            d_model=d,
-            n_heads=heads,
-            dqk=dqk,
-            dv=dqk,
-            seq_len=seq,
-            causal=True,
-            n_negatives=neg,
-            name=name,
-        ),
-        source=_HSTU.format(path=path)
-        + f" (num_blocks {layers}, num_heads {heads}, dqk = dv = {dqk}, item_embedding_dim "
-        f"{d}, max_sequence_length {seq}, num_negatives {neg}); seq_len is the maximum, pass "
-        "the real lengths for exact attention FLOPs",
-        description="HSTU-large sequential recommender (causal pointwise attention)",
-        aliases=aliases,
-    )
-
-
 # --num_embeddings_per_feature and --multi_hot_sizes of the MLPerf reference (README.MD).
 # fmt: off
 _MLPERF_ROWS = (
@@ -645,62 +349,61 @@ _MLPERF_MULTI_HOT = (
 )
 # fmt: on
 
-_RECSYS = [
-    Preset(
-        name="dlrm-dcnv2",
-        config=DLRMConfig(
-            n_dense=13,
-            bottom_mlp=(512, 256, 128),
-            n_sparse=26,
-            embedding_dim=128,
-            top_mlp=(1024, 1024, 512, 256, 1),
-            interaction="dcnv2",
-            cross_layers=3,
-            cross_rank=512,
-            embedding_rows=_MLPERF_ROWS,
-            pooling_factors=_MLPERF_MULTI_HOT,
-            embedding_bytes=4,
-            name="dlrm-dcnv2",
-        ),
-        source=_MLPERF_DCNV2,
-        description="MLPerf Training DLRM-DCNv2 on Criteo 1TB multi-hot",
-        aliases=("mlperf-dlrm-dcnv2", "dlrmv2", "dlrm-v2"),
-        derived={"forward_flops_per_sample": 32_060_928},
-    ),
-    _hstu(
-        "hstu-ml-20m-large",
-        "ml-20m/hstu-sampled-softmax-n128-large-final.gin",
-        layers=16,
-        d=256,
-        heads=8,
-        dqk=32,
-        seq=200,
-        neg=128,
-        aliases=("hstu", "hstu-large"),  # the largest public configuration
-    ),
-    _hstu(
-        "hstu-ml-1m-large",
-        "ml-1m/hstu-sampled-softmax-n128-large-final.gin",
-        layers=8,
-        d=50,
-        heads=2,
-        dqk=25,
-        seq=200,
-        neg=128,
-    ),
-    _hstu(
-        "hstu-amzn-books-large",
-        "amzn-books/hstu-sampled-softmax-n512-large-final.gin",
-        layers=16,
-        d=64,
-        heads=8,
-        dqk=8,
-        seq=50,
-        neg=512,
-    ),
+
+def _hstu(name: str, path: str, numbers: tuple[int, ...], aliases: tuple[str, ...] = ()) -> _Row:
+    """An HSTU row: the config fields and a source that quotes them from the gin file at ``path``."""
+    layers, d, heads, dqk, seq, neg = numbers
+    source = (
+        _HSTU.format(path=path)
+        + f" (num_blocks {layers}, num_heads {heads}, dqk = dv = {dqk}, item_embedding_dim "
+        f"{d}, max_sequence_length {seq}, num_negatives {neg}); seq_len is the maximum, pass "
+        "the real lengths for exact attention FLOPs"
+    )
+    fields = dict(n_layers=layers, d_model=d, n_heads=heads, dqk=dqk, dv=dqk, seq_len=seq)
+    fields.update(causal=True, n_negatives=neg)
+    description = "HSTU-large sequential recommender (causal pointwise attention)"
+    return name, fields, source, description, {"aliases": aliases}
+
+
+# fmt: off
+_DLRM_ROWS: list[_Row] = [
+    ("dlrm-dcnv2",
+     dict(n_dense=13, bottom_mlp=(512, 256, 128), n_sparse=26, embedding_dim=128,
+          top_mlp=(1024, 1024, 512, 256, 1), interaction="dcnv2", cross_layers=3, cross_rank=512,
+          embedding_rows=_MLPERF_ROWS, pooling_factors=_MLPERF_MULTI_HOT, embedding_bytes=4),
+     _MLPERF_DCNV2, "MLPerf Training DLRM-DCNv2 on Criteo 1TB multi-hot",
+     dict(aliases=("mlperf-dlrm-dcnv2", "dlrmv2", "dlrm-v2"),
+          derived={"forward_flops_per_sample": 32_060_928})),
 ]
 
-PRESETS: dict[str, Preset] = {p.name: p for p in (*_TRANSFORMERS, *_RECSYS)}
+# name, gin file under configs/, (num_blocks, item_embedding_dim, num_heads, dqk = dv,
+# max_sequence_length, num_negatives), aliases
+_HSTU_ROWS: list[_Row] = [
+    _hstu("hstu-ml-20m-large", "ml-20m/hstu-sampled-softmax-n128-large-final.gin",
+          (16, 256, 8, 32, 200, 128), ("hstu", "hstu-large")),  # the largest public configuration
+    _hstu("hstu-ml-1m-large", "ml-1m/hstu-sampled-softmax-n128-large-final.gin",
+          (8, 50, 2, 25, 200, 128)),
+    _hstu("hstu-amzn-books-large", "amzn-books/hstu-sampled-softmax-n512-large-final.gin",
+          (16, 64, 8, 8, 50, 512)),
+]
+# fmt: on
+
+
+def _preset(kind: type[ModelConfig], row: _Row) -> Preset:
+    """One table row as a Preset whose ``kind`` config carries the preset's name."""
+    name, fields, source, description, extra = row
+    config = kind(**fields, name=name)
+    return Preset(name=name, config=config, source=source, description=description, **extra)
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        *(_preset(TransformerConfig, row) for row in _TRANSFORMER_ROWS),
+        *(_preset(DLRMConfig, row) for row in _DLRM_ROWS),
+        *(_preset(HSTUConfig, row) for row in _HSTU_ROWS),
+    )
+}
 
 
 def _key(name: str) -> str:
