@@ -25,6 +25,7 @@ _EXTENSIONS: dict[str, tuple[str, str]] = {
     "analyze": ("mfu_toolkit.analysis.cli", "add_parsers"),
     "audit": ("mfu_toolkit.analysis.cli", "add_parsers"),
     "simulate": ("mfu_toolkit.analysis.cli", "add_parsers"),
+    "cache": ("mfu_toolkit.io.cache", "add_parser"),
 }
 
 EXIT_OK, EXIT_INCONSISTENT, EXIT_USAGE = 0, 1, 2

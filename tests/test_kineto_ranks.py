@@ -51,8 +51,9 @@ def test_pool_cache_and_one_worker_give_the_same_run(tmp_path, monkeypatch):
     folder = _job(tmp_path / "job")
     serial = _load(folder, workers=1, cache=False)
     pooled = _load(folder, workers=3)  # parses in 3 processes and writes the caches
-    caches = sorted((folder / ".mfu_cache").iterdir())
-    assert [c.name for c in caches] == [f"job_rank{r}.json.gz.parquet" for r in range(3)]
+    assert not (folder / ".mfu_cache").exists()  # nothing beside the traces unless asked
+    caches = sorted((tmp_path / "user_cache" / "kineto").iterdir())
+    assert sorted(c.name.split("-", 1)[1] for c in caches) == [f"job_rank{r}.json.gz.parquet" for r in range(3)]
     _same(serial, pooled)
 
     def no_json(*a, **k):
@@ -78,7 +79,8 @@ def test_a_changed_trace_or_a_corrupt_cache_is_parsed_again_and_rewritten(tmp_pa
     assert len(changed.steps) == len(first.steps) - 1
     assert sorted(changed.steps[changed.steps["rank"] == 1]["step"]) == [1]
 
-    cache = folder / ".mfu_cache" / "job_rank1.json.parquet"
+    cache = kineto_ranks.cache_locations(trace)[0]
+    assert cache.parent == tmp_path / "user_cache" / "kineto"
     cache.write_bytes(b"PAR1 not really parquet")
     _same(changed, _load(folder))  # ignored, re-parsed ...
     assert cache.read_bytes()[:4] == b"PAR1" and kineto_ranks.read_cache(trace, _key_of(trace, folder)) is not None  # ... rewritten
@@ -187,7 +189,7 @@ def test_real_ranks_pooled_and_cached_match_the_raw_json(tmp_path):
     folder.mkdir()
     files = sorted(src.glob("*sampled_rank-*.json.gz"))
     for f in files:
-        shutil.copy(f, folder / f.name)  # a writable copy, so the cache lands beside it
+        shutil.copy(f, folder / f.name)  # a copy, so the test reads the same bytes in its own folder
     serial = _load(folder, workers=1, cache=False)
     _same(serial, _load(folder, workers=2))
     _same(serial, _load(folder, workers=2))  # from the caches
@@ -210,4 +212,4 @@ def test_spark_job_over_trace_paths_matches_the_local_parse(tmp_path):
     _same(local, _load(folder, engine="spark", spark=spark, cache=False))
     run = load_run(folder, format="kineto", engine="spark", spark=spark)  # through load_run, writing caches
     _same(local, run)
-    assert len(list((folder / ".mfu_cache").iterdir())) == 2
+    assert len(list((tmp_path / "user_cache" / "kineto").iterdir())) == 2 and not (folder / ".mfu_cache").exists()

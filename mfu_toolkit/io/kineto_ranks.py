@@ -11,12 +11,16 @@ over many files and keeps each result:
   raised by 2**32 until it is no smaller than the compressed file; capped by the reading
   limit) plus :data:`COST_FLOOR` for the worker itself. A file costlier than the whole budget
   runs alone. The default budget is half of the memory available now (``MemAvailable``).
-- **Cache.** Each file's RankPart is written as Parquet (``.mfu_cache/<file>.parquet`` beside
-  the trace; where that folder cannot be written, under the user cache directory:
-  ``$MFU_CACHE_DIR``, else ``$XDG_CACHE_HOME/mfu_toolkit``, else ``~/.cache/mfu_toolkit``; a
-  folder whose mode has no write bit counts as read-only, for root too),
-  keyed by the trace's size and modification time and the parse settings. A cache whose key
-  differs, or that cannot be read, is ignored and rewritten; a re-analysis reads no JSON.
+- **Cache.** Each file's RankPart is written as Parquet in the user cache directory
+  (``$MFU_CACHE_DIR``, else ``$XDG_CACHE_HOME/mfu_toolkit``, else ``~/.cache/mfu_toolkit``; under
+  ``kineto/``, named by the trace's full path); nothing is written beside the trace unless asked
+  (``cache="beside"``: ``.mfu_cache/<file>.parquet`` beside it, else the user cache directory
+  where that folder cannot be written; a folder whose mode has no write bit counts as read-only,
+  for root too). An entry is keyed by the trace's size, modification time and content fingerprint
+  (:func:`mfu_toolkit.io.cache.fingerprint`: a rewrite with the same size and mtime is seen) and
+  the parse settings. An entry whose key differs, that cannot be read, or whose columns, rows or
+  footer record do not match what was written is ignored and rewritten; a re-analysis reads no
+  JSON. ``mfu cache info|clear`` shows and empties the user cache directory.
 - **Spark.** :func:`spark_map` runs the same per-file function as a Spark job over the paths
   (one task per file) with :mod:`mfu_toolkit.engine.spark`'s session handling.
 """
@@ -40,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from ..run import LoadError, LoadReport
+from .cache import cache_dir, fingerprint
 from .reading import GZIP_MAGIC, Limits
 
 __all__ = ["COST_FACTOR", "COST_FLOOR", "RankPart", "default_budget", "estimated_cost", "map_files",
@@ -47,7 +52,7 @@ __all__ = ["COST_FACTOR", "COST_FLOOR", "RankPart", "default_budget", "estimated
 
 COST_FACTOR = 2.5  # peak bytes per inflated byte of the full parse (the selective read needs ~1.2; benchmarks/kineto_ranks.py)
 COST_FLOOR = 200 * 2**20  # a worker process with numpy and pandas imported
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: keyed by a content fingerprint; the footer records its columns and a digest
 _META_KEY = b"mfu_toolkit.rank_part"
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "m": 2**20, "mb": 2**20, "g": 2**30, "gb": 2**30, "t": 2**40, "tb": 2**40}
 
@@ -178,19 +183,21 @@ def default_workers(n_files: int) -> int:
 
 
 # --- the cache ----------------------------------------------------------------------------------------------
-def _user_cache_dir() -> Path:
-    env = os.environ.get("MFU_CACHE_DIR", "").strip()
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "mfu_toolkit"
+def _where(where: bool | str) -> str:
+    if where is True or where == "user":
+        return "user"
+    if where == "beside":
+        return "beside"
+    raise ValueError(f"cache must be True (the user cache directory), 'beside' (beside the trace) or False; got {where!r}")
 
 
-def cache_locations(trace: Path) -> list[Path]:
-    """Beside the trace first, then the user cache directory (named by the trace's full path)."""
+def cache_locations(trace: Path, where: bool | str = True) -> list[Path]:
+    """Where ``trace``'s cache may be: the user cache directory (named by the trace's full path);
+    with ``where="beside"``, ``.mfu_cache/`` beside the trace first."""
     full = trace.resolve()
     digest = hashlib.sha256(str(full).encode()).hexdigest()[:16]
-    return [full.parent / ".mfu_cache" / (full.name + ".parquet"), _user_cache_dir() / "kineto" / f"{digest}-{full.name}.parquet"]
+    user = cache_dir() / "kineto" / f"{digest}-{full.name}.parquet"
+    return [full.parent / ".mfu_cache" / (full.name + ".parquet"), user] if _where(where) == "beside" else [user]
 
 
 def _writable(folder: Path) -> bool:
@@ -209,36 +216,52 @@ def _writable(folder: Path) -> bool:
 
 
 def cache_key(trace: Path, settings: str) -> dict[str, Any]:
+    """The key a cache entry must match: the trace's size, mtime and content fingerprint, the settings."""
     st = trace.stat()
-    return {"version": CACHE_VERSION, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "settings": settings}
+    return {"version": CACHE_VERSION, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "content": fingerprint(trace), "settings": settings}
 
 
-def read_cache(trace: Path, key: dict[str, Any]) -> RankPart | None:
-    """The cached RankPart of ``trace`` if one with this key reads back whole; else None."""
+def _digest(meta: dict[str, Any]) -> str:
+    body = {k: v for k, v in meta.items() if k != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def read_cache(trace: Path, key: dict[str, Any], where: bool | str = True) -> RankPart | None:
+    """The cached RankPart of ``trace`` if one with this key reads back whole; else None.
+
+    Whole: the footer's record (key, facts, counts, column names, row count) matches its digest,
+    and the table holds exactly the recorded columns and rows. Anything less is a miss, and the
+    trace is parsed again (and the entry rewritten)."""
     import pyarrow.parquet as pq
 
-    for loc in cache_locations(trace):
+    for loc in cache_locations(trace, where):
         try:
             t = pq.read_table(loc)
             meta = json.loads(t.schema.metadata[_META_KEY])
-        except Exception:  # absent, unreadable, truncated, foreign: ignored (and rewritten)
+            if meta.get("key") != key or meta.get("digest") != _digest(meta):
+                continue
+            if sorted(t.column_names) != sorted(meta["columns"]) or t.num_rows != meta["rows"]:
+                continue
+            cols = {c: t.column(c).to_numpy(zero_copy_only=False) for c in meta["columns"]}
+            return RankPart(str(trace), cols, meta["info"], meta["report"], meta.get("error"))
+        except Exception:  # absent, unreadable, truncated, foreign, damaged: ignored (and rewritten)
             continue
-        if meta.get("key") != key:
-            continue
-        cols = {c: t.column(c).to_numpy(zero_copy_only=False) for c in t.column_names}
-        return RankPart(str(trace), cols, meta["info"], meta["report"], meta.get("error"))
     return None
 
 
-def write_cache(trace: Path, key: dict[str, Any], part: RankPart) -> Path | None:
+def write_cache(trace: Path, key: dict[str, Any], part: RankPart, where: bool | str = True) -> Path | None:
     """Write ``part`` to the first writable cache location (atomically); None if none is."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    meta = {"key": key, "info": part.info, "report": part.report, "error": part.error}
     table = pa.table({c: pa.array(v) for c, v in part.columns.items()})
+    meta = {"key": key, "info": part.info, "report": part.report, "error": part.error,
+            "columns": list(part.columns), "rows": table.num_rows}
+    meta = json.loads(json.dumps(meta))  # as it will read back (tuples as lists, keys as text)
+    meta["digest"] = _digest(meta)
     table = table.replace_schema_metadata({_META_KEY: json.dumps(meta)})
-    for loc in cache_locations(trace):
+    for loc in cache_locations(trace, where):
         if not _writable(loc.parent):
             continue
         tmp = loc.with_name(f".{loc.name}.{os.getpid()}.tmp")
