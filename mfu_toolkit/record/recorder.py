@@ -33,7 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .folder import RankFile, next_attempt
+from .folder import HEARTBEAT_S, RankFile, next_attempt
 
 __all__ = ["EVENT_KINDS", "StepRecorder", "launch_info"]
 
@@ -170,7 +170,13 @@ class StepRecorder:
       host synchronisation per step (where CUDA is not available the header says so);
     - ``time_collectives``: time ``torch.distributed`` collectives as ``comm`` (see
       :mod:`mfu_toolkit.record.collectives`); ``watch_ddp(model)`` does it for DDP's all-reduce;
-    - ``header``: extra JSON-able fields for the file's header (e.g. ``{"framework": ...}``).
+    - ``header``: extra JSON-able fields for the file's header (e.g. ``{"framework": ...}``);
+    - ``heartbeat_s``: the most seconds between two clock beats (a monotonic and a wall-clock
+      reading that let the loader align ranks whose host clocks disagree).
+
+    Writing never raises into the loop: a full disk or a file-size limit is warned about once,
+    and the records it loses are counted (:attr:`dropped`) and marked in the file when writing
+    works again.
     """
 
     def __init__(
@@ -185,6 +191,7 @@ class StepRecorder:
         cuda_events: bool = False,
         time_collectives: bool = False,
         header: dict[str, Any] | None = None,
+        heartbeat_s: float = HEARTBEAT_S,
     ) -> None:
         if not isinstance(folder, (str, os.PathLike)):
             raise TypeError(f"folder must be a path; got {folder!r}")
@@ -205,7 +212,7 @@ class StepRecorder:
         head = {"local_rank": info["local_rank"] if local_rank is None else local_rank,
                 "restart_count": restarts, "gpu_timing": gpu_note, **_torch_facts(), **dict(header or {})}
         self._file = RankFile(folder, rank=self.rank, world_size=self.world_size, attempt=first,
-                              header=head, buffer_records=buffer_records)
+                              header=head, buffer_records=buffer_records, heartbeat_s=heartbeat_s)
         self.attempt = self._file.attempt
         self.path = self._file.path
         self.gpu_timing = gpu_note
@@ -346,6 +353,11 @@ class StepRecorder:
     @property
     def closed(self) -> bool:
         return self._file.closed
+
+    @property
+    def dropped(self) -> int:
+        """Records lost to write errors so far (a full disk, a file-size limit)."""
+        return self._file.dropped
 
     def __enter__(self) -> StepRecorder:
         return self

@@ -50,7 +50,7 @@ _FORMAT = "mfu_toolkit.record"
 _VERSION = 1
 _NAME_PATTERN = r"^rank(\d{1,9})\.attempt(\d{1,9})\.jsonl$"
 _SCAN = 10_000  # folder entries a sniff looks at
-_UNKNOWN_RECORD = "record of no known kind (step, event, gpu_step, close)"
+_UNKNOWN_RECORD = "record of no known kind (step, event, gpu_step, beat, dropped, close)"
 _NOT_HEADER = "file without a record header on line 1 (left out)"
 _SHOWN = 10  # ranks named in one note
 
@@ -214,10 +214,49 @@ def _records(sub: Reader) -> Any:
         yield held[0], held[1], True  # text after the last line break: no newline ends it
 
 
+def _clock_record(sub: Reader, rec: dict[str, Any], key: str, ln: int, text: str, state: dict[str, Any]) -> None:
+    """A beat, a close or a dropped record: a monotonic time, with a wall-clock reading when given."""
+    t = rules.as_number(rec.get(key) if key != "dropped" else rec.get("end"))
+    wall = rules.as_number(rec["wall"]) if rec.get("wall") is not None else None
+    if math.isnan(t) or (wall is not None and (math.isnan(wall) or wall < 0)):
+        sub.bad(rules.NON_FINITE_TIME, line=ln, field=key if math.isnan(t) else "wall", example=text)
+        return
+    if key == "dropped":
+        n = rules.as_count(rec.get("dropped"))
+        if n is None:
+            sub.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field="dropped", example=text)
+            return
+        state["dropped"] += n
+    state["clock"].append((ln, t, wall, key))
+    if key == "close":
+        state["closed"] = True
+
+
+def _record(sub: Reader, rec: Any, ln: int, text: str, head: dict[str, Any], out: _Table,
+            state: dict[str, Any]) -> None:
+    """One parsed record after the header, by its kind."""
+    if not isinstance(rec, dict):
+        sub.bad(rules.NOT_AN_OBJECT, line=ln, example=text)
+    elif "step" in rec:
+        _step(sub, rec, ln, text, head, out, state["seen"])
+    elif "event" in rec:
+        _event(sub, rec, ln, text, head, out)
+    elif "gpu_step" in rec:
+        s, v = rules.as_step(rec.get("gpu_step")), rules.as_number(rec.get("gpu_s"))
+        if s is None or math.isnan(v) or v < 0:
+            sub.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field="gpu_s" if s is not None else "gpu_step", example=text)
+        else:
+            state["gpu"][s] = v
+    elif key := next((k for k in ("beat", "close", "dropped") if k in rec), None):
+        _clock_record(sub, rec, key, ln, text, state)
+    else:
+        sub.bad(_UNKNOWN_RECORD, line=ln, example=text)
+
+
 def _read_file(sub: Reader, out: _Table) -> None:
     head: dict[str, Any] | None = None
-    closed, seen, gpu = False, set(), {}
-    first_row = len(out.steps["step"])
+    state: dict[str, Any] = {"closed": False, "seen": set(), "gpu": {}, "dropped": 0, "clock": []}
+    first_row, first_event = len(out.steps["step"]), len(out.events)
     for ln, text, last in _records(sub):
         sub.report.lines_read += 1
         if head is None:
@@ -231,30 +270,17 @@ def _read_file(sub: Reader, out: _Table) -> None:
         if why is not None:
             sub.bad(rules.HALF_WRITTEN if last else why, line=ln, example=text[:160])
             continue
-        if not isinstance(rec, dict):
-            sub.bad(rules.NOT_AN_OBJECT, line=ln, example=text[:160])
-        elif "step" in rec:
-            _step(sub, rec, ln, text[:160], head, out, seen)
-        elif "event" in rec:
-            _event(sub, rec, ln, text[:160], head, out)
-        elif "gpu_step" in rec:
-            s, v = rules.as_step(rec.get("gpu_step")), rules.as_number(rec.get("gpu_s"))
-            if s is None or math.isnan(v) or v < 0:
-                sub.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field="gpu_s" if s is not None else "gpu_step", example=text[:160])
-            else:
-                gpu[s] = v
-        elif "close" in rec:
-            closed = True
-        else:
-            sub.bad(_UNKNOWN_RECORD, line=ln, example=text[:160])
+        _record(sub, rec, ln, text[:160], head, out, state)
     if head is None:
         return
-    if gpu:
+    if state["gpu"]:
         cols = out.steps
         for i in range(first_row, len(cols["step"])):
-            cols["gpu_s"][i] = gpu.get(cols["step"][i], math.nan)
-    out.files.append({**head, "closed": closed, "file": sub.file or sub.path.name, "first_row": first_row,
-                      "rows": len(out.steps["step"]) - first_row})
+            cols["gpu_s"][i] = state["gpu"].get(cols["step"][i], math.nan)
+    out.files.append({**head, "closed": state["closed"], "dropped": state["dropped"], "clock": state["clock"],
+                      "file": sub.file or sub.path.name, "first_row": first_row,
+                      "rows": len(out.steps["step"]) - first_row, "first_event": first_event,
+                      "events": len(out.events) - first_event})
 
 
 def _names(ranks: list[int]) -> str:
@@ -277,6 +303,11 @@ def _attempt_notes(reader: Reader, files: list[dict[str, Any]]) -> dict[int, int
         open_ranks = sorted(f["rank"] for f in mine if not f["closed"])
         if open_ranks:
             reader.note(f"attempt {renumber[a]}: rank {_names(open_ranks)} ended without a close record (killed or crashed)")
+        lost = [f for f in mine if f["dropped"]]
+        if lost:
+            n = sum(f["dropped"] for f in lost)
+            reader.note(f"attempt {renumber[a]}: {n} records of rank {_names(sorted(f['rank'] for f in lost))} were "
+                        "not written (write errors: a full disk or a file-size limit; 'dropped' records mark the gaps)")
     return renumber
 
 
