@@ -15,7 +15,9 @@ skip-or-raise rule (``bad`` counts a malformed record in the LoadReport or, with
 anything from a log.
 
 The limits can be raised per load (``load_run(path, max_inflate_factor=200)``) or for a
-session (``MFU_MAX_INFLATE_FACTOR``, ``MFU_MAX_LINE_BYTES``).
+session (``MFU_MAX_INFLATE_FACTOR``, ``MFU_MAX_LINE_BYTES``). A stream (stdin, a pipe, a FIFO, a
+device such as ``/dev/zero``) is copied once to a temporary file of at most
+``MFU_MAX_STREAM_BYTES`` (8 GiB) bytes, removed on every exit (:func:`spool_input`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ __all__ = [
     "read_head",
     "read_text",
     "spool_input",
+    "stream_limit",
 ]
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -430,25 +433,101 @@ class Reader:
 
 # --- stdin, pipes and FIFOs ------------------------------------------------------------------
 
+MAX_STREAM_BYTES = 8 << 30  # the default limit of a spooled stream (MFU_MAX_STREAM_BYTES)
+STREAM_ENV = "MFU_MAX_STREAM_BYTES"
+SPOOL_PREFIX = "mfu-input-"
+_DISK_RESERVE = 256 * _MiB  # a spool stops before the temporary folder has less than this free
+_DISK_CHECK = 64 * _MiB  # free space is looked at after every this many bytes
+_SIGNALS = ("SIGTERM", "SIGHUP")  # their default action ends the process without cleaning up
+
+
+def stream_limit() -> int:
+    """The most bytes a stream is spooled: ``MFU_MAX_STREAM_BYTES``, else :data:`MAX_STREAM_BYTES`."""
+    return _env_int(STREAM_ENV, MAX_STREAM_BYTES)
+
 
 @dataclass
 class SpooledInput:
-    """A non-seekable input (``-``, ``/dev/stdin``, a FIFO, ``<(zcat …)``) copied once to a file."""
+    """A non-seekable input (``-``, ``/dev/stdin``, a FIFO, ``<(zcat …)``) copied once to a file.
+
+    While it exists, SIGTERM and SIGHUP (when their handlers are the default) end the process
+    through ``SystemExit``, so ``finally`` blocks remove the spool; :meth:`close` restores them."""
 
     path: Path
     display: str
     _tmp: tempfile.TemporaryDirectory | None = None
+    _handlers: dict[int, Any] = field(default_factory=dict)
 
     def close(self) -> None:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+        _restore_signals(self._handlers)
 
     def __enter__(self) -> SpooledInput:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _exit_on_signal(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _catch_signals() -> dict[int, Any]:
+    """Route SIGTERM/SIGHUP through SystemExit (main thread, default handlers only); the old handlers."""
+    import signal
+    import threading
+
+    old: dict[int, Any] = {}
+    if threading.current_thread() is not threading.main_thread():
+        return old
+    for name in _SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+            old[sig] = signal.signal(sig, _exit_on_signal)
+    return old
+
+
+def _restore_signals(old: dict[int, Any]) -> None:
+    import signal
+
+    while old:
+        sig, handler = old.popitem()
+        try:
+            signal.signal(sig, handler)
+        except (ValueError, OSError):  # not the main thread any more: nothing to restore there
+            pass
+
+
+def _remove_stale_spools() -> None:
+    """Remove spools a killed process left (``mfu-input-<pid>-*`` of this user whose pid is gone)."""
+    import shutil
+
+    root = Path(tempfile.gettempdir())
+    try:
+        found = list(root.glob(f"{SPOOL_PREFIX}*-*"))
+    except OSError:
+        return
+    for d in found:
+        pid = d.name[len(SPOOL_PREFIX):].split("-", 1)[0]
+        try:
+            if not pid.isdigit() or d.stat().st_uid != os.getuid() or _alive(int(pid)):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by another user
+        return True
+    return True
 
 
 def _is_stream(p: Path) -> bool:
@@ -459,15 +538,19 @@ def _is_stream(p: Path) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def spool_input(path: str | Path, *, timeout_s: float | None = None) -> SpooledInput | None:
-    """Copy stdin or a pipe/FIFO into a temporary file once, so sniffing and parsing both see it.
+def spool_input(path: str | Path, *, timeout_s: float | None = None, max_bytes: int | None = None) -> SpooledInput | None:
+    """Copy stdin or a pipe/FIFO/device into a temporary file once, so sniffing and parsing both see it.
 
     ``None`` for a regular file or folder (read in place). A stream on which no byte arrives and
     which no writer closes within ``timeout_s`` (default ``MFU_STREAM_TIMEOUT_S`` or 60) is a
-    LoadError, never an endless wait.
+    LoadError, never an endless wait; so is one longer than ``max_bytes`` (default
+    :func:`stream_limit`) or one that would leave the temporary folder under 256 MiB free. The
+    spool is removed on every exit: an error, an interrupt, SIGTERM/SIGHUP; one a killed process
+    left is removed by the next spool.
     """
     if timeout_s is None:
         timeout_s = float(_env_int("MFU_STREAM_TIMEOUT_S", 60))
+    limit = stream_limit() if max_bytes is None else max_bytes
     text = str(path)
     if text == "-":
         fd, display, close = sys.stdin.fileno(), "<stdin>", False
@@ -480,27 +563,50 @@ def spool_input(path: str | Path, *, timeout_s: float | None = None) -> SpooledI
             fd, close = os.open(p, os.O_RDONLY | os.O_NONBLOCK), True
         except OSError as exc:
             raise LoadError(f"cannot open ({exc.strerror or exc})", path=display) from None
-    tmp = tempfile.TemporaryDirectory(prefix="mfu-input-")
-    out = Path(tmp.name) / "input"
+    _remove_stale_spools()
+    handlers = _catch_signals()
+    tmp = None
     try:
-        _copy_stream(fd, out, display, timeout_s)
+        tmp = tempfile.TemporaryDirectory(prefix=f"{SPOOL_PREFIX}{os.getpid()}-")
+        out = Path(tmp.name) / "input"
+        _copy_stream(fd, out, display, timeout_s, limit)
     except BaseException:
-        tmp.cleanup()
+        if tmp is not None:
+            tmp.cleanup()
+        _restore_signals(handlers)
         raise
     finally:
         if close:
             os.close(fd)
-    return SpooledInput(out, display, tmp)
+    return SpooledInput(out, display, tmp, handlers)
 
 
-def _copy_stream(fd: int, out: Path, display: str, timeout_s: float, grace_s: float = 2.0) -> None:
-    """Copy until end of stream. Before the first byte, wait at most ``timeout_s``; an end of
-    stream before any byte (a FIFO whose writer has not opened yet reads the same) is waited
-    on for ``grace_s`` before the input counts as empty."""
+def _too_long(display: str, limit: int) -> LoadError:
+    return LoadError(f"input stream is longer than {limit:,} bytes, the limit for a piped input "
+                     f"({STREAM_ENV}); save it to a file, or raise {STREAM_ENV}", path=display)
+
+
+def _check_disk(folder: Path, display: str) -> None:
+    import shutil
+
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return
+    if free < _DISK_RESERVE:
+        raise LoadError(f"the temporary folder {folder.parent} has under {_DISK_RESERVE >> 20} MiB free while "
+                        f"copying the input stream; set TMPDIR to a larger disk or save the input to a file",
+                        path=display)
+
+
+def _copy_stream(fd: int, out: Path, display: str, timeout_s: float, limit: int, grace_s: float = 2.0) -> None:
+    """Copy until end of stream, at most ``limit`` bytes. Before the first byte, wait at most
+    ``timeout_s``; an end of stream before any byte (a FIFO whose writer has not opened yet
+    reads the same) is waited on for ``grace_s`` before the input counts as empty."""
     was_blocking = os.get_blocking(fd)
     os.set_blocking(fd, False)
     deadline = time.monotonic() + timeout_s
-    got_any = False
+    written, checked = 0, 0
     eof_since: float | None = None
     try:
         with out.open("wb") as f:
@@ -508,20 +614,25 @@ def _copy_stream(fd: int, out: Path, display: str, timeout_s: float, grace_s: fl
                 ready, _, _ = select.select([fd], [], [], 0.2)
                 now = time.monotonic()
                 if not ready:
-                    if not got_any and now >= deadline:
+                    if not written and now >= deadline:
                         raise LoadError(
                             f"no data arrived within {timeout_s:g} s (is anything writing to it?)",
                             path=display)
                     continue
                 try:
-                    chunk = os.read(fd, _CHUNK)
+                    chunk = os.read(fd, min(_CHUNK, limit + 1 - written))
                 except BlockingIOError:
                     continue
                 if chunk:
-                    got_any = True
+                    written += len(chunk)
+                    if written > limit:
+                        raise _too_long(display, limit)
                     f.write(chunk)
+                    if written - checked >= _DISK_CHECK:
+                        checked = written
+                        _check_disk(out.parent, display)
                     continue
-                if got_any:
+                if written:
                     return
                 eof_since = now if eof_since is None else eof_since
                 if now - eof_since >= grace_s:

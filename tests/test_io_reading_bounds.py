@@ -1,0 +1,129 @@
+"""Streams are spooled within a limit and the spool is removed on every exit; a Parquet dataset
+is recognised from its part files as a whole (mfu_toolkit.io.reading, parquet_dataset.sniff)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mfu_toolkit.io.reading import SPOOL_PREFIX, spool_input
+from mfu_toolkit.run import LoadError
+
+LIMIT = 1_000_000  # bytes: every stream test stays within a few MB of disk and seconds of time
+_LOAD_STDIN = "import sys; from mfu_toolkit.io import load_run; load_run('-')"
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "TMPDIR": str(tmp_path), "MFU_MAX_STREAM_BYTES": str(LIMIT),
+            "MFU_CACHE_DIR": str(tmp_path / "cache"), **extra}
+
+
+def _spools(tmp_path: Path) -> list[Path]:
+    return sorted(tmp_path.glob(f"{SPOOL_PREFIX}*"))
+
+
+def _mfu(args: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(f"{args}", shell=True, capture_output=True, text=True, timeout=120,
+                          env=_env(tmp_path), cwd=tmp_path)
+
+
+@pytest.mark.parametrize("command", [f"'{sys.executable}' -m mfu_toolkit.cli analyze /dev/zero",
+                                     f"yes | '{sys.executable}' -m mfu_toolkit.cli analyze -"])
+def test_an_endless_stream_is_refused_at_the_limit_in_one_line(tmp_path, command):
+    t = time.monotonic()
+    r = _mfu(command, tmp_path)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr
+    assert f"longer than {LIMIT:,} bytes" in lines[0] and "MFU_MAX_STREAM_BYTES" in lines[0]
+    assert _spools(tmp_path) == []
+    assert time.monotonic() - t < 60
+
+
+def _fifo_with(tmp_path: Path, data: bytes) -> tuple[Path, threading.Thread]:
+    fifo = tmp_path / f"in{len(list(tmp_path.iterdir()))}"
+    os.mkfifo(fifo)
+
+    def writer():
+        try:
+            with open(fifo, "wb") as f:
+                f.write(data)
+        except BrokenPipeError:  # the reader stopped at its limit
+            pass
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    return fifo, t
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_stream_of_exactly_the_limit_is_kept_one_more_byte_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    data = b"x" * 5000
+    fifo, t = _fifo_with(tmp_path, data)
+    with spool_input(fifo, max_bytes=5000) as sp:
+        assert sp.path.read_bytes() == data
+    t.join(10)
+    assert _spools(tmp_path) == []
+    fifo, t = _fifo_with(tmp_path, data)
+    with pytest.raises(LoadError, match=r"longer than 4,999 bytes.*MFU_MAX_STREAM_BYTES"):
+        spool_input(fifo, max_bytes=4999)
+    t.join(10)
+    assert _spools(tmp_path) == []
+    monkeypatch.setenv("MFU_MAX_STREAM_BYTES", "4999")  # the variable sets the default limit
+    fifo, t = _fifo_with(tmp_path, data)
+    with pytest.raises(LoadError, match="4,999"):
+        spool_input(fifo)
+    t.join(10)
+
+
+def _start_reading_stdin(tmp_path: Path) -> subprocess.Popen:
+    """A load of stdin that has spooled some bytes and waits for more (the writer stays open)."""
+    proc = subprocess.Popen([sys.executable, "-c", _LOAD_STDIN], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=_env(tmp_path))
+    proc.stdin.write(b"step 1 loss 2.0\n" * 1000)
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        got = [d / "input" for d in _spools(tmp_path) if (d / "input").exists()]
+        if got and got[0].stat().st_size == 16_000:
+            return proc
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(f"the spool never held the bytes written: {proc.stderr.read()}")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_an_interrupted_read_removes_its_spool(tmp_path, sig):
+    proc = _start_reading_stdin(tmp_path)
+    proc.send_signal(sig)
+    try:
+        proc.wait(30)
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    assert proc.returncode != 0
+    assert _spools(tmp_path) == []
+
+
+def test_a_killed_reads_spool_is_removed_by_the_next_one(tmp_path, monkeypatch):
+    proc = _start_reading_stdin(tmp_path)
+    proc.kill()  # SIGKILL: nothing can clean up in that process
+    proc.wait(30)
+    proc.stdin.close()
+    assert len(_spools(tmp_path)) == 1
+    live = tmp_path / f"{SPOOL_PREFIX}{os.getpid()}-keep"  # a running process's spool stays
+    live.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    fifo, t = _fifo_with(tmp_path, b"abc")
+    with spool_input(fifo) as sp:
+        assert sp.path.read_bytes() == b"abc"
+    t.join(10)
+    assert _spools(tmp_path) == [live]
