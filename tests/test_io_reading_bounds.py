@@ -127,3 +127,57 @@ def test_a_killed_reads_spool_is_removed_by_the_next_one(tmp_path, monkeypatch):
         assert sp.path.read_bytes() == b"abc"
     t.join(10)
     assert _spools(tmp_path) == [live]
+
+
+def _part(path: Path, rank: int, n_steps: int = 5) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    steps = list(range(n_steps))
+    pq.write_table(pa.table({"step": steps, "rank": [rank] * n_steps, "start_s": [float(s) for s in steps],
+                             "end_s": [s + 1.0 for s in steps]}), path)
+
+
+def _foreign(path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"user_id": [1, 2], "score": [0.5, 0.7]}), path)
+
+
+@pytest.mark.parametrize("odd", ["a_foreign.parquet", "part-0002b.parquet", "z_foreign.parquet"])
+def test_a_dataset_with_one_foreign_part_is_recognised_and_the_part_named(tmp_path, odd):
+    import warnings
+
+    from mfu_toolkit.io import detect_format, load_run
+    from mfu_toolkit.io.formats import parquet_dataset
+    from mfu_toolkit.run import LoadWarning
+
+    for r in range(4):
+        _part(tmp_path / f"part-{r:04d}.parquet", r)
+    _foreign(tmp_path / odd)  # first, in the middle or last in name order
+    assert parquet_dataset.sniff(tmp_path, b"") == 0.8  # recognised, but not every part fits
+    assert detect_format(tmp_path) == "parquet_dataset"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadWarning)
+        run = load_run(tmp_path)
+    assert len(run.steps) == 4 * 5 and sorted(run.steps["rank"].unique()) == [0, 1, 2, 3]
+    assert any(n.startswith(f"{odd}: 2 rows left out: missing column(s)") for n in run.meta.report.notes)
+
+
+def test_a_folder_mostly_foreign_is_not_a_dataset_and_a_large_one_is_sampled(tmp_path):
+    from mfu_toolkit.io.formats import parquet_dataset
+
+    _part(tmp_path / "b.parquet", 0)
+    for name in ("a.parquet", "c.parquet"):
+        _foreign(tmp_path / name)
+    assert parquet_dataset.sniff(tmp_path, b"") == 0.0  # one of three parts fits: not a dataset
+    big = tmp_path / "big"
+    big.mkdir()
+    for r in range(100):
+        _part(big / f"part-{r:04d}.parquet", r, n_steps=1)
+    _foreign(big / "_hidden.parquet")  # metadata-style names are not parts
+    _foreign(big / "part-0000a.parquet")  # not in the 64 sampled footers, reported when read
+    sample = parquet_dataset._sample_parts(big)
+    assert len(sample) == 64 and sample[0].name == "part-0000.parquet" and sample[-1].name == "part-0099.parquet"
+    assert parquet_dataset.sniff(big, b"") == 0.9

@@ -95,16 +95,20 @@ def _columns_of(path: Path) -> dict[str, str] | None:
 
 
 def sniff(path: Path, head: bytes) -> float:
-    """0.9 for a folder whose first part file has the step columns, or a Parquet file with them (not
-    a saved Run) of more than ``threshold_rows`` rows; ``format="parquet_dataset"`` reads any."""
+    """A folder: 0.9 when every sampled part file has the step columns, 0.8 when at least half do
+    (the others are reported file by file when it is read), else 0; the sample is up to
+    :data:`_SNIFF_PARTS` part files spread evenly over the sorted names, first and last included,
+    so one foreign file, wherever it sorts, neither decides nor hides the folder. A Parquet file:
+    0.9 with the step columns (not a saved Run) and more than ``threshold_rows`` rows;
+    ``format="parquet_dataset"`` reads any."""
     path = Path(path)
     if path.is_file() and not head.startswith(_MAGIC):
         return 0.0
-    files = [path] if path.is_file() else _first_parts(path)
+    files = [path] if path.is_file() else _sample_parts(path)
     if not files:
         return 0.0
-    cols = _columns_of(files[0])
-    if cols is None or not set(_REQUIRED) <= set(cols):
+    fit = sum(1 for f in files if (c := _columns_of(f)) is not None and set(_REQUIRED) <= set(c))
+    if fit == 0 or 2 * fit < len(files):
         return 0.0
     if path.is_file():  # a single file: only past the in-memory threshold (the table loader reads the rest)
         import pyarrow.parquet as pq
@@ -112,17 +116,19 @@ def sniff(path: Path, head: bytes) -> float:
         md = pq.read_metadata(path)
         if b"mfu_toolkit.meta" in (md.metadata or {}) or md.num_rows <= Options().threshold_rows:
             return 0.0
-    return 0.9
+    return 0.9 if fit == len(files) else 0.8
 
 
-def _first_parts(path: Path, n: int = 1) -> list[Path]:
-    out = []
-    for p in sorted(path.rglob("*.parquet")):
-        if not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts):
-            out.append(p)
-            if len(out) >= n:
-                break
-    return out
+_SNIFF_PARTS = 64  # part files whose footers detection reads at most
+
+
+def _sample_parts(path: Path, n: int = _SNIFF_PARTS) -> list[Path]:
+    """Up to ``n`` part files of a folder, evenly spread over the sorted names (first and last included)."""
+    parts = [p for p in sorted(path.rglob("*.parquet"))
+             if not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts)]
+    if len(parts) <= n:
+        return parts
+    return [parts[round(i * (len(parts) - 1) / (n - 1))] for i in range(n)]
 
 
 def _is_number(arrow_type: str) -> bool:
