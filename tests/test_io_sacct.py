@@ -72,7 +72,8 @@ def test_not_sacct(tmp_path):
 
 
 def test_real_sacct_default_output(realdata):  # noqa: F811
-    for path in files(realdata / "slurm"):
+    # the default text output; `sacct --json` (slurm/*.json) is another format, not this loader's
+    for path in files(realdata / "slurm", "*.txt"):
         lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
         records = lines[2:]  # header, dashes, records
         run = load_run(path)
