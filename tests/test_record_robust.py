@@ -187,4 +187,133 @@ def test_bad_heartbeat_is_refused_before_a_file_is_made(tmp_path):
     assert not (tmp_path / "job").exists() or not list((tmp_path / "job").iterdir())
 
 
-_ = LoadError  # used by the clock tests below
+# --- clocks -----------------------------------------------------------------------------------------
+
+T0 = 1_700_000_000.0
+
+
+def _write(folder, name, lines):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def _head(rank, world, attempt=0, t0=T0, **kw):
+    return {"format": "mfu_toolkit.record", "version": 1, "rank": rank, "world_size": world,
+            "attempt": attempt, "t0_unix": t0, **kw}
+
+
+def _steps(first, n, at=0.0, dur=1.0):
+    return [{"step": s, "start": at + (s - first) * dur, "end": at + (s - first + 1) * dur} for s in range(first, first + n)]
+
+
+def test_a_writer_stamps_monotonic_and_wall_pairs_and_beats(tmp_path):
+    import time
+
+    rec = StepRecorder(tmp_path, heartbeat_s=0.02)
+    for s in range(4):
+        with rec.step(step=s):
+            time.sleep(0.03)  # each step outlasts the beat interval: a beat after each
+    rec.close()
+    head, *rest = _records(tmp_path / file_name(0, 0))
+    assert abs(head["t0_unix"] - time.time()) < 60 and head["mono0"] <= time.monotonic()
+    assert head["heartbeat_s"] == 0.02
+    beats = [r for r in rest if "beat" in r]
+    assert len(beats) == 4 and all(abs(b["wall"] - b["beat"] - head["t0_unix"]) < 0.05 for b in beats)
+    ends = [r["end"] for r in rest if "step" in r]
+    assert all(e <= b["beat"] for e, b in zip(ends, beats, strict=True))  # each record ends before its beat
+    assert "wall" in rest[-1] and "close" in rest[-1]
+    run = _load(tmp_path)
+    assert not any("clock" in n for n in run.meta.report.notes)
+
+
+def test_a_rank_whose_host_clock_is_an_hour_behind_is_aligned_and_noted(tmp_path):
+    for rank in range(4):
+        t0 = T0 - 3600.0 if rank == 3 else T0 + 0.01 * rank  # rank 3's host: 1 h behind
+        _write(tmp_path, file_name(rank, 0), [_head(rank, 4, t0=t0), *_steps(0, 50), {"close": 50.0}])
+    run = _load(tmp_path)
+    s = run.steps
+    assert s["end_s"].max() - s["start_s"].min() == pytest.approx(50.0, abs=0.05)  # not 3,650 s
+    per_step = s.groupby("step")["end_s"].agg(lambda x: x.max() - x.min())
+    assert per_step.max() < 0.05  # every step ends together again
+    assert any("host clocks disagree" in n and "rank 3 by +3600.0 s" in n for n in run.meta.report.notes)
+
+
+def test_two_ranks_an_hour_apart_meet_in_the_middle(tmp_path):
+    for rank, t0 in ((0, T0), (1, T0 + 3600.0)):
+        _write(tmp_path, file_name(rank, 0), [_head(rank, 2, t0=t0), *_steps(0, 10), {"close": 10.0}])
+    run = _load(tmp_path)
+    assert run.steps["end_s"].max() - run.steps["start_s"].min() == pytest.approx(10.0)
+
+
+def test_ranks_within_a_step_of_each_other_are_left_as_recorded(tmp_path):
+    # 0.5 s apart with 1 s steps: a real straggler pattern, not a clock (under 3 step durations)
+    for rank in range(2):
+        _write(tmp_path, file_name(rank, 0), [_head(rank, 2, t0=T0 + 0.5 * rank), *_steps(0, 10), {"close": 10.0}])
+    run = _load(tmp_path)
+    assert run.steps["end_s"].max() - run.steps["start_s"].min() == pytest.approx(10.5)
+    assert not any("clocks disagree" in n for n in run.meta.report.notes)
+
+
+def test_a_clock_set_back_between_attempts_on_one_boot_follows_the_monotonic_clock(tmp_path):
+    clock = {"host": "node1", "boot_id": "b-1"}
+    _write(tmp_path, file_name(0, 0), [_head(0, 1, mono0=1000.0, **clock), *_steps(0, 10)])  # killed at 10 s
+    # relaunched 30 s after the first launch (monotonic 1030), the wall clock set back by 1 h meanwhile
+    _write(tmp_path, file_name(0, 1), [_head(0, 1, 1, t0=T0 + 30 - 3600, mono0=1030.0, **clock),
+                                       *_steps(8, 4), {"close": 4.0}])
+    run = _load(tmp_path)
+    a1 = run.steps[run.steps["attempt"] == 1]
+    assert a1["start_s"].min() == pytest.approx(30.0)  # 30 s after attempt 0 began, from the monotonic clock
+    assert any("host node1: its wall clock moved" in n for n in run.meta.report.notes)
+
+
+def test_a_clock_set_back_without_a_shared_clock_is_noted(tmp_path):
+    _write(tmp_path, file_name(0, 0), [_head(0, 1, host="a"), *_steps(0, 10)])
+    _write(tmp_path, file_name(0, 1), [_head(0, 1, 1, t0=T0 - 3600, host="b"), *_steps(8, 4), {"close": 4.0}])
+    run = _load(tmp_path)
+    assert any("attempt 1 begins 3,600.0 s before attempt 0" in n for n in run.meta.report.notes)
+
+
+def test_a_beat_that_disagrees_with_the_header_is_noted(tmp_path):
+    _write(tmp_path, file_name(0, 0), [_head(0, 1, heartbeat_s=60.0), *_steps(0, 5),
+                                       {"beat": 5.0, "wall": T0 + 5 + 120.0}, {"close": 5.0}])
+    run = _load(tmp_path)
+    assert any("wall clock moved while recording" in n and "+120.0 s" in n for n in run.meta.report.notes)
+
+
+# --- absurd finite values ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("tail", "bound"), [
+    ([{"close": 3.0}], "the close record"),
+    ([{"beat": 2.0, "wall": T0 + 2.0}], "the last beat"),
+    ([], "modification time"),
+])
+def test_an_absurd_finite_time_is_refused_with_file_line_and_field(tmp_path, tail, bound):
+    lines = [_head(0, 1, heartbeat_s=60.0), *_steps(0, 2), {"step": 2, "start": 2.0, "end": 1e308}, *tail]
+    _write(tmp_path, file_name(0, 0), lines)
+    run = _load(tmp_path)
+    assert run.steps["step"].tolist() == [0, 1]
+    wall = run.steps["end_s"].max() - run.steps["start_s"].min()
+    assert wall == pytest.approx(2.0)  # not 1e308
+    reason = "time beyond what the file's clock records bound (left out)"
+    assert run.meta.report.first_lines[reason] == ["rank00000.attempt000.jsonl:4"]
+    with pytest.raises(LoadError, match=rf"line 4, field 'end': .*end=1e\+308.*{bound}"):
+        load_run(tmp_path, strict=True)
+
+
+def test_an_absurd_comm_is_left_missing_and_an_absurd_event_left_out(tmp_path):
+    _write(tmp_path, file_name(0, 0), [_head(0, 1), {"step": 0, "start": 0.0, "end": 1.0, "comm": 1e300},
+                                       {"event": "eval", "start": -1e300, "end": 1.0}, {"close": 1.0}])
+    run = _load(tmp_path)
+    assert run.steps["comm_s"].isna().all() and run.steps["compute_s"].tolist() == [1.0]
+    assert len(run.events) == 0
+    assert run.meta.report.first_lines["time beyond what the file's clock records bound (left out)"] == [
+        "rank00000.attempt000.jsonl:3"]
+
+
+def test_an_absurd_close_record_is_itself_refused(tmp_path):
+    _write(tmp_path, file_name(0, 0), [_head(0, 1), *_steps(0, 2), {"close": 1e308}])
+    run = _load(tmp_path)
+    assert run.steps["step"].tolist() == [0, 1]
+    assert run.meta.report.first_lines["time beyond what the file's clock records bound (left out)"] == [
+        "rank00000.attempt000.jsonl:4"]

@@ -5,7 +5,12 @@ attempt, ``rank{R:05d}.attempt{A:03d}.jsonl``. Line 1 is the header
 ``{"format": "mfu_toolkit.record", "version": 1, "rank", "world_size", "attempt", "t0_unix", ...}``;
 then ``{"step", "start", "end"[, "samples", "tokens", "data_wait", "comm"]}`` steps,
 ``{"event", "start", "end"[, "detail"]}`` events, ``{"gpu_step", "gpu_s"}`` GPU times and a final
-``{"close"}``. Times are seconds since the header's ``t0_unix``.
+``{"close"[, "wall"]}``. Times are seconds since the header's ``t0_unix``, on the writer's
+monotonic clock. Optional clock fields (files without them read as before): the header's
+``mono0`` (the monotonic clock at ``t0_unix``), ``boot_id`` (files of one host and boot share
+that clock) and ``heartbeat_s``; ``{"beat", "wall"}`` records, a monotonic and a wall-clock
+reading taken together, at most ``heartbeat_s`` apart while records come; and
+``{"dropped", "start", "end"[, "wall"]}``, records the writer lost to write errors.
 
 How it becomes a Run:
 
@@ -14,6 +19,17 @@ How it becomes a Run:
   into a folder that held records is the next attempt, so restarts, redone steps and the
   downtime between attempts come out of the analysis unaided;
 - times become seconds since the earliest record (``meta.extra["t0_wallclock"]`` says when);
+- clocks: each file's times are placed by its header's ``t0_unix``, except that files of one
+  host and boot are placed on their shared monotonic clock (a wall clock set back between
+  attempts), and, within an attempt, a rank whose steps end more than 3 median step durations
+  (at least 1 s) from the other ranks' same steps (median over the shared steps) is moved onto
+  their common timeline: a host clock that disagrees. Each move is noted; so are beats that
+  disagree with the header, ranks that share no step (not checkable) and an attempt that begins
+  before the one it follows with nothing to align them by;
+- bounds: records are written as they end, so no time may lie beyond the file's close record,
+  its last beat + ``heartbeat_s``, or (with neither) its modification time + 1 day; a step or
+  event beyond is counted and left out (a finite but absurd ``"end": 1e308``), an absurd
+  ``data_wait``/``comm`` is left missing; ``dropped`` records are noted with their counts;
 - ``compute_s = end − start − data_wait − comm`` (at least 0), ``comm_s``, ``data_wait_s``;
   ``gpu_s`` where CUDA events timed the step;
 - a half-written last line (a process killed mid-write) is counted under ``HALF_WRITTEN`` and
@@ -90,7 +106,8 @@ class _Table:
     """The records of all files, as columns."""
 
     steps: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in (
-        "attempt", "step", "rank", "start_s", "end_s", "samples", "tokens", "data_wait_s", "comm_s", "gpu_s")})
+        "attempt", "step", "rank", "start_s", "end_s", "samples", "tokens", "data_wait_s", "comm_s", "gpu_s",
+        "line")})
     events: list[dict[str, Any]] = field(default_factory=list)
     files: list[dict[str, Any]] = field(default_factory=list)  # one header summary per file read
 
@@ -131,9 +148,15 @@ def _header(sub: Reader, text: str) -> dict[str, Any] | None:
     version = value.get("version")
     if version != _VERSION:
         sub.note(f"{sub.file or sub.path.name}: format version {version!r}; this reader knows {_VERSION} (unknown fields ignored)")
-    for key in ("framework", "accelerator", "gpu_timing", "restart_count", "host"):
+    for key in ("framework", "accelerator", "gpu_timing", "restart_count", "host", "boot_id"):
         if isinstance(value.get(key), (str, int)) and not isinstance(value.get(key), bool):
             out[key] = value[key]
+    for key in ("mono0", "heartbeat_s"):
+        v = rules.as_number(value.get(key))
+        if key in value and not v >= 0:
+            sub.bad(f"{rules.VALUE_OUT_OF_RANGE} in the header (clock field ignored)", line=1, field=key, example=text[:120])
+        elif v >= 0:
+            out[key] = v
     return out
 
 
@@ -175,12 +198,13 @@ def _step(sub: Reader, rec: dict[str, Any], line: int, text: str, head: dict[str
         sub.bad(rules.DUPLICATE, line=line, field="step", example=text)
         return
     seen.add(step)
-    t0, cols = head["t0_unix"], out.steps
+    cols = out.steps  # times stay on the file's own clock until the files are aligned (_offsets)
     cols["attempt"].append(head["attempt"])
     cols["step"].append(step)
     cols["rank"].append(head["rank"])
-    cols["start_s"].append(t0 + span[0])
-    cols["end_s"].append(t0 + span[1])
+    cols["line"].append(line)
+    cols["start_s"].append(span[0])
+    cols["end_s"].append(span[1])
     cols["samples"].append(_optional(sub, rec, "samples", line, text))
     cols["tokens"].append(_optional(sub, rec, "tokens", line, text))
     cols["data_wait_s"].append(_optional(sub, rec, "data_wait", line, text))
@@ -198,9 +222,8 @@ def _event(sub: Reader, rec: dict[str, Any], line: int, text: str, head: dict[st
     if span is None:
         return
     detail = rec.get("detail")
-    out.events.append({"kind": kind, "start_s": head["t0_unix"] + span[0], "end_s": head["t0_unix"] + span[1],
-                       "attempt": head["attempt"], "rank": head["rank"],
-                       "detail": detail if isinstance(detail, str) else ""})
+    out.events.append({"kind": kind, "start_s": span[0], "end_s": span[1], "attempt": head["attempt"],
+                       "rank": head["rank"], "detail": detail if isinstance(detail, str) else "", "line": line})
 
 
 def _records(sub: Reader) -> Any:
@@ -273,6 +296,7 @@ def _read_file(sub: Reader, out: _Table) -> None:
         _record(sub, rec, ln, text[:160], head, out, state)
     if head is None:
         return
+    _bound(sub, head, state, out, first_row, first_event)
     if state["gpu"]:
         cols = out.steps
         for i in range(first_row, len(cols["step"])):
@@ -281,6 +305,166 @@ def _read_file(sub: Reader, out: _Table) -> None:
                       "file": sub.file or sub.path.name, "first_row": first_row,
                       "rows": len(out.steps["step"]) - first_row, "first_event": first_event,
                       "events": len(out.events) - first_event})
+
+
+_DAY = 86_400.0
+_CLOCK_TOL = 1.0  # seconds two clock readings may disagree before a clock counts as moved
+_BEYOND = "time beyond what the file's clock records bound (left out)"
+_BEYOND_KEPT = "duration beyond what the file's clock records bound (left missing, record kept)"
+
+
+def _limit(sub: Reader, head: dict[str, Any], state: dict[str, Any]) -> tuple[float, str]:
+    """The largest |time| a record of this file can have, and what sets it.
+
+    Records are written as they end, so none ends after the file's close record, nor more than
+    ``heartbeat_s`` after its last beat; a file without either is bounded by its modification
+    time (+ 1 day for clocks that disagree with the file system's)."""
+    try:
+        m = max(sub.path.stat().st_mtime - head["t0_unix"], 0.0) + _DAY
+    except OSError:
+        m = math.inf
+    clock = []
+    for c in state["clock"]:
+        if abs(c[1]) > m:
+            sub.bad(_BEYOND, line=c[0], field=c[3], example=f"{c[3]}={c[1]!r}; bound ±{m:.6g} s (modification time)")
+        else:
+            clock.append(c)
+    state["clock"] = clock
+    closes = [c[1] for c in clock if c[3] == "close"]
+    if closes:
+        return max(closes) + _CLOCK_TOL, "the close record"
+    if clock and "heartbeat_s" in head:
+        return max(c[1] for c in clock) + head["heartbeat_s"] + _CLOCK_TOL, "the last beat + heartbeat_s"
+    return m, "the file's modification time + 1 day"
+
+
+def _bound(sub: Reader, head: dict[str, Any], state: dict[str, Any], out: _Table, first_row: int,
+           first_event: int) -> None:
+    """Refuse this file's records whose times lie beyond what its clock records allow (e.g. a
+    finite but absurd ``"end": 1e308``), naming file, line and field."""
+    lim, why = _limit(sub, head, state)
+    cols = out.steps
+    good = []
+    for i in range(first_row, len(cols["step"])):
+        for name, key in (("start", "start_s"), ("end", "end_s")):
+            if abs(cols[key][i]) > lim:
+                sub.bad(_BEYOND, line=cols["line"][i], field=name,
+                        example=f"{name}={cols[key][i]!r}; bound ±{lim:.6g} s from {why}")
+                break
+        else:
+            good.append(i)
+            for name, key in (("data_wait", "data_wait_s"), ("comm", "comm_s")):
+                if cols[key][i] > 2 * lim:
+                    sub.bad(_BEYOND_KEPT, line=cols["line"][i], field=name,
+                            example=f"{name}={cols[key][i]!r}; bound {2 * lim:.6g} s from {why}")
+                    cols[key][i] = math.nan
+    if len(good) < len(cols["step"]) - first_row:
+        for c in cols.values():
+            c[first_row:] = [c[i] for i in good]
+        state["seen"] = set(cols["step"][first_row:])
+    kept = []
+    for e in out.events[first_event:]:
+        bad = next((k for k in ("start", "end") if abs(e[f"{k}_s"]) > lim), None)
+        if bad is None:
+            kept.append(e)
+        else:
+            sub.bad(_BEYOND, line=e["line"], field=bad, example=f"{bad}={e[bad + '_s']!r}; bound ±{lim:.6g} s from {why}")
+    out.events[first_event:] = kept
+
+
+def _offsets(reader: Reader, files: list[dict[str, Any]], cols: dict[str, np.ndarray], keep: np.ndarray,
+             renumber: dict[int, int]) -> list[float]:
+    """Each file's epoch offset (added to its times): the header's ``t0_unix``, moved onto one
+    monotonic clock for the files of one boot of one host, then onto the other ranks' timeline
+    where the same steps ended far apart (a host clock that disagrees)."""
+    off = [float(f["t0_unix"]) for f in files]
+    _wall_moves(reader, files)
+    _same_boot(reader, files, off)
+    for a in sorted({f["attempt"] for f in files}):
+        _same_steps(reader, files, cols, keep, off, a, renumber[a])
+    return off
+
+
+def _wall_moves(reader: Reader, files: list[dict[str, Any]]) -> None:
+    """Note files whose wall clock moved while they recorded (their beats disagree with t0_unix)."""
+    moved = []
+    for f in files:
+        jumps = [(w - t) - f["t0_unix"] for _, t, w, _ in f["clock"] if w is not None]
+        worst = max(jumps, key=abs, default=0.0)
+        if abs(worst) > _CLOCK_TOL:
+            moved.append(f"{f['file']} ({worst:+.1f} s)")
+    if moved:
+        reader.note(f"the wall clock moved while recording in {_names(moved)}; times follow each file's "
+                    "monotonic clock from its header")
+
+
+def _same_boot(reader: Reader, files: list[dict[str, Any]], off: list[float]) -> None:
+    """Files of one host and boot share a monotonic clock: place them on it (clock set back between attempts)."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, f in enumerate(files):
+        if "mono0" in f and "boot_id" in f:
+            groups.setdefault((str(f.get("host")), str(f["boot_id"])), []).append(i)
+    for (host, _), idx in groups.items():
+        ref = min(idx, key=lambda i: files[i]["mono0"])
+        base = files[ref]["t0_unix"] - files[ref]["mono0"]
+        moved = []
+        for i in idx:
+            want = base + files[i]["mono0"]
+            if abs(want - off[i]) > _CLOCK_TOL:
+                moved.append(f"{files[i]['file']} by {want - off[i]:+.1f} s")
+                off[i] = want
+        if moved:
+            reader.note(f"host {host}: its wall clock moved between the files it wrote; on its monotonic clock "
+                        f"(one boot) they were placed after {files[ref]['file']}: moved {_names(moved)}")
+
+
+def _same_steps(reader: Reader, files: list[dict[str, Any]], cols: dict[str, np.ndarray], keep: np.ndarray,
+                off: list[float], attempt: int, shown: int) -> None:
+    """Ranks of one attempt run the same steps together: a rank whose steps end far from the
+    others' (more than 3 step durations, at least 1 s, as a median over shared steps) has a host
+    clock that disagrees; its times move onto the ranks' common timeline."""
+    idx = [i for i, f in enumerate(files) if f["attempt"] == attempt and f["rows"] and keep[f["first_row"]]]
+    if len(idx) < 2:
+        return
+    parts = []
+    for i in idx:
+        sl = slice(files[i]["first_row"], files[i]["first_row"] + files[i]["rows"])
+        parts.append(pd.DataFrame({"f": i, "step": cols["step"][sl], "end": cols["end_s"][sl] + off[i],
+                                   "dur": cols["end_s"][sl] - cols["start_s"][sl]}))
+    df = pd.concat(parts, ignore_index=True)
+    shared = df[df.groupby("step")["f"].transform("size") >= 2]
+    alone = sorted(files[i]["rank"] for i in set(idx) - set(shared["f"]))
+    if alone:
+        reader.note(f"attempt {shown}: rank {_names(alone)} shares no step with the other ranks; its clock "
+                    "cannot be checked against theirs")
+    if shared.empty:
+        return
+    d = (shared["end"] - shared.groupby("step")["end"].transform("median")).groupby(shared["f"]).median()
+    tol = max(_CLOCK_TOL, 3 * float(df["dur"].median()))
+    if float(d.max() - d.min()) <= tol:
+        return
+    moved = [(i, float(v)) for i, v in d.items() if abs(v) > tol / 2]
+    for i, v in moved:
+        off[i] -= v
+    reader.note(f"attempt {shown}: the same steps ended up to {float(d.max() - d.min()):,.1f} s apart across ranks "
+                f"(host clocks disagree); moved onto the ranks' common timeline (median over shared steps): "
+                + _names([f"rank {files[i]['rank']} by {-v:+.1f} s" for i, v in moved]))
+
+
+def _attempt_order(reader: Reader, files: list[dict[str, Any]], cols: dict[str, np.ndarray],
+                   renumber: dict[int, int]) -> None:
+    """Note an attempt that begins before the one it follows (clocks set back across hosts)."""
+    first: dict[int, float] = {}
+    for f in files:
+        if f["rows"]:
+            sl = slice(f["first_row"], f["first_row"] + f["rows"])
+            first[f["attempt"]] = min(first.get(f["attempt"], math.inf), float(cols["start_s"][sl].min()))
+    order = sorted(first)
+    for a, b in zip(order, order[1:], strict=False):
+        if first[b] < first[a] - _CLOCK_TOL:
+            reader.note(f"attempt {renumber[b]} begins {first[a] - first[b]:,.1f} s before attempt {renumber[a]} "
+                        "(a wall clock set back between launches, no shared monotonic clock to align them): the "
+                        "time between these attempts is not measured correctly")
 
 
 def _names(ranks: list[int]) -> str:
@@ -360,11 +544,17 @@ def _frames(reader: Reader, out: _Table) -> tuple[pd.DataFrame, pd.DataFrame, pd
             keep[f["first_row"]:f["first_row"] + f["rows"]] = False
             reader.bad(rules.DUPLICATE, line=1, field="attempt", example=f["file"])
         dup.add(key)
-    cols = {c: np.asarray(v, dtype=float if c not in ("attempt", "step", "rank") else np.int64)
-            for c, v in out.steps.items()}
-    _overlaps(reader, out.files, cols["start_s"], cols["end_s"])
-    st = pd.DataFrame(cols)[keep].reset_index(drop=True)
+    cols = {c: np.asarray(v, dtype=float if c not in ("attempt", "step", "rank", "line") else np.int64)
+            for c, v in out.steps.items() if c != "line"}
     ev = pd.DataFrame(out.events, columns=["kind", "start_s", "end_s", "attempt", "rank", "detail"])
+    offsets = _offsets(reader, out.files, cols, keep, renumber)
+    for f, off in zip(out.files, offsets, strict=True):
+        for arr, a, n in ((cols["start_s"], f["first_row"], f["rows"]), (cols["end_s"], f["first_row"], f["rows"])):
+            arr[a:a + n] += off
+        ev.loc[f["first_event"]:f["first_event"] + f["events"] - 1, ["start_s", "end_s"]] += off
+    _overlaps(reader, out.files, cols["start_s"], cols["end_s"])
+    _attempt_order(reader, out.files, cols, renumber)
+    st = pd.DataFrame(cols)[keep].reset_index(drop=True)
     times = [x for x in (st["start_s"].min(), ev["start_s"].min()) if x == x]
     origin = min(times) if times else 0.0
     for df in (st, ev):
