@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 __all__ = ["DIALECTS", "ROWS", "JOB_STEPS", "RANK_HISTOGRAM", "RANK_REFINE", "RANK_VALUES", "WORST_RANKS", "RANK_HEATMAP",
-           "render"]
+           "render", "transpile"]
 
 DIALECTS = ("duckdb", "spark")
 
@@ -133,6 +133,11 @@ def render(template: str, dialect: str = "duckdb", *, where: str = "TRUE", **par
         raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}; got {dialect!r}")
     rows = ROWS.format(where=where)
     text = template.format(rows=rows, where=where, **{k: repr(v) for k, v in params.items()})
+    return text if dialect == "duckdb" else _transpile(text, dialect)
+
+
+def transpile(text: str, dialect: str) -> str:
+    """DuckDB's SQL ``text`` (a query or an expression) in ``dialect``."""
     return text if dialect == "duckdb" else _transpile(text, dialect)
 
 

@@ -9,16 +9,19 @@ the loopback interface).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pandas as pd
 
-from .duck import STEP_SOURCE_COLUMNS, _numpy, source_type
+from . import queries, row_rules
+from .duck import FILE_COLUMN, STEP_SOURCE_COLUMNS, _numpy, source_type
 
-__all__ = ["SparkBackend", "local_session"]
+__all__ = ["SparkBackend", "literal_path", "local_session"]
 
 
 def local_session(master: str = "local[*]") -> Any:
@@ -51,8 +54,27 @@ def _session(spark: Any) -> Any:
     return active if active is not None else local_session()
 
 
+# Spark reads paths through Hadoop's glob (``FileSystem.globStatus``), where ``\\c`` removes the
+# special meaning of the character c
+# (https://hadoop.apache.org/docs/stable/api/org/apache/hadoop/fs/FileSystem.html#globStatus-org.apache.hadoop.fs.Path-):
+# every glob character and the backslash itself are escaped, so a path names one file and no
+# folder is listed (a sibling named ``c:d`` in a listed folder is a URISyntaxException in Hadoop).
+_HADOOP_GLOB = re.compile(r"([\\*?\[\]{}])")
+
+
+def literal_path(path: Path) -> str:
+    """``path`` as Spark reads it literally: each glob character escaped with a backslash."""
+    return _HADOOP_GLOB.sub(r"\\\1", str(path))
+
+
+def _local_file(uri: str) -> str:
+    """The local path of a ``file:`` URI as Spark's ``input_file_name()`` gives it (percent-decoded)."""
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme in ("file", "") else uri
+
+
 class SparkBackend:
-    """Runs :mod:`.queries` as Spark SQL over ``paths`` (part files or folders Spark can read)."""
+    """Runs :mod:`.queries` as Spark SQL over ``paths`` (part files, read literally, never as globs)."""
 
     dialect = "spark"
     name = "spark"
@@ -61,16 +83,37 @@ class SparkBackend:
         from pyspark.sql import functions as F
 
         self.spark = _session(spark)
-        df = self.spark.read.option("mergeSchema", "true").parquet(*[str(p) for p in paths])
+        df = self.spark.read.option("mergeSchema", "true").parquet(*[literal_path(p) for p in paths])
+        self.raw = df.withColumn(FILE_COLUMN, F.input_file_name())
+        self.columns = set(columns)
         cols = []
         for c in STEP_SOURCE_COLUMNS:
             kind = {"BIGINT": "bigint", "VARCHAR": "string"}.get(source_type(c), "double")
             if c in columns:
-                cols.append(F.col(f"`{c}`").cast(kind).alias(c))
+                cols.append(F.col(f"`{c}`").try_cast(kind).alias(c))  # see DuckBackend._view
             else:
                 fill = {"attempt": 0, "rank": -1}.get(c)
                 cols.append(F.lit(fill).cast(kind).alias(c))
+        self._cols = cols
         self.steps = df.select(*cols)
+
+    def check_rows(self) -> dict[tuple[str, int], tuple[int, float, float]]:
+        """Per (part file, rule code): rows, smallest and largest step (see DuckBackend.check_rows)."""
+        self.raw.createOrReplaceTempView("mfu_raw_steps")
+        sql = queries.transpile(row_rules.validation_sql("mfu_raw_steps", FILE_COLUMN, self.columns), self.dialect)
+        got = self.spark.sql(sql).toArrow()
+        cols = {c: _numpy(got.column(c)) for c in got.column_names}
+        return {(_local_file(str(f)), int(c)): (int(n), float(lo), float(hi))
+                for f, c, n, lo, hi in zip(cols["f"], cols["code"], cols["n"], cols["step_min"], cols["step_max"],
+                                           strict=True)}
+
+    def keep_valid(self, step_range: tuple[int, int] | None, any_bad: bool) -> None:
+        """Read only the rows that break no rule (when ``any_bad``); Spark needs no step range."""
+        if any_bad:
+            from pyspark.sql import functions as F
+
+            self.steps = self.raw.where(F.expr(queries.transpile(row_rules.keep_sql(self.columns),
+                                                                 self.dialect))).select(*self._cols)
 
     def step_batches(self) -> list[str]:
         return ["TRUE"]  # Spark distributes one query itself

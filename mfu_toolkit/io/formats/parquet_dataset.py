@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...engine import check_engine, compute_reductions
+import numpy as np
+
+from ...engine import check_engine, compute_reductions, row_rules
 from ...run import LoadError, read_run
 from ..base import Parsed, loader_for
 from ..reading import Reader
@@ -38,6 +40,7 @@ _REQUIRED = ("step", "start_s", "end_s")
 _OPTIONAL = ("attempt", "rank", "data_wait_s", "compute_s", "samples", "tokens")
 _TEXT = ("flag",)  # optional text columns
 _MAX_FILES = 200_000
+_NO_VALID_ROWS = "no step row of the dataset keeps the row rules (each part's bad rows are in the report)"
 _META_FIELDS = ("name", "accelerator", "dtype", "n_accelerators", "peak_flops_per_accelerator", "peak_sparse",
                 "peak_source", "model_flops_per_sample", "model_flops_per_token", "model_flops_per_step",
                 "hardware_flops_per_step", "model_flops_source", "global_batch", "seq_len", "peak_per")
@@ -71,6 +74,8 @@ class Options:
 
 
 def _part_files(path: Path) -> list[Path]:
+    """Every part file, as an absolute path (read literally by every engine)."""
+    path = path.absolute()
     if path.is_file():
         return [path]
     out = []
@@ -89,7 +94,8 @@ def _columns_of(path: Path) -> dict[str, str] | None:
     import pyarrow.parquet as pq
 
     try:
-        return {f.name: str(f.type) for f in pq.read_schema(path)}
+        with open(path, "rb") as fh:  # an open file: a name with a colon is never read as a URI
+            return {f.name: str(f.type) for f in pq.read_schema(fh)}
     except Exception:  # any damage to the footer: the caller reports the file
         return None
 
@@ -113,7 +119,8 @@ def sniff(path: Path, head: bytes) -> float:
     if path.is_file():  # a single file: only past the in-memory threshold (the table loader reads the rest)
         import pyarrow.parquet as pq
 
-        md = pq.read_metadata(path)
+        with open(path, "rb") as fh:
+            md = pq.read_metadata(fh)
         if b"mfu_toolkit.meta" in (md.metadata or {}) or md.num_rows <= Options().threshold_rows:
             return 0.0
     return 0.9 if fit == len(files) else 0.8
@@ -146,19 +153,20 @@ class _Parts:
     files: list[Path]
     columns: set[str]
     rows: int
-    step_range: tuple[int, int] | None
+    file_rows: dict[Path, int]
 
 
 def _check_parts(reader: Reader, files: list[Path]) -> _Parts:
     """The readable part files with the step columns; the others reported (file, rows, why)."""
     import pyarrow.parquet as pq
 
-    root = reader.path if reader.path.is_dir() else reader.path.parent
-    good, cols, rows, lo, hi = [], set(), 0, None, None
+    root = (reader.path if reader.path.is_dir() else reader.path.parent).absolute()
+    good, cols, rows, file_rows = [], set(), 0, {}
     for p in files:
         name = p.relative_to(root).as_posix()
         try:
-            md = pq.read_metadata(p)
+            with open(p, "rb") as fh:  # an open file: a name with a colon is never read as a URI
+                md = pq.read_metadata(fh)
         except Exception as exc:  # a damaged footer, or not Parquet at all
             reader.bad("corrupt part file (unreadable Parquet footer)", example=f"{name}: rows unknown ({type(exc).__name__})")
             reader.note(f"{name}: corrupt part file left out (footer unreadable: {str(exc)[:120]}); its rows are unknown")
@@ -172,9 +180,9 @@ def _check_parts(reader: Reader, files: list[Path]) -> _Parts:
         good.append(p)
         cols |= {c for c in schema if c in _REQUIRED or c in _OPTIONAL or c in _TEXT}
         rows += md.num_rows
-        lo, hi = _step_stats(md, lo, hi)
+        file_rows[p] = md.num_rows
     reader.report.lines_read = rows
-    return _Parts(good, cols, rows, None if lo is None or hi is None or lo is False else (int(lo), int(hi)))
+    return _Parts(good, cols, rows, file_rows)
 
 
 def _schema_problem(schema: dict[str, str]) -> str:
@@ -186,21 +194,6 @@ def _schema_problem(schema: dict[str, str]) -> str:
         return f"non-numeric column(s) {wrong}; expected numbers"
     wrong = [f"{c}: {schema[c]}" for c in _TEXT if c in schema and not _is_text(schema[c])]
     return f"column(s) {wrong} not text; expected strings (empty: no flag)" if wrong else ""
-
-
-def _step_stats(md: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
-    """Smallest and largest step over the row groups' statistics (False once any lacks them)."""
-    if lo is False:
-        return False, False
-    names = md.schema.to_arrow_schema().names
-    i = names.index("step")
-    for g in range(md.num_row_groups):
-        st = md.row_group(g).column(i).statistics
-        if st is None or not st.has_min_max:
-            return False, False
-        lo = st.min if lo is None else min(lo, st.min)
-        hi = st.max if hi is None else max(hi, st.max)
-    return lo, hi
 
 
 def _sidecar(reader: Reader, root: Path, out: Parsed) -> None:
@@ -218,31 +211,99 @@ def _sidecar(reader: Reader, root: Path, out: Parsed) -> None:
     reader.note(f"events and meta read from {SIDECAR}")
 
 
-def _read_rows(parts: _Parts) -> Any:
-    """Every row of the good part files, in memory (the ``pandas`` engine)."""
+def _read_rows(reader: Reader, parts: _Parts) -> Any:
+    """Every valid row of the good part files, in memory (the ``pandas`` engine); the rows that
+    break a row rule are counted per part file, as the out-of-core engines count them."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     keep = [c for c in (*_REQUIRED, *_OPTIONAL, *_TEXT) if c in parts.columns]
-    tables = []
+    tables, counts = [], {}
     for p in parts.files:
-        t = pq.read_table(p, columns=[c for c in keep if c in pq.read_schema(p).names])
-        tables.append(t)
+        with open(p, "rb") as fh:  # an open file: pyarrow never reads a name with a colon as a URI
+            pf = pq.ParquetFile(fh)
+            t = pf.read(columns=[c for c in keep if c in pf.schema_arrow.names])
+        code = row_rules.rule_codes(_rule_table(t), parts.columns)
+        for c, n in zip(*np.unique(code[code > 0], return_counts=True), strict=True):
+            counts[(p, int(c))] = int(n)
+        tables.append(t.filter(pa.array(code == 0)) if (code > 0).any() else t)
+    _count_bad(reader, parts, counts)
+    if not sum(t.num_rows for t in tables):
+        reader.fail(_NO_VALID_ROWS)
     table = pa.concat_tables(tables, promote_options="permissive") if tables else None
     return table.to_pandas() if table is not None else None
 
 
-def _backend(reader: Reader, parts: _Parts, engine: str, options: Options) -> Any:
-    step_range = parts.step_range
+def _rule_table(t: Any) -> dict[str, np.ndarray]:
+    """A part's numeric columns as floats (NULL: NaN) with their NULL masks, for the row rules; a
+    column the part lacks is all NULL (the engines read the parts' union by name)."""
+    import pyarrow.compute as pc
+
+    out: dict[str, np.ndarray] = {}
+    for c in (*_REQUIRED, *_OPTIONAL):
+        if c in t.column_names:
+            col = t.column(c)
+            out[f"null:{c}"] = col.is_null().to_numpy(zero_copy_only=False)
+            out[c] = pc.cast(col, "float64").to_numpy(zero_copy_only=False)
+        else:
+            out[f"null:{c}"] = np.ones(t.num_rows, bool)
+            out[c] = np.full(t.num_rows, np.nan)
+    return out
+
+
+def _count_bad(reader: Reader, parts: _Parts, counts: dict[tuple[Path, int], int]) -> None:
+    """Count the rows each rule left out, per part file (named); ``strict`` refuses the first."""
+    root = (reader.path if reader.path.is_dir() else reader.path.parent).absolute()
+    for (p, code), n in sorted(counts.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        rule = row_rules.ROW_RULES[code - 1]
+        name = p.relative_to(root).as_posix() if p != root else p.name
+        reader.bad(rule.reason, field=rule.column, example=f"{name}: {n:,} row(s)")
+        reader.report.skipped[rule.reason] += n - 1
+        reader.note(f"{name}: {n:,} row(s) left out: {rule.reason}")
+
+
+def _checked_backend(reader: Reader, parts: _Parts, be: Any) -> int:
+    """Apply the row rules on the engine (one scan): count the bad rows per part, take the step
+    range from the valid rows, and refuse a read of anything but the listed parts. Returns the
+    number of valid rows."""
+    got = be.check_rows()
+    by_name = {str(p): p for p in parts.files}
+    seen: dict[Path, int] = {}
+    counts, lo, hi, valid = {}, None, None, 0
+    for (f, code), (n, s_lo, s_hi) in got.items():
+        p = by_name.get(f)
+        if p is None:
+            reader.fail(f"the {be.name} engine read {f!r}, which is not a part file of this dataset")
+        seen[p] = seen.get(p, 0) + n
+        if code:
+            counts[(p, code)] = n
+        elif n:
+            valid += n
+            lo = s_lo if lo is None else min(lo, s_lo)
+            hi = s_hi if hi is None else max(hi, s_hi)
+    wrong = [p for p in parts.files if seen.get(p, 0) != parts.file_rows[p]]
+    if wrong:
+        reader.fail(f"the {be.name} engine read {seen.get(wrong[0], 0):,} rows of {wrong[0].name!r}, whose footer "
+                    f"states {parts.file_rows[wrong[0]]:,}")
+    _count_bad(reader, parts, counts)
+    if lo is None:
+        reader.fail(_NO_VALID_ROWS)
+    be.keep_valid((int(lo), int(hi)), bool(counts))
+    return valid
+
+
+def _backend(reader: Reader, parts: _Parts, engine: str, options: Options) -> tuple[Any, int]:
+    """The engine over the parts, its rows checked (see _checked_backend), and the valid rows."""
     if engine == "spark":
         from ...engine.spark import SparkBackend
 
-        return SparkBackend(parts.files, parts.columns, spark=options.spark)
-    from ...engine.duck import DuckBackend
+        be = SparkBackend(parts.files, parts.columns, spark=options.spark)
+    else:
+        from ...engine.duck import DuckBackend
 
-    be = DuckBackend(parts.files, parts.columns, n_rows=parts.rows, step_range=step_range or (0, 0),
-                     batch_rows=options.batch_rows if step_range else 10**18, memory_limit=options.memory_limit)
-    return be
+        be = DuckBackend(parts.files, parts.columns, n_rows=parts.rows, batch_rows=options.batch_rows,
+                         memory_limit=options.memory_limit)
+    return be, _checked_backend(reader, parts, be)
 
 
 def parse(reader: Reader, options: Options) -> Parsed:
@@ -263,14 +324,14 @@ def parse(reader: Reader, options: Options) -> Parsed:
         engine = "pandas" if parts.rows <= options.threshold_rows else "duckdb"
     out.extra["dataset"]["engine"] = engine
     if engine == "pandas":
-        out.steps = _read_rows(parts)
+        out.steps = _read_rows(reader, parts)
         return out
-    backend = _backend(reader, parts, engine, options)
     progress = options.progress if options.progress is not None else True
     try:
-        red = compute_reductions(backend, n_rows=parts.rows, source=reader.name, progress=progress)
+        backend, n_valid = _backend(reader, parts, engine, options)
+        red = compute_reductions(backend, n_rows=n_valid, source=reader.name, progress=progress)
     except Exception as exc:  # a part file damaged past its footer, as the engine reports it
-        if type(exc).__name__ in ("MemoryError", "KeyboardInterrupt"):
+        if isinstance(exc, (LoadError, MemoryError, KeyboardInterrupt)):
             raise
         raise LoadError(f"the {engine} engine could not read the dataset: {str(exc).splitlines()[0][:300]}",
                         path=reader.name) from None
