@@ -61,8 +61,8 @@ step start across the ranks.
 
 Many ranks: each file is reduced on its own to a per-step table (``read_rank``), in a process
 pool bounded by a memory budget, or as a Spark job (``engine="spark"``), and that table is
-cached as Parquet beside the trace (see :mod:`mfu_toolkit.io.kineto_ranks` for the cost rule and
-the cache); the job is assembled from the tables. A file that cannot be read at all (a corrupt
+cached as Parquet in the user cache directory, or beside the trace with ``cache="beside"`` (see
+:mod:`mfu_toolkit.io.kineto_ranks` for the cost rule and :mod:`mfu_toolkit.io.cache` for the cache); the job is assembled from the tables. A file that cannot be read at all (a corrupt
 or truncated gzip stream) is counted under ``unreadable trace file (left out)`` and named in a
 note; the other ranks load, unless ``strict=True``. ``load_traces(paths)`` reads a list.
 
@@ -121,7 +121,9 @@ class Options:
     CPU; 1 parses in this process). ``memory_budget``: bytes (or ``"8GB"``) of estimated parse
     cost allowed in flight (default: half the available memory; see
     :mod:`mfu_toolkit.io.kineto_ranks` for the cost rule). ``cache``: read and write each file's
-    parsed tables as Parquet (``.mfu_cache/`` beside the trace, else the user cache directory).
+    parsed tables as Parquet, keyed on the file's content: in the user cache directory (True, the
+    default), beside the trace in ``.mfu_cache/`` (``"beside"``; the user directory where that folder is
+    read-only), or not at all (False).
     ``engine="spark"`` parses the files as one Spark job (``spark=``: a session; else
     ``SPARK_REMOTE`` or a local one).
     """
@@ -131,7 +133,7 @@ class Options:
     files: tuple[str, ...] | None = None
     workers: int | None = None
     memory_budget: int | str | None = None
-    cache: bool = True
+    cache: bool | str = True
     engine: str = "local"
     spark: Any = field(default=None, compare=False)
 
@@ -149,8 +151,8 @@ class Options:
             raise ValueError(f"workers must be a positive integer or None (one per CPU); got {self.workers!r}")
         if self.memory_budget is not None:
             kr.parse_budget(self.memory_budget)
-        if not isinstance(self.cache, bool):
-            raise ValueError(f"cache must be True or False; got {self.cache!r}")
+        if not (isinstance(self.cache, bool) or self.cache == "beside"):
+            raise ValueError(f"cache must be True, False or 'beside'; got {self.cache!r}")
         if self.engine not in ("local", "spark"):
             raise ValueError(f"engine must be one of 'local', 'spark'; got {self.engine!r}")
 
@@ -1217,7 +1219,8 @@ def _rank_reader(path: str, strict: bool, limits: Limits | None, root: str | Non
 
 
 def _key(reader: Reader) -> dict[str, Any] | None:
-    """The cache key of a rank file: its size and mtime, and the settings that shape its parse."""
+    """The cache key of a rank file: its size, mtime and content fingerprint, and the settings that
+    shape its parse."""
     settings = f"tables={_TABLES_VERSION};fast={FAST_PATH};strict={reader.strict};file={reader.file};limits={reader.limits}"
     try:
         return kr.cache_key(reader.path, settings)
@@ -1225,26 +1228,27 @@ def _key(reader: Reader) -> dict[str, Any] | None:
         return None
 
 
-def cached_rank(path: str, strict: bool = False, limits: Limits | None = None, root: str | None = None) -> kr.RankPart | None:
+def cached_rank(path: str, strict: bool = False, limits: Limits | None = None, root: str | None = None,
+                cache: bool | str = True) -> kr.RankPart | None:
     """A rank file's parse from its Parquet cache when that is current, else None."""
     key = _key(_rank_reader(path, strict, limits, root))
-    return None if key is None else kr.read_cache(Path(path), key)
+    return None if key is None else kr.read_cache(Path(path), key, where=cache)
 
 
 def read_rank(path: str, strict: bool = False, limits: Limits | None = None, root: str | None = None,
-              cache: bool = True) -> kr.RankPart:
+              cache: bool | str = True) -> kr.RankPart:
     """One rank's trace file parsed (or read back from its Parquet cache when that is current).
 
     Top-level and picklable: the process pool and Spark tasks call it by reference.
     """
     reader = _rank_reader(path, strict, limits, root)
     key = _key(reader) if cache else None
-    hit = kr.read_cache(reader.path, key) if key is not None else None
+    hit = kr.read_cache(reader.path, key, where=cache) if key is not None else None
     if hit is not None:
         return hit
     part = _parse_rank(reader)
     if key is not None:
-        kr.write_cache(reader.path, key, part)
+        kr.write_cache(reader.path, key, part, where=cache)
     return part
 
 
@@ -1254,7 +1258,7 @@ def _read_parts(reader: Reader, files: list[Path], root: Path | None, options: O
         sub = Reader(reader.path, NAME, strict=reader.strict, report=LoadReport(), limits=reader.limits, display=reader.display)
         return [_parse_rank(sub)]
     args = (reader.strict, reader.limits, None if root is None else str(root))
-    got = [cached_rank(str(f), *args) if options.cache else None for f in files]
+    got = [cached_rank(str(f), *args, options.cache) if options.cache else None for f in files]
     todo = [f for f, g in zip(files, got, strict=True) if g is None]
     if options.engine == "spark":
         new = kr.spark_map(read_rank, todo, args=(*args, options.cache), spark=options.spark)
