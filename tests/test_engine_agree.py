@@ -92,13 +92,14 @@ ODD_FOLDERS = [("run?1", ["runA1", "runB1"]), ("a{b,c}", ["ab", "ac"]), ("x*y", 
 
 @pytest.fixture(scope="module")
 def odd_tree(tmp_path_factory, rows):
-    """Each odd folder holds the clean rows; each decoy holds a few steps only, and a folder named
+    """Each odd folder holds the clean rows; each decoy other ranks' rows, and a folder named
     with a colon sits beside them all (a sibling Hadoop's listing cannot parse)."""
     root = tmp_path_factory.mktemp("odd")
     for name, decoys in ODD_FOLDERS:
         _write(root / name, rows)
-        for d in decoys:
-            _write(root / d, rows[rows["step"] <= 5], n_parts=1)
+        for d in decoys:  # other ranks, twice as slow: read by mistake, they change every figure
+            decoy = rows.assign(rank=rows["rank"] + 100, end_s=rows["end_s"] + (rows["end_s"] - rows["start_s"]))
+            _write(root / d, decoy, n_parts=3)
     # part[1].parquet beside part1.parquet in one folder: both are parts, each read once
     half = rows["step"] <= N_STEPS // 2
     _write(root / "parts", rows[half], n_parts=1, names=["part[1].parquet"])

@@ -16,7 +16,11 @@ out of core (:mod:`mfu_toolkit.engine`) and the Run carries ``reductions`` inste
 
 Bad input: a part file whose footer cannot be read, or whose columns lack a required one or hold
 non-numbers, is skipped and counted (file named, its rows from its footer) and the rest is read;
-``strict=True`` raises on it. Steps that lack some ranks, or name a rank twice, are counted in
+``strict=True`` raises on it. A row that breaks a rule of ``mfu_toolkit.engine.row_rules`` (a
+null, fractional or negative step, a NaN or infinite time, an end before its start, a negative
+duration, ...) is left out and counted under the rule's reason with its part file named, alike on
+every engine (``strict=True`` raises on the first). Step ranges come from the rows, never from
+footer statistics alone; part paths are read literally (never as glob patterns). Steps that lack some ranks, or name a rank twice, are counted in
 the report's notes (out of core; in memory the schema check names repeated rows).
 """
 
