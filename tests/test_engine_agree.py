@@ -246,3 +246,21 @@ def test_spark_agrees(spark, odd_tree, bad_dataset, rows, tmp_path):
     with pytest.raises(LoadError) as ref:
         _load(bad_dataset / "bad", "duckdb", strict=True)
     assert str(exc.value) == str(ref.value)
+
+
+def test_integer_columns_keep_the_rules_that_can_fail(tmp_path, rows):
+    """Stored as int64, a step or rank cannot be NaN or fractional (those tests are not run), but
+    it can still be negative or NULL: counted alike."""
+    _write(tmp_path / "ds", rows)
+    bad = pa.table({"attempt": pa.array([0, 0, 0], pa.int64()), "step": pa.array([-1, 5, None], pa.int64()),
+                    "rank": pa.array([0, -5, 0], pa.int64()), "start_s": [1.0, 1.0, 1.0], "end_s": [2.0, 2.0, 2.0],
+                    "data_wait_s": [0.0, 0.0, 0.0], "compute_s": [1.0, 1.0, 1.0]})
+    pq.write_table(bad, str(tmp_path / "ds" / "bad.parquet"))
+    want = {f"{io_rules.BAD_STEP} (below 0)": 1, "rank is not an integer >= -1 (below -1)": 1,
+            f"{io_rules.BAD_STEP} (missing)": 1}
+    answers = []
+    for engine in ("pandas", "duckdb"):
+        run = _load(tmp_path / "ds", engine)
+        assert run.meta.report.skipped == want, engine
+        answers.append(_answer(run))
+    assert answers[0] == answers[1] == _answer(_load(tmp_path / "ds", "pandas"))

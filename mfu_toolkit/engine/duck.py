@@ -57,7 +57,8 @@ def literal_path(path: Path) -> str:
 class DuckBackend:
     """Runs :mod:`.queries` in an in-process DuckDB over ``files`` (read literally, never as globs).
 
-    ``columns``: the columns the files have (the union over files); ``batch_rows``: about how many
+    ``columns``: the columns the files have (the union over files), ``int_columns`` those every
+    file stores as integers (:data:`.row_rules.INTEGER_TYPES`); ``batch_rows``: about how many
     rows one query reads. :meth:`check_rows` applies the row rules (:mod:`.row_rules`) and learns
     the step range the batches split from the data itself (never from footers alone).
     """
@@ -66,7 +67,8 @@ class DuckBackend:
     name = "duckdb"
 
     def __init__(self, files: Sequence[Path], columns: set[str], *, n_rows: int,
-                 batch_rows: int = 25_000_000, memory_limit: str | None = "3GB", threads: int | None = None) -> None:
+                 batch_rows: int = 25_000_000, memory_limit: str | None = "3GB", threads: int | None = None,
+                 int_columns: set[str] = frozenset()) -> None:
         import duckdb
 
         self.con = duckdb.connect(config={"preserve_insertion_order": False})
@@ -76,7 +78,7 @@ class DuckBackend:
             self.con.execute(f"SET threads = {int(threads)}")
         listing = "[" + ", ".join("'" + literal_path(p).replace("'", "''") + "'" for p in files) + "]"
         self.source = f"read_parquet({listing}, union_by_name = true, filename = '{FILE_COLUMN}')"
-        self.columns = set(columns)
+        self.columns, self.int_columns = set(columns), set(int_columns)
         self.n_rows, self.batch_rows = n_rows, batch_rows
         self.step_range: tuple[int, int] | None = None
         self._view("TRUE")
@@ -93,7 +95,7 @@ class DuckBackend:
     def check_rows(self) -> dict[tuple[str, int], tuple[int, float, float]]:
         """Per (part file, rule code): rows, smallest and largest step, in one scan (see
         :func:`.row_rules.validation_sql`); code 0 holds the valid rows."""
-        got = self.run(row_rules.validation_sql(self.source, FILE_COLUMN, self.columns), {})
+        got = self.run(row_rules.validation_sql(self.source, FILE_COLUMN, self.columns, self.int_columns), {})
         return {(str(f), int(c)): (int(n), float(lo), float(hi))
                 for f, c, n, lo, hi in zip(got["f"], got["code"], got["n"], got["step_min"], got["step_max"],
                                            strict=True)}
@@ -102,7 +104,7 @@ class DuckBackend:
         """Read only the rows that break no rule (when ``any_bad``); batch over ``step_range``."""
         self.step_range = step_range
         if any_bad:
-            self._view(row_rules.keep_sql(self.columns))
+            self._view(row_rules.keep_sql(self.columns, self.int_columns))
 
     def step_batches(self) -> list[str]:
         """WHERE clauses over step ranges of about ``batch_rows`` rows each (steps spread evenly)."""

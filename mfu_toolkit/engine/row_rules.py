@@ -22,7 +22,7 @@ import numpy as np
 
 from ..io import rules
 
-__all__ = ["RowRule", "ROW_RULES", "TESTS", "rule_codes", "rules_for", "validation_sql", "keep_sql"]
+__all__ = ["INTEGER_TYPES", "RowRule", "ROW_RULES", "TESTS", "rule_codes", "rules_for", "validation_sql", "keep_sql"]
 
 _TWO_63 = 9223372036854775808.0  # 2**63: the first integer past int64
 _MAX_DOUBLE = 1.7976931348623157e308  # above it: infinite
@@ -99,10 +99,18 @@ TESTS: tuple[str, ...] = ("missing", "not_finite", "infinite", "below:<n>", "pas
                           "end_before_start")
 
 
-def rules_for(columns: set[str]) -> list[tuple[int, RowRule]]:
-    """The rules (with their code: position in ROW_RULES + 1) that apply to a dataset with ``columns``."""
+# Tests no value of an integer column can pass (int8 ... int64, uint8 ... uint32: no NaN, no
+# fraction, nothing past int64): left out of the check where every part stores the column so.
+_NEVER_ON_INTEGERS = ("not_finite", "past_int64", "fractional")
+INTEGER_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
+
+
+def rules_for(columns: set[str], int_columns: set[str] = frozenset()) -> list[tuple[int, RowRule]]:
+    """The rules (with their code: position in ROW_RULES + 1) that apply to a dataset with ``columns``,
+    of which ``int_columns`` hold integers (:data:`INTEGER_TYPES`) in every part."""
     return [(i + 1, r) for i, r in enumerate(ROW_RULES)
-            if r.column in columns and (r.test != "end_before_start" or "start_s" in columns)]
+            if r.column in columns and (r.test != "end_before_start" or "start_s" in columns)
+            and not (r.column in int_columns and r.test in _NEVER_ON_INTEGERS)]
 
 
 def _sql_condition(rule: RowRule) -> str:
@@ -112,33 +120,33 @@ def _sql_condition(rule: RowRule) -> str:
     return _sql_test(rule.test, x)
 
 
-def code_sql(columns: set[str]) -> str:
+def code_sql(columns: set[str], int_columns: set[str] = frozenset()) -> str:
     """A SQL expression: the code of the first rule a row breaks (0: none), over the raw columns."""
-    arms = " ".join(f"WHEN {_sql_condition(r)} THEN {code}" for code, r in rules_for(columns))
+    arms = " ".join(f"WHEN {_sql_condition(r)} THEN {code}" for code, r in rules_for(columns, int_columns))
     return f"CASE {arms} ELSE 0 END" if arms else "0"
 
 
-def validation_sql(source: str, file_column: str, columns: set[str]) -> str:
+def validation_sql(source: str, file_column: str, columns: set[str], int_columns: set[str] = frozenset()) -> str:
     """Per part file and rule code: the rows, and the smallest and largest step (of the valid rows,
     code 0), in one scan of ``source`` (a relation with the raw columns and ``file_column``)."""
     return (f"SELECT f, code, count(*) AS n, min(s) AS step_min, max(s) AS step_max "
-            f"FROM (SELECT {file_column} AS f, {code_sql(columns)} AS code, "
+            f"FROM (SELECT {file_column} AS f, {code_sql(columns, int_columns)} AS code, "
             f'CAST("step" AS DOUBLE) AS s FROM {source}) AS v GROUP BY f, code')
 
 
-def keep_sql(columns: set[str]) -> str:
+def keep_sql(columns: set[str], int_columns: set[str] = frozenset()) -> str:
     """A SQL condition that keeps the rows that break no rule."""
-    return f"({code_sql(columns)}) = 0"
+    return f"({code_sql(columns, int_columns)}) = 0"
 
 
-def rule_codes(table: Mapping[str, np.ndarray], columns: set[str]) -> np.ndarray:
+def rule_codes(table: Mapping[str, np.ndarray], columns: set[str], int_columns: set[str] = frozenset()) -> np.ndarray:
     """Per row, the code of the first rule it breaks (0: none), the numpy twin of :func:`code_sql`.
 
     ``table``: column → float array with NULLs as NaN, and ``null:<column>`` → the NULL mask
     (a column of ``columns`` a part lacks is all NULL, as the engines read it by name)."""
     n = len(next(iter(table.values()))) if table else 0
     code = np.zeros(n, np.int64)
-    for c, rule in rules_for(columns):
+    for c, rule in rules_for(columns, int_columns):
         x = table[rule.column]
         null = table[f"null:{rule.column}"]
         if rule.test == "missing":

@@ -79,13 +79,14 @@ class SparkBackend:
     dialect = "spark"
     name = "spark"
 
-    def __init__(self, paths: Sequence[Path], columns: set[str], *, spark: Any = None) -> None:
+    def __init__(self, paths: Sequence[Path], columns: set[str], *, spark: Any = None,
+                 int_columns: set[str] = frozenset()) -> None:
         from pyspark.sql import functions as F
 
         self.spark = _session(spark)
         df = self.spark.read.option("mergeSchema", "true").parquet(*[literal_path(p) for p in paths])
         self.raw = df.withColumn(FILE_COLUMN, F.input_file_name())
-        self.columns = set(columns)
+        self.columns, self.int_columns = set(columns), set(int_columns)
         cols = []
         for c in STEP_SOURCE_COLUMNS:
             kind = {"BIGINT": "bigint", "VARCHAR": "string"}.get(source_type(c), "double")
@@ -100,7 +101,7 @@ class SparkBackend:
     def check_rows(self) -> dict[tuple[str, int], tuple[int, float, float]]:
         """Per (part file, rule code): rows, smallest and largest step (see DuckBackend.check_rows)."""
         self.raw.createOrReplaceTempView("mfu_raw_steps")
-        sql = queries.transpile(row_rules.validation_sql("mfu_raw_steps", FILE_COLUMN, self.columns), self.dialect)
+        sql = queries.transpile(row_rules.validation_sql("mfu_raw_steps", FILE_COLUMN, self.columns, self.int_columns), self.dialect)
         got = self.spark.sql(sql).toArrow()
         cols = {c: _numpy(got.column(c)) for c in got.column_names}
         return {(_local_file(str(f)), int(c)): (int(n), float(lo), float(hi))
@@ -112,7 +113,7 @@ class SparkBackend:
         if any_bad:
             from pyspark.sql import functions as F
 
-            self.steps = self.raw.where(F.expr(queries.transpile(row_rules.keep_sql(self.columns),
+            self.steps = self.raw.where(F.expr(queries.transpile(row_rules.keep_sql(self.columns, self.int_columns),
                                                                  self.dialect))).select(*self._cols)
 
     def step_batches(self) -> list[str]:

@@ -158,6 +158,7 @@ class _Parts:
     columns: set[str]
     rows: int
     file_rows: dict[Path, int]
+    int_columns: set[str]  # stored as integers in every part (row tests no integer can fail are not run)
 
 
 def _check_parts(reader: Reader, files: list[Path]) -> _Parts:
@@ -165,7 +166,7 @@ def _check_parts(reader: Reader, files: list[Path]) -> _Parts:
     import pyarrow.parquet as pq
 
     root = (reader.path if reader.path.is_dir() else reader.path.parent).absolute()
-    good, cols, rows, file_rows = [], set(), 0, {}
+    good, cols, rows, file_rows, not_int = [], set(), 0, {}, set()
     for p in files:
         name = p.relative_to(root).as_posix()
         try:
@@ -185,8 +186,9 @@ def _check_parts(reader: Reader, files: list[Path]) -> _Parts:
         cols |= {c for c in schema if c in _REQUIRED or c in _OPTIONAL or c in _TEXT}
         rows += md.num_rows
         file_rows[p] = md.num_rows
+        not_int |= {c for c, t in schema.items() if t not in row_rules.INTEGER_TYPES}
     reader.report.lines_read = rows
-    return _Parts(good, cols, rows, file_rows)
+    return _Parts(good, cols, rows, file_rows, cols - not_int)
 
 
 def _schema_problem(schema: dict[str, str]) -> str:
@@ -227,7 +229,7 @@ def _read_rows(reader: Reader, parts: _Parts) -> Any:
         with open(p, "rb") as fh:  # an open file: pyarrow never reads a name with a colon as a URI
             pf = pq.ParquetFile(fh)
             t = pf.read(columns=[c for c in keep if c in pf.schema_arrow.names])
-        code = row_rules.rule_codes(_rule_table(t), parts.columns)
+        code = row_rules.rule_codes(_rule_table(t), parts.columns, parts.int_columns)
         for c, n in zip(*np.unique(code[code > 0], return_counts=True), strict=True):
             counts[(p, int(c))] = int(n)
         tables.append(t.filter(pa.array(code == 0)) if (code > 0).any() else t)
@@ -301,12 +303,12 @@ def _backend(reader: Reader, parts: _Parts, engine: str, options: Options) -> tu
     if engine == "spark":
         from ...engine.spark import SparkBackend
 
-        be = SparkBackend(parts.files, parts.columns, spark=options.spark)
+        be = SparkBackend(parts.files, parts.columns, spark=options.spark, int_columns=parts.int_columns)
     else:
         from ...engine.duck import DuckBackend
 
         be = DuckBackend(parts.files, parts.columns, n_rows=parts.rows, batch_rows=options.batch_rows,
-                         memory_limit=options.memory_limit)
+                         memory_limit=options.memory_limit, int_columns=parts.int_columns)
     return be, _checked_backend(reader, parts, be)
 
 
