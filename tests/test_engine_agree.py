@@ -218,6 +218,22 @@ def test_only_bad_rows_is_one_clear_refusal(tmp_path, rows):
     assert msgs[0] == msgs[1]
 
 
+def _mixed_types(folder, rows):
+    """Parts that store ``step`` and ``rank`` as int64 beside parts that store them as double."""
+    _write(folder, rows)
+    part = folder / "part-1.parquet"
+    t = pq.read_table(str(part))
+    t = t.set_column(t.schema.get_field_index("step"), "step", t.column("step").cast(pa.float64()))
+    t = t.set_column(t.schema.get_field_index("rank"), "rank", t.column("rank").cast(pa.float64()))
+    pq.write_table(t, str(part))
+
+
+def test_mixed_integer_and_double_parts(tmp_path, rows):
+    _mixed_types(tmp_path / "ds", rows)
+    want = _answer(_load(tmp_path / "ds", "pandas"))
+    assert want[0] == len(rows) and _answer(_load(tmp_path / "ds", "duckdb")) == want
+
+
 # --- Spark: one local session -------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def spark():
@@ -239,6 +255,8 @@ def test_spark_agrees(spark, odd_tree, bad_dataset, rows, tmp_path):
         assert run.n_step_rows == len(rows) and _answer(run) == want, name
     _write(tmp_path / "nostats", rows, statistics=(True, False, True))
     assert _answer(_load(tmp_path / "nostats", "spark", spark=spark)) == want
+    _mixed_types(tmp_path / "mixed", rows)  # Spark's mergeSchema alone refuses int64 beside double
+    assert _answer(_load(tmp_path / "mixed", "spark", spark=spark)) == want
     clean = _answer(_load(bad_dataset / "clean", "pandas"))
     _check_bad(_load(bad_dataset / "bad", "spark", spark=spark), clean, "spark")
     with pytest.raises(LoadError) as exc:

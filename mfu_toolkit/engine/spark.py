@@ -80,13 +80,24 @@ class SparkBackend:
     name = "spark"
 
     def __init__(self, paths: Sequence[Path], columns: set[str], *, spark: Any = None,
-                 int_columns: set[str] = frozenset()) -> None:
+                 int_columns: set[str] = frozenset(), groups: Sequence[Sequence[Path]] | None = None) -> None:
+        """``groups``: the part files split by schema (columns and types; default: one group).
+        Spark's ``mergeSchema`` refuses an integer column that another part stores as double, so
+        each group is read on its own, its columns cast to one type (BIGINT where every part
+        stores integers, ``int_columns``, else DOUBLE) and the groups unioned by name."""
         from pyspark.sql import functions as F
 
         self.spark = _session(spark)
-        df = self.spark.read.option("mergeSchema", "true").parquet(*[literal_path(p) for p in paths])
-        self.raw = df.withColumn(FILE_COLUMN, F.input_file_name())
         self.columns, self.int_columns = set(columns), set(int_columns)
+        raw = None
+        for group in groups or [paths]:
+            df = self.spark.read.option("mergeSchema", "true").parquet(*[literal_path(p) for p in group])
+            have = set(df.columns)
+            df = df.select(*[F.col(f"`{c}`").cast(self._raw_type(c)).alias(c)
+                             for c in STEP_SOURCE_COLUMNS if c in columns and c in have],
+                           F.input_file_name().alias(FILE_COLUMN))
+            raw = df if raw is None else raw.unionByName(df, allowMissingColumns=True)
+        self.raw = raw
         cols = []
         for c in STEP_SOURCE_COLUMNS:
             kind = {"BIGINT": "bigint", "VARCHAR": "string"}.get(source_type(c), "double")
@@ -96,7 +107,12 @@ class SparkBackend:
                 fill = {"attempt": 0, "rank": -1}.get(c)
                 cols.append(F.lit(fill).cast(kind).alias(c))
         self._cols = cols
-        self.steps = df.select(*cols)
+        self.steps = raw.select(*cols)
+
+    def _raw_type(self, column: str) -> str:
+        if column == "flag":
+            return "string"
+        return "bigint" if column in self.int_columns else "double"
 
     def check_rows(self) -> dict[tuple[str, int], tuple[int, float, float]]:
         """Per (part file, rule code): rows, smallest and largest step (see DuckBackend.check_rows)."""

@@ -159,6 +159,7 @@ class _Parts:
     rows: int
     file_rows: dict[Path, int]
     int_columns: set[str]  # stored as integers in every part (row tests no integer can fail are not run)
+    groups: list[list[Path]]  # the parts split by schema (columns and their types)
 
 
 def _check_parts(reader: Reader, files: list[Path]) -> _Parts:
@@ -166,7 +167,7 @@ def _check_parts(reader: Reader, files: list[Path]) -> _Parts:
     import pyarrow.parquet as pq
 
     root = (reader.path if reader.path.is_dir() else reader.path.parent).absolute()
-    good, cols, rows, file_rows, not_int = [], set(), 0, {}, set()
+    good, cols, rows, file_rows, not_int, groups = [], set(), 0, {}, set(), {}
     for p in files:
         name = p.relative_to(root).as_posix()
         try:
@@ -187,8 +188,9 @@ def _check_parts(reader: Reader, files: list[Path]) -> _Parts:
         rows += md.num_rows
         file_rows[p] = md.num_rows
         not_int |= {c for c, t in schema.items() if t not in row_rules.INTEGER_TYPES}
+        groups.setdefault(tuple(sorted(schema.items())), []).append(p)
     reader.report.lines_read = rows
-    return _Parts(good, cols, rows, file_rows, cols - not_int)
+    return _Parts(good, cols, rows, file_rows, cols - not_int, list(groups.values()))
 
 
 def _schema_problem(schema: dict[str, str]) -> str:
@@ -303,7 +305,8 @@ def _backend(reader: Reader, parts: _Parts, engine: str, options: Options) -> tu
     if engine == "spark":
         from ...engine.spark import SparkBackend
 
-        be = SparkBackend(parts.files, parts.columns, spark=options.spark, int_columns=parts.int_columns)
+        be = SparkBackend(parts.files, parts.columns, spark=options.spark, int_columns=parts.int_columns,
+                          groups=parts.groups)
     else:
         from ...engine.duck import DuckBackend
 
