@@ -191,12 +191,14 @@ def _where(where: bool | str) -> str:
     raise ValueError(f"cache must be True (the user cache directory), 'beside' (beside the trace) or False; got {where!r}")
 
 
-def cache_locations(trace: Path, where: bool | str = True) -> list[Path]:
+def cache_locations(trace: Path, where: bool | str = True, user_dir: str | None = None) -> list[Path]:
     """Where ``trace``'s cache may be: the user cache directory (named by the trace's full path);
-    with ``where="beside"``, ``.mfu_cache/`` beside the trace first."""
+    with ``where="beside"``, ``.mfu_cache/`` beside the trace first. ``user_dir``: the user cache
+    directory as the caller resolved it (a pool or Spark worker may not share the caller's
+    environment), else :func:`cache_dir` here."""
     full = trace.resolve()
     digest = hashlib.sha256(str(full).encode()).hexdigest()[:16]
-    user = cache_dir() / "kineto" / f"{digest}-{full.name}.parquet"
+    user = (Path(user_dir) if user_dir else cache_dir()) / "kineto" / f"{digest}-{full.name}.parquet"
     return [full.parent / ".mfu_cache" / (full.name + ".parquet"), user] if _where(where) == "beside" else [user]
 
 
@@ -227,7 +229,7 @@ def _digest(meta: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def read_cache(trace: Path, key: dict[str, Any], where: bool | str = True) -> RankPart | None:
+def read_cache(trace: Path, key: dict[str, Any], where: bool | str = True, user_dir: str | None = None) -> RankPart | None:
     """The cached RankPart of ``trace`` if one with this key reads back whole; else None.
 
     Whole: the footer's record (key, facts, counts, column names, row count) matches its digest,
@@ -235,7 +237,7 @@ def read_cache(trace: Path, key: dict[str, Any], where: bool | str = True) -> Ra
     trace is parsed again (and the entry rewritten)."""
     import pyarrow.parquet as pq
 
-    for loc in cache_locations(trace, where):
+    for loc in cache_locations(trace, where, user_dir):
         try:
             t = pq.read_table(loc)
             meta = json.loads(t.schema.metadata[_META_KEY])
@@ -250,7 +252,8 @@ def read_cache(trace: Path, key: dict[str, Any], where: bool | str = True) -> Ra
     return None
 
 
-def write_cache(trace: Path, key: dict[str, Any], part: RankPart, where: bool | str = True) -> Path | None:
+def write_cache(trace: Path, key: dict[str, Any], part: RankPart, where: bool | str = True,
+                user_dir: str | None = None) -> Path | None:
     """Write ``part`` to the first writable cache location (atomically); None if none is."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -261,7 +264,7 @@ def write_cache(trace: Path, key: dict[str, Any], part: RankPart, where: bool | 
     meta = json.loads(json.dumps(meta))  # as it will read back (tuples as lists, keys as text)
     meta["digest"] = _digest(meta)
     table = table.replace_schema_metadata({_META_KEY: json.dumps(meta)})
-    for loc in cache_locations(trace, where):
+    for loc in cache_locations(trace, where, user_dir):
         if not _writable(loc.parent):
             continue
         tmp = loc.with_name(f".{loc.name}.{os.getpid()}.tmp")

@@ -103,6 +103,7 @@ from ...run import LoadError, LoadReport, Run
 from .. import kineto_ranks as kr
 from .. import rules
 from ..base import Parsed, loader_for
+from ..cache import cache_dir
 from ..reading import Limits, Reader, iter_chunks, read_head
 
 NAME = "kineto"
@@ -1229,26 +1230,26 @@ def _key(reader: Reader) -> dict[str, Any] | None:
 
 
 def cached_rank(path: str, strict: bool = False, limits: Limits | None = None, root: str | None = None,
-                cache: bool | str = True) -> kr.RankPart | None:
+                cache: bool | str = True, user_dir: str | None = None) -> kr.RankPart | None:
     """A rank file's parse from its Parquet cache when that is current, else None."""
     key = _key(_rank_reader(path, strict, limits, root))
-    return None if key is None else kr.read_cache(Path(path), key, where=cache)
+    return None if key is None else kr.read_cache(Path(path), key, where=cache, user_dir=user_dir)
 
 
 def read_rank(path: str, strict: bool = False, limits: Limits | None = None, root: str | None = None,
-              cache: bool | str = True) -> kr.RankPart:
+              cache: bool | str = True, user_dir: str | None = None) -> kr.RankPart:
     """One rank's trace file parsed (or read back from its Parquet cache when that is current).
 
     Top-level and picklable: the process pool and Spark tasks call it by reference.
     """
     reader = _rank_reader(path, strict, limits, root)
     key = _key(reader) if cache else None
-    hit = kr.read_cache(reader.path, key, where=cache) if key is not None else None
+    hit = kr.read_cache(reader.path, key, where=cache, user_dir=user_dir) if key is not None else None
     if hit is not None:
         return hit
     part = _parse_rank(reader)
     if key is not None:
-        kr.write_cache(reader.path, key, part, where=cache)
+        kr.write_cache(reader.path, key, part, where=cache, user_dir=user_dir)
     return part
 
 
@@ -1258,16 +1259,18 @@ def _read_parts(reader: Reader, files: list[Path], root: Path | None, options: O
         sub = Reader(reader.path, NAME, strict=reader.strict, report=LoadReport(), limits=reader.limits, display=reader.display)
         return [_parse_rank(sub)]
     args = (reader.strict, reader.limits, None if root is None else str(root))
-    got = [cached_rank(str(f), *args, options.cache) if options.cache else None for f in files]
+    # the cache directory resolved here: pool and Spark workers may not share this environment
+    cached = (options.cache, str(cache_dir())) if options.cache else (False, None)
+    got = [cached_rank(str(f), *args, *cached) if options.cache else None for f in files]
     todo = [f for f, g in zip(files, got, strict=True) if g is None]
     if options.engine == "spark":
-        new = kr.spark_map(read_rank, todo, args=(*args, options.cache), spark=options.spark)
+        new = kr.spark_map(read_rank, todo, args=(*args, *cached), spark=options.spark)
     else:
         sizes = [kr.inflated_size(f, reader.limits) for f in todo]
         small = sum(sizes) < _POOL_MIN_BYTES  # a pool's start-up costs more than parsing these here
         workers = options.workers or (1 if small else kr.default_workers(len(todo)))
         costs = [kr.estimated_cost(n) for n in sizes]
-        new = kr.map_files(read_rank, todo, args=(*args, options.cache), workers=workers,
+        new = kr.map_files(read_rank, todo, args=(*args, *cached), workers=workers,
                            budget=kr.parse_budget(options.memory_budget), costs=costs)
     it = iter(new)
     return [g if g is not None else next(it) for g in got]
