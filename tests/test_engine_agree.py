@@ -16,13 +16,13 @@ are left out the answer must equal that of the clean rows, figure by figure).
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _spark import local_spark
 
 pytest.importorskip("duckdb")
 pytest.importorskip("sqlglot")
@@ -237,15 +237,7 @@ def test_mixed_integer_and_double_parts(tmp_path, rows):
 # --- Spark: one local session -------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def spark():
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None:
-        pytest.skip("Spark needs Java (openjdk-17-jre-headless)")
-    from mfu_toolkit.engine.spark import local_session
-
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    s = local_session("local[2]")
-    yield s
-    s.stop()
+    yield from local_spark()
 
 
 def test_spark_agrees(spark, odd_tree, bad_dataset, rows, tmp_path):

@@ -14,7 +14,6 @@ step on 4 accelerators of 1e15 FLOP/s, the steady-state MFU is 4e15 / 2 / 4e15 =
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _spark import local_spark
 
 pytest.importorskip("duckdb")
 pytest.importorskip("sqlglot")
@@ -156,15 +156,7 @@ def test_part_file_with_non_text_flag_is_reported(tmp_path, flagged):
 # --- Spark: one local session for the two tests below ----------------------------------------
 @pytest.fixture(scope="module")
 def spark():
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None:
-        pytest.skip("Spark needs Java (openjdk-17-jre-headless)")
-    from mfu_toolkit.engine.spark import local_session
-
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    s = local_session("local[2]")
-    yield s
-    s.stop()
+    yield from local_spark()
 
 
 @pytest.fixture(scope="module")
