@@ -309,14 +309,44 @@ def _local_python(s: Any) -> None:
         sc.pythonExec = sys.executable
 
 
+_PART_KEY = b"mfu_toolkit.rank_part"
+
+
+def part_to_bytes(part: RankPart) -> bytes:
+    """A RankPart as Arrow IPC bytes: its columns as a table, the rest as JSON in the schema's
+    metadata. What a Spark task sends back: data only, never a pickle (a pickle from an executor
+    could run code on the driver)."""
+    import pyarrow as pa
+
+    table = pa.table({c: pa.array(v) for c, v in part.columns.items()})
+    meta = {"path": part.path, "info": part.info, "report": part.report, "error": part.error,
+            "columns": list(part.columns)}
+    table = table.replace_schema_metadata({_PART_KEY: json.dumps(meta)})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def part_from_bytes(data: bytes) -> RankPart:
+    """The RankPart :func:`part_to_bytes` wrote (a ValueError for anything else)."""
+    import pyarrow as pa
+
+    try:
+        table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+        meta = json.loads(table.schema.metadata[_PART_KEY])
+        cols = {c: table.column(c).to_numpy(zero_copy_only=False) for c in meta["columns"]}
+    except (pa.ArrowInvalid, KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"a Spark task returned something that is not a rank's parse ({exc})") from None
+    return RankPart(str(meta["path"]), cols, meta["info"], meta["report"], meta.get("error"))
+
+
 def _spark_task(fn: Callable[..., RankPart], args: tuple) -> Callable[[Any], Any]:
     def run(batches: Any) -> Any:
-        import pickle
-
         import pandas as pd
 
         for df in batches:
-            parts = [pickle.dumps(fn(p, *args)) for p in df["path"]]
+            parts = [part_to_bytes(fn(p, *args)) for p in df["path"]]
             yield pd.DataFrame({"i": df["i"].to_numpy(), "part": parts})
 
     return run
@@ -328,8 +358,6 @@ def spark_map(fn: Callable[..., RankPart], paths: Sequence[Path], *, args: tuple
     DataFrame API only (``mapInPandas``), so a Spark Connect session works too. The executors
     must see the paths (a shared file system) and have ``mfu_toolkit`` installed.
     """
-    import pickle
-
     names = [str(p) for p in paths]
     if not names:
         return []
@@ -343,4 +371,4 @@ def spark_map(fn: Callable[..., RankPart], paths: Sequence[Path], *, args: tuple
             if "LoadError:" in line:
                 raise LoadError(line.split("LoadError:", 1)[1].strip()) from None
         raise
-    return [pickle.loads(r["part"]) for r in sorted(rows, key=lambda r: r["i"])]
+    return [part_from_bytes(bytes(r["part"])) for r in sorted(rows, key=lambda r: r["i"])]
