@@ -83,9 +83,11 @@ def test_every_real_hf_file_with_a_rate_gives_an_end_to_end_claim():
     for path in sorted(folder.iterdir()):
         text = path.read_text()
         run = load_run(path, format="hf_trainer")
-        rates = [c for c in run.meta.claims if c["metric"] != "total_flos"]
+        rates = [c for c in run.meta.claims if c["metric"] not in ("total_flos", "steps_per_s")]
         printed = re.findall(rf"""["']train_samples_per_second["']: {_NUM}""", text)
         assert [c["value"] for c in rates] == [float(v) for v in printed[:1]], path.name
+        steps = re.findall(rf"""["']train_steps_per_second["']: {_NUM}""", text)
+        assert [c["value"] for c in run.meta.claims if c["metric"] == "steps_per_s"] == [float(v) for v in steps[:1]]
         assert all(c["basis"] == "end_to_end" for c in rates), path.name
         seen += bool(printed)
     assert seen == 3
@@ -222,3 +224,17 @@ def test_the_trainer_rate_read_from_wandb_is_end_to_end_too():
     run = load_run(realdata_dir("wandb"))
     (claim,) = [c for c in run.meta.claims if c["metric"] == "samples_per_s"]
     assert claim["basis"] == "end_to_end" and claim["value"] == pytest.approx(28.711, abs=5e-4)
+
+
+@pytest.mark.filterwarnings("ignore::mfu_toolkit.run.LoadWarning")
+def test_train_steps_per_second_is_an_end_to_end_step_rate_and_agrees():
+    # trainer_state.json's last entry: train_steps_per_second, the planned steps over train_runtime
+    from mfu_toolkit.analysis import build_answer
+
+    path = realdata_dir("hf_trainer", "Jaong_Checkpoint-of-CPT_trainer_state.json")
+    claimed = float(re.search(r'"train_steps_per_second":\s*([\d.]+)', path.read_text()).group(1))
+    run = load_run(path)
+    (claim,) = [c for c in run.meta.claims if c["metric"] == "steps_per_s"]
+    assert claim["value"] == claimed and claim["basis"] == "end_to_end"
+    check = next(c for c in build_answer(run).checks if c.name == "claim steps_per_s")
+    assert check.status == "ok" and "an end-to-end rate" in check.message

@@ -42,7 +42,8 @@ from .scorecard import scorecard
 __all__ = ["CHECK_STATUSES", "Check", "Answer", "build_answer", "straggler_verdict"]
 
 CHECK_STATUSES: tuple[str, ...] = ("ok", "warn", "info")
-_CLAIM_METRICS = ("tflops_per_accelerator", "mfu", "tokens_per_s_per_accelerator", "tokens_per_s", "samples_per_s")
+_CLAIM_METRICS = ("tflops_per_accelerator", "mfu", "tokens_per_s_per_accelerator", "tokens_per_s", "samples_per_s",
+                  "steps_per_s")
 _AGREE = 0.10  # a claim within 10 % of ours agrees
 _NEAR = 0.06  # a ratio within 6 % of a named cause is that cause
 _FOLD = 1e-6  # a category below this share of the wall time is float noise, folded
@@ -413,6 +414,11 @@ def _ours(metric: str, acc: Accounting, summ: Any, basis: str = "steady",
     if metric == "mfu":
         return (summ.end_to_end_mfu, "end-to-end MFU unknown") if basis == "end_to_end" else (
             summ.window_mfu, "window MFU unknown")
+    if metric == "steps_per_s":  # optimizer steps, whatever the work unit
+        if basis != "end_to_end":
+            return None, "a step rate is compared end to end only"
+        return (acc.useful_steps / acc.wall_s, "") if acc.useful_steps and acc.wall_s > 0 else (
+            None, "no useful steps over the wall time")
     if rate is None:
         return None, missing
     if metric == "tflops_per_accelerator":
@@ -544,7 +550,8 @@ def _claim_checks(acc: Accounting, summ: Any) -> list[Check]:
         mine = _pct(ours) if metric == "mfu" else f"{_num(ours)}"
         text = f"the log claims {shown}{stat} at {where}; ours {mine} (ratio {ratio:.2f})"
         if basis not in ("steady", "partial"):
-            text = (f"the log claims {shown}{stat} at {where}, a {_BASIS_WORDS.get(basis, basis)} rate; "
+            words = _BASIS_WORDS.get(basis, basis)
+            text = (f"the log claims {shown}{stat} at {where}, {'an' if words[0] in 'aeiou' else 'a'} {words} rate; "
                     f"ours over the same time {mine} (ratio {ratio:.2f})")
         elif basis == "partial":
             text = (f"the log claims {shown}{stat} at {where}, a rate over part of each step; ours over the "

@@ -97,6 +97,7 @@ CLAIM_METRICS: tuple[str, ...] = (
     "tokens_per_s_per_accelerator",
     "tokens_per_s",
     "samples_per_s",
+    "steps_per_s",  # optimizer steps per second (HF Trainer's train_steps_per_second)
     "model_flops_per_step",  # FLOPs per training step the framework says it counts
     "total_flos",  # FLOPs of the whole run (HF Trainer)
 )

@@ -583,6 +583,9 @@ _RATES = (
      "(max_steps × per-device batch × gradient accumulation × world size, or dataset size × epochs), / "
      "train_runtime ({rt}: the whole Trainer.train call, evaluation and checkpoint saves included); a launch "
      "resumed from a checkpoint still counts the steps it skipped{steps}"),
+    ("train_steps_per_second", "steps_per_s", "steps/s",
+     "HF Trainer's train_steps_per_second ({src}): the run's planned optimizer steps (max_steps) / train_runtime "
+     "({rt}: the whole Trainer.train call, evaluation and checkpoint saves included)"),
     ("train_tokens_per_second", "tokens_per_s_per_accelerator", "tokens/s per device",
      "HF Trainer's train_tokens_per_second ({src}, include_tokens_per_second): the tokens one process's dataloader "
      "yields over the planned run (per device, padding included) / train_runtime ({rt}: the whole Trainer.train "
