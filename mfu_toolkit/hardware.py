@@ -79,6 +79,7 @@ __all__ = [
     "load_systems_csv",
     "normalise_name",
     "peak_table",
+    "peaks_near",
     "register_accelerator",
     "read_sourced_csv",
     "resolve",
@@ -1102,6 +1103,23 @@ def peak_table(*, vendor: str | None = None, dtype: str | None = None) -> list[d
     """Rows (name, vendor, dtype, dense_tflops, sparse_tflops, unit, devices_per_package, basis, source,
     read_on, note) for printing; accelerators without a published peak are left out."""
     return _registry().peak_table(vendor=vendor, dtype=dtype)
+
+
+def peaks_near(tflops: float, *, tolerance: float = 0.015) -> list[tuple[Accelerator, str, str, str, float]]:
+    """Every registry peak within ``tolerance`` (relative) of ``tflops``, as (accelerator, dtype,
+    ``"dense"``/``"sparse"``, ``"package"``/``"device"``, TFLOP/s): what a framework's TFLOP/s over its
+    MFU may have divided by. Per device only for accelerators of more than one device per package."""
+    out = []
+    for a in accelerators():
+        for kind, table in (("dense", a.dense), ("sparse", a.sparse)):
+            for dtype, peak in table.items():
+                for per in PER_CHOICES:
+                    if per == "device" and a.devices_per_package == 1:
+                        continue
+                    value = peak / (a.devices_per_package if per == "device" else 1)
+                    if abs(value / tflops - 1.0) <= tolerance:
+                        out.append((a, dtype, kind, per, value))
+    return out
 
 
 def register_accelerator(name: str, *, vendor: str, peaks: Mapping[str, float],

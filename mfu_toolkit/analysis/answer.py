@@ -442,17 +442,11 @@ def _registry_match(tflops: float) -> str | None:
     """The registry row whose dense or sparse peak (per package or per device) is ``tflops``."""
     from .. import hardware
 
-    best: tuple[float, str] | None = None
-    for a in hardware.accelerators():
-        for kind, table in (("dense", a.dense), ("sparse", a.sparse)):
-            for dtype, peak in table.items():
-                for per, value in (("per package", peak), ("per device", peak / a.devices_per_package)):
-                    if per == "per device" and a.devices_per_package == 1:
-                        continue
-                    err = abs(value / tflops - 1.0)
-                    if err < 0.015 and (best is None or err < best[0]):
-                        best = (err, f"{a.name} {dtype} {kind} ({value:,.6g} TFLOP/s {per})")
-    return None if best is None else best[1]
+    near = hardware.peaks_near(tflops)
+    if not near:
+        return None
+    a, dtype, kind, per, value = min(near, key=lambda m: abs(m[4] / tflops - 1.0))
+    return f"{a.name} {dtype} {kind} ({value:,.6g} TFLOP/s per {per})"
 
 
 def _near(ratio: float, target: float) -> bool:

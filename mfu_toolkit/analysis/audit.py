@@ -97,22 +97,10 @@ def _own_peak(row: Any, dtype: str, per: str) -> float | None:
 
 
 def _candidates(tflops: float, tolerance: float) -> list[tuple[Any, str, str, str, float]]:
-    """Every registry (accelerator, dtype, kind, per, value) within ``tolerance`` of ``tflops``."""
+    """Every registry (accelerator, dtype, kind, per, value) of a training dtype within ``tolerance`` of ``tflops``."""
     from .. import hardware
 
-    out = []
-    for a in hardware.accelerators():
-        for kind, table in (("dense", a.dense), ("sparse", a.sparse)):
-            for dtype, peak in table.items():
-                if dtype not in _TRAINING_DTYPES:
-                    continue
-                for per in ("package", "device"):
-                    if per == "device" and a.devices_per_package == 1:
-                        continue
-                    value = peak / (a.devices_per_package if per == "device" else 1)
-                    if abs(value / tflops - 1.0) <= tolerance:
-                        out.append((a, dtype, kind, per, value))
-    return out
+    return [m for m in hardware.peaks_near(tflops, tolerance=tolerance) if m[1] in _TRAINING_DTYPES]
 
 
 def implied_peak(tflops: float, mfu: float, *, accelerator: str | None = None, dtype: str = "bf16",
