@@ -375,15 +375,16 @@ def _window_rate(acc: Accounting, statistic: str = "value") -> float | None:
     return float(work.sum()) / float(t.sum()) if t.sum() > 0 else None
 
 
-def _end_to_end_rate(acc: Accounting) -> float | None:
-    """Useful work units per second of the whole wall time (as end-to-end MFU)."""
+def _end_to_end_rate(acc: Accounting, statistic: str = "value") -> float | None:
+    """Useful work units per second of the whole wall time (as end-to-end MFU); one span, so one
+    value whatever the claim's ``statistic``."""
     work = acc.useful_work
     return work / acc.wall_s if work > 0 and acc.wall_s > 0 else None
 
 
-def _run_rate(acc: Accounting) -> float | None:
+def _run_rate(acc: Accounting, statistic: str = "value") -> float | None:
     """Work units per second of the benchmark's timed run (``run_start_s`` to ``run_stop_s`` in
-    ``meta.extra``): the work of the steps inside it over its length."""
+    ``meta.extra``): the work of the steps inside it over its length (one span, one value)."""
     x = acc.run.meta.extra
     a, b = x.get("run_start_s"), x.get("run_stop_s")
     st = acc.steps
@@ -409,7 +410,7 @@ def _ours(metric: str, acc: Accounting, summ: Any, basis: str = "steady",
     window, the whole wall time, or the timed run), or None with what is missing."""
     m = acc.run.meta
     rate_of, missing = _BASIS_RATE.get(basis, _BASIS_RATE["steady"])
-    rate = _window_rate(acc, statistic) if rate_of is _window_rate else rate_of(acc)
+    rate = rate_of(acc, statistic)
     unit = acc.work_unit
     if metric == "mfu":
         return (summ.end_to_end_mfu, "end-to-end MFU unknown") if basis == "end_to_end" else (
