@@ -11,23 +11,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from _kineto_cache import _user_cache, quiet_load  # noqa: F401  (the autouse fixture)
 from _realdata import realdata  # noqa: F401  (the fixture)
 from test_io_kineto import write_trace
 
 from mfu_toolkit.cli import main as mfu_main
-from mfu_toolkit.io import cache, kineto, kineto_ranks, load_run
+from mfu_toolkit.io import cache, kineto_ranks, load_run
 from mfu_toolkit.run import LoadWarning
 
-
-@pytest.fixture(autouse=True)
-def _user_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("MFU_CACHE_DIR", str(tmp_path / "user_cache"))
-
-
-def _load(p, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LoadWarning)
-        return kineto.load(p, **kw)
+_load = quiet_load
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:

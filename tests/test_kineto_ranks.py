@@ -8,29 +8,19 @@ import json
 import os
 import re
 import shutil
-import warnings
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from _kineto_cache import _user_cache, quiet_load  # noqa: F401  (the autouse fixture)
 from _realdata_b import realdata_dir
 from test_io_kineto import write_trace
 
 from mfu_toolkit.io import LoaderArgumentError, kineto, kineto_ranks, load_run
 from mfu_toolkit.io.reading import Limits
-from mfu_toolkit.run import LoadError, LoadWarning
+from mfu_toolkit.run import LoadError
 
-
-@pytest.fixture(autouse=True)
-def _user_cache(tmp_path, monkeypatch):
-    """Every cache written outside a trace's folder lands under this test's tmp_path."""
-    monkeypatch.setenv("MFU_CACHE_DIR", str(tmp_path / "user_cache"))
-
-
-def _load(p, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LoadWarning)
-        return kineto.load(p, **kw)
+_load = quiet_load
 
 
 def _job(folder: Path, n: int = 3, gz: bool = True) -> Path:
