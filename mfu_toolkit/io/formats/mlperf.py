@@ -200,7 +200,6 @@ class _Log:
     # Records earlier than the log's first record, read after it: a stream appended after the
     # training output (the launcher's cache_clear records), kept only if nothing follows them.
     early: list[_Rec] = field(default_factory=list)
-    early_min: float = math.inf
     xtrace: int = 0
 
 
@@ -300,13 +299,9 @@ def _read(reader: Reader, tol_s: float) -> _Log:
 def _early(log: _Log, rec: _Rec, tol_s: float) -> bool:
     """Hold ``rec`` if it lies before every record of the log so far (by more than ``tol_s``) and
     in time order after the records held before it: the start of a stream appended late."""
-    first = min((r.t for r in log.recs[:1]), default=math.inf)
-    if rec.t >= first - tol_s or (log.early and rec.t < log.early[-1].t - tol_s):
-        return False
-    if first == math.inf:
+    if not log.recs or rec.t >= log.recs[0].t - tol_s or (log.early and rec.t < log.early[-1].t - tol_s):
         return False
     log.early.append(rec)
-    log.early_min = min(log.early_min, rec.t)
     return True
 
 
@@ -807,7 +802,7 @@ def _bases(reader: Reader, tl: _Timeline, run_iv: _Interval | None) -> tuple[lis
     return [], "none"
 
 
-def _epoch_marks(reader: Reader, tl: _Timeline, extra: dict[str, Any], token_counted: bool) -> tuple[dict[float, float], float]:
+def _epoch_marks(tl: _Timeline, extra: dict[str, Any], token_counted: bool) -> tuple[dict[float, float], float]:
     """Where the log states its position in training: time -> ``epoch_num``, on the records that
     bound training segments (eval, epoch, block and run start/stop), and the samples one unit of
     that position is; ({}, nan) when the log does not say what the position counts.
@@ -860,7 +855,7 @@ def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, t
     """One step row per training segment: blocks (or epochs, or the run) minus evaluations."""
     bases, base_kind = _bases(reader, tl, run_iv)
     holes = _Holes([(iv.t0, iv.t1) for iv in tl.closed["eval"]])
-    marks, unit = _epoch_marks(reader, tl, extra, token_counted)
+    marks, unit = _epoch_marks(tl, extra, token_counted)
     from_counters = 0
     rows = []
     split_any = False
