@@ -88,3 +88,11 @@ def test_a_stall_loss_names_the_steps_it_came_from(tmp_path):
     (stall,) = [x for x in ans.losses if x["category"] == "stall"]
     assert stall["seconds"] == pytest.approx(49.0) and "step 5" in stall["detail"]  # 50 s less the 1 s ideal
     assert "stall: 49" in ans.to_text()
+
+
+def test_a_ratio_thousands_off_is_never_shown_as_zero(tmp_path):
+    # hand: 3,000x the true rate claimed -> ours/log = 1/3,000 = 0.000333
+    ans = build_answer(load_run(_log(tmp_path, 3000 * TRUE_RATE), **FACTS))
+    assert "ours/log 0.000333" in ans.conflict["text"]
+    check = next(c for c in ans.checks if c.name == "claim samples_per_s")
+    assert "(ratio 0.000333)" in check.message

@@ -543,14 +543,14 @@ def _claim_checks(acc: Accounting, summ: Any) -> list[Check]:
             continue
         ratio = ours / theirs
         mine = _pct(ours) if metric == "mfu" else f"{_num(ours)}"
-        text = f"the log claims {shown}{stat} at {where}; ours {mine} (ratio {ratio:.2f})"
+        text = f"the log claims {shown}{stat} at {where}; ours {mine} (ratio {_ratio(ratio)})"
         if basis not in ("steady", "partial"):
             words = _BASIS_WORDS.get(basis, basis)
             text = (f"the log claims {shown}{stat} at {where}, {'an' if words[0] in 'aeiou' else 'a'} {words} rate; "
-                    f"ours over the same time {mine} (ratio {ratio:.2f})")
+                    f"ours over the same time {mine} (ratio {_ratio(ratio)})")
         elif basis == "partial":
             text = (f"the log claims {shown}{stat} at {where}, a rate over part of each step; ours over the "
-                    f"steady window {mine} (ratio {ratio:.2f})")
+                    f"steady window {mine} (ratio {_ratio(ratio)})")
         if framework is not None and metric in ("tflops_per_accelerator", "mfu"):
             conv, scale, named = framework
             text += (f"; counted as the framework counts (convention {conv}: {named} of ours) the ratio is "
@@ -566,6 +566,12 @@ def _claim_checks(acc: Accounting, summ: Any) -> list[Check]:
     return out
 
 
+def _ratio(r: float) -> str:
+    """A ratio with two decimals where they say something (0.50, 2.08), else three significant
+    digits (0.000285, 3.51e+03): a 3,000x error never reads as 0.00."""
+    return f"{r:.2f}" if 0.1 <= abs(r) < 1000 else f"{r:.3g}"
+
+
 def _conflict(checks: list[Check]) -> dict[str, Any] | None:
     """The headline's own conflict: the log's throughput claims that disagree with ours beyond the
     check's tolerance (the furthest first), said beside the MFU in every front end."""
@@ -573,7 +579,7 @@ def _conflict(checks: list[Check]) -> dict[str, Any] | None:
                  key=lambda c: -abs(math.log(c.ratio)))
     if not off:
         return None
-    parts = [f"{c.name[len('claim '):]} ours/log {c.ratio:.2f}" for c in off]
+    parts = [f"{c.name[len('claim '):]} ours/log {_ratio(c.ratio)}" for c in off]
     text = (f"in conflict with the log's own claim{'s' if len(off) > 1 else ''} ({'; '.join(parts)}; "
             f"beyond the {_AGREE:.0%} tolerance): check the facts before using this number (see Checks)")
     return {"text": text, "checks": [c.name for c in off], "ratios": [c.ratio for c in off]}
