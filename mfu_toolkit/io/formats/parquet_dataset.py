@@ -20,8 +20,10 @@ non-numbers, is skipped and counted (file named, its rows from its footer) and t
 null, fractional or negative step, a NaN or infinite time, an end before its start, a negative
 duration, ...) is left out and counted under the rule's reason with its part file named, alike on
 every engine (``strict=True`` raises on the first). Step ranges come from the rows, never from
-footer statistics alone; part paths are read literally (never as glob patterns). Steps that lack some ranks, or name a rank twice, are counted in
-the report's notes (out of core; in memory the schema check names repeated rows).
+footer statistics alone; part paths are read literally (never as glob patterns). Steps that lack some ranks are
+counted in the report's notes; rows that repeat an ``(attempt, step, rank)`` are a SchemaError on every
+engine (the Run's schema check in memory), and a part whose footer reads but whose data does not is a
+LoadError naming it on every engine.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ...engine import check_engine, compute_reductions, row_rules
-from ...run import LoadError, read_run
+from ...run import LoadError, SchemaError, read_run
 from ..base import Parsed, loader_for
 from ..reading import Reader
 
@@ -58,7 +60,9 @@ class Options:
     - ``threshold_rows``: with ``"auto"``, the most rows read into memory (20M: about 1.5 GB);
     - ``spark``: a SparkSession to run on (else ``SPARK_REMOTE``, else a local session);
     - ``batch_rows``: rows per DuckDB query (its exact medians hold one batch's values);
-    - ``memory_limit``: DuckDB's memory limit (it spills beyond it);
+    - ``batch_steps``: step numbers per DuckDB query at most (its groups' state is held at once);
+    - ``memory_limit``: what the whole process may hold with DuckDB (which spills beyond its
+      share); a run whose steps cannot be analysed within it is refused with the figures;
     - ``progress``: a progress bar; ``None`` shows one out of core.
     """
 
@@ -66,15 +70,20 @@ class Options:
     threshold_rows: int = 20_000_000
     spark: Any = None
     batch_rows: int = 25_000_000
+    batch_steps: int = 1_000_000
     memory_limit: str | None = "3GB"
     progress: bool | None = None
 
     def __post_init__(self) -> None:
         check_engine(self.engine)
-        for name in ("threshold_rows", "batch_rows"):
+        for name in ("threshold_rows", "batch_rows", "batch_steps"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an integer >= 1; got {v!r}")
+        if self.memory_limit is not None:
+            from ...engine.duck import memory_bytes
+
+            memory_bytes(self.memory_limit)  # a ValueError naming the value
 
 
 def _part_files(path: Path) -> list[Path]:
@@ -228,9 +237,14 @@ def _read_rows(reader: Reader, parts: _Parts) -> Any:
     keep = [c for c in (*_REQUIRED, *_OPTIONAL, *_TEXT) if c in parts.columns]
     tables, counts = [], {}
     for p in parts.files:
-        with open(p, "rb") as fh:  # an open file: pyarrow never reads a name with a colon as a URI
-            pf = pq.ParquetFile(fh)
-            t = pf.read(columns=[c for c in keep if c in pf.schema_arrow.names])
+        try:
+            with open(p, "rb") as fh:  # an open file: pyarrow never reads a name with a colon as a URI
+                pf = pq.ParquetFile(fh)
+                t = pf.read(columns=[c for c in keep if c in pf.schema_arrow.names])
+        except MemoryError:
+            raise
+        except Exception as exc:  # damage past the footer: a page or a column chunk
+            _refuse_damaged(reader, p, exc)
         code = row_rules.rule_codes(_rule_table(t), parts.columns, parts.int_columns)
         for c, n in zip(*np.unique(code[code > 0], return_counts=True), strict=True):
             counts[(p, int(c))] = int(n)
@@ -240,6 +254,34 @@ def _read_rows(reader: Reader, parts: _Parts) -> Any:
         reader.fail(_NO_VALID_ROWS)
     table = pa.concat_tables(tables, promote_options="permissive") if tables else None
     return table.to_pandas() if table is not None else None
+
+
+def _refuse_damaged(reader: Reader, part: Path, exc: BaseException) -> None:
+    """Refuse the dataset: ``part`` has a readable footer but its data cannot be read (every
+    engine refuses alike, naming the part; its row count is known, its rows are not)."""
+    root = (reader.path if reader.path.is_dir() else reader.path.parent).absolute()
+    name = part.relative_to(root).as_posix() if part != root else part.name
+    why = " ".join(str(exc).split())[:200]
+    reader.fail(f"part file {name} is damaged past its footer; its rows cannot be read "
+                f"({type(exc).__name__}: {why})")
+
+
+def _find_damaged(reader: Reader, parts: _Parts) -> None:
+    """After an engine failed to read the dataset: refuse naming the first part whose data
+    pyarrow cannot read either (as the ``pandas`` engine does); return when every part reads."""
+    import pyarrow.parquet as pq
+
+    keep = [c for c in (*_REQUIRED, *_OPTIONAL, *_TEXT) if c in parts.columns]
+    for p in parts.files:
+        try:
+            with open(p, "rb") as fh:
+                pf = pq.ParquetFile(fh)
+                for i in range(pf.num_row_groups):  # one row group at a time: memory stays small
+                    pf.read_row_group(i, columns=[c for c in keep if c in pf.schema_arrow.names])
+        except MemoryError:
+            raise
+        except Exception as exc:  # the damage the engine met, as pyarrow reports it
+            _refuse_damaged(reader, p, exc)
 
 
 def _rule_table(t: Any) -> dict[str, np.ndarray]:
@@ -311,7 +353,8 @@ def _backend(reader: Reader, parts: _Parts, engine: str, options: Options) -> tu
         from ...engine.duck import DuckBackend
 
         be = DuckBackend(parts.files, parts.columns, n_rows=parts.rows, batch_rows=options.batch_rows,
-                         memory_limit=options.memory_limit, int_columns=parts.int_columns)
+                         batch_steps=options.batch_steps, memory_limit=options.memory_limit,
+                         int_columns=parts.int_columns)
     return be, _checked_backend(reader, parts, be)
 
 
@@ -340,8 +383,9 @@ def parse(reader: Reader, options: Options) -> Parsed:
         backend, n_valid = _backend(reader, parts, engine, options)
         red = compute_reductions(backend, n_rows=n_valid, source=reader.name, progress=progress)
     except Exception as exc:  # a part file damaged past its footer, as the engine reports it
-        if isinstance(exc, (LoadError, MemoryError, KeyboardInterrupt)):
+        if isinstance(exc, (LoadError, SchemaError, MemoryError, KeyboardInterrupt)):
             raise
+        _find_damaged(reader, parts)
         raise LoadError(f"the {engine} engine could not read the dataset: {str(exc).splitlines()[0][:300]}",
                         path=reader.name) from None
     _note_incomplete(reader, red)
@@ -360,11 +404,11 @@ def _note_incomplete(reader: Reader, red: Any) -> None:
     if missing:
         reader.note(f"{int((bad['n_distinct'] < full).sum()):,} steps lack some of the {full:,} ranks "
                     f"({missing:,} rank-steps missing; first: {first}); their reductions use the ranks present")
-    if repeated:
-        reader.note(f"{repeated:,} rows repeat a (attempt, step, rank) already seen (first: {first}); "
-                    "every row counts in the reductions")
-        if reader.strict:
-            reader.fail(f"{repeated:,} rows repeat a (attempt, step, rank)", field="rank")
+    if repeated:  # refused as the in-memory path's schema check refuses them
+        rep = bad[bad["n_ranks"] > bad["n_distinct"]]
+        first = ", ".join(f"attempt {a} step {s}" for a, s in zip(rep["attempt"][:3], rep["step"][:3], strict=True))
+        raise SchemaError(f"steps: (attempt, step, rank) must be unique; {repeated:,} rows repeat one already "
+                          f"seen (first: {first}) in {reader.name}")
 
 
 load = loader_for(NAME)
