@@ -301,9 +301,14 @@ def _job_step_columns(run: Run) -> dict[str, np.ndarray] | None:
 
 
 def _with_columns(df: pd.DataFrame, **columns: Any) -> pd.DataFrame:
-    """A copy of ``df`` (NumPy-typed columns, default index) with ``columns`` added or replaced,
-    built in one construction rather than column by column."""
-    return pd.DataFrame({**{c: df[c].to_numpy() for c in df.columns}, **columns})
+    """``df`` (NumPy-typed columns, default index) with ``columns`` added or replaced, in its
+    column order. ``df``'s own columns are shared, not copied (copy-on-write keeps each frame's
+    values its own), so a frame of millions of steps is not held twice."""
+    kept = df.drop(columns=[c for c in columns if c in df.columns]).reset_index(drop=True)
+    new = pd.DataFrame({c: np.asarray(v) if np.ndim(v) else v for c, v in columns.items()}, index=kept.index)
+    out = pd.concat([kept, new], axis=1)
+    order = list(dict.fromkeys([*df.columns, *columns]))
+    return out[order]
 
 
 def _with_unlogged(js: pd.DataFrame | dict[str, np.ndarray]) -> pd.DataFrame:
@@ -379,9 +384,10 @@ def _step_flags(run: Run, js: pd.DataFrame) -> np.ndarray:
     s = run.steps
     if n and run.reductions is not None and "flag" in js.columns:
         inferred = js["inferred"].to_numpy(bool) if "inferred" in js.columns else np.zeros(n, bool)
-        for i, v in enumerate(js["flag"].tolist()):
-            if not inferred[i]:
-                out[i] = ",".join(sorted(set(_flag_tokens(v))))
+        codes, uniques = pd.factorize(js["flag"], use_na_sentinel=True)  # few distinct texts
+        text = np.array([*(",".join(sorted(set(_flag_tokens(u)))) for u in uniques), ""], dtype=object)
+        out = text[codes]
+        out[inferred] = ""
         return out
     if not n or run.reductions is not None or "flag" not in s.columns or not len(s):
         return out
@@ -864,8 +870,9 @@ def _stall(clean: np.ndarray, w: np.ndarray, rho: float | None, flags: np.ndarra
     out = np.zeros(len(clean))
     if rho is None or not len(clean):
         return out
-    mark = np.array([bool(STALL_FLAGS.intersection(f.split(","))) if f else False for f in flags], dtype=bool)
-    mark &= useful
+    codes, uniques = pd.factorize(pd.Series(flags, dtype=object), use_na_sentinel=True)  # few distinct texts
+    hit = np.array([*(bool(f) and bool(STALL_FLAGS.intersection(str(f).split(","))) for f in uniques), False])
+    mark = hit[codes] & useful
     if not mark.any():
         return out
     out[mark] = np.maximum(clean[mark] - rho * w[mark], 0.0)
@@ -985,6 +992,7 @@ def account(
     wall = run.t1 - run.t0
     cols = _job_step_columns(run)
     js = _with_unlogged(job_steps(run) if cols is None else cols)
+    del cols  # the frame holds the columns now (one copy per step, whatever the step count)
     ev = _Events(run.events)
     n = len(js)
     lost = js["lost"].to_numpy(dtype=bool) if n else np.zeros(0, bool)

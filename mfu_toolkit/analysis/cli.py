@@ -45,8 +45,10 @@ def _load(args: argparse.Namespace) -> Any:
     except ImportError as exc:  # pragma: no cover - only while the loaders are missing
         raise ValueError(f"no log loaders available to read {str(path)!r} ({exc})") from None
     engine = getattr(args, "engine", None)
-    if engine not in (None, "auto"):  # an engine is chosen for Parquet datasets only
-        return load_run(path, args.format or "parquet_dataset", engine=engine)
+    limit = getattr(args, "memory_limit", None)
+    if engine not in (None, "auto") or limit:  # an engine and its memory are chosen for Parquet datasets only
+        return load_run(path, args.format or "parquet_dataset", engine=engine or "auto",
+                        **({"memory_limit": limit} if limit else {}))
     # "-" (standard input), /dev/stdin, pipes and FIFOs are read once by load_run. Its warning
     # (skipped rows, conflicts) is left out: the answer's checks show the same, in full.
     from ..run import LoadWarning
@@ -354,6 +356,10 @@ def add_parsers(subparsers: Any) -> None:
                    help="for a Parquet dataset (a folder of part files or one large file): reduce its rows in "
                         "memory (pandas), out of core (duckdb) or on Spark (SPARK_REMOTE, else a local "
                         "session); auto: pandas up to 20M rows, duckdb beyond")
+    a.add_argument("--memory-limit", metavar="SIZE", default=None,
+                   help="for a Parquet dataset read out of core: what the whole process may hold (default 3GB; "
+                        "e.g. 8GB, 512MiB); a dataset whose steps cannot be analysed within it is refused with "
+                        "the figures")
     a.add_argument("--columns", metavar="SCHEMA:COLUMN,...", default=None,
                    help="format table only: schema:column pairs, e.g. step:iter,start_s:t0,end_s:t1")
     a.add_argument("--time-unit", default=None,

@@ -6,6 +6,7 @@ values, never the whole dataset; ``memory_limit`` caps the rest (DuckDB spills b
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,7 +16,8 @@ import pandas as pd
 
 from . import row_rules
 
-__all__ = ["DuckBackend", "FILE_COLUMN", "STEP_SOURCE_COLUMNS", "literal_path", "source_type"]
+__all__ = ["DuckBackend", "FILE_COLUMN", "MemoryBudgetError", "STEP_SOURCE_COLUMNS", "literal_path", "memory_bytes",
+           "source_type"]
 
 # The column that names each row's part file in the rule check (a name no dataset column has).
 FILE_COLUMN = "mfu_part_file__"
@@ -35,6 +37,49 @@ def source_type(column: str) -> str:
     if column in ("attempt", "step", "rank"):
         return "BIGINT"
     return "VARCHAR" if column == "flag" else "DOUBLE"
+
+
+# What the process holds per job-level step beyond the engine: the reductions' columns (19 of
+# 8 bytes) while they are read, and what the breakdown, the window and the straggler scores
+# build from them (measured with benchmarks/many_steps.py: 3.75M steps grew the peak by 1.1 GB
+# after loading, about 300 bytes a step; rounded up).
+JOB_BYTES_PER_STEP = 160
+ANALYSIS_BYTES_PER_STEP = 400
+# The least DuckDB is given for one query; below it the limit is too small to read the dataset.
+_MIN_ENGINE_BYTES = 256 * 2**20
+_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-z]*)\s*", re.IGNORECASE)
+
+
+class MemoryBudgetError(RuntimeError):
+    """The memory limit cannot hold the run: what it needs, beside what the process holds."""
+
+
+def memory_bytes(limit: str | int) -> int:
+    """``limit`` ("3GB", "512MiB", a number of bytes) in bytes, read as DuckDB reads it (KB = 1000
+    bytes, KiB = 1024); a ValueError names the value otherwise."""
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+        return limit
+    m = _SIZE.fullmatch(limit) if isinstance(limit, str) else None
+    unit = (m.group(2).lower() or "b") if m else ""
+    if not m or unit not in _UNITS or float(m.group(1)) <= 0:
+        raise ValueError(f"memory_limit must be a size such as '3GB' or '512MiB' (units {', '.join(_UNITS)}); "
+                         f"got {limit!r}")
+    return int(float(m.group(1)) * _UNITS[unit])
+
+
+def _resident_bytes() -> int | None:
+    """This process's resident memory now (Linux ``/proc``); None where it cannot be read."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.2f} GB"
 
 
 def _quote(path: Path) -> str:
@@ -59,27 +104,39 @@ class DuckBackend:
 
     ``columns``: the columns the files have (the union over files), ``int_columns`` those every
     file stores as integers (:data:`.row_rules.INTEGER_TYPES`); ``batch_rows``: about how many
-    rows one query reads. :meth:`check_rows` applies the row rules (:mod:`.row_rules`) and learns
-    the step range the batches split from the data itself (never from footers alone).
+    rows one query reads; ``batch_steps``: at most how many step numbers one query groups (a
+    grouped median holds every group's values and state at once: 3.75M steps in one query took
+    10x the time of four queries of 1M and past the memory limit). :meth:`check_rows` applies
+    the row rules (:mod:`.row_rules`) and learns the step range the batches split from the data
+    itself (never from footers alone).
+
+    ``memory_limit`` holds the whole process, not DuckDB alone: before each query DuckDB is given
+    the limit less what the process holds (the step reductions grow with the step count), and
+    :meth:`check_headroom` refuses a run whose steps the analysis cannot hold within it
+    (:class:`MemoryBudgetError`, naming the figures) before the memory is spent.
     """
 
     dialect = "duckdb"
     name = "duckdb"
 
     def __init__(self, files: Sequence[Path], columns: set[str], *, n_rows: int,
-                 batch_rows: int = 25_000_000, memory_limit: str | None = "3GB", threads: int | None = None,
-                 int_columns: set[str] = frozenset()) -> None:
+                 batch_rows: int = 25_000_000, batch_steps: int = 1_000_000, memory_limit: str | None = "3GB",
+                 threads: int | None = None, int_columns: set[str] = frozenset()) -> None:
         import duckdb
 
         self.con = duckdb.connect(config={"preserve_insertion_order": False})
-        if memory_limit:
-            self.con.execute(f"SET memory_limit = '{memory_limit}'")
+        # freed memory goes back to the system between queries (else the allocator keeps the
+        # peak of the job-step queries, 1.6 GB at 3.75M steps, for the rest of the run)
+        self.con.execute("SET allocator_background_threads = true")
+        self.limit = memory_bytes(memory_limit) if memory_limit else None
+        if self.limit:
+            self.con.execute(f"SET memory_limit = '{self.limit}B'")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         listing = "[" + ", ".join("'" + literal_path(p).replace("'", "''") + "'" for p in files) + "]"
         self.source = f"read_parquet({listing}, union_by_name = true, filename = '{FILE_COLUMN}')"
         self.columns, self.int_columns = set(columns), set(int_columns)
-        self.n_rows, self.batch_rows = n_rows, batch_rows
+        self.n_rows, self.batch_rows, self.batch_steps = n_rows, batch_rows, batch_steps
         self.step_range: tuple[int, int] | None = None
         self._view("TRUE")
 
@@ -107,17 +164,46 @@ class DuckBackend:
             self._view(row_rules.keep_sql(self.columns, self.int_columns))
 
     def step_batches(self) -> list[str]:
-        """WHERE clauses over step ranges of about ``batch_rows`` rows each (steps spread evenly)."""
+        """WHERE clauses over step ranges of about ``batch_rows`` rows and at most ``batch_steps``
+        step numbers each (steps spread evenly)."""
         if self.step_range is None:
             return ["TRUE"]
         lo, hi = self.step_range
-        n = max(1, math.ceil(self.n_rows / max(self.batch_rows, 1)))
+        n = max(1, math.ceil(self.n_rows / max(self.batch_rows, 1)), math.ceil((hi - lo + 1) / max(self.batch_steps, 1)))
         edges = np.unique(np.linspace(lo, hi + 1, n + 1).astype(np.int64))
         if len(edges) < 2:
             return ["TRUE"]
         return [f"step >= {a} AND step < {b}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
 
+    def _fit_memory(self) -> None:
+        """Give DuckDB the limit less what the rest of the process holds now."""
+        held = _resident_bytes()
+        if not self.limit or held is None:
+            return
+        (engine_held,) = self.con.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone()
+        room = self.limit - (held - int(engine_held))
+        if room < _MIN_ENGINE_BYTES:
+            raise MemoryBudgetError(
+                f"memory_limit {_gb(self.limit)} leaves {_gb(max(room, 0))} for DuckDB beside the "
+                f"{_gb(held - int(engine_held))} this process holds; raise it (memory_limit=..., "
+                "mfu analyze --memory-limit)")
+        self.con.execute(f"SET memory_limit = '{int(room)}B'")
+
+    def check_headroom(self, n_steps: int, *, n_held: int = 0) -> None:
+        """Refuse, before reading them all, ``n_steps`` job-level steps (``n_held`` of them read
+        already) whose reductions and analysis would not fit the limit beside what is held."""
+        held = _resident_bytes()
+        if not self.limit or held is None:
+            return
+        need = (n_steps - n_held) * JOB_BYTES_PER_STEP + n_steps * ANALYSIS_BYTES_PER_STEP
+        if held + need > self.limit:
+            raise MemoryBudgetError(
+                f"about {n_steps:,} steps need about {_gb(need)} for their analysis beside the {_gb(held)} this "
+                f"process holds, over memory_limit {_gb(self.limit)}; raise it (memory_limit=..., "
+                "mfu analyze --memory-limit) or analyse a sub-folder")
+
     def run(self, sql: str, tables: Mapping[str, pd.DataFrame]) -> dict[str, np.ndarray]:
+        self._fit_memory()
         for name, df in tables.items():
             self.con.register(name, df)
         try:

@@ -67,19 +67,26 @@ def compute_reductions(backend: Backend, *, n_rows: int, source: str, progress: 
     batches = backend.step_batches()
     bar = _progress(len(batches), f"reducing {n_rows:,} rows ({backend.name})", progress)
     parts = []
+    headroom = getattr(backend, "check_headroom", None)  # an engine that holds a memory limit
     try:
-        for where in batches:
+        for i, where in enumerate(batches, 1):
             parts.append(backend.run(queries.render(queries.JOB_STEPS, backend.dialect, where=where), {}))
+            if headroom is not None:  # the steps of every batch, extrapolated from those read
+                held = sum(len(p["step"]) for p in parts)
+                headroom(held * len(batches) // i, n_held=held)
             if bar is not None:
                 bar.update(1)
     finally:
         if bar is not None:
             bar.close()
-    job = {c: np.concatenate([p[c] for p in parts]) if parts else np.zeros(0) for c in JOB_COLUMNS}
-    for c in _INT_COLUMNS:
-        job[c] = job[c].astype(np.int64)
+    job = {}
+    for c in JOB_COLUMNS:  # column by column, each batch's copy freed as it is joined
+        col = np.concatenate([p.pop(c) for p in parts]) if parts else np.zeros(0)
+        job[c] = col.astype(np.int64, copy=False) if c in _INT_COLUMNS else col
     order = np.lexsort((job["step"], job["attempt"]))
-    job = {c: v[order] for c, v in job.items()}
+    for c in JOB_COLUMNS:
+        job[c] = job[c][order]
+    del order
     return Reductions(job=job, n_rows=n_rows, engine=backend.name, source=source, backend=backend,
                       progress=progress)
 
