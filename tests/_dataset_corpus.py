@@ -583,10 +583,13 @@ def differ(outcomes: dict[str, dict[str, Any]], folder: Path) -> list[str]:
 
 
 def check_dataset(folder: Path, *, spark: Any = None) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """Every engine's outcome on ``folder`` (pandas and DuckDB forked; Spark here, when a session
-    is given) and what :func:`differ` finds wrong."""
-    outcomes = {e: forked_outcome(folder, e) for e in ENGINES_IN_CHILD}
-    if spark is not None:
+    """Every engine's outcome on ``folder`` and what :func:`differ` finds wrong. pandas and DuckDB
+    run forked; with a Spark session (``spark``) all three run in this process, since a fork beside
+    the session's Python threads (py4j) can hang in ``os.fork`` itself."""
+    if spark is None:
+        outcomes = {e: forked_outcome(folder, e) for e in ENGINES_IN_CHILD}
+    else:
+        outcomes = {e: outcome(folder, e) for e in ENGINES_IN_CHILD}
         outcomes["spark"] = outcome(folder, "spark", spark=spark)
     return outcomes, differ(outcomes, folder)
 
