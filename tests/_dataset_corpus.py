@@ -77,8 +77,19 @@ class _NoPart(Exception):
     """An earlier mutation left no part file to damage."""
 
 
+def _readable(path: Path) -> bool:
+    import pyarrow as pa
+
+    try:
+        _read(path)
+    except (pa.ArrowException, OSError):
+        return False
+    return True
+
+
 def _pick(folder: Path, rng: random.Random) -> Path:
-    parts = part_files(folder)
+    """A part file an earlier mutation left readable (a truncated or foreign one is not damaged twice)."""
+    parts = [p for p in part_files(folder) if _readable(p)]
     if not parts:
         raise _NoPart
     return rng.choice(parts)
@@ -139,7 +150,7 @@ def _stats_one(folder: Path, rng: random.Random) -> Path:
 
 
 def _stats_all(folder: Path, rng: random.Random) -> Path:
-    for p in part_files(folder):
+    for p in filter(_readable, part_files(folder)):
         _rewrite(p, lambda t: t, write_statistics=False)
     return folder
 
@@ -329,7 +340,7 @@ def _odd_folder_name(folder: Path, rng: random.Random) -> Path:
     decoys = {"run?1": ["runX1"], "a*b": ["ab", "a-b"], "p[1]": ["p1"], "x{a,b}": ["xa", "xb"]}.get(name, [])
     for d in decoys:
         (folder / d).mkdir()
-        for p in part_files(target):
+        for p in filter(_readable, part_files(target)):
             t = _read(p)
             _write(_set(t, "rank", pc.add(t.column("rank"), 100)), folder / d / p.name)
     return target
@@ -351,7 +362,7 @@ def _row_groups(folder: Path, rng: random.Random) -> Path:
 def _all_bad(folder: Path, rng: random.Random) -> Path:
     import pyarrow.compute as pc
 
-    for p in part_files(folder):
+    for p in filter(_readable, part_files(folder)):
         _rewrite(p, lambda t: _set(t, "end_s", pc.subtract(t.column("start_s"), 1.0)))
     return folder
 
@@ -392,8 +403,10 @@ def mutate_dataset(clean: Path, root: Path, kinds: list[str], rng: random.Random
     root.mkdir(parents=True)
     folder = root / "ds"
     shutil.copytree(clean, folder)
-    for kind in kinds:
-        with contextlib.suppress(_NoPart):
+    import pyarrow as pa
+
+    for kind in kinds:  # a mutation an earlier one left nothing to apply to (no part, a column now text) is skipped
+        with contextlib.suppress(_NoPart, pa.ArrowException):
             folder = DATASET_MUTATIONS[kind](folder, rng)
     return folder
 

@@ -252,8 +252,31 @@ def _read_rows(reader: Reader, parts: _Parts) -> Any:
     _count_bad(reader, parts, counts)
     if not sum(t.num_rows for t in tables):
         reader.fail(_NO_VALID_ROWS)
-    table = pa.concat_tables(tables, promote_options="permissive") if tables else None
+    table = pa.concat_tables(_unify(tables), promote_options="permissive") if tables else None
     return table.to_pandas() if table is not None else None
+
+
+def _unify(tables: list[Any]) -> list[Any]:
+    """The parts' tables with each numeric column that some store as integers and others as
+    floating point cast to double unsafely: an int64 past 2**53 rounds to the nearest double, as the
+    engines' CAST does (Arrow's safe promotion refused it, and its union would fail)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kinds: dict[str, set[bool]] = {}
+    for t in tables:
+        for f in t.schema:
+            if pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_decimal(f.type):
+                kinds.setdefault(f.name, set()).add(pa.types.is_integer(f.type))
+    mixed = {c for c, k in kinds.items() if len(k) > 1}
+    if not mixed:
+        return tables
+    out = []
+    for t in tables:
+        for c in mixed & set(t.column_names):
+            t = t.set_column(t.schema.get_field_index(c), c, pc.cast(t.column(c), pa.float64(), safe=False))
+        out.append(t)
+    return out
 
 
 def _refuse_damaged(reader: Reader, part: Path, exc: BaseException) -> None:
@@ -294,7 +317,8 @@ def _rule_table(t: Any) -> dict[str, np.ndarray]:
         if c in t.column_names:
             col = t.column(c)
             out[f"null:{c}"] = col.is_null().to_numpy(zero_copy_only=False)
-            out[c] = pc.cast(col, "float64").to_numpy(zero_copy_only=False)
+            # unsafe: an int64 past 2**53 rounds to the nearest double, as the engines' CAST does
+            out[c] = pc.cast(col, "float64", safe=False).to_numpy(zero_copy_only=False)
         else:
             out[f"null:{c}"] = np.ones(t.num_rows, bool)
             out[c] = np.full(t.num_rows, np.nan)
