@@ -169,7 +169,8 @@ def _retype(to: str) -> Callable[[Path, random.Random], Path]:
             return folder
         c = t.column(col)
         if to == "timestamp-of-float":
-            new = pa.array([None if v is None else round(v * 1e6) for v in c.to_pylist()], pa.timestamp("us"))
+            new = pa.array([round(v * 1e6) if v is not None and math.isfinite(v) and abs(v) < 1e12 else None
+                            for v in c.to_pylist()], pa.timestamp("us"))
         elif to in ("int-string", "float-string"):
             new = pc.cast(c, pa.string())
         else:
@@ -329,10 +330,13 @@ def _odd_part_name(folder: Path, rng: random.Random) -> Path:
 def _odd_folder_name(folder: Path, rng: random.Random) -> Path:
     """The dataset moved into a folder with an odd name, beside decoys a glob of it would match
     (other ranks: read by mistake, they change every figure)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     name = rng.choice(ODD_NAMES)
     target = folder / name
+    while target.exists():  # an odd sub-folder of that name is already there
+        target = target.with_name(target.name + "+")
     target.mkdir()
     for entry in list(folder.iterdir()):
         if entry != target:
@@ -342,7 +346,8 @@ def _odd_folder_name(folder: Path, rng: random.Random) -> Path:
         (folder / d).mkdir()
         for p in filter(_readable, part_files(target)):
             t = _read(p)
-            _write(_set(t, "rank", pc.add(t.column("rank"), 100)), folder / d / p.name)
+            if "rank" in t.column_names and pa.types.is_integer(t.schema.field("rank").type):
+                _write(_set(t, "rank", pc.add(t.column("rank"), 100)), folder / d / p.name)
     return target
 
 
@@ -405,8 +410,8 @@ def mutate_dataset(clean: Path, root: Path, kinds: list[str], rng: random.Random
     shutil.copytree(clean, folder)
     import pyarrow as pa
 
-    for kind in kinds:  # a mutation an earlier one left nothing to apply to (no part, a column now text) is skipped
-        with contextlib.suppress(_NoPart, pa.ArrowException):
+    for kind in kinds:  # a mutation an earlier one left nothing to apply to (no part, a column dropped or text) is skipped
+        with contextlib.suppress(_NoPart, pa.ArrowException, KeyError):
             folder = DATASET_MUTATIONS[kind](folder, rng)
     return folder
 

@@ -135,6 +135,19 @@ def test_int64_past_two_to_the_53(clean, tmp_path, column, value):
         assert sum(outcomes["pandas"]["skipped"].values()) == 1
 
 
+@pytest.mark.parametrize("attempt", [2**62, 5])
+def test_attempt_gaps_are_refused_on_every_engine(clean, tmp_path, attempt):
+    """One row of attempt 2**62 (or 5, beside attempts 0 and 1): pandas refused it (the Run's
+    schema: attempts run 0, 1, 2, ... without gaps), DuckDB answered with the extra attempt."""
+    folder = dc.mutate_dataset(clean, tmp_path / "m", [], random.Random(0))
+    part = dc.part_files(folder)[1]
+    dc._write(dc._with_values(dc._read(part), "attempt", [3], [attempt]), part)
+    outcomes, problems = dc.check_dataset(folder)
+    assert not problems, problems
+    assert {o["cls"] for o in outcomes.values()} == {"SchemaError"}
+    assert all("without gaps" in o["msg"] for o in outcomes.values())
+
+
 @pytest.mark.xfail(strict=True, reason=DUCK_NAN)
 @pytest.mark.parametrize("column", ["compute_s", "start_s"])
 def test_nan_beside_statistics(clean, tmp_path, column):
