@@ -34,14 +34,11 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the corpus chec
 COMBOS = int(os.environ.get("MFU_DATASET_COMBOS", "6"))
 RECORDED_SEEDS = int(os.environ.get("MFU_RECORDED_SEEDS", "2"))
 
-# DuckDB folds isnan(x) to false where a Parquet column's min/max statistics exclude NaN (as the
-# Parquet spec tells writers to: https://github.com/duckdb/duckdb/issues/25521), so a NaN
-# compute_s or data_wait_s ("not logged") reaches the medians as a number, and a NaN time is
-# kept as a valid row. Fix needed in mfu_toolkit/engine/duck.py: DuckBackend.__init__ should
-# SET disabled_optimizers = 'statistics_propagation' on its connection.
-DUCK_NAN = "duckdb folds isnan() away using Parquet min/max statistics that exclude NaN (engine/duck.py)"
-# (mutation kind, seed) pairs the seeded corpus hits that bug with
-KNOWN = {("nan-inf", 1): DUCK_NAN}
+# Engine bugs the seeded corpus hits, as (mutation kind, seed) -> reason, each an
+# xfail(strict=True) until fixed. DuckDB once folded isnan(x) to false where a Parquet column's
+# min/max statistics exclude NaN (https://github.com/duckdb/duckdb/issues/25521; "nan-inf" seed 1
+# and test_nan_beside_statistics pin it, fixed in engine/duck.py).
+KNOWN: dict[tuple[str, int], str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -106,21 +103,14 @@ def test_repeated_rows_are_refused_on_every_engine(clean, tmp_path):
     assert all("(attempt, step, rank) must be unique" in o["msg"] for o in outcomes.values())
 
 
-# DuckBackend.step_batches splits the step range into ceil((hi - lo + 1) / batch_steps) batches,
-# a linspace of that many edges: one valid step number of 2**53 asks numpy for 67 GiB (a
-# MemoryError, reported as "ran out of memory"). Fix needed in mfu_toolkit/engine/duck.py: bound
-# the batches by the rows (e.g. edges at quantiles of the distinct steps, or at most
-# ceil(n_rows / batch_rows) + 1 batches), never by the span of step numbers. The same span makes
-# compute_reductions (engine/reductions.py) extrapolate the steps of the first batch over all of
-# them: 39 steps and one of step number 10**12 are refused as "about 39,000,000 steps need about
-# 21.84 GB" while pandas answers.
-DUCK_SPAN = ("duckdb batches the step range by its span (engine/duck.py step_batches) and extrapolates "
-             "steps over the batches (engine/reductions.py): one step of 2**53 is 9e9 batches")
+# DuckDB once batched the step range by its span: one valid step number of 2**53 + 1 built a
+# 9e9-edge array, and a step of 10**12 beside 39 steps was refused as "about 39,000,000 steps";
+# the batches are bounded by the rows now (engine/duck.py step_batches).
 
 
 @pytest.mark.parametrize("column,value", [
     ("step", 2**63 - 1), ("step", -(2**63)),
-    *(pytest.param("step", v, marks=pytest.mark.xfail(strict=True, reason=DUCK_SPAN)) for v in (2**53 + 1, 10**12)),
+    ("step", 2**53 + 1), ("step", 10**12),
     ("rank", 2**63 - 1), ("rank", -(2**63)), ("rank", 2**53 + 1)])
 def test_int64_past_two_to_the_53(clean, tmp_path, column, value):
     """An int64 beyond 2**53 in a column another part stores as double: pandas' rule table cast it
@@ -153,7 +143,6 @@ def test_attempt_gaps_are_refused_on_every_engine(clean, tmp_path, attempt):
     assert all("without gaps" in o["msg"] for o in outcomes.values())
 
 
-@pytest.mark.xfail(strict=True, reason=DUCK_NAN)
 @pytest.mark.parametrize("column", ["compute_s", "start_s"])
 def test_nan_beside_statistics(clean, tmp_path, column):
     """One NaN in a part whose other values give the footer min/max statistics: NaN compute_s is

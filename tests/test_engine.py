@@ -90,7 +90,7 @@ def test_exact_rank_median_by_refined_histograms(pair, bins, fetch_cap):
     exact median: numpy's, of each rank's busy times over the steps not redone."""
     run, folder = pair
     red = load_run(folder, engine="duckdb", progress=False)
-    r = dataclasses.replace(red.reductions, bins=bins, fetch_cap=fetch_cap, _cache={})
+    r = dataclasses.replace(red.reductions, bins=bins, fetch_cap=fetch_cap, median_by="histogram", _cache={})
     got = r.rank_stats(0.05).frame.set_index("rank")["median_s"]
     s = run.steps
     last = s.groupby("step")["attempt"].transform("max")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import row_rules
+from . import queries, row_rules
 
 __all__ = ["DuckBackend", "FILE_COLUMN", "MemoryBudgetError", "STEP_SOURCE_COLUMNS", "literal_path", "memory_bytes",
            "source_type"]
@@ -128,6 +128,10 @@ class DuckBackend:
         # freed memory goes back to the system between queries (else the allocator keeps the
         # peak of the job-step queries, 1.6 GB at 3.75M steps, for the rest of the run)
         self.con.execute("SET allocator_background_threads = true")
+        # isnan() over a column whose footer statistics leave NaN out (as pyarrow writes them,
+        # per the Parquet spec) is folded to false by the statistics optimizer
+        # (https://github.com/duckdb/duckdb/issues/25521): a NaN time would pass as a valid row
+        self.con.execute("SET disabled_optimizers = 'statistics_propagation'")
         self.limit = memory_bytes(memory_limit) if memory_limit else None
         if self.limit:
             self.con.execute(f"SET memory_limit = '{self.limit}B'")
@@ -165,15 +169,14 @@ class DuckBackend:
 
     def step_batches(self) -> list[str]:
         """WHERE clauses over step ranges of about ``batch_rows`` rows and at most ``batch_steps``
-        step numbers each (steps spread evenly)."""
+        steps each (steps spread evenly; a step count is at most the rows, whatever the span
+        of step numbers)."""
         if self.step_range is None:
             return ["TRUE"]
         lo, hi = self.step_range
-        n = max(1, math.ceil(self.n_rows / max(self.batch_rows, 1)), math.ceil((hi - lo + 1) / max(self.batch_steps, 1)))
-        edges = np.unique(np.linspace(lo, hi + 1, n + 1).astype(np.int64))
-        if len(edges) < 2:
-            return ["TRUE"]
-        return [f"step >= {a} AND step < {b}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
+        steps = min(hi - lo + 1, self.n_rows)
+        n = max(1, math.ceil(self.n_rows / max(self.batch_rows, 1)), math.ceil(steps / max(self.batch_steps, 1)))
+        return queries.range_clauses("step", lo, hi, n)
 
     def _fit_memory(self) -> None:
         """Give DuckDB the limit less what the rest of the process holds now."""
@@ -188,6 +191,13 @@ class DuckBackend:
                 f"{_gb(held - int(engine_held))} this process holds; raise it (memory_limit=..., "
                 "mfu analyze --memory-limit)")
         self.con.execute(f"SET memory_limit = '{int(room)}B'")
+
+    def query_budget(self) -> int | None:
+        """Bytes one query may hold now: the limit less what the process holds (None: no limit)."""
+        held = _resident_bytes()
+        if not self.limit or held is None:
+            return None
+        return max(self.limit - held, _MIN_ENGINE_BYTES)
 
     def check_headroom(self, n_steps: int, *, n_held: int = 0) -> None:
         """Refuse, before reading them all, ``n_steps`` job-level steps (``n_held`` of them read

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-__all__ = ["DIALECTS", "ROWS", "JOB_STEPS", "RANK_HISTOGRAM", "RANK_REFINE", "RANK_VALUES", "WORST_RANKS", "RANK_HEATMAP",
+__all__ = ["range_clauses", "DIALECTS", "ROWS", "JOB_STEPS", "RANK_HISTOGRAM", "RANK_MEDIANS", "RANK_REFINE", "RANK_VALUES", "WORST_RANKS", "RANK_HEATMAP",
            "render", "transpile"]
 
 DIALECTS = ("duckdb", "spark")
@@ -77,6 +77,17 @@ WHERE r.rank >= 0
 GROUP BY r.rank, bin
 """
 
+# Per rank over the useful steps: rows, rows above (1 + threshold) x the step's median busy time,
+# and the exact median busy time, by the engine's own median (its values held per rank: the
+# caller bounds the ranks of one query with {where}).
+RANK_MEDIANS = """
+SELECT r.rank AS rank, count(*) AS n, median(r.busy) AS median_s,
+       sum(CASE WHEN r.busy > CAST({factor} AS DOUBLE) * u.busy_median_s THEN 1 ELSE 0 END) AS slow
+FROM ({rows}) AS r JOIN useful AS u ON r.attempt = u.attempt AND r.step = u.step
+WHERE r.rank >= 0
+GROUP BY r.rank
+"""
+
 # The same histogram within each (rank, target) value range of ``grid``, to find one order
 # statistic's bin at finer resolution.
 RANK_REFINE = """
@@ -121,6 +132,20 @@ FROM (SELECT g.rbin AS rbin, u.sbin AS sbin, u.pos AS pos,
       GROUP BY g.rbin, u.sbin, u.pos) AS per_step
 GROUP BY rbin, sbin
 """
+
+
+def range_clauses(column: str, lo: int, hi: int, n: int) -> list[str]:
+    """WHERE clauses splitting the integers ``lo..hi`` of ``column`` into at most ``n`` ranges of
+    about equal width, in exact integer arithmetic; the first range has no lower bound and the
+    last no upper one, so every row falls in exactly one whatever its value."""
+    lo, hi, n = int(lo), int(hi), max(1, int(n))
+    width = hi - lo + 1
+    edges = sorted({lo + width * i // n for i in range(1, n)} - {lo})
+    if not edges:
+        return ["TRUE"]
+    out = [f"{column} < {edges[0]}"]
+    out += [f"{column} >= {a} AND {column} < {b}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    return [*out, f"{column} >= {edges[-1]}"]
 
 
 def render(template: str, dialect: str = "duckdb", *, where: str = "TRUE", **params: object) -> str:
