@@ -3,8 +3,9 @@
 Writes a simulated dataset (``mfu simulate --dataset``, in chunks) unless it exists, then runs,
 each in a fresh process: the bare reductions (the job-step query over every row at once and the
 per-rank exact medians, in one DuckDB connection with its defaults), and the toolkit's analysis of
-the same dataset. Prints wall time and peak RSS of each and the ratios (targets: time <= 1.5x the
-bare reductions, peak RSS <= 6 GB at 4,096 ranks x 100,000 steps).
+the same dataset. Prints wall time and peak RSS of each and the ratios (targets: time <= 1.25x the
+bare reductions, peak RSS <= 2 GB at 4,096 ranks x 100,000 steps; the bare reductions hold no memory
+bound, ours hold DuckDB's memory_limit for the whole process).
 
     .venv/bin/python benchmarks/scale.py --ranks 4096 --steps 100000 --folder ../gem_4096x100k
 """
@@ -60,8 +61,8 @@ def main() -> None:
     bare_t, bare_m = _measure([sys.executable, "-c", BARE, str(folder / "part-*.parquet")])
     ours_t, ours_m = _measure([mfu, "analyze", str(folder), "--engine", "duckdb"])
     print(f"bare DuckDB reductions: {bare_t:8.1f} s, peak RSS {bare_m:5.2f} GB")
-    print(f"mfu analyze --engine duckdb: {ours_t:8.1f} s, peak RSS {ours_m:5.2f} GB (target <= 6)")
-    print(f"time ratio {ours_t / bare_t:.2f} (target <= 1.5)")
+    print(f"mfu analyze --engine duckdb: {ours_t:8.1f} s, peak RSS {ours_m:5.2f} GB (target <= 2)")
+    print(f"time ratio {ours_t / bare_t:.2f} (target <= 1.25)")
 
 
 if __name__ == "__main__":
