@@ -19,9 +19,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from . import plots
-from .analysis import Accounting, account, breakdown
 from .analysis.answer import Answer, build_answer
-from .analysis.inputs import speak
+from .analysis.breakdown import Accounting, accounted, breakdown
+from .analysis.inputs import phrase
+from .analysis.reasons import Reason
 from .run import Run
 
 __all__ = ["figure_to_base64", "report_figures", "html_report"]
@@ -58,7 +59,7 @@ def report_figures(run: Run | Accounting, *, interface: str = "python") -> tuple
     heatmap. When it carries GPU utilisation and its MFU is known: utilisation vs MFU. The
     notes ask for what is missing in the terms of ``interface`` ("python", "cli", "make").
     """
-    acc = run if isinstance(run, Accounting) else account(run)
+    acc = accounted(run)
     r = acc.run
     bd = breakdown(acc)
     figs: list[tuple[str, Figure]] = []
@@ -76,7 +77,10 @@ def report_figures(run: Run | Accounting, *, interface: str = "python") -> tuple
                        lambda ax: plots.rank_heatmap(r, ax=ax), (10.0, 4.8)))
     else:
         notes.append("Per-rank heatmap left out: the run has no per-rank steps.")
+    no_mfu = Reason.join(acc.flops_reason, acc.peak_reason)
     try:
+        if no_mfu:  # said in the interface's terms, not the table's Python ones
+            raise ValueError(f"run has no MFU to compare with: {phrase(no_mfu, interface)}")
         util = plots.gpu_util_mfu_table(acc)
     except ValueError as exc:
         notes.append(f"GPU utilisation vs MFU left out: {exc}")
@@ -88,7 +92,7 @@ def report_figures(run: Run | Accounting, *, interface: str = "python") -> tuple
             figs.append((caption, _draw(draw, size)))
         except ValueError as exc:  # a figure the data cannot support: say so, keep the report
             notes.append(f"{caption.split(':')[0]} left out: {exc}")
-    return figs, [speak(n, interface) for n in notes]
+    return figs, notes
 
 
 def _img(caption: str, fig: Figure) -> str:
@@ -112,7 +116,7 @@ def html_report(run: Run | Accounting, *, path: str | Path | None = None, title:
     """
     if not isinstance(run, (Run, Accounting)):
         raise TypeError(f"run must be a Run or an Accounting; got {type(run).__name__}")
-    acc = run if isinstance(run, Accounting) else account(run)
+    acc = accounted(run)
     if answer is None:
         answer = build_answer(acc, interface=interface, title=title,
                               report_date=datetime.date.today() if report_date is None else report_date)

@@ -100,6 +100,12 @@ class SchemaError(ValueError):
     """A Run's tables break the schema; the message names the column and the first bad rows."""
 
 
+_HINTS = {  # a LoadError's hint in Python's terms
+    "choose_format": "Pass format=<name> to choose one, e.g. format='table' with columns={...} for a generic "
+                     "CSV/JSONL/Parquet table",
+}
+
+
 class LoadError(ValueError):
     """A log could not be read. The message names the file, the line and the field."""
 
@@ -110,10 +116,14 @@ class LoadError(ValueError):
         path: str | Path | None = None,
         line: int | None = None,
         field: str | None = None,
+        hint: str | None = None,
     ) -> None:
+        if hint is not None and hint not in _HINTS:
+            raise ValueError(f"LoadError hint must be one of {', '.join(_HINTS)}; got {hint!r}")
         self.path = None if path is None else str(path)
         self.line = line
         self.field = field
+        self.hint = hint  # a code the front ends phrase in their own terms (render's vocabulary)
         where = []
         if path is not None:
             where.append(str(path))
@@ -122,7 +132,8 @@ class LoadError(ValueError):
         if field is not None:
             where.append(f"field {field!r}")
         prefix = ", ".join(where)
-        super().__init__(f"{prefix}: {message}" if prefix else message)
+        self.bare = f"{prefix}: {message}" if prefix else message  # without the hint
+        super().__init__(f"{self.bare} {_HINTS[hint]}" if hint else self.bare)
 
 
 class LoadWarning(UserWarning):

@@ -34,9 +34,10 @@ import numpy as np
 import pandas as pd
 
 from ..run import Run
-from .breakdown import Accounting, account, breakdown, mfu_summary
+from .breakdown import Accounting, accounted, breakdown, mfu_summary
 from .checkpoint import checkpoint_overhead, checkpoint_report, daly_interval, young_interval
-from .inputs import INTERFACES, ask, check_value, input_name, preset_family, speak
+from .inputs import INTERFACES, ask, check_value, input_name, phrase, preset_family
+from .reasons import Reason
 from .scorecard import scorecard
 
 __all__ = ["CHECK_STATUSES", "Check", "Answer", "build_answer", "straggler_verdict"]
@@ -685,7 +686,7 @@ def _load_checks(run: Run, timed: bool, interface: str) -> list[Check]:
     for note in rep.notes:
         # conflicts are the fact checks' rows, the facts used are their own table
         if not note.startswith(("conflict:", "used from the log")):
-            out.append(Check("load note", "info", speak(note.replace(folder, "") if folder else note, interface)))
+            out.append(Check("load note", "info", note.replace(folder, "") if folder else note))
     return out
 
 
@@ -816,17 +817,15 @@ def _peak_missing(accelerator: str, dtype: str | None, interface: str) -> str:
     return f"peak: the run states no dtype for {row.name} (it has {has}); give {ask('dtype', interface)}"
 
 
-def _point(note: str, acc: Accounting, interface: str) -> str:
-    """A note that asks for a missing fact in Python's terms becomes a pointer to the list."""
-    text = str(note or "")
-    if not text:
-        return text
-    reasons = [r for r in (acc.flops_reason, acc.peak_reason) if r]
-    if "hardware FLOPs (with recomputation) unknown" in text:
+def _point(note: Any, interface: str) -> str:
+    """A reason that asks for missing facts becomes a pointer to the list; others are phrased."""
+    if not isinstance(note, Reason):
+        return str(note or "")
+    if all(r.code == "hfu_unknown" for r in note.each()):
         return "n/a: no recomputation count in the log"
-    if any(r in text for r in reasons) or "set meta." in text or "meta.with_accelerator" in text:
+    if any(r.code in ("flops_unknown", "peak_unknown") for r in note.each()):  # the facts _missing lists
         return _POINTER
-    return speak(text, interface)
+    return phrase(note, interface)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1105,11 +1104,20 @@ def _holds(run: Run) -> dict[str, Any]:
     }
 
 
+def _coded(reason: Any) -> dict[str, Any]:
+    """A reason's code and the fields it asks for (``--json``'s ``reason_codes``)."""
+    if isinstance(reason, Reason):
+        return {"code": reason.code, "missing": [m.to_dict() for m in reason.missing],
+                "codes": [r.code for r in reason.each()]}
+    return {"code": None, "missing": [], "codes": []}
+
+
 def _spoken_summary(doc: dict[str, Any], interface: str) -> dict[str, Any]:
     """The MFU summary with its reasons said in the interface's terms (``--json`` shows them)."""
     reasons = doc.get("reasons")
     if isinstance(reasons, dict):
-        doc = {**doc, "reasons": {k: speak(v, interface) if isinstance(v, str) else v for k, v in reasons.items()}}
+        doc = {**doc, "reasons": {k: phrase(v, interface) for k, v in reasons.items()},
+               "reason_codes": {k: _coded(v) for k, v in reasons.items()}}
     return doc
 
 
@@ -1146,7 +1154,7 @@ def _headline(acc: Accounting, summ: Any, timed: bool, interface: str) -> dict[s
                         "dtype": summ.dtype, "sparse": summ.peak_sparse, "per": summ.peak_per,
                         "per_text": summ.peak_per_text, "peak_source": summ.peak_source,
                         "sources": _denominator_sources(m, interface)},
-        "reasons": {k: _point(v, acc, interface).replace(_POINTER, _POINTER_BELOW) for k, v in summ.reasons.items()},
+        "reasons": {k: _point(v, interface).replace(_POINTER, _POINTER_BELOW) for k, v in summ.reasons.items()},
     }
 
 
@@ -1176,13 +1184,9 @@ def build_answer(
         raise ValueError(f"interface must be one of {', '.join(map(repr, INTERFACES))}; got {interface!r}")
     if warmup_steps is not None:
         warmup_steps = int(check_value("warmup_steps", warmup_steps, interface=interface))
-    if isinstance(run_or_accounting, Accounting):
-        acc = (run_or_accounting if warmup_steps is None
-               else account(run_or_accounting.run, warmup_steps=warmup_steps))
-    elif isinstance(run_or_accounting, Run):
-        acc = account(run_or_accounting, warmup_steps=warmup_steps)
-    else:
+    if not isinstance(run_or_accounting, (Run, Accounting)):
         raise TypeError(f"run_or_accounting must be a Run or an Accounting; got {type(run_or_accounting).__name__}")
+    acc = accounted(run_or_accounting, warmup_steps=warmup_steps)
     write_s = _positive_input("checkpoint_write_s", checkpoint_write_s, interface)
     every = _positive_input("checkpoint_every_steps", checkpoint_every_steps, interface)
     mtbf_h = _positive_input("mtbf_hours", mtbf_hours, interface)
@@ -1192,7 +1196,8 @@ def build_answer(
     timed = bool(len(acc.steps)) and bool((acc.steps["span_s"].to_numpy(float) > 0).any())
     bd = breakdown(acc)
     sc = scorecard(acc)
-    sc = sc.assign(note=[_point(n, acc, interface) for n in sc["note"]])
+    coded = sc.attrs.get("reasons", {})
+    sc = sc.assign(note=[_point(coded.get(k, n), interface) for k, n in zip(sc["metric"], sc["note"], strict=True)])
     wall = acc.wall_s
     details = acc.details
     losses = [
@@ -1216,7 +1221,7 @@ def build_answer(
         checkpoint=_checkpoint_advice(acc, interface, write_s, every, mtbf_h) if timed else None,
         checks=tuple(checks), missing=tuple(_missing(acc, interface, timed)), conflict=_conflict(checks),
         facts=tuple(_facts_used(acc, summ, interface)), breakdown=bd, scorecard=sc, window=acc.window.summary(),
-        load={"summary": m.report.summary(), "notes": [speak(n, interface) for n in m.report.notes],
+        load={"summary": m.report.summary(), "notes": list(m.report.notes),
               "skipped": dict(m.report.skipped),
               "lines_read": m.report.lines_read, "rows_kept": m.report.rows_kept},
         holds=_holds(run), summary=_spoken_summary(summ.to_dict(), interface),

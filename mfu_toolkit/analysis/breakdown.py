@@ -88,6 +88,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -96,6 +97,7 @@ import pandas as pd
 from ..formulas import MFUResult, compute_mfu, hfu
 from ..formulas import mfu as _mfu
 from ..run import Run
+from .reasons import Reason, flops_unknown, hfu_unknown, peak_unknown
 
 __all__ = [
     "CATEGORIES",
@@ -702,7 +704,7 @@ class _Work:
     unit: str  # "step", "sample" or "token"
     per_step: np.ndarray  # work units per job-level step
     flops_per_unit: float | None
-    flops_reason: str
+    flops_reason: Reason | str
     flops_source: str | None
 
 
@@ -724,7 +726,7 @@ def _work(run: Run, js: pd.DataFrame) -> _Work:
         w = np.where(inferred, js["skipped"].to_numpy(dtype=float) * typical, w)
         w = np.where(js["span_s"].to_numpy(dtype=float) > 0, w, 0.0)
     fpu: float | None = None
-    reason = ""
+    reason: Reason | str = ""
     if unit == "sample":
         if m.model_flops_per_sample:
             fpu = float(m.model_flops_per_sample)
@@ -735,7 +737,7 @@ def _work(run: Run, js: pd.DataFrame) -> _Work:
         elif m.model_flops_per_step:
             fpu = float(m.model_flops_per_step) / typical  # the step's samples as logged
         else:
-            reason = "model FLOPs per sample unknown (set meta.model_flops_per_sample)"
+            reason = flops_unknown("sample")
     elif unit == "token":
         if m.model_flops_per_token:
             fpu = float(m.model_flops_per_token)
@@ -744,7 +746,7 @@ def _work(run: Run, js: pd.DataFrame) -> _Work:
         elif m.model_flops_per_step:
             fpu = float(m.model_flops_per_step) / typical  # the step's tokens as logged
         else:
-            reason = "model FLOPs per token unknown (set meta.model_flops_per_token)"
+            reason = flops_unknown("token")
     else:
         if m.model_flops_per_step:
             fpu = float(m.model_flops_per_step)
@@ -753,21 +755,12 @@ def _work(run: Run, js: pd.DataFrame) -> _Work:
         elif m.model_flops_per_token and m.global_batch and m.seq_len:
             fpu = float(m.model_flops_per_token) * float(m.global_batch) * float(m.seq_len)
         else:
-            reason = (
-                "model FLOPs per step unknown (set meta.model_flops_per_step, or FLOPs per "
-                "sample/token together with global_batch and seq_len)"
-            )
+            reason = flops_unknown("step")
     return _Work(unit, w, fpu, reason, m.model_flops_source)
 
 
-def _peak_reason(run: Run) -> str:
-    m = run.meta
-    missing = []
-    if not m.n_accelerators:
-        missing.append("n_accelerators")
-    if not m.peak_flops_per_accelerator:
-        missing.append("peak_flops_per_accelerator (resolve it with meta.with_accelerator(name, dtype))")
-    return "" if not missing else "unknown " + " and ".join(missing)
+def _peak_reason(run: Run) -> Reason | str:
+    return peak_unknown(count=not run.meta.n_accelerators, peak=not run.meta.peak_flops_per_accelerator)
 
 
 # --------------------------------------------------------------------------------------------
@@ -791,9 +784,14 @@ class Accounting:
     rho: float | None
     work_unit: str
     flops_per_unit: float | None
-    flops_reason: str
+    flops_reason: Reason | str  # "" when known
     flops_source: str | None
-    peak_reason: str
+    peak_reason: Reason | str  # "" when known
+
+    @cached_property
+    def summary(self) -> MFUSummary:
+        """The MFU summary of this accounting, computed once (:func:`mfu_summary` returns it)."""
+        return _summary_from(self)
 
     @property
     def useful_work(self) -> float:
@@ -917,6 +915,21 @@ def _attempt_gaps(run: Run) -> tuple[np.ndarray, np.ndarray]:
     np.fmin.at(first, inv, start)
     np.fmax.at(last, inv, end)
     return _union(last[:-1], first[1:])
+
+
+def accounted(run: Run | Accounting, **options: Any) -> Accounting:
+    """``run`` accounted with ``options`` (those of :func:`account`); an :class:`Accounting` is
+    used as it is, and options given with one raise ``TypeError`` (its window is already chosen:
+    an option that would be ignored is an error, not a different number)."""
+    if isinstance(run, Accounting):
+        given = sorted(k for k, v in options.items() if v is not None)
+        if given:
+            raise TypeError(f"{', '.join(given)} cannot be applied to an Accounting (its window is already "
+                            f"chosen); give them to account(run, ...) or pass the Run")
+        return run
+    if isinstance(run, Run):
+        return account(run, **options)
+    raise TypeError(f"run must be a mfu_toolkit.run.Run or an Accounting; got {type(run).__name__}")
 
 
 def _checked_options(warmup_steps: Any, step_range: Any, tolerance: Any, lookahead: Any) -> tuple[Any, ...]:
@@ -1115,7 +1128,7 @@ class MFUSummary:
     model_flops_source: str | None
     window: dict[str, Any]
     steady: MFUResult | None = None
-    reasons: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, Reason] = field(default_factory=dict)
     # What n_accelerators counts and the peak is per ("device" or "package"), and the peak in
     # words with both figures for a multi-device package (RunMeta.peak_per_text).
     peak_per: str = "device"
@@ -1167,16 +1180,16 @@ class MFUSummary:
 def _summary_from(acc: Accounting) -> MFUSummary:
     run = acc.run
     m = run.meta
-    reasons: dict[str, str] = {}
+    reasons: dict[str, Reason] = {}
     fpu = acc.flops_per_unit
     useful_flops = fpu * acc.useful_work if fpu is not None else None
     n, p = m.n_accelerators, m.peak_flops_per_accelerator
     steady = e2e = h_steady = h_e2e = window_mfu = None
     steady_res: MFUResult | None = None
-    why = "; ".join(r for r in (acc.flops_reason, acc.peak_reason) if r)
+    why = Reason.join(acc.flops_reason, acc.peak_reason)
     if acc.rho is None or acc.rho <= 0:
         empty = acc.window.empty_reason or "no useful steps with time"
-        why = "; ".join(r for r in (why, f"no steady-state step time ({empty})") if r)
+        why = Reason.join(why, Reason(f"no steady-state step time ({empty})", code="no_steady_time"))
     if not why:
         assert fpu is not None and n and p and acc.rho
         unit_per_step = acc.useful_work / acc.useful_steps
@@ -1211,16 +1224,14 @@ def _summary_from(acc: Accounting) -> MFUSummary:
             e2e = float(_mfu(model_flops_per_step=useful_flops, step_seconds=acc.wall_s,
                              n_accelerators=n, peak_flops_per_accelerator=p))
         else:
-            reasons["end_to_end_mfu"] = "no useful steps or zero wall time"
+            reasons["end_to_end_mfu"] = Reason("no useful steps or zero wall time", code="no_useful_time")
         if steady_res.hfu is not None:
             h_steady = steady_res.hfu
             if e2e is not None:
                 h_e2e = float(hfu(hardware_flops_per_step=useful_flops * hw_step / step_flops,
                                   step_seconds=acc.wall_s, n_accelerators=n, peak_flops_per_accelerator=p))
         else:
-            hr = ("hardware FLOPs (with recomputation) unknown: set meta.hardware_flops_per_step "
-                  "and meta.model_flops_per_step")
-            reasons["steady_state_hfu"] = reasons["end_to_end_hfu"] = hr
+            reasons["steady_state_hfu"] = reasons["end_to_end_hfu"] = hfu_unknown()
     else:
         for k in ("steady_state_mfu", "end_to_end_mfu", "steady_state_hfu", "end_to_end_hfu", "window_mfu"):
             reasons[k] = why
@@ -1271,8 +1282,7 @@ def mfu_summary(
     Unknown FLOPs or peak give ``None`` with the reason in ``reasons``; an MFU above 100 %
     raises :class:`~mfu_toolkit.formulas.MFUAbove100Error` (an input is wrong).
     """
-    acc = run if isinstance(run, Accounting) else account(run, warmup_steps=warmup_steps, step_range=step_range)
-    return _summary_from(acc)
+    return accounted(run, warmup_steps=warmup_steps, step_range=step_range).summary
 
 
 # --------------------------------------------------------------------------------------------
@@ -1296,8 +1306,8 @@ def breakdown(
     wall time; ``mfu_after`` is NaN where FLOPs or the peak are unknown (``attrs['reasons']``).
     ``attrs`` also holds ``wall_s``, ``steady_state_mfu``, ``end_to_end_mfu`` and the rule.
     """
-    acc = run if isinstance(run, Accounting) else account(run, warmup_steps=warmup_steps, step_range=step_range)
-    summ = _summary_from(acc)
+    acc = accounted(run, warmup_steps=warmup_steps, step_range=step_range)
+    summ = acc.summary
     sec = acc.seconds
     # stall is listed only where a flagged outlier booked some: tables of other runs are unchanged
     losses = [c for c in CATEGORIES if c != "ideal_compute" and (c != "stall" or sec.get(c, 0.0) > 0)]

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..run import Run
-from .breakdown import Accounting, _is_background, account
+from .breakdown import Accounting, _is_background, accounted
 
 __all__ = [
     "CHECKPOINT_MODES",
@@ -293,7 +293,7 @@ def checkpoint_report(run: Run | Accounting, *, mtbf_s: float | None = None, res
     failures (restarts when no failure events exist); ``None`` when the run never failed. The
     optimum uses the median blocking checkpoint time as ``δ``.
     """
-    acc = run if isinstance(run, Accounting) else account(run)
+    acc = accounted(run)
     r = acc.run
     ev = r.events
     ck = ev[ev["kind"] == "checkpoint_save"]

@@ -131,12 +131,14 @@ def run_analyze(args: argparse.Namespace) -> int:
     from ..formulas import MFUAbove100Error
     from ..run import LoadError, SchemaError
     from .answer import build_answer
+    from .breakdown import account
 
     interface = _interface()
     try:
         args = _parse_numbers(args, interface)
         run = _apply_inputs(_load(args), args, interface)
-        answer = build_answer(run, interface=interface, warmup_steps=args.warmup_steps,
+        acc = account(run, warmup_steps=args.warmup_steps)  # once: the answer and the report share it
+        answer = build_answer(acc, interface=interface,
                               checkpoint_write_s=args.checkpoint_s, checkpoint_every_steps=args.checkpoint_every,
                               mtbf_hours=args.mtbf_hours, report_date=datetime.date.today())
         if args.validate:
@@ -145,14 +147,14 @@ def run_analyze(args: argparse.Namespace) -> int:
         if args.html:
             from ..report import html_report
 
-            html_report(run, path=args.html, answer=answer)
+            html_report(acc, path=args.html, answer=answer)
     except MFUAbove100Error as exc:  # inconsistent inputs, as for `mfu calc`: status 1
         _error("analyze", exc)
         return 1
     except (LoadError, SchemaError, ValueError, TypeError, LookupError, OSError) as exc:
-        from .inputs import speak
+        from .inputs import phrase_error
 
-        return _error("analyze", speak(str(exc), interface))
+        return _error("analyze", phrase_error(exc, interface))
     if args.json:
         doc = {"run": repr(run), **answer.to_dict()}
         print(json.dumps(doc, indent=2))
@@ -192,7 +194,7 @@ def run_audit(args: argparse.Namespace) -> int:
     2 a user error or no log loads.
     """
     from .audit import audit_files, audit_json, audit_text, exit_status, log_files, write_csv
-    from .inputs import speak
+    from .inputs import phrase_error
 
     interface = _interface()
     try:
@@ -205,7 +207,7 @@ def run_audit(args: argparse.Namespace) -> int:
         if args.csv:
             write_csv(rows, args.csv)
     except (ValueError, TypeError, LookupError, OSError) as exc:
-        return _error("audit", speak(str(exc), interface))
+        return _error("audit", phrase_error(exc, interface))
     for note in notes:
         print(f"mfu audit: {note}", file=sys.stderr)
     print(audit_json(rows) if args.json else audit_text(rows, width=100))

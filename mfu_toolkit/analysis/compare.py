@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..run import Run
-from .breakdown import Accounting, account
+from .breakdown import Accounting, account, accounted
 from .scorecard import scorecard
 
 __all__ = [
@@ -80,17 +80,10 @@ def major_variables(run: Run | Accounting, *, step_range: tuple[int, int] | None
     ``window`` is the steady-state window's ``(first_step, last_step)``, as detected by
     :func:`~mfu_toolkit.analysis.account`, or within ``step_range=(first, last)`` when given
     (keyword-only, passed to ``account``). An :class:`~mfu_toolkit.analysis.breakdown.Accounting`
-    is used as it is (``step_range`` must then be ``None``: the window is already chosen).
+    is used as it is (``step_range`` given with one raises ``TypeError``: the window is already chosen).
     """
-    if isinstance(run, Accounting):
-        if step_range is not None:
-            raise ValueError("step_range cannot be applied to an Accounting; pass the Run instead")
-        acc = run
-        run = acc.run
-    elif isinstance(run, Run):
-        acc = account(run, step_range=step_range)
-    else:
-        raise TypeError(f"run must be a Run or an Accounting; got {type(run).__name__}")
+    acc = accounted(run, step_range=step_range)
+    run = acc.run
     m = run.meta
     extra = m.extra or {}
     recompute: Any = _pick(extra, _RECOMPUTE_KEYS)

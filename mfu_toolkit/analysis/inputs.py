@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import math
 import numbers
-import re
 from pathlib import PurePath
 from typing import Any
 
 from ..run import Run
+from .reasons import Reason
 
 __all__ = ["INTERFACES", "InputError", "ask", "input_name", "apply_inputs", "check_value", "parse_value",
-           "flops_request", "preset_family", "speak"]
+           "flops_request", "preset_family", "phrase", "phrase_error"]
 
 INTERFACES: tuple[str, ...] = ("python", "cli", "make")
 
@@ -170,15 +170,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# the library's own hints, said in the interface's terms
-
-_FLOPS_HINT = re.compile(r"model FLOPs per (sample|token|step) unknown \(set meta\.[a-z_]+(?:, or [^)]*)?\)")
-_PEAK_HINT = re.compile(r"unknown (n_accelerators)?(?: and )?(peak_flops_per_accelerator)?"
-                        r"(?: \(resolve it with meta\.with_accelerator\(name, dtype\)\))?")
-_HFU_HINT = re.compile(r"hardware FLOPs \(with recomputation\) unknown: set meta\.hardware_flops_per_step"
-                       r"(?: and meta\.model_flops_per_step)?")
-_FORMAT_HINT = re.compile(r"Pass format=<name> to choose one, e\.g\. format='table' with columns=\{\.\.\.\}")
-_EXTRA = re.compile(r"\bmeta\.extra(?:\[['\"](\w+)['\"]\])?")
+# the library's reasons and hints, phrased by their codes
 
 
 def flops_request(unit: str, interface: str) -> str:
@@ -189,45 +181,51 @@ def flops_request(unit: str, interface: str) -> str:
     return ask("model_flops_per_token" if unit == "token" else "model_flops", interface)
 
 
-def _peak_words(match: re.Match[str], interface: str) -> str:
-    count, peak = match.group(1), match.group(2)
-    if not count and not peak:
-        return match.group(0)
-    wants = ([f"accelerator count (give {ask('n_accelerators', interface)})"] if count else []) + (
-        [f"peak (give {ask('accelerator', interface)}, and {ask('dtype', interface)} when not bf16)"]
-        if peak else [])
+def _flops_words(reason: Reason, interface: str) -> str:
+    unit = reason.missing[0].unit or "step"
+    return f"model FLOPs per {unit} unknown (give {flops_request(unit, interface)})"
+
+
+def _peak_words(reason: Reason, interface: str) -> str:
+    fields = {m.field for m in reason.missing}
+    wants = ([f"accelerator count (give {ask('n_accelerators', interface)})"] if "n_accelerators" in fields
+             else []) + ([f"peak (give {ask('accelerator', interface)}, and {ask('dtype', interface)} when not bf16)"]
+                         if "peak_flops_per_accelerator" in fields else [])
     return "unknown " + " and ".join(wants)
 
 
-def speak(text: str, interface: str) -> str:
-    """The library's hints in ``text`` said in the terms of ``interface``.
+def _work_words(reason: Reason, interface: str) -> str:
+    unit = reason.missing[0].unit or "sample"
+    return f"{unit}s per step unknown (give {' and '.join(ask(m.field, interface) for m in reason.missing)})"
 
-    ``"model FLOPs per sample unknown (set meta.model_flops_per_sample)"`` becomes, for the
-    command line, ``"model FLOPs per sample unknown (give --preset NAME --seq-len N or
-    --flops-per-sample F)"``; ``meta.with_accelerator(...)`` becomes ``--accelerator NAME``,
-    ``meta.seq_len`` ``--seq-len N``; ``meta.extra['results']`` "the run's metadata ('results')"
-    outside Python, where there is no ``meta`` to look in.
-    """
+
+_PHRASES = {
+    "work_unknown": _work_words,
+    "flops_unknown": _flops_words,
+    "peak_unknown": _peak_words,
+    "hfu_unknown": lambda r, i: "hardware FLOPs (with recomputation) unknown: the log gives no recomputation count",
+}
+
+
+def phrase(reason: Any, interface: str) -> str:
+    """A :class:`~mfu_toolkit.analysis.reasons.Reason` said in the terms of ``interface``, looked
+    up by its code: ``flops_unknown`` for a run counted per sample becomes, for the command line,
+    ``"model FLOPs per sample unknown (give --preset NAME --seq-len N or --flops-per-sample F)"``.
+    A reason whose code asks for nothing is its own sentence; anything else is ``str(reason)``."""
     _check_interface(interface)
-    text = _FLOPS_HINT.sub(lambda m: f"model FLOPs per {m.group(1)} unknown (give "
-                                     f"{flops_request(m.group(1), interface)})", str(text))
-    text = _PEAK_HINT.sub(lambda m: _peak_words(m, interface), text)
-    text = _FORMAT_HINT.sub(lambda m: f"Give {ask('format', interface)} to choose one, e.g. "
-                                      f"{_said('format', 'table', interface)} with {ask('columns', interface)}",
-                            text)
-    text = _HFU_HINT.sub("hardware FLOPs (with recomputation) unknown: the log gives no recomputation count", text)
-    if interface != "python":
-        text = _EXTRA.sub(lambda m: "the run's metadata" + (f" ({m.group(1)!r})" if m.group(1) else ""), text)
+    if not isinstance(reason, Reason):
+        return str(reason or "")
+    return "; ".join(_PHRASES[r.code](r, interface) if r.code in _PHRASES else str(r) for r in reason.each())
 
-    def swap(match: re.Match[str]) -> str:
-        name = match.group(1)
-        name = name[len("model_"):] if name.startswith("model_flops_per_") else name
-        try:
-            return ask(name, interface)
-        except ValueError:
-            return match.group(0)
 
-    return re.sub(r"\bmeta\.([a-z_]+)", swap, text)
+def phrase_error(exc: BaseException, interface: str) -> str:
+    """An error's message with its hint (``LoadError.hint``) said in the terms of ``interface``."""
+    _check_interface(interface)
+    hint = getattr(exc, "hint", None)
+    if hint != "choose_format":
+        return str(exc)
+    return (f"{exc.bare} Give {ask('format', interface)} to choose one, e.g. {_said('format', 'table', interface)} "  # type: ignore[attr-defined]
+            f"with {ask('columns', interface)} for a generic CSV/JSONL/Parquet table")
 
 
 # --------------------------------------------------------------------------------------------

@@ -22,7 +22,8 @@ import pandas as pd
 
 from ..formulas import scaling_efficiency
 from ..run import Run
-from .breakdown import Accounting, account
+from .breakdown import Accounting, accounted
+from .reasons import Reason, work_unknown
 
 __all__ = ["STEP_TIMES", "THROUGHPUT_METRICS", "scaling_table", "run_throughput", "scaling_from_runs"]
 
@@ -107,10 +108,10 @@ def run_throughput(
     if metric not in THROUGHPUT_METRICS:
         raise ValueError(f"metric must be one of {', '.join(THROUGHPUT_METRICS)}; got {metric!r}")
     _check_step_time(step_time)
-    acc = run if isinstance(run, Accounting) else account(run)
+    acc = accounted(run)
     step = acc.ideal_step_s if step_time == "typical" else _actual_step_s(acc)
     if step is None or step <= 0:
-        return None, "no steady-state step time"
+        return None, Reason("no steady-state step time", code="no_steady_time")
     m = acc.run.meta
     per_step = acc.useful_work / acc.useful_steps  # work units per step
     if metric == "steps_per_s":
@@ -120,14 +121,14 @@ def run_throughput(
             return per_step / step, ""
         if m.global_batch:
             return float(m.global_batch) / step, ""
-        return None, "samples per step unknown (meta.global_batch)"
+        return None, work_unknown("sample", batch=True, seq_len=False)
     if metric == "tokens_per_s":
         if acc.work_unit == "token":
             return per_step / step, ""
         samples = per_step if acc.work_unit == "sample" else m.global_batch
         if samples and m.seq_len:
             return float(samples) * m.seq_len / step, ""
-        return None, "tokens per step unknown (meta.global_batch and meta.seq_len)"
+        return None, work_unknown("token", batch=not samples, seq_len=not m.seq_len)
     if acc.flops_per_unit is None:
         return None, acc.flops_reason
     return acc.flops_per_unit * per_step / step, ""

@@ -21,8 +21,9 @@ import numpy as np
 import pandas as pd
 
 from ..run import Run
-from .breakdown import Accounting, account, mfu_summary
+from .breakdown import Accounting, accounted, mfu_summary
 from .checkpoint import checkpoint_report
+from .reasons import Reason
 from .scaling import run_throughput, scaling_from_runs
 
 __all__ = ["FAMILIES", "scorecard", "gpu_idle_share"]
@@ -69,14 +70,17 @@ def scorecard(
     ``others``: runs of the same job at other sizes; with them, the scaling family reports this
     run's efficiency against the smallest.
     """
-    acc = run if isinstance(run, Accounting) else account(run)
+    acc = accounted(run)
     r = acc.run
     summ = mfu_summary(acc)
     rows: list[dict[str, object]] = []
+    reasons: dict[str, Reason] = {}
 
     def add(family: str, metric: str, value: float | None, unit: str, note: str = "") -> None:
         rows.append({"family": family, "metric": metric,
                      "value": float("nan") if value is None else float(value), "unit": unit, "note": note})
+        if isinstance(note, Reason):  # the note's code, which a text column does not keep
+            reasons[metric] = note
 
     wall = acc.wall_s
     useful_steps = acc.useful_steps
@@ -136,4 +140,6 @@ def scorecard(
             add("reliability", m, None, "s" if m.endswith("_s") else "ratio", "no steps in the steady-state window")
     add("reliability", "straggler_share", acc.seconds["stragglers"] / wall if wall > 0 else None, "fraction",
         "wall time spent waiting for the slowest rank")
-    return pd.DataFrame(rows, columns=["family", "metric", "value", "unit", "note"])
+    out = pd.DataFrame(rows, columns=["family", "metric", "value", "unit", "note"])
+    out.attrs["reasons"] = reasons  # metric -> Reason, for the front ends to phrase
+    return out

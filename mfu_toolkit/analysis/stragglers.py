@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..run import Run
-from .breakdown import Accounting, _busy_and_wait, account
+from .breakdown import Accounting, _busy_and_wait, account, accounted
 
 __all__ = [
     "STRAGGLER_KINDS",
@@ -284,7 +284,7 @@ class StragglerSummary:
 
 def straggler_summary(run: Run | Accounting, *, threshold: float = 0.05) -> StragglerSummary:
     """Wall share lost waiting for the slowest rank, persistent/transient ranks, step-time tail."""
-    acc = run if isinstance(run, Accounting) else account(run)
+    acc = accounted(run)
     sc = rank_scores(acc.run, threshold=threshold)
     # rank-steps above the threshold over every (useful step, rank) cell, a missing row counting as not slow
     n_keys = _rank_statistics(acc.run, float(threshold))[5]

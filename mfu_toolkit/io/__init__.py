@@ -98,7 +98,7 @@ def _load(p: Path, format: str, *, strict: bool, display: str | None, kwargs: di
     except LoadError as exc:
         if display is None:
             raise
-        raise LoadError(str(exc).replace(str(p), display)) from None
+        raise LoadError(exc.bare.replace(str(p), display), hint=exc.hint) from None
     if len(ranking.candidates) == 1:
         return _with_notes(base.load(get_loader(ranking.best), p, strict=strict, display=display, **kwargs),
                            ranking.best, ranking.notes)

@@ -321,9 +321,8 @@ def _unrecognised(p: Path, scores: dict[str, float]) -> LoadError:
     what = "directory" if p.is_dir() else "file"
     return LoadError(
         f"could not recognise the {what}'s format (scores: {_fmt_scores(scores)}); "
-        f"candidates: {', '.join(scores)}. Pass format=<name> to choose one, e.g. "
-        f"format='table' with columns={{...}} for a generic CSV/JSONL/Parquet table",
-        path=p,
+        f"candidates: {', '.join(scores)}.",
+        path=p, hint="choose_format",
     )
 
 

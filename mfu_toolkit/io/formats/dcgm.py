@@ -721,7 +721,7 @@ def _mig(out: Parsed, reader: Reader, entities: list[dict[str, Any]]) -> None:
         + (f"; profiles {', '.join(profiles)}" if profiles else "")
         + (f"; on {parents} physical GPU(s) by UUID" if parents else "")
         + "): a MIG instance is a slice of a GPU, not one, so n_accelerators is not given; "
-        "they are listed in meta.extra['mig_instances']"
+        "they are listed in the run's metadata (extra['mig_instances'])"
     )
 
 

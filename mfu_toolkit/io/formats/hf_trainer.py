@@ -704,7 +704,7 @@ def _results_only(sub: Reader, top: Reader) -> Parsed:
     if not isinstance(doc, dict):
         sub.fail("expected a JSON object of results")
     sub.report.lines_read += 1  # one record: the results object
-    top.note("a results file holds totals only: no steps; facts in meta.extra['results']")
+    top.note("a results file holds totals only: no steps; facts in the run's metadata (extra['results'])")
     values = {k: v for k, v in doc.items() if isinstance(v, (int, float, str))}
     out = Parsed(timing="duration_only", time_unit="s", extra={"results": {sub.path.name: values}})
     out.meta["name"] = sub.path.stem
@@ -795,7 +795,7 @@ def _from_entries(reader: Reader, sub: Reader, doc: dict[str, Any], raw: list[tu
     finals += [_Final(str(sub.path.parent / name), 1, values, rtext) for name, (values, rtext) in results.items()]
     if "total_flos" in extra:
         reader.note("total_flos is HF's 6·params·tokens estimate (shard-local under FSDP): "
-                    "a claim, kept in meta.extra too, never used as model FLOPs")
+                    "a claim, kept in the run's metadata (extra['total_flos']) too, never used as model FLOPs")
     out = Parsed(steps=cols if cols["step"] else None, events=events or None, timing="duration_only",
                  time_unit="s", extra=extra, tables={"log_history": _history_table(segments)})
     out.meta["name"] = reader.path.name.split(".")[0] if not reader.path.is_dir() else reader.path.name
