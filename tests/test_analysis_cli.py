@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mfu_toolkit.analysis.cli import add_parsers
+from mfu_toolkit.cli import analyze, audit, simulate
 from mfu_toolkit.run import read_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mfu")
     sub = p.add_subparsers(dest="command", required=True)
-    add_parsers(sub)
+    for command in (analyze, audit, simulate):
+        command.add_parser(sub)
     return p
 
 

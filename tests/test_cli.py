@@ -208,3 +208,31 @@ def test_output_into_a_closed_pipe_is_quiet():
     r = subprocess.run(f"{' '.join(cmd)} | head -c 10 > /dev/null", shell=True, capture_output=True, text=True,
                        timeout=120, executable="/bin/bash")
     assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# the command table
+
+
+def test_every_command_is_a_row_of_the_table_with_its_own_module():
+    import importlib
+
+    from mfu_toolkit import cli
+
+    parser = cli.build_parser()
+    shown = parser._subparsers._group_actions[0].choices  # the subcommands argparse was given
+    assert list(shown) == list(cli.COMMANDS)
+    for name, info in cli.COMMANDS.items():
+        assert info.module == f"mfu_toolkit.cli.{name}" and info.summary
+        assert callable(importlib.import_module(info.module).add_parser)
+
+
+def test_a_command_module_that_fails_to_import_is_an_error_not_a_command_left_out(monkeypatch):
+    from mfu_toolkit import cli
+
+    monkeypatch.setitem(cli.COMMANDS, "broken", cli.CommandInfo("mfu_toolkit.cli.no_such_module", "x"))
+    with pytest.raises(ModuleNotFoundError, match="mfu_toolkit.cli.no_such_module"):
+        cli.build_parser()
+    # the other commands still run alone: only the one asked for is imported
+    assert cli.main(["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "8",
+                     "--peak-tflops-per-gpu", "989"]) == 0

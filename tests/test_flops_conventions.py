@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from mfu_toolkit.cli.flops import format_report
 from mfu_toolkit.flops import (
     FlopsConfigError,
     TransformerConfig,
@@ -25,7 +26,6 @@ from mfu_toolkit.flops import (
     model_flops,
     transformer_params,
 )
-from mfu_toolkit.flops.cli import format_report
 from tests._realdata import realdata  # noqa: F401
 
 FRAMEWORKS = [n for n in convention_names() if n != "ours"]
@@ -342,7 +342,7 @@ def test_maxtext_2026_03_reproduces_the_gemma3_like_run(realdata):  # noqa: F811
 
 
 def test_cli_prints_the_named_differences(capsys):
-    from mfu_toolkit.flops import cli
+    from mfu_toolkit.cli import flops as cli
 
     parser = __import__("argparse").ArgumentParser()
     cli.add_parser(parser.add_subparsers())

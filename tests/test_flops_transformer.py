@@ -230,7 +230,7 @@ def test_to_dict_is_json_serialisable():
 
 
 def test_importing_flops_does_not_import_pandas():
-    code = "import sys, mfu_toolkit.flops, mfu_toolkit.flops.cli; print('pandas' in sys.modules)"
+    code = "import sys, mfu_toolkit.flops, mfu_toolkit.cli.flops; print('pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -30,9 +30,8 @@ from pathlib import Path
 import pytest
 
 from mfu_toolkit.analysis import mfu_summary
-from mfu_toolkit.analysis.cli import add_parsers
 from mfu_toolkit.analysis.whatif import gem_scenario
-from mfu_toolkit.cli import main
+from mfu_toolkit.cli import analyze, main
 from mfu_toolkit.io import base, load_run
 from mfu_toolkit.run import Run, RunMeta, SchemaError, read_run, save_run
 from mfu_toolkit.widgets import CalculatorInputs, calculator_html, calculator_result
@@ -237,7 +236,7 @@ def _analyze(capsys, *argv):
     import argparse
 
     parser = argparse.ArgumentParser()
-    add_parsers(parser.add_subparsers(dest="command"))
+    analyze.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["analyze", str(KINETO), "--flops-per-step", str(FLOPS_PER_STEP), *argv])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -30,8 +30,8 @@ def _positive_int(text: str) -> int:
 
 def add_parser(subparsers: Any) -> None:
     """Add the ``flops`` subcommand to an argparse ``subparsers`` object."""
-    from .conventions import convention_names
-    from .transformer import RECOMPUTE_MODES
+    from ..flops.conventions import convention_names
+    from ..flops.transformer import RECOMPUTE_MODES
 
     p = subparsers.add_parser(
         "flops",
@@ -226,7 +226,7 @@ def _error(message: str) -> int:
 
 
 def _list_presets() -> str:
-    from .presets import PRESETS
+    from ..flops.presets import PRESETS
 
     width = max(len(n) for n in PRESETS)
     kind_w = max(len(p.kind) for p in PRESETS.values())
@@ -237,8 +237,8 @@ def _list_presets() -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``mfu flops``; returns the exit code (2 for a user error)."""
-    from . import load_model_config, model_flops, resolve_model
-    from .transformer import FlopsConfigError
+    from ..flops import load_model_config, model_flops, resolve_model
+    from ..flops.transformer import FlopsConfigError
 
     if getattr(args, "list", False):
         print(_list_presets())

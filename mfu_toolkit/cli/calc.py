@@ -1,61 +1,19 @@
-"""The ``mfu`` command.
+"""``mfu calc``: MFU (and HFU) from FLOPs, step time, accelerator count and peak.
 
-``mfu calc`` and ``mfu accelerators`` use only ``formulas`` and ``hardware`` (no pandas), so they
-start as fast as a bare script. Commands that need pandas (``analyze``, ``simulate``) and the
-FLOPs estimators (``flops``) are imported only when asked for.
+It uses only ``formulas`` and ``hardware`` (no pandas), so it starts as fast as a bare script.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import os
 import sys
 
-from . import formulas
+from .. import formulas
+from . import EXIT_INCONSISTENT, EXIT_OK, UsageError
 
-TYPE_CHECKING = False  # typing and json stay unimported on the fast path
+TYPE_CHECKING = False  # typing stays unimported on the fast path
 if TYPE_CHECKING:
-    from collections.abc import Sequence
     from typing import Any
-
-# Subcommands that live in other rooms: name -> (module, function that adds the parser(s)).
-_EXTENSIONS: dict[str, tuple[str, str]] = {
-    "flops": ("mfu_toolkit.flops.cli", "add_parser"),
-    "analyze": ("mfu_toolkit.analysis.cli", "add_parsers"),
-    "audit": ("mfu_toolkit.analysis.cli", "add_parsers"),
-    "simulate": ("mfu_toolkit.analysis.cli", "add_parsers"),
-    "cache": ("mfu_toolkit.io.cache", "add_parser"),
-}
-
-EXIT_OK, EXIT_INCONSISTENT, EXIT_USAGE = 0, 1, 2
-
-
-class UsageError(Exception):
-    """A user error: printed as one line, exit status 2."""
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's formatter without its ``shutil`` import (3 ms of start-up on every call)."""
-
-    def __init__(self, prog: str, **kwargs: Any) -> None:
-        if kwargs.get("width") is None:
-            try:
-                kwargs["width"] = min(os.get_terminal_size().columns, 120) - 2
-            except OSError:
-                kwargs["width"] = 98
-        super().__init__(prog, **kwargs)
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (``mfu calc: error: ...``), exit 2."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _Formatter)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
 def _positive(value: str) -> float:
@@ -94,7 +52,7 @@ def _nonneg_int(value: str) -> int:
 _RECOMPUTE_MODES = ("none", "selective", "selective-eq8", "full")
 
 
-def _add_calc(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "calc",
         help="compute MFU (and HFU) from FLOPs, step time, GPU count and peak",
@@ -143,7 +101,7 @@ def _add_calc(sub: argparse._SubParsersAction) -> None:
 def _resolve_peak(args: argparse.Namespace) -> tuple[float, dict[str, Any]]:
     """Peak FLOP/s per accelerator and a description of where it came from."""
     if args.dtype is not None:  # an unknown dtype is an error whether or not an accelerator is given
-        from . import hardware
+        from .. import hardware
 
         try:
             hardware.canonical_dtype(args.dtype)
@@ -162,7 +120,7 @@ def _resolve_peak(args: argparse.Namespace) -> tuple[float, dict[str, Any]]:
         }
     if not args.accelerator:
         raise UsageError("the peak is missing: give --peak-tflops-per-gpu or --accelerator NAME [--dtype D]")
-    from . import hardware
+    from .. import hardware
 
     dtype = args.dtype or "bf16"
     try:
@@ -221,7 +179,7 @@ def _work_from_model(args: argparse.Namespace) -> dict[str, Any]:
     so ``FLOPs per second / peak`` is the same whatever the step.
     """
     try:
-        from .flops import flops_per_unit
+        from ..flops import flops_per_unit
     except ImportError as exc:  # pragma: no cover - the flops room ships with the package
         raise UsageError(f"model FLOPs are unavailable: {exc}") from None
     try:
@@ -333,107 +291,3 @@ def _report_inconsistent(args: argparse.Namespace, work: dict[str, Any], peak: f
     return EXIT_INCONSISTENT
 
 
-# --- mfu accelerators ------------------------------------------------------------------------
-
-
-def _add_accelerators(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("accelerators", help="list the peak-FLOPs registry with sources",
-                       description="Dense peaks per dtype from vendor datasheets; sparse shown apart.")
-    p.add_argument("--dtype", help="only this dtype (e.g. bf16)")
-    p.add_argument("--vendor", help="only this vendor (e.g. NVIDIA, AMD, Google, Intel, AWS)")
-    p.add_argument("--json", action="store_true", help="print the rows as JSON")
-    p.set_defaults(func=_run_accelerators)
-
-
-def _run_accelerators(args: argparse.Namespace) -> int:
-    from . import hardware
-
-    try:
-        rows = hardware.peak_table(vendor=args.vendor, dtype=args.dtype)
-    except hardware.RegistryError as exc:
-        raise UsageError(" ".join(str(exc).split())) from None
-    if not rows:
-        raise UsageError(f"no accelerator matches vendor={args.vendor!r} dtype={args.dtype!r}")
-    if args.json:
-        import json
-
-        print(json.dumps(rows, indent=2))
-        return EXIT_OK
-    header = ("accelerator", "vendor", "dtype", "dense TFLOP/s", "sparse", "dev/pkg", "source")
-    table = [header]
-    for r in rows:
-        sparse = r.get("sparse_tflops")
-        table.append((
-            str(r["name"]), str(r["vendor"]), str(r["dtype"]), f"{r['dense_tflops']:,.1f}",
-            "" if sparse in (None, "") else f"{sparse:,.1f}", str(r["devices_per_package"]), str(r["source"]),
-        ))
-    widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
-    for row in table:
-        cells = [row[i].rjust(widths[i]) if i in (3, 4, 5) else row[i].ljust(widths[i]) for i in range(len(widths))]
-        print("  ".join(cells) + "  " + row[-1])
-    print(f"\n{len(rows)} rows. Dense peaks unless marked sparse; int8 in TOPS. "
-          "Per package as the datasheet prints it (dev/pkg = framework devices per package).")
-    return EXIT_OK
-
-
-# --- entry point -----------------------------------------------------------------------------
-
-
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The ``mfu`` parser; ``only`` limits lazy imports to the one subcommand being run."""
-    parser = _Parser(prog="mfu", description="Measure and explain Model FLOPs Utilization (MFU).")
-    parser.add_argument("--version", action="version", version=f"mfu_toolkit {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub.required = True
-    _add_calc(sub)
-    _add_accelerators(sub)
-    added: set[str] = set()
-    for name, (module, func) in _EXTENSIONS.items():
-        if (only is not None and only != name) or (module, func) in added:
-            continue
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name and module.startswith(exc.name):
-                continue  # that room is not installed in this build
-            raise
-        getattr(mod, func)(sub)
-        added.add((module, func))  # type: ignore[arg-type]
-    return parser
-
-
-def _version() -> str:
-    from . import __version__
-
-    return __version__
-
-
-def _command_of(argv: Sequence[str]) -> str | None:
-    for a in argv:
-        if not a.startswith("-"):
-            return a
-    return None
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    cmd = _command_of(argv)
-    known = cmd in ("calc", "accelerators") or cmd in _EXTENSIONS
-    parser = build_parser(only=cmd if known else None)
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except UsageError as exc:
-        print(f"mfu {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except BrokenPipeError:
-        # The reader went away (`mfu analyze log | head`): stop quietly, as other Unix tools do.
-        # stdout is pointed at /dev/null so the interpreter's final flush does not fail again.
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,0 +1,139 @@
+"""``mfu analyze``: a log's answer (terminal text, ``--json`` or ``--html``).
+
+Each handler returns an exit code: 0 on success, 2 on a user error, printed as one line
+``mfu analyze: error: ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from typing import Any
+
+from .common import apply_inputs, error, interface_in_use, load, parse_numbers
+
+
+def _validate_text(answer: Any) -> str:
+    """What ``--validate`` prints: the facts that would be used and what is missing."""
+    lines = [f"{answer.log_name}: {'timed steps found' if answer.timed else 'no timed steps'}"]
+    lines += [f"  {f['name']} = {f['shown']} (from {f['where']})" for f in answer.facts_shown()] or ["  no facts"]
+    lines += [f"  missing: {m}" for m in answer.missing] or ["  missing: nothing"]
+    return "\n".join(lines)
+
+
+def run_analyze(args: argparse.Namespace) -> int:
+    """Load a log and print its answer (terminal text, ``--json`` or ``--html``).
+
+    Exit status: 0 success; 1 an MFU above 100 % (inconsistent inputs) or, with ``--strict``, a
+    check that warns; 2 a user error (one line on stderr).
+    """
+    from ..analysis.answer import build_answer
+    from ..analysis.breakdown import account
+    from ..formulas import MFUAbove100Error
+    from ..run import LoadError, SchemaError
+
+    interface = interface_in_use()
+    try:
+        args = parse_numbers(args, interface)
+        run = apply_inputs(load(args), args, interface)
+        acc = account(run, warmup_steps=args.warmup_steps)  # once: the answer and the report share it
+        answer = build_answer(acc, interface=interface,
+                              checkpoint_write_s=args.checkpoint_s, checkpoint_every_steps=args.checkpoint_every,
+                              mtbf_hours=args.mtbf_hours, report_date=datetime.date.today())
+        if args.validate:
+            print(_validate_text(answer))
+            return 0
+        if args.html:
+            from ..report import html_report
+
+            html_report(acc, path=args.html, answer=answer)
+    except MFUAbove100Error as exc:  # inconsistent inputs, as for `mfu calc`: status 1
+        error("analyze", exc)
+        return 1
+    except (LoadError, SchemaError, ValueError, TypeError, LookupError, OSError) as exc:
+        from ..analysis.inputs import phrase_error
+
+        return error("analyze", phrase_error(exc, interface))
+    if args.json:
+        doc = {"run": repr(run), **answer.to_dict()}
+        print(json.dumps(doc, indent=2))
+    else:
+        print(answer.to_text(width=100))
+        if args.html:
+            print(f"\nwrote {args.html}")
+    if args.strict and answer.warnings:
+        print(f"mfu analyze: --strict: {len(answer.warnings)} check(s) warn", file=sys.stderr)
+        return 1
+    return 0
+
+
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add the ``analyze`` subcommand to an argparse subparsers object."""
+    a = subparsers.add_parser(
+        "analyze",
+        help="the MFU of a training log, where the rest goes, and checks of both",
+        description=(
+            "Load a training log (or a Run saved as Parquet), then print the answer first (steady-state "
+            "and end-to-end MFU with numerator and denominator, the largest losses, the straggler "
+            "verdict, checkpoint advice), the checks (the log's own claims, published maxima, facts "
+            "given vs stated, the accounting), the facts used and what is missing, then the detail. "
+            "Exit status: 0 ok; 1 an MFU above 100%% or, with --strict, a check that warns; 2 a user error."
+        ),
+    )
+    a.add_argument("path", help="log file or folder, a Run .parquet, or - for standard input")
+    a.add_argument("--format", default=None, help="log format (default: detect)")
+    a.add_argument("--engine", choices=("auto", "pandas", "duckdb", "spark"), default=None,
+                   help="for a Parquet dataset (a folder of part files or one large file): reduce its rows in "
+                        "memory (pandas), out of core (duckdb) or on Spark (SPARK_REMOTE, else a local "
+                        "session); auto: pandas up to 20M rows, duckdb beyond")
+    a.add_argument("--memory-limit", metavar="SIZE", default=None,
+                   help="for a Parquet dataset read out of core: what the whole process may hold (default 3GB; "
+                        "e.g. 8GB, 512MiB); a dataset whose steps cannot be analysed within it is refused with "
+                        "the figures")
+    a.add_argument("--columns", metavar="SCHEMA:COLUMN,...", default=None,
+                   help="format table only: schema:column pairs, e.g. step:iter,start_s:t0,end_s:t1")
+    a.add_argument("--time-unit", default=None,
+                   help="format table only: unit of the time columns (s, ms, us, ns, min, h, epoch_s, epoch_ms)")
+    a.add_argument("--accelerator", help="accelerator name for the peak (from the registry)")
+    a.add_argument("--dtype", default=None,
+                   help="dtype of the peak (default: the run's, else bf16; with no --accelerator the run's "
+                        "accelerator is looked up again)")
+    n = a.add_mutually_exclusive_group()
+    n.add_argument("--n-accelerators", "--gpus", dest="n_accelerators",
+                   help="framework devices in the job (a world size: one per GPU, two per MI250X, four per "
+                        "Trainium2 at LNC=2); the peak is taken per device")
+    n.add_argument("--packages", help="packages (chips, cards) in the job; the peak is taken per package")
+    a.add_argument("--per", choices=("device", "package"), default=None,
+                   help="what the job's count (the log's, or --gpus/--packages) counts, hence what the peak is per "
+                        "(default: devices, as world sizes count them; packages for MLPerf's system description)")
+    g = a.add_mutually_exclusive_group()
+    g.add_argument("--flops-per-sample", help="model training FLOPs per sample")
+    g.add_argument("--flops-per-token", help="model training FLOPs per token")
+    g.add_argument("--flops-per-step", help="model training FLOPs per step")
+    g.add_argument("--preset", help="model preset for the FLOPs (see `mfu flops --list`)")
+    a.add_argument("--causal", action="store_true",
+                   help="with --preset: count the causal mask in attention ((T + 1) / 2 keys per query; off "
+                        "by default, as in PaLM Appendix B)")
+    a.add_argument("--global-batch", help="samples per step")
+    a.add_argument("--seq-len",
+                   help="tokens per sample; with --preset the FLOPs are counted at it, else at the log's own "
+                        "sequence length, else at the preset's published one (required where it has none)")
+    a.add_argument("--warmup-steps", help="override: warm-up steps dropped per attempt")
+    a.add_argument("--checkpoint-s", default=None, metavar="S",
+                   help="checkpoint write time in seconds, for the interval advice (default: the log's median)")
+    a.add_argument("--checkpoint-every", default=None, metavar="N",
+                   help="steps between checkpoints, for the interval advice (default: the log's)")
+    a.add_argument("--mtbf-hours", default=None, metavar="H",
+                   help="the job's mean time between failures in hours (default: observed failures)")
+    a.add_argument("--strict", action="store_true", help="exit 1 when any check warns (to gate CI on it)")
+    a.add_argument("--validate", action="store_true",
+                   help="load the log, apply the inputs, print the facts that would be used and what is "
+                        "missing, and exit (0, or 2 with the error)")
+    o = a.add_mutually_exclusive_group()
+    o.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    o.add_argument("--html", metavar="REPORT.html", help="also write an HTML report with figures")
+    a.set_defaults(func=run_analyze)

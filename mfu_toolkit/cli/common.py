@@ -1,0 +1,103 @@
+"""What ``mfu analyze`` and ``mfu audit`` share: the one-line error, loading a path, the interface."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+
+def error(cmd: str, exc: BaseException | str) -> int:
+    text = str(exc) if not isinstance(exc, str) else exc
+    one_line = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    print(f"mfu {cmd}: error: {one_line}", file=sys.stderr)
+    return 2
+
+def load(args: argparse.Namespace) -> Any:
+    from ..run import LoadError, read_run
+
+    path = Path(args.path)
+    if args.path != "-" and not path.exists():
+        raise FileNotFoundError(f"no such file or directory: {str(path)!r}")
+    if args.format in (None, "auto") and path.suffix == ".parquet" and path.is_file():
+        try:
+            return read_run(path)
+        except LoadError:
+            pass  # a plain Parquet table: let the loaders try
+    try:
+        from ..io import load_run
+    except ImportError as exc:  # pragma: no cover - only while the loaders are missing
+        raise ValueError(f"no log loaders available to read {str(path)!r} ({exc})") from None
+    engine = getattr(args, "engine", None)
+    limit = getattr(args, "memory_limit", None)
+    if engine not in (None, "auto") or limit:  # an engine and its memory are chosen for Parquet datasets only
+        return load_run(path, args.format or "parquet_dataset", engine=engine or "auto",
+                        **({"memory_limit": limit} if limit else {}))
+    # "-" (standard input), /dev/stdin, pipes and FIFOs are read once by load_run. Its warning
+    # (skipped rows, conflicts) is left out: the answer's checks show the same, in full.
+    from ..run import LoadWarning
+
+    options: dict[str, Any] = {}
+    if getattr(args, "columns", None):
+        options["columns"] = _column_map(args.columns)
+    if getattr(args, "time_unit", None):
+        options["time_unit"] = args.time_unit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadWarning)
+        return load_run(args.path if args.path == "-" else path, args.format or "auto", **options)
+
+
+def _column_map(text: str) -> dict[str, str]:
+    """``step:iter,start_s:t0`` -> ``{"step": "iter", "start_s": "t0"}`` (the table format's columns)."""
+    pairs = [p.split(":", 1) for p in text.replace(" ", "").split(",") if p]
+    bad = [":".join(p) for p in pairs if len(p) != 2 or not p[0] or not p[1]]
+    if bad or not pairs:
+        flag = "COLUMN_MAP" if interface_in_use() == "make" else "--columns"
+        raise ValueError(f"{flag} must be schema:column pairs separated by commas (step:iter,start_s:t0); "
+                         f"got {text!r}" + (f" ({bad[0]!r} is not a pair)" if bad else ""))
+    return {k: v for k, v in pairs}
+
+
+def interface_in_use() -> str:
+    """The interface whose terms error messages and requests use: ``MFU_INTERFACE`` (``make``
+    sets it for ``make report``), else ``cli``."""
+    from ..analysis.inputs import INTERFACES
+
+    value = os.environ.get("MFU_INTERFACE", "").strip().lower()
+    return value if value in INTERFACES else "cli"
+
+
+# flag dest -> the input it gives; read as text and parsed here, so a value that is not a number is
+# one line in the interface's terms (GPUS=abc: expected a whole number >= 1), not argparse's own
+_NUMERIC = {"n_accelerators": "n_accelerators", "packages": "packages", "seq_len": "seq_len",
+            "global_batch": "global_batch", "flops_per_sample": "flops_per_sample",
+            "flops_per_token": "flops_per_token", "flops_per_step": "flops_per_step",
+            "warmup_steps": "warmup_steps", "checkpoint_s": "checkpoint_write_s",
+            "checkpoint_every": "checkpoint_every_steps", "mtbf_hours": "mtbf_hours"}
+
+
+def parse_numbers(args: argparse.Namespace, interface: str) -> argparse.Namespace:
+    """The numeric flags of ``mfu analyze`` parsed (``inputs.parse_value``); a bad one raises InputError."""
+    from ..analysis.inputs import parse_value
+
+    values = {dest: None if getattr(args, dest, None) is None
+              else parse_value(field, getattr(args, dest), interface=interface)
+              for dest, field in _NUMERIC.items()}
+    return argparse.Namespace(**{**vars(args), **values})
+
+
+def apply_inputs(run: Any, args: argparse.Namespace, interface: str) -> Any:
+    """The flags of ``mfu analyze`` applied to the run (``inputs.apply_inputs``)."""
+    from ..analysis.inputs import apply_inputs as apply
+
+    return apply(
+        run, interface=interface, accelerator=args.accelerator, dtype=args.dtype,
+        n_accelerators=args.n_accelerators, packages=args.packages, per=args.per, preset=args.preset,
+        seq_len=args.seq_len, causal=bool(getattr(args, "causal", False)), flops_per_sample=args.flops_per_sample,
+        flops_per_token=args.flops_per_token, flops_per_step=args.flops_per_step, global_batch=args.global_batch,
+    )
+
+
