@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from mfu_toolkit.analysis.answer import Answer, Check, build_answer
+from mfu_toolkit.analysis.answer import CHECK_CODES, Answer, Check, build_answer
 from mfu_toolkit.analysis.inputs import InputError, apply_inputs
 from mfu_toolkit.formulas import MFUAbove100Error
 from mfu_toolkit.run import Run, RunMeta
@@ -79,6 +79,7 @@ def test_claims_are_checked_with_the_ratio_and_the_peak_the_framework_used():
     mfu = by["claim mfu"]
     ratio = (1e15 / 2.0 / (4 * H100_BF16)) / 0.0632
     assert mfu.status == "warn" and f"(ratio {ratio:.2f})" in mfu.message
+    assert (mfu.code, mfu.field) == ("claim.mismatch", "mfu")
     assert "its TFLOP/s over its MFU is 1,977.85 TFLOP/s, the registry's H100 SXM fp8 dense" in mfu.message
     assert mfu in a.warnings and all(c.status == "warn" for c in a.warnings)
 
@@ -92,6 +93,7 @@ def test_a_given_accelerator_is_compared_with_the_stated_one_through_the_registr
     a = build_answer(_hand_run(facts=[other], accelerator="TPU v6e"))
     conflict = [c for c in a.checks if c.name == "fact accelerator"]
     assert len(conflict) == 1 and conflict[0].status == "warn"
+    assert (conflict[0].code, conflict[0].field) == ("facts.conflict", "accelerator")
     assert conflict[0].message == ("accelerator given as 'TPU v6e' (command line --accelerator), but the log "
                                    "states 'tpu-v5p' at hand.log:4; the given value is used")
 
@@ -176,7 +178,10 @@ def test_the_json_has_the_contracted_keys_and_check_schema():
     for key in ("headline", "losses", "stragglers", "checkpoint", "checks", "facts", "missing", "breakdown",
                 "scorecard", "window", "load"):
         assert key in doc
-    assert doc["checks"] and all(set(c) == {"name", "status", "message"} for c in doc["checks"])
+    # every check carries its code (and the field it is about, or None) beside the phrased message
+    assert doc["checks"] and all(set(c) - {"ratio"} == {"name", "code", "field", "status", "message"}
+                                 for c in doc["checks"])
+    assert all(c["code"] in CHECK_CODES for c in doc["checks"])
     assert {c["status"] for c in doc["checks"]} <= {"ok", "warn", "info"}
     assert math.isclose(sum(r["seconds"] for r in doc["breakdown"]), 10.0, rel_tol=1e-12)
 

@@ -138,3 +138,20 @@ def test_no_library_sentence_is_read_back_by_a_regular_expression():
     for path in PACKAGE.rglob("*.py"):
         text = path.read_text()
         assert "set meta." not in text and "resolve it with meta." not in text, path
+
+
+def test_missing_facts_and_checks_carry_fields_in_the_json():
+    doc = build_answer(_bare_run(), interface="make").to_dict()
+    fields = [(m["field"], m.get("unit")) for m in doc["missing_fields"]]
+    assert fields == [("model_flops_per_step", "step"), ("n_accelerators", None), ("peak_flops_per_accelerator", None)]
+    assert [m["text"] for m in doc["missing_fields"]] == doc["missing"]
+    assert doc["missing_fields"][1]["text"].startswith("accelerator count: give GPUS=N")
+    codes = {c["code"] for c in doc["checks"]}
+    assert "accounting.sums" in codes and "facts.none_given" in codes
+
+
+def test_a_check_without_a_known_code_is_refused():
+    from mfu_toolkit.analysis.answer import Check
+
+    with pytest.raises(ValueError, match="Check.code must be one of"):
+        Check("x", "ok", "y", code="made.up")

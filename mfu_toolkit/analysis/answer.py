@@ -52,6 +52,32 @@ _POINTER = "n/a: missing facts (listed above)"
 _POINTER_BELOW = "needs the missing facts listed below"
 
 
+#: what each check code means: the check's family, then what it found
+CHECK_CODES = {
+    "claim.not_compared": "the log claims a figure that cannot be compared with ours (the reason is given)",
+    "claim.other_measure": "the claim times part of each step: shown beside ours, never a mismatch",
+    "claim.agrees": "the claim and ours agree within 10%",
+    "claim.mismatch": "the claim and ours differ by more than 10% (a likely cause is given)",
+    "plausibility.ok": "the MFU is within what published runs reach",
+    "plausibility.above_matmul": "the MFU is above what the accelerator's matmuls achieve",
+    "plausibility.above_published": "the MFU is above the highest published for its kind",
+    "facts.none_given": "no value was given: the facts the log states are used",
+    "facts.none_stated": "the log states none of the given facts",
+    "facts.agree": "the given values agree with the log's",
+    "facts.conflict": "a given value differs from the one the log states (the given one is used)",
+    "accounting.sums": "the categories sum to the wall time",
+    "accounting.over_wall": "the categories other than jitter add up to more than the wall time",
+    "accounting.goodput_above_1": "goodput above 100%",
+    "accounting.negative_jitter": "steps outside the window ran faster than its median",
+    "accounting.window_above_ideal": "the window MFU is above the ideal-step MFU",
+    "load.no_timed_steps": "the log has no timed steps",
+    "load.skipped": "the loader skipped records (counted by reason)",
+    "load.note": "a note the loader left",
+    "count.all_ranks": "the log holds steps of every rank the count names",
+    "count.sampled_ranks": "the log holds steps of a sample of the job's ranks",
+}
+
+
 @dataclass(frozen=True)
 class Check:
     """One check beside the answer: ``status`` is "ok", "warn" or "info"."""
@@ -60,13 +86,18 @@ class Check:
     status: str
     message: str
     ratio: float | None = None  # ours / the log's, for a claim compared
+    code: str = ""  # what was checked and found, e.g. "claim.mismatch" (CHECK_CODES); front ends key on it
+    field: str | None = None  # the fact or claimed metric the check is about, where there is one
 
     def __post_init__(self) -> None:
         if self.status not in CHECK_STATUSES:
             raise ValueError(f"Check.status must be one of {', '.join(CHECK_STATUSES)}; got {self.status!r}")
+        if self.code not in CHECK_CODES:
+            raise ValueError(f"Check.code must be one of {', '.join(CHECK_CODES)}; got {self.code!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "status": self.status, "message": self.message}
+        out: dict[str, Any] = {"name": self.name, "code": self.code, "field": self.field, "status": self.status,
+                               "message": self.message}
         if self.ratio is not None:
             out["ratio"] = self.ratio
         return out
@@ -540,7 +571,8 @@ def _claim_checks(acc: Accounting, summ: Any) -> list[Check]:
         stat = f" ({c.get('statistic')} of {c.get('n')})" if c.get("n", 1) > 1 else ""
         name = f"claim {metric}"
         if ours is None:
-            out.append(Check(name, "info", f"the log claims {shown}{stat} at {where}; not compared: {why}"))
+            out.append(Check(name, "info", f"the log claims {shown}{stat} at {where}; not compared: {why}",
+                             code="claim.not_compared", field=metric))
             continue
         ratio = ours / theirs
         mine = _pct(ours) if metric == "mfu" else f"{_num(ours)}"
@@ -559,11 +591,12 @@ def _claim_checks(acc: Accounting, summ: Any) -> list[Check]:
             ratio *= scale  # agreement is judged under the framework's own count
         if basis == "partial":  # a rate over part of each step: beside ours, never a mismatch
             out.append(Check(name, "info", text + ": not the same measure, shown for information (the claim's "
-                             "counts say what its timer spans)", ratio=ratio))
+                             "counts say what its timer spans)", ratio=ratio, code="claim.other_measure", field=metric))
         elif abs(ratio - 1.0) <= _AGREE:
-            out.append(Check(name, "ok", text + ": agrees within 10%", ratio=ratio))
+            out.append(Check(name, "ok", text + ": agrees within 10%", ratio=ratio, code="claim.agrees", field=metric))
         else:
-            out.append(Check(name, "warn", text + ". Likely cause: " + _claim_cause(metric, ratio, acc), ratio=ratio))
+            out.append(Check(name, "warn", text + ". Likely cause: " + _claim_cause(metric, ratio, acc), ratio=ratio,
+                             code="claim.mismatch", field=metric))
     return out
 
 
@@ -596,14 +629,15 @@ def _plausibility_check(acc: Accounting, summ: Any) -> list[Check]:
     family = preset_family(m.extra.get("preset") if isinstance(m.extra.get("preset"), str) else None)
     p = check_mfu(best, dtype=m.dtype, family=family, n_accelerators=m.n_accelerators, accelerator=m.accelerator)
     if p.ok:
-        return [Check("plausibility", "ok", p.message)]
+        return [Check("plausibility", "ok", p.message, code="plausibility.ok", field="mfu")]
     causes = "; ".join(f"({i}) {c}" for i, c in enumerate(p.causes[:3], 1))
     if p.ceiling is not None and best > p.ceiling.fraction:
         return [Check("plausibility", "warn", f"MFU {_pct(best)} is above what this accelerator's matmuls achieve: "
-                      f"{p.ceiling.describe()}. Likely causes: {causes}")]
+                      f"{p.ceiling.describe()}. Likely causes: {causes}", code="plausibility.above_matmul", field="mfu")]
     ref = f": {p.reference.describe()}" if p.reference is not None else ""
     return [Check("plausibility", "warn", f"MFU {_pct(best)} is above the {p.basis}{ref}. Not an error, but no "
-                  f"published training run reaches it. Likely causes: {causes}")]
+                  f"published training run reaches it. Likely causes: {causes}", code="plausibility.above_published",
+                  field="mfu")]
 
 
 def _same_fact(name: str, given: Any, stated: Any) -> bool | None:
@@ -628,7 +662,8 @@ def _fact_checks(meta: Any) -> list[Check]:
     given = [f for f in facts if f.get("source") == "given"]
     stated = [f for f in facts if f.get("source") == "stated"]
     if not given:
-        return [Check("facts", "info", "no value given: the facts the log states are used as stated")]
+        return [Check("facts", "info", "no value given: the facts the log states are used as stated",
+                      code="facts.none_given")]
     out, compared = [], 0
     for g in given:
         name = g.get("name")
@@ -641,11 +676,13 @@ def _fact_checks(meta: Any) -> list[Check]:
             if not same:
                 out.append(Check(f"fact {name}", "warn",
                                  f"{name} given as {g.get('value')!r} ({g.get('where')}), but the log states "
-                                 f"{s.get('value')!r} at {_short_where(s.get('where'))}; the given value is used"))
+                                 f"{s.get('value')!r} at {_short_where(s.get('where'))}; the given value is used",
+                                 code="facts.conflict", field=name))
             break
     if not out:
         out.append(Check("facts", "ok", f"the given values agree with the log's ({compared} compared)"
-                         if compared else "the log states none of the given facts: nothing to compare"))
+                         if compared else "the log states none of the given facts: nothing to compare",
+                         code="facts.agree" if compared else "facts.none_stated"))
     return out
 
 
@@ -657,20 +694,22 @@ def _accounting_checks(acc: Accounting, summ: Any) -> list[Check]:
     parts = sum(v for k, v in sec.items() if k not in ("jitter", "unaccounted"))
     if parts > wall * (1 + 1e-9):
         out.append(Check("accounting", "warn", f"the categories other than jitter add up to {_secs(parts)}, more "
-                         f"than the wall time {_secs(wall)}: steps overlap or events double-count"))
+                         f"than the wall time {_secs(wall)}: steps overlap or events double-count",
+                         code="accounting.over_wall"))
     if math.isfinite(acc.goodput) and acc.goodput > 1 + 1e-9:
         out.append(Check("accounting", "warn", f"goodput {_pct(acc.goodput)} is above 100%: the ideal step "
-                         "time exceeds what the steps took (too few steps in the steady-state window?)"))
+                         "time exceeds what the steps took (too few steps in the steady-state window?)",
+                         code="accounting.goodput_above_1", field="goodput"))
     if sec["jitter"] < -0.01 * wall:
         out.append(Check("accounting", "warn", f"negative jitter ({_secs(sec['jitter'])}): steps outside the "
-                         "window ran faster than the window's median"))
+                         "window ran faster than the window's median", code="accounting.negative_jitter"))
     if summ.window_mfu and summ.steady_state_mfu and summ.window_mfu > summ.steady_state_mfu * (1 + 1e-6):
         out.append(Check("accounting", "warn", f"window MFU {_pct(summ.window_mfu)} is above the ideal-step MFU "
                          f"{_pct(summ.steady_state_mfu)}: the steps overlap or their durations are anchored on "
-                         "coarse timestamps"))
+                         "coarse timestamps", code="accounting.window_above_ideal", field="window_mfu"))
     if not out:
         out.append(Check("accounting", "ok", f"the categories sum to the wall time ({_secs(wall)}); goodput "
-                         f"{_pct(acc.goodput)}"))
+                         f"{_pct(acc.goodput)}", code="accounting.sums"))
     return out
 
 
@@ -679,14 +718,14 @@ def _load_checks(run: Run, timed: bool, interface: str) -> list[Check]:
     out = []
     if not timed:
         out.append(Check("load", "warn", "no timed steps: MFU and the waterfall cannot be measured from this "
-                         "log; what it holds is listed below"))
+                         "log; what it holds is listed below", code="load.no_timed_steps"))
     if rep.skipped:
-        out.append(Check("load", "warn", rep.summary()))
+        out.append(Check("load", "warn", rep.summary(), code="load.skipped"))
     folder = str(Path(run.meta.source_path).parent) + "/" if run.meta.source_path else None
     for note in rep.notes:
         # conflicts are the fact checks' rows, the facts used are their own table
         if not note.startswith(("conflict:", "used from the log")):
-            out.append(Check("load note", "info", note.replace(folder, "") if folder else note))
+            out.append(Check("load note", "info", note.replace(folder, "") if folder else note, code="load.note"))
     return out
 
 
@@ -739,9 +778,10 @@ def _count_check(run: Run, interface: str) -> list[Check]:
     where = _fact_where(m, "n_accelerators", m.n_accelerators, interface)
     if len(ranks) == m.n_accelerators:
         return [Check("accelerator count", "ok", f"{m.n_accelerators:,} accelerators ({where}); the log holds "
-                      f"steps of all {_ranks_text(ranks)}")]
+                      f"steps of all {_ranks_text(ranks)}", code="count.all_ranks", field="n_accelerators")]
     return [Check("accelerator count", "info", f"MFU divides by {m.n_accelerators:,} accelerators ({where}); "
-                  f"the log holds steps of {_ranks_text(ranks)} only, a sample of the job's ranks")]
+                  f"the log holds steps of {_ranks_text(ranks)} only, a sample of the job's ranks",
+                  code="count.sampled_ranks", field="n_accelerators")]
 
 
 def _facts_used(acc: Accounting, summ: Any, interface: str) -> list[dict[str, Any]]:
@@ -802,6 +842,21 @@ def _missing(acc: Accounting, interface: str, timed: bool) -> list[str]:
     return out
 
 
+def _missing_fields(acc: Accounting, timed: bool) -> list[dict[str, Any]]:
+    """The facts :func:`_missing` asks for, as data in its order: the field and, for FLOPs, the unit."""
+    if not timed:
+        return []
+    m = acc.run.meta
+    out: list[dict[str, Any]] = []
+    if acc.flops_per_unit is None:
+        out.append({"field": f"model_flops_per_{acc.work_unit}", "unit": acc.work_unit})
+    if not m.n_accelerators:
+        out.append({"field": "n_accelerators"})
+    if not m.peak_flops_per_accelerator:
+        out.append({"field": "peak_flops_per_accelerator", "accelerator": m.accelerator})
+    return out
+
+
 def _peak_missing(accelerator: str, dtype: str | None, interface: str) -> str:
     """Why an accelerator the run names has no peak yet, with the dtypes the registry has for it."""
     from .. import hardware
@@ -854,6 +909,7 @@ class Answer:
     holds: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict, repr=False)
     conflict: dict[str, Any] | None = None
+    missing_fields: tuple[dict[str, Any], ...] = ()  # each missing fact's field (and unit) beside its text
 
     @property
     def warnings(self) -> tuple[Check, ...]:
@@ -872,7 +928,7 @@ class Answer:
             "title": self.title, "log_name": self.log_name, "date": self.date, "interface": self.interface,
             "conflict": self.conflict, "headline": self.headline, "losses": list(self.losses), "stragglers": self.stragglers,
             "checkpoint": self.checkpoint, "checks": [c.to_dict() for c in self.checks],
-            "facts": list(self.facts), "missing": list(self.missing),
+            "facts": list(self.facts), "missing": list(self.missing), "missing_fields": list(self.missing_fields),
             "breakdown": self.breakdown.to_dict(orient="records"),
             "scorecard": self.scorecard.to_dict(orient="records"),
             "window": self.window, "load": self.load, "holds": self.holds, "summary": self.summary,
@@ -1200,6 +1256,7 @@ def build_answer(
     sc = sc.assign(note=[_point(coded.get(k, n), interface) for k, n in zip(sc["metric"], sc["note"], strict=True)])
     wall = acc.wall_s
     details = acc.details
+    missing = _missing(acc, interface, timed)
     losses = [
         {"category": r["category"], "seconds": float(r["seconds"]), "share": float(r["share"]),
          **({"detail": details[r["category"]]} if r["category"] in details else {})}
@@ -1219,7 +1276,8 @@ def build_answer(
             "verdict": "not measurable: no timed steps", "kind": "unknown", "culprit": "unknown",
             "seconds": 0.0, "share": None, "basis": "no timed steps"},
         checkpoint=_checkpoint_advice(acc, interface, write_s, every, mtbf_h) if timed else None,
-        checks=tuple(checks), missing=tuple(_missing(acc, interface, timed)), conflict=_conflict(checks),
+        checks=tuple(checks), missing=tuple(missing), conflict=_conflict(checks),
+        missing_fields=tuple({**f, "text": t} for f, t in zip(_missing_fields(acc, timed), missing, strict=True)),
         facts=tuple(_facts_used(acc, summ, interface)), breakdown=bd, scorecard=sc, window=acc.window.summary(),
         load={"summary": m.report.summary(), "notes": list(m.report.notes),
               "skipped": dict(m.report.skipped),
