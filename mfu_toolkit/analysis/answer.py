@@ -1163,8 +1163,7 @@ def _holds(run: Run) -> dict[str, Any]:
 def _coded(reason: Any) -> dict[str, Any]:
     """A reason's code and the fields it asks for (``--json``'s ``reason_codes``)."""
     if isinstance(reason, Reason):
-        return {"code": reason.code, "missing": [m.to_dict() for m in reason.missing],
-                "codes": [r.code for r in reason.each()]}
+        return reason.to_dict()
     return {"code": None, "missing": [], "codes": []}
 
 

@@ -72,8 +72,9 @@ class Reason(str):
         return self.parts or (self,)
 
     def to_dict(self) -> dict[str, Any]:
-        """Code, missing fields and the library's sentence (the front ends add their own phrasing)."""
-        return {"code": self.code, "missing": [m.to_dict() for m in self.missing], "text": str(self)}
+        """The code, the codes of its parts and the fields asked for (front ends add the phrasing)."""
+        return {"code": self.code, "missing": [m.to_dict() for m in self.missing],
+                "codes": [r.code for r in self.each()]}
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (str(self), self.code, self.missing, self.parts))

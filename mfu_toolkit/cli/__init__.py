@@ -48,6 +48,17 @@ class UsageError(Exception):
     """A user error: printed as one line, exit status 2."""
 
 
+def count_arg(value: str) -> int:
+    """An argparse type: a whole number greater than zero (a count of GPUs, tokens, samples)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"value must be greater than zero, got {value!r}")
+    return number
+
+
 class _Formatter(argparse.HelpFormatter):
     """argparse's formatter without its ``shutil`` import (3 ms of start-up on every call)."""
 

@@ -9,7 +9,7 @@ import argparse
 import sys
 
 from .. import formulas
-from . import EXIT_INCONSISTENT, EXIT_OK, UsageError
+from . import EXIT_INCONSISTENT, EXIT_OK, UsageError, count_arg
 
 TYPE_CHECKING = False  # typing stays unimported on the fast path
 if TYPE_CHECKING:
@@ -23,16 +23,6 @@ def _positive(value: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
     if not number > 0 or number == float("inf"):
         raise argparse.ArgumentTypeError(f"value must be a finite number greater than zero, got {value!r}")
-    return number
-
-
-def _count(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"value must be greater than zero, got {value!r}")
     return number
 
 
@@ -74,9 +64,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--config", help="a model config TOML file")
     m.add_argument("--tokens-per-second", type=_positive, help="job-wide tokens per second")
     m.add_argument("--samples-per-second", type=_positive, help="job-wide samples per second")
-    m.add_argument("--seq-len", type=_count,
+    m.add_argument("--seq-len", type=count_arg,
                    help="training sequence length (transformers); required for presets that publish none")
-    m.add_argument("--batch", type=_count, help="global batch in samples, with --step-seconds")
+    m.add_argument("--batch", type=count_arg, help="global batch in samples, with --step-seconds")
     m.add_argument("--causal", action="store_true",
                    help="count the causal mask in attention ((T + 1) / 2 keys per query; off by default, "
                         "as in PaLM Appendix B)")
@@ -84,7 +74,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="activation recomputation used by the run (adds HFU): selective, selective-eq8 "
                         "(Korthikanti et al. eq. 8), full (layers, not the logits, as Megatron)")
     h = p.add_argument_group("hardware")
-    h.add_argument("--gpus", type=_count, required=True,
+    h.add_argument("--gpus", type=count_arg, required=True,
                    help="number of accelerators N, counted as framework devices (a world size: one per GPU, "
                         "two per MI250X (GCDs), four per Trainium2 at LNC=2); with --per package, packages")
     h.add_argument("--peak-tflops-per-gpu", type=_positive, help="peak TFLOP/s of one accelerator")

@@ -11,21 +11,11 @@ import json
 import sys
 from typing import Any
 
+from . import EXIT_OK, EXIT_USAGE, count_arg
+
 __all__ = ["add_parser", "run", "format_report"]
 
-EXIT_OK, EXIT_USAGE = 0, 2
-
 _PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be greater than zero, got {text!r}")
-    return value
 
 
 def add_parser(subparsers: Any) -> None:
@@ -47,11 +37,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--list", action="store_true", help="list the presets and exit")
     p.add_argument(
         "--seq-len",
-        type=_positive_int,
+        type=count_arg,
         metavar="N",
         help="training sequence length (tokens); required for presets that publish none",
     )
-    p.add_argument("--batch", type=_positive_int, metavar="N", help="samples (sequences) per step")
+    p.add_argument("--batch", type=count_arg, metavar="N", help="samples (sequences) per step")
     p.add_argument(
         "--causal",
         action="store_true",
@@ -78,7 +68,7 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument(
         "--padded-vocab-size",
-        type=_positive_int,
+        type=count_arg,
         metavar="N",
         help="Megatron's padded vocabulary (with --convention megatron/megatron-2024/nemo)",
     )
