@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from mfu_toolkit import facts
 from mfu_toolkit.analysis import mfu_summary
 from mfu_toolkit.analysis.whatif import gem_scenario
 from mfu_toolkit.cli import analyze, main
@@ -129,11 +130,11 @@ def test_a_given_n_counts_devices_and_mlperf_sysjson_counts_packages():
 
 def test_peak_per_given_to_a_resolved_peak_looks_it_up_again():
     meta = RunMeta(n_accelerators=4).with_accelerator("MI250X", "bf16", per="package")
-    again = base.apply_overrides(meta, {"peak_per": "device", "n_accelerators": 8})
+    again = facts.apply_given(meta, {"peak_per": "device", "n_accelerators": 8})
     assert again.peak_flops_per_accelerator == pytest.approx(MI250X_GCD, rel=1e-12)
     custom = RunMeta(n_accelerators=4, peak_flops_per_accelerator=1e15, peak_source="mine")
     with pytest.raises(base.LoaderArgumentError, match="names no accelerator"):
-        base.apply_overrides(custom, {"peak_per": "package"})
+        facts.apply_given(custom, {"peak_per": "package"})
     with pytest.raises(SchemaError, match="peak_per"):
         RunMeta(peak_per="chip")
 

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import facts
 from ..run import Run
 from .breakdown import Accounting, accounted, breakdown, mfu_summary
 from .checkpoint import checkpoint_overhead, checkpoint_report, daly_interval, young_interval
@@ -640,45 +641,15 @@ def _plausibility_check(acc: Accounting, summ: Any) -> list[Check]:
                   field="mfu")]
 
 
-def _same_fact(name: str, given: Any, stated: Any) -> bool | None:
-    """True/False, or None when the two cannot be compared (a stated name not in the registry)."""
-    if name == "accelerator":
-        from .. import hardware
-
-        try:
-            return hardware.resolve(str(given)).name == hardware.resolve(str(stated)).name
-        except hardware.RegistryError:
-            return None
-    if isinstance(given, (int, float)) and not isinstance(given, bool):
-        try:
-            return math.isclose(float(given), float(stated), rel_tol=1e-9)
-        except (TypeError, ValueError):
-            return False
-    return str(given).strip().lower() == str(stated).strip().lower()
-
-
 def _fact_checks(meta: Any) -> list[Check]:
-    facts = meta.facts
-    given = [f for f in facts if f.get("source") == "given"]
-    stated = [f for f in facts if f.get("source") == "stated"]
-    if not given:
+    if not any(f.get("source") == facts.GIVEN for f in meta.facts):
         return [Check("facts", "info", "no value given: the facts the log states are used as stated",
                       code="facts.none_given")]
-    out, compared = [], 0
-    for g in given:
-        name = g.get("name")
-        peers = [s for s in stated if s.get("name") == name or (name == "accelerator" and s.get("name") == "platform")]
-        for s in peers:
-            same = _same_fact(name, g.get("value"), s.get("value"))
-            if same is None:
-                continue
-            compared += 1
-            if not same:
-                out.append(Check(f"fact {name}", "warn",
-                                 f"{name} given as {g.get('value')!r} ({g.get('where')}), but the log states "
-                                 f"{s.get('value')!r} at {_short_where(s.get('where'))}; the given value is used",
-                                 code="facts.conflict", field=name))
-            break
+    compared, conflicts = facts.compare_given(meta.facts)
+    out = [Check(f"fact {g.get('name')}", "warn",
+                 f"{g.get('name')} given as {g.get('value')!r} ({g.get('where')}), but the log states "
+                 f"{s.get('value')!r} at {_short_where(s.get('where'))}; the given value is used",
+                 code="facts.conflict", field=g.get("name")) for g, s in conflicts]
     if not out:
         out.append(Check("facts", "ok", f"the given values agree with the log's ({compared} compared)"
                          if compared else "the log states none of the given facts: nothing to compare",
@@ -741,14 +712,9 @@ def _dtype_assumed(meta: Any) -> bool:
 def _fact_where(meta: Any, name: str, value: Any, interface: str = "python") -> str:
     """Where a fact used came from: given (as the interface spells it), stated in the log at
     FILE:LINE, or a default (with how to give it)."""
-    for f in reversed(meta.facts):
-        if f.get("name") == name and f.get("source") == "given":
-            return str(f.get("where"))
-    for f in meta.facts:
-        if f.get("name") in (name, "platform" if name == "accelerator" else name) and f.get("source") == "stated":
-            same = _same_fact(name, value, f.get("value"))
-            if same:
-                return f"stated in the log at {_short_where(f.get('where'))}"
+    found = facts.source_of(meta.facts, name, value)
+    if found is not None:
+        return found[1] if found[0] == facts.GIVEN else f"stated in the log at {_short_where(found[1])}"
     if name == "dtype" and _dtype_assumed(meta):
         return f"default ({value} assumed; give {ask('dtype', interface)})"
     if name in meta.extra.get("defaults", []):
@@ -1155,7 +1121,7 @@ def _holds(run: Run) -> dict[str, Any]:
         "step_rows": run.n_step_rows, "timed_step_rows": timed,
         "events": {str(k): int(v) for k, v in events.items()},
         "tables": {str(k): (int(len(df)), int(len(df.columns))) for k, df in run.tables.items()},
-        "facts_stated": sum(1 for f in run.meta.facts if f.get("source") == "stated"),
+        "facts_stated": sum(1 for f in run.meta.facts if f.get("source") == facts.STATED),
         "claims": len(run.meta.claims),
     }
 

@@ -27,6 +27,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..facts import STATED
+
 __all__ = ["KINDS", "AuditRow", "PeakMatch", "audit_frame", "audit_json", "audit_paths", "audit_run",
            "audit_files", "audit_text", "exit_status", "implied_peak", "log_files", "write_csv"]
 
@@ -173,10 +175,6 @@ def _peak_cause(peak: float, matches: list[PeakMatch], own: Any, dtype: str, per
 # one log
 
 
-def _fact(meta: Any, name: str) -> dict[str, Any] | None:
-    return next((f for f in meta.facts if f.get("name") == name and f.get("source") == "stated"), None)
-
-
 def _claim_value(meta: Any, metric: str) -> tuple[float | None, dict[str, Any] | None]:
     c = next((c for c in meta.claims if c.get("metric") == metric), None)
     v = c.get("value") if c else None
@@ -208,9 +206,9 @@ def _describe_log(row: AuditRow, run: Any) -> None:
     """The row's columns that come from the log alone: format, framework, device, claims."""
     m = run.meta
     row.format = m.source_format
-    fw = _fact(m, "framework")
+    fw = m.fact("framework", source=STATED)
     row.framework = str(fw["value"]) if fw else None
-    dev = _fact(m, "accelerator")
+    dev = m.fact("accelerator", source=STATED)
     row.device_printed = str(dev["value"]) if dev else None
     row.device_registry = _registry_name(row.device_printed)
     row.claimed_tflops, tf = _claim_value(m, "tflops_per_accelerator")

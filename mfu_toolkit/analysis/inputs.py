@@ -19,6 +19,7 @@ import numbers
 from pathlib import PurePath
 from typing import Any
 
+from .. import facts
 from ..run import Run
 from .reasons import Reason
 
@@ -306,7 +307,7 @@ def _stated_seq_len(meta: Any) -> tuple[int, str] | None:
     """The first ``seq_len`` fact of the run that is a whole number >= 1, and where it was stated."""
     for f in meta.facts:
         value = f.get("value")
-        if f.get("name") != "seq_len" or f.get("source") == "given" or isinstance(value, bool):
+        if f.get("name") != "seq_len" or f.get("source") == facts.GIVEN or isinstance(value, bool):
             continue
         try:
             n = float(value)
@@ -413,14 +414,8 @@ def _apply_flops(meta: Any, interface: str, preset: Any, seq_len: int | None, ca
 
 
 def _given_facts(interface: str, values: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for field, value in values.items():
-        if value is None:
-            continue
-        name = "n_accelerators" if field == "packages" else field
-        out.append({"name": name, "value": value, "source": "given", "where": _given_where(field, interface),
-                    "text": ""})
-    return out
+    return [facts.given("n_accelerators" if field == "packages" else field, value, _given_where(field, interface))
+            for field, value in values.items() if value is not None]
 
 
 def apply_inputs(

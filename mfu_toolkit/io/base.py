@@ -17,13 +17,8 @@ is used, the conflict is never resolved silently), resolves the peak, builds and
 Run and issues one :class:`~mfu_toolkit.run.LoadWarning` when anything was skipped or
 contradicted.
 
-The facts fill the run unless the caller gave the value: ``n_accelerators`` from a stated count,
-else ``n_nodes`` x ``accelerators_per_node`` when both are stated; ``accelerator`` where the peak
-registry resolves the stated name, with its peak at the stated ``dtype`` (else bf16, said so);
-``global_batch`` and ``seq_len``. A name the registry does not resolve (a typo, a MIG slice, a
-generic "AMD Radeon Graphics") or a dtype the accelerator has no peak for stays a fact, and a
-note says why the peak is unknown. Every value used is traced: one "used from the log" note with
-each file:line, and ``peak_source`` names the lines the accelerator and dtype came from. :func:`load` wraps it: foreign exceptions become a ``LoadError`` naming the file.
+How a log's facts and the caller's keywords become RunMeta fields is :func:`mfu_toolkit.facts.resolve`
+(the one path for given, stated and assumed values, which ``apply_inputs`` shares). :func:`load` wraps it: foreign exceptions become a ``LoadError`` naming the file.
 """
 
 from __future__ import annotations
@@ -40,6 +35,8 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from .. import facts as _facts
+from ..facts import FACT_NAMES, Fact, LoaderArgumentError
 from ..run import LoadError, LoadWarning, Run, RunMeta, SchemaError
 from . import rules
 from .reading import Limits, Reader
@@ -56,7 +53,6 @@ __all__ = [
     "LoaderArgumentError",
     "NoOptions",
     "Parsed",
-    "apply_overrides",
     "assemble",
     "load",
     "loader_for",
@@ -64,31 +60,9 @@ __all__ = [
 ]
 
 
-class LoaderArgumentError(TypeError):
-    """A loader was called with a keyword argument it does not know (a caller's mistake)."""
-
-
 class InternalLoadError(LoadError):
     """A format failed on an input with an error of its own code (a bug, not a damaged log)."""
 
-
-# What a log can state about its job. The first four fill RunMeta fields the log leaves unset.
-FACT_NAMES: tuple[str, ...] = (
-    "n_accelerators",
-    "global_batch",
-    "seq_len",
-    "dtype",
-    "accelerator",
-    "n_ranks",
-    "n_nodes",
-    "accelerators_per_node",
-    "micro_batch",
-    "model",
-    "parallelism",
-    "framework",
-    "platform",
-)
-_FILLS_META = ("n_accelerators", "global_batch", "seq_len")
 
 # What a framework claims about its own throughput.
 CLAIM_METRICS: tuple[str, ...] = (
@@ -109,23 +83,6 @@ CLAIM_METRICS: tuple[str, ...] = (
 # each step only (DeepSpeed's timer under Megatron-DeepSpeed: the last micro-batch's forward to the
 # optimizer step), shown beside ours for information, never called a mismatch.
 CLAIM_BASES: tuple[str, ...] = ("steady", "end_to_end", "run", "partial")
-
-
-@dataclass(frozen=True)
-class Fact:
-    """Something the log states about the job, and where (``file:line``) it said so."""
-
-    name: str
-    value: Any
-    where: str
-    text: str = ""
-
-    def __post_init__(self) -> None:
-        if self.name not in FACT_NAMES:
-            raise ValueError(f"Fact.name must be one of {', '.join(FACT_NAMES)}; got {self.name!r}")
-
-    def to_dict(self, source: str = "stated") -> dict[str, Any]:
-        return {"name": self.name, "value": self.value, "source": source, "where": self.where, "text": self.text[:200]}
 
 
 @dataclass(frozen=True)
@@ -258,65 +215,6 @@ def split_options(mod: ModuleType, kwargs: Mapping[str, Any]) -> tuple[Any, dict
     return options, meta, Limits.from_env(**reading)
 
 
-# Formats whose n_accelerators fact counts packages (chips or cards, what a datasheet prints a
-# peak for); every other format's count is a world size, a rank count or a framework's device
-# count, i.e. framework devices (two per MI250X, four per Trainium2 at LNC=2).
-PACKAGE_COUNTS: dict[str, str] = {
-    "mlperf": "SYSJSON number_of_nodes × accelerators_per_node, the system description's hardware",
-}
-
-
-def _counted_per(meta: RunMeta, overrides: Mapping[str, Any]) -> str:
-    """What the run's N counts, hence what its peak is per: ``"device"`` or ``"package"``.
-
-    The caller's ``peak_per`` wins; an ``n_accelerators`` given to ``load_run`` counts framework
-    devices, like a world size; a count a format in ``PACKAGE_COUNTS`` states, not yet resolved
-    to a peak, counts packages; otherwise the meta's own choice stands (``"device"`` by default).
-    """
-    if overrides.get("peak_per") is not None:
-        return str(overrides["peak_per"])
-    if overrides.get("n_accelerators") is not None:
-        return "device"
-    stated = meta.fact("n_accelerators", source="stated")
-    if (meta.source_format in PACKAGE_COUNTS and meta.peak_flops_per_accelerator is None
-            and stated is not None and _same(stated.get("value"), meta.n_accelerators)):
-        return "package"
-    return meta.peak_per
-
-
-def apply_overrides(meta: RunMeta, overrides: Mapping[str, Any]) -> RunMeta:
-    """``meta`` with the caller's RunMeta fields set (``extra`` merged, peak resolved).
-
-    The peak is per device or per package as the run's N counts (see :func:`_counted_per`):
-    ``load_run(path, accelerator="MI250X")`` on a log whose world size counts GCDs takes
-    191.5 TFLOP/s bf16 per device, not the 383 AMD prints per package; ``peak_per="package"``
-    says that N counts packages. A peak already resolved per the other unit is looked up again.
-    """
-    changes = dict(overrides or {})
-    per = _counted_per(meta, changes)
-    if not changes and per == meta.peak_per:
-        return meta
-    extra = changes.pop("extra", None)
-    if extra:
-        changes["extra"] = {**meta.extra, **dict(extra)}
-    changes["peak_per"] = per
-    before = meta
-    meta = meta.replace(**changes)
-    # With an accelerator and a dtype but no peak, resolve the peak from the registry (never a
-    # fallback: an unknown name is the registry's error).
-    if meta.accelerator and meta.dtype and meta.peak_flops_per_accelerator is None:
-        meta = meta.with_accelerator(meta.accelerator, meta.dtype, sparse=meta.peak_sparse, per=per)
-    elif (per != before.peak_per and before.peak_flops_per_accelerator is not None
-          and changes.get("peak_flops_per_accelerator") is None):
-        if not (meta.accelerator and meta.dtype):  # the caller's keywords contradict the run
-            raise LoaderArgumentError(
-                f"the run's peak ({before.peak_flops_per_accelerator:.4g} FLOP/s per {before.peak_per}, "
-                f"{before.peak_source or 'source unknown'}) names no accelerator and dtype to look it up "
-                f"per {per} for; give accelerator= and dtype= (or peak_flops_per_accelerator=)")
-        meta = meta.with_accelerator(meta.accelerator, meta.dtype, sparse=meta.peak_sparse, per=per)
-    return meta
-
-
 def _finite(value: Any) -> Any:
     """``value`` with NaN and infinite floats replaced by None, in nested dicts and lists too:
     meta is JSON and must read back equal from a saved Run (NaN never equals itself)."""
@@ -329,228 +227,7 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
-        return math.isclose(float(a), float(b), rel_tol=1e-9)
-    return str(a).strip().lower() == str(b).strip().lower()
-
-
-_MAX_NAME = 200  # characters: a longer "accelerator name" is not one, and is not looked up
-
-
-def _canonical(name: str, value: Any) -> Any:
-    """An accelerator or dtype as the registry names it (so 'H100' and 'NVIDIA H100 80GB HBM3'
-    are one accelerator, 'bfloat16' and 'bf16' one dtype); other values, and names the registry
-    does not know, unchanged."""
-    from .. import hardware
-
-    if not isinstance(value, str) or len(value) > _MAX_NAME:
-        return value
-    try:
-        if name == "accelerator":
-            return hardware.resolve(value).name
-        if name == "dtype":
-            return hardware.canonical_dtype(value)
-    except hardware.RegistryError:
-        pass
-    return value
-
-
-def _same_fact(name: str, a: Any, b: Any) -> bool:
-    return _same(a, b) or (name in ("accelerator", "dtype") and _same(_canonical(name, a), _canonical(name, b)))
-
-
-def _facts(parsed: Parsed, overrides: Mapping[str, Any], reader: Reader) -> tuple[list[dict[str, Any]], list[str]]:
-    """Stated facts, given facts, and a note for each given value the log contradicts."""
-    facts = [f.to_dict("stated") for f in parsed.facts]
-    conflicts = []
-    for name, value in overrides.items():
-        if name not in FACT_NAMES or value is None:
-            continue
-        facts.append({"name": name, "value": value, "source": "given", "where": "load_run keyword", "text": ""})
-        stated = [f for f in parsed.facts if f.name == name and not _same_fact(name, f.value, value)]
-        if stated:
-            f = stated[0]
-            conflicts.append(
-                f"conflict: {name} given as {value!r}, but the log states {f.value!r} at {f.where}"
-                + (f" ({f.text.strip()[:80]!r})" if f.text else "") + "; the given value is used"
-            )
-    for text in conflicts:
-        reader.note(text)
-    return facts, conflicts
-
-
-def _first_fact(parsed: Parsed, name: str) -> Fact | None:
-    return next((f for f in parsed.facts if f.name == name), None)
-
-
-def _quote(f: Fact) -> str:
-    return f"{f.value!r} stated in the log at {f.where}" + (f" ({f.text.strip()[:80]!r})" if f.text.strip() else "")
-
-
-@dataclass
-class _Stated:
-    """What the log's facts fill in RunMeta: the fields, one provenance line per field, the
-    facts derived from other facts (nodes x accelerators per node), and notes on facts unused."""
-
-    fields: dict[str, Any] = field(default_factory=dict)
-    used: list[str] = field(default_factory=list)
-    derived: list[dict[str, Any]] = field(default_factory=list)
-    peak_from: list[str] = field(default_factory=list)
-
-
-def _stated_count(parsed: Parsed, fields: Mapping[str, Any], overrides: Mapping[str, Any], out: _Stated) -> None:
-    """n_accelerators: a stated count, else nodes x accelerators per node when the log states both."""
-    given = overrides.get("n_accelerators") is not None
-    stated = _first_fact(parsed, "n_accelerators")
-    if stated is not None:
-        if not given and fields.get("n_accelerators") == stated.value:
-            out.used.append(f"n_accelerators {_quote(stated)}")
-        return
-    if fields.get("n_accelerators") is not None and not given:
-        return
-    nodes, per = _first_fact(parsed, "n_nodes"), _first_fact(parsed, "accelerators_per_node")
-    if nodes is None or per is None:
-        return
-    total = rules.as_count(rules.as_count(nodes.value) * rules.as_count(per.value)) if (
-        rules.as_count(nodes.value) and rules.as_count(per.value)) else None
-    if total is None:
-        return
-    where = nodes.where if nodes.where == per.where else f"{nodes.where} and {per.where}"
-    text = f"n_nodes {nodes.value} x accelerators_per_node {per.value}"
-    out.derived.append({"name": "n_accelerators", "value": total, "source": "stated", "where": where, "text": text})
-    if not given:
-        out.fields["n_accelerators"] = total
-        out.used.append(f"n_accelerators {total} = {text}, stated in the log at {where}")
-
-
-def _stated_dtype(parsed: Parsed, overrides: Mapping[str, Any], reader: Reader) -> tuple[str | None, Fact | None]:
-    """The dtype the log states, as the registry names it (a spelling it does not know is noted)."""
-    from .. import hardware
-
-    f = _first_fact(parsed, "dtype")
-    if f is None or overrides.get("dtype") is not None:
-        return None, f
-    try:
-        return hardware.canonical_dtype(str(f.value)), f
-    except hardware.RegistryError:
-        reader.note(f"dtype {_quote(f)} is not a dtype the peak registry knows "
-                    f"({', '.join(hardware.DTYPES)}); it is kept as a fact, not used for the peak")
-        return None, None
-
-
-def _stated_accelerator(parsed: Parsed, overrides: Mapping[str, Any], reader: Reader, out: _Stated) -> None:
-    """The accelerator (and dtype) the log states, where the registry resolves them and the caller
-    gave neither an accelerator nor a peak; otherwise a note says why the peak is unknown."""
-    from .. import hardware
-
-    dtype, dtype_fact = _stated_dtype(parsed, overrides, reader)
-    if dtype is not None:
-        out.fields["dtype"] = dtype
-        out.used.append(f"dtype {_quote(dtype_fact)}")
-        out.peak_from.append(f"dtype {dtype} {_quote(dtype_fact)}")
-    given_acc = overrides.get("accelerator")
-    if overrides.get("peak_flops_per_accelerator") is not None:
-        return
-    if given_acc is not None:
-        if dtype is not None:  # the caller's accelerator at the log's dtype
-            _check_dtype_for(str(given_acc), dtype, f"accelerator {given_acc!r} given, but the log states dtype "
-                             f"{_quote(dtype_fact)}")
-        elif overrides.get("dtype") is None:  # as mfu analyze --accelerator does: bf16, said so
-            _assume_bf16(str(given_acc), reader, f"accelerator {given_acc!r} given and no dtype", out)
-        return
-    f = _first_fact(parsed, "accelerator")
-    if f is None:
-        return
-    if len(str(f.value)) > _MAX_NAME:
-        reader.note(f"peak unknown: the accelerator the log states at {f.where} is {len(str(f.value))} characters "
-                    f"long, not a device name (at most {_MAX_NAME}); pass accelerator= to set it")
-        return
-    try:
-        acc = hardware.resolve(str(f.value))
-    except hardware.UnknownAcceleratorError as exc:
-        reader.note(f"peak unknown: accelerator {_quote(f)} does not resolve in the peak registry ({exc})")
-        return
-    out.fields["accelerator"] = acc.name
-    out.used.append(f"accelerator {acc.name} from {_quote(f)}")
-    want = overrides.get("dtype") or dtype
-    if want is not None:
-        if overrides.get("dtype") is not None:
-            _check_dtype_for(acc.name, str(want), f"dtype {want!r} given, but the log states accelerator {_quote(f)}")
-        elif not _has_dtype(acc.name, dtype, reader, f"the log states accelerator {f.value!r} at {f.where} and "
-                            f"dtype {_quote(dtype_fact)}"):
-            out.fields.pop("dtype", None)
-            out.peak_from.clear()
-            return
-    elif not _assume_bf16(acc.name, reader, f"the log states accelerator {f.value!r} at {f.where} and no dtype", out):
-        return
-    out.peak_from.insert(0, f"accelerator {acc.name} from {_quote(f)}")
-
-
-def _assume_bf16(accelerator: str, reader: Reader, context: str, out: _Stated) -> bool:
-    """The dtype bf16 assumed for ``accelerator`` where the registry has a bf16 peak for it (said
-    so); else no dtype, and a note naming the dtypes it has: loading never needs a peak."""
-    from .. import hardware
-
-    try:
-        hardware.get_peak(accelerator, "bf16")
-    except hardware.DtypeNotAvailableError as exc:
-        reader.note(f"peak unknown until a dtype is given: {context}; {accelerator} has no bf16 peak (it has "
-                    f"{', '.join(exc.available) or 'none'}): pass dtype=")
-        return False
-    except hardware.RegistryError:
-        return False  # an unknown name: the caller's keyword meets the registry's own error later
-    out.fields["dtype"] = "bf16"
-    out.peak_from.append("dtype bf16 assumed (the log states none; pass dtype= if the run used another)")
-    return True
-
-
-def _check_dtype_for(accelerator: str, dtype: str, context: str) -> None:
-    """Raise the registry's error, with ``context`` first, when ``accelerator`` has no ``dtype`` peak."""
-    from .. import hardware
-
-    try:
-        hardware.get_peak(accelerator, dtype)
-    except hardware.DtypeNotAvailableError as exc:
-        raise hardware.DtypeNotAvailableError(f"{context}: {exc}", accelerator=exc.accelerator, dtype=exc.dtype,
-                                              available=exc.available) from None
-
-
-def _has_dtype(accelerator: str, dtype: str, reader: Reader, context: str) -> bool:
-    """Whether ``accelerator`` has a ``dtype`` peak; if not, a note says the peak is unknown and why."""
-    from .. import hardware
-
-    try:
-        hardware.get_peak(accelerator, dtype)
-    except hardware.DtypeNotAvailableError as exc:
-        reader.note(f"peak unknown: {context}, but {exc}")
-        return False
-    return True
-
-
-def _stated(parsed: Parsed, fields: Mapping[str, Any], overrides: Mapping[str, Any], reader: Reader) -> _Stated:
-    """The RunMeta fields the log's facts fill (count, accelerator, dtype), the caller's keywords
-    winning; each used value is traced to its file:line in a note (and in ``peak_source``)."""
-    out = _Stated()
-    _stated_count(parsed, fields, overrides, out)
-    _stated_accelerator(parsed, overrides, reader, out)
-    for name in ("global_batch", "seq_len"):
-        f = _first_fact(parsed, name)
-        if f is not None and overrides.get(name) is None and fields.get(name) == f.value:
-            out.used.append(f"{name} {_quote(f)}")
-    if out.used:
-        reader.note("used from the log: " + "; ".join(out.used))
-    return out
-
-
-def _traced_peak(meta: RunMeta, stated: _Stated) -> RunMeta:
-    """``meta`` with its peak resolved where the log named the accelerator, and ``peak_source``
-    saying which of the log's lines the accelerator and dtype came from."""
-    if meta.accelerator and meta.dtype and meta.peak_flops_per_accelerator is None:
-        meta = meta.with_accelerator(meta.accelerator, meta.dtype, sparse=meta.peak_sparse, per=meta.peak_per)
-    if stated.peak_from and meta.peak_source and "stated in the log" not in meta.peak_source:
-        meta = meta.replace(peak_source=f"{meta.peak_source}; " + "; ".join(stated.peak_from))
-    return meta
+_GIVEN_WHERE = "load_run keyword"  # where a value given to load_run is said to come from
 
 
 def _restore(run: Run, overrides: Mapping[str, Any], warn: bool) -> Run:
@@ -558,31 +235,15 @@ def _restore(run: Run, overrides: Mapping[str, Any], warn: bool) -> Run:
     if not overrides:
         return run
     stated = [Fact(f["name"], f["value"], f.get("where", ""), f.get("text", ""))
-              for f in run.meta.facts if f.get("source") == "stated" and f.get("name") in FACT_NAMES]
+              for f in run.meta.facts if f.get("source") == _facts.STATED and f.get("name") in FACT_NAMES]
     report = dataclasses.replace(run.meta.report, notes=list(run.meta.report.notes))
     shadow = Reader(Path(run.meta.source_path or "saved run"), run.meta.source_format or "", report=report)
-    facts, conflicts = _facts(Parsed(facts=stated), overrides, shadow)
-    given = [f for f in facts if f["source"] == "given"]
-    meta = apply_overrides(run.meta.replace(facts=[*run.meta.facts, *given], report=report), overrides)
+    facts, conflicts = _facts.mark_given(stated, overrides, where=_GIVEN_WHERE, note=shadow.note)
+    given = [f for f in facts if f["source"] == _facts.GIVEN]
+    meta = _facts.apply_given(run.meta.replace(facts=[*run.meta.facts, *given], report=report), overrides)
     if warn and conflicts:
         warnings.warn(f"{report.source}: " + " ".join(conflicts) + ".", LoadWarning, stacklevel=6)
     return run.replace(meta=meta)
-
-
-_FLOPS_FIELDS = ("model_flops_per_sample", "model_flops_per_token", "model_flops_per_step", "hardware_flops_per_step")
-
-
-def _without_log_flops(fields: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """The format's meta fields, less the model FLOPs the log gave where the caller gives FLOPs of
-    their own (one FLOPs source: the caller's), with the caller's source named."""
-    if not any(overrides.get(k) is not None for k in _FLOPS_FIELDS[:3]):
-        return fields
-    for k in (*_FLOPS_FIELDS, "model_flops_source"):
-        fields.pop(k, None)
-    if overrides.get("model_flops_source") is None:
-        given = next(k for k in _FLOPS_FIELDS[:3] if overrides.get(k) is not None)
-        fields["model_flops_source"] = f"given: load_run({given}=)"
-    return fields
 
 
 def assemble(parsed: Parsed, reader: Reader, overrides: Mapping[str, Any] | None = None, *, warn: bool = True) -> Run:
@@ -597,17 +258,9 @@ def assemble(parsed: Parsed, reader: Reader, overrides: Mapping[str, Any] | None
     ev = events if isinstance(events, pd.DataFrame) else pd.DataFrame(list(events or []))
     st = parsed.steps if isinstance(parsed.steps, pd.DataFrame) else pd.DataFrame(parsed.steps or {})
     rep.rows_kept = int(len(st) + len(ev) + (parsed.reductions.n_rows if parsed.reductions is not None else 0))
-    fields = _without_log_flops(dict(parsed.meta), overrides)
+    res = _facts.resolve(parsed.facts, parsed.meta, overrides, where=_GIVEN_WHERE, note=reader.note)
+    fields, facts, conflicts = res.fields, res.facts, res.conflicts
     fields.setdefault("name", Path(reader.display or reader.path).name)
-    for f in parsed.facts:
-        if f.name in _FILLS_META and fields.get(f.name) is None:
-            fields[f.name] = f.value
-    facts, conflicts = _facts(parsed, overrides, reader)
-    stated = _stated(parsed, fields, overrides, reader)
-    fields.update(stated.fields)
-    facts.extend(stated.derived)
-    derived = Parsed(facts=[Fact(f["name"], f["value"], f["where"], f["text"]) for f in stated.derived])
-    conflicts += _facts(derived, {k: overrides[k] for k in ("n_accelerators",) if k in overrides}, reader)[1]
     meta = RunMeta(
         source_path=reader.display or str(reader.path),
         source_format=reader.fmt,
@@ -619,7 +272,7 @@ def assemble(parsed: Parsed, reader: Reader, overrides: Mapping[str, Any] | None
         claims=[_finite(c.to_dict()) for c in parsed.claims if math.isfinite(c.value)],
         **fields,
     )
-    meta = _traced_peak(apply_overrides(meta, overrides), stated)
+    meta = _facts.trace_peak(_facts.apply_given(meta, overrides), res)
     run = Run.build(st if len(st.columns) else None, ev if len(ev.columns) else None, meta, parsed.tables,
                     reductions=parsed.reductions)
     if warn and (rep.skipped or conflicts):
