@@ -19,8 +19,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from . import plots
+from .analysis.accounting import Accounting, accounted
 from .analysis.answer import Answer, build_answer
-from .analysis.breakdown import Accounting, accounted, breakdown
+from .analysis.breakdown import breakdown
 from .analysis.inputs import phrase
 from .analysis.reasons import Reason
 from .run import Run

@@ -20,6 +20,7 @@ from mfu_toolkit.cli import main
 from mfu_toolkit.run import Run, RunMeta
 
 bd = sys.modules["mfu_toolkit.analysis.breakdown"]  # the module (the package's name is its function)
+accounting = sys.modules["mfu_toolkit.analysis.accounting"]
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "samples" / "megatron_train.log"
 
 
@@ -52,8 +53,8 @@ def test_options_given_with_an_accounting_raise_instead_of_being_ignored():
 
 def test_the_summary_is_computed_once_per_accounting(monkeypatch):
     calls = []
-    real = bd._summary_from
-    monkeypatch.setattr(bd, "_summary_from", lambda acc: calls.append(1) or real(acc))
+    real = bd.summary_of
+    monkeypatch.setattr(bd, "summary_of", lambda acc: calls.append(1) or real(acc))
     acc = account(_run())
     s = mfu_summary(acc)
     assert breakdown(acc).attrs["steady_state_mfu"] == s.steady_state_mfu
@@ -65,7 +66,7 @@ def test_the_summary_is_computed_once_per_accounting(monkeypatch):
 
 def test_mfu_analyze_html_accounts_once_and_summarises_once(monkeypatch, tmp_path):
     counts = {"account": 0, "summary": 0}
-    real_account, real_summary = bd.account, bd._summary_from
+    real_account, real_summary = accounting.account, bd.summary_of
 
     def account_once(*a, **k):
         counts["account"] += 1
@@ -75,9 +76,30 @@ def test_mfu_analyze_html_accounts_once_and_summarises_once(monkeypatch, tmp_pat
         counts["summary"] += 1
         return real_summary(acc)
 
-    monkeypatch.setattr(bd, "account", account_once)
-    monkeypatch.setattr(bd, "_summary_from", summary_once)
+    monkeypatch.setattr(accounting, "account", account_once)
+    monkeypatch.setattr(bd, "summary_of", summary_once)
     out = tmp_path / "r.html"
     assert main(["analyze", str(SAMPLE), "--gpus", "8", "--accelerator", "H100 SXM", "--html", str(out)]) == 0
     assert out.stat().st_size > 10_000
     assert counts == {"account": 1, "summary": 1}
+
+
+def test_the_waterfall_and_scorecard_are_views_computed_once(monkeypatch):
+    sc_mod = sys.modules["mfu_toolkit.analysis.scorecard"]
+    counts = {"waterfall": 0, "scorecard": 0}
+    real_w, real_s = bd.waterfall_of, sc_mod.scorecard_of
+    monkeypatch.setattr(bd, "waterfall_of", lambda acc: counts.__setitem__("waterfall", counts["waterfall"] + 1)
+                        or real_w(acc))
+    monkeypatch.setattr(sc_mod, "scorecard_of", lambda acc, **k: counts.__setitem__("scorecard", counts["scorecard"] + 1)
+                        or real_s(acc, **k))
+    acc = account(_run())
+    first = breakdown(acc)
+    first.loc[0, "seconds"] = -1.0  # the caller's copy: the accounting's view is unchanged
+    again = breakdown(acc)
+    assert again.loc[0, "seconds"] == acc.seconds["ideal_compute"] > 0
+    assert scorecard(acc).equals(scorecard(acc))
+    build_answer(acc)
+    assert counts == {"waterfall": 1, "scorecard": 1}
+    # a scorecard against other runs is its own table, not the cached one
+    scorecard(acc, others=[_run()])
+    assert counts["scorecard"] == 2

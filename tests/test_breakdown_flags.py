@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mfu_toolkit.analysis import CATEGORIES, account, breakdown, mfu_summary
-from mfu_toolkit.analysis.breakdown import _flag_tokens
+from mfu_toolkit.analysis.accounting import _flag_tokens
 from mfu_toolkit.run import Run, RunMeta, save_run
 
 ONE = RunMeta(model_flops_per_step=1.0, n_accelerators=1, peak_flops_per_accelerator=1.0)

@@ -666,7 +666,7 @@ def test_real_wall_starts_at_the_first_cache_clear(realdata):  # noqa: F811
     assert clear.end_s == pytest.approx(15.326) and "lines 1-64; then the launch until init_start at line 65" in clear.detail
     init = ev[ev["kind"] == "init"].iloc[0]
     assert init["start_s"] == pytest.approx(clear.end_s)
-    from mfu_toolkit.analysis.breakdown import account
+    from mfu_toolkit.analysis.accounting import account
 
     last = max(r["time_ms"] for r in recs)
     assert account(run).wall_s == pytest.approx((last - min(clears)) / 1000)

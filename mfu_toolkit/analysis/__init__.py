@@ -16,18 +16,16 @@
 
 from __future__ import annotations
 
-from .answer import Answer, Check, build_answer, straggler_verdict
-from .breakdown import (
+from .accounting import (
     CATEGORIES,
     Accounting,
-    MFUSummary,
     SteadyWindow,
     account,
-    breakdown,
     job_steps,
-    mfu_summary,
     steady_state_window,
 )
+from .answer import Answer, Check, build_answer, straggler_verdict
+from .breakdown import MFUSummary, breakdown, mfu_summary
 from .checkpoint import (
     LLAMA3_405B,
     REFERENCE_SCENARIOS,

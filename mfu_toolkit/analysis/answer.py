@@ -35,7 +35,8 @@ import pandas as pd
 
 from .. import facts
 from ..run import Run
-from .breakdown import Accounting, accounted, breakdown, mfu_summary
+from .accounting import Accounting, accounted
+from .breakdown import breakdown, mfu_summary
 from .checkpoint import checkpoint_overhead, checkpoint_report, daly_interval, young_interval
 from .inputs import INTERFACES, ask, check_value, input_name, phrase, preset_family
 from .reasons import Reason

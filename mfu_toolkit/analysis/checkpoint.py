@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..run import Run
-from .breakdown import Accounting, _is_background, accounted
+from .accounting import Accounting, accounted, is_background
 
 __all__ = [
     "CHECKPOINT_MODES",
@@ -297,7 +297,7 @@ def checkpoint_report(run: Run | Accounting, *, mtbf_s: float | None = None, res
     r = acc.run
     ev = r.events
     ck = ev[ev["kind"] == "checkpoint_save"]
-    bg = _is_background(ck) if len(ck) else np.zeros(0, bool)
+    bg = is_background(ck) if len(ck) else np.zeros(0, bool)
     blocking = ck[~bg]
     dur = (blocking["end_s"] - blocking["start_s"]).to_numpy(float)
     n_ck = int(len(blocking) + (bg.sum() if not len(blocking) else 0))

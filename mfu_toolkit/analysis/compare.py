@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..run import Run
-from .breakdown import Accounting, account, accounted
+from .accounting import Accounting, account, accounted
 from .scorecard import scorecard
 
 __all__ = [

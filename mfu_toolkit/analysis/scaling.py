@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..formulas import scaling_efficiency
 from ..run import Run
-from .breakdown import Accounting, accounted
+from .accounting import Accounting, accounted
 from .reasons import Reason, work_unknown
 
 __all__ = ["STEP_TIMES", "THROUGHPUT_METRICS", "scaling_table", "run_throughput", "scaling_from_runs"]

@@ -21,12 +21,12 @@ import numpy as np
 import pandas as pd
 
 from ..run import Run
-from .breakdown import Accounting, accounted, mfu_summary
+from .accounting import Accounting, accounted
 from .checkpoint import checkpoint_report
 from .reasons import Reason
 from .scaling import run_throughput, scaling_from_runs
 
-__all__ = ["FAMILIES", "scorecard", "gpu_idle_share"]
+__all__ = ["FAMILIES", "scorecard", "scorecard_of", "gpu_idle_share"]
 
 FAMILIES = ("model_progress", "compute_efficiency", "scaling_efficiency", "reliability")
 _UTIL_RE = re.compile(r"(gpu|accelerator|device|sm).*util", re.IGNORECASE)
@@ -71,8 +71,13 @@ def scorecard(
     run's efficiency against the smallest.
     """
     acc = accounted(run)
+    return (acc.scorecard if not others else scorecard_of(acc, others=others)).copy()
+
+
+def scorecard_of(acc: Accounting, *, others: Sequence[Run] | None = None) -> pd.DataFrame:
+    """The scorecard of ``acc``, computed (``acc.scorecard`` holds the one without ``others``)."""
     r = acc.run
-    summ = mfu_summary(acc)
+    summ = acc.summary
     rows: list[dict[str, object]] = []
     reasons: dict[str, Reason] = {}
 

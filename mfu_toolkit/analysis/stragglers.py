@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..run import Run
-from .breakdown import Accounting, _busy_and_wait, account, accounted
+from .accounting import Accounting, account, accounted, busy_and_wait
 
 __all__ = [
     "STRAGGLER_KINDS",
@@ -111,7 +111,7 @@ def _rank_matrix(run: Run) -> _Matrix:
             "run has no per-rank steps (every row has rank = -1); straggler analysis by rank "
             "needs rows with rank >= 0 (or use classify_op_stragglers on a per-operation trace)"
         )
-    busy, _ = _busy_and_wait(s)
+    busy, _ = busy_and_wait(s)
     att = s["attempt"].to_numpy(np.int64)[per_rank]
     stp = s["step"].to_numpy(np.int64)[per_rank]
     rk = s["rank"].to_numpy(np.int64)[per_rank]

@@ -30,7 +30,8 @@ import pandas as pd
 
 from .. import hardware
 from ..simulate import SimConfig, simulate
-from .breakdown import account, breakdown
+from .accounting import account
+from .breakdown import breakdown
 from .checkpoint import (
     DAY,
     HOUR,

@@ -29,8 +29,8 @@ def run_analyze(args: argparse.Namespace) -> int:
     Exit status: 0 success; 1 an MFU above 100 % (inconsistent inputs) or, with ``--strict``, a
     check that warns; 2 a user error (one line on stderr).
     """
+    from ..analysis.accounting import account
     from ..analysis.answer import build_answer
-    from ..analysis.breakdown import account
     from ..formulas import MFUAbove100Error
     from ..run import LoadError, SchemaError
 
