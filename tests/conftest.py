@@ -2,6 +2,7 @@
 
 - ``MFU_REQUIRE_BROWSER=1``: a missing Chromium fails the browser tests instead of skipping them.
 - ``MFU_REQUIRE_TORCH=1``: a missing PyTorch fails the FLOP-counter tests instead of skipping them.
+- ``MFU_REQUIRE_SPARK=1``: a missing PySpark or Java fails the Spark engine tests instead of skipping them.
 - ``MFU_REALDATA``: folder of real training logs for the loader tests.
 """
 

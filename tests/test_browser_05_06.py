@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from _browser import ROOT, collect_console_errors, open_and_run_all
+from _realdata import realdata  # noqa: F401  (the fixture)
 
 from mfu_toolkit.analysis.whatif import checkpoint_scenario, straggler_scenario
 
@@ -76,21 +77,12 @@ def test_05_straggler_explorer_slider_moves_step_time(lab, page, tmp_path):
     assert not errors, errors
 
 
-def _real_folder() -> Path | None:
-    value = os.environ.get("MFU_REALDATA", "").strip()
-    if not value:
-        return None
-    return Path(value) if Path(value).is_absolute() else ROOT / value
-
-
-def test_05_replay_explorer_factor_moves_slowdown_and_waterfall(lab, page, tmp_path):
+def test_05_replay_explorer_factor_moves_slowdown_and_waterfall(lab, page, tmp_path, realdata):  # noqa: F811
     """Section 7: the replay explorer opens on AR's slow worker at 1× (S as traced); one notch of
     the factor slider (2^0.05 = 1.035×) replays it again: a new S and a redrawn waterfall."""
     from playwright.sync_api import expect
 
-    folder = _real_folder()
-    if folder is None or not (folder / "straggler_ops" / "trace-AR.parquet").is_file():
-        pytest.skip("the replay explorer needs the real straggler_ops traces (set MFU_REALDATA)")
+    folder = realdata  # the replay explorer needs the real straggler_ops traces
     import warnings
 
     from mfu_toolkit.analysis import straggler_whatif

@@ -238,7 +238,6 @@ def test_each_loader_rejects_an_empty_file_naming_it(tmp_path, fmt):
 
 
 def test_accelerator_keyword_resolves_the_peak(tmp_path):
-    pytest.importorskip("mfu_toolkit.hardware")
     p = write_mlperf(tmp_path)
     run = load_run(p, accelerator="H100", dtype="bf16")
     assert run.meta.peak_flops_per_accelerator and run.meta.peak_source

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from _kineto_cache import _user_cache, quiet_load  # noqa: F401  (the autouse fixture)
 from _realdata_b import realdata_dir
+from _spark import require_spark
 from test_io_kineto import write_trace
 
 from mfu_toolkit.io import LoaderArgumentError, kineto, kineto_ranks, load_run
@@ -191,9 +192,7 @@ def test_real_ranks_pooled_and_cached_match_the_raw_json(tmp_path):
 
 
 def test_spark_job_over_trace_paths_matches_the_local_parse(tmp_path):
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("Spark needs Java (CI installs openjdk-17-jre-headless)")
+    require_spark()
     from mfu_toolkit.engine.spark import local_session
 
     folder = _job(tmp_path / "job", n=2)

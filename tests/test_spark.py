@@ -9,16 +9,17 @@ and this module took eight minutes)."""
 from __future__ import annotations
 
 import os
-import shutil
 
 import numpy as np
 import pandas as pd
 import pytest
+from _spark import require_spark
 
-pytest.importorskip("pyspark")
 pytest.importorskip("duckdb")
-if shutil.which("java") is None:
-    pytest.skip("Spark needs Java (openjdk-17-jre-headless)", allow_module_level=True)
+try:
+    require_spark()
+except pytest.skip.Exception as exc:
+    pytest.skip(str(exc), allow_module_level=True)
 
 from mfu_toolkit.analysis import breakdown, mfu_summary, straggler_summary  # noqa: E402
 from mfu_toolkit.analysis.stragglers import rank_scores, step_spread, without_worst_ranks  # noqa: E402

@@ -13,19 +13,13 @@ Expected values come from three independent sources:
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
+from _realdata import realdata  # noqa: F401  (the fixture)
 from _replay import hand_trace
 
 from mfu_toolkit.analysis import slowed_replay, straggler_whatif
 from mfu_toolkit.run import Run
-
-REAL = os.environ.get("MFU_REALDATA")
-OPS_DIR = Path(REAL or "/nonexistent") / "straggler_ops"
-needs_real = pytest.mark.skipif(not (OPS_DIR / "trace-AR.parquet").is_file(), reason="MFU_REALDATA not set")
 
 # --------------------------------------------------------------------------------------------
 # the hand trace of tests/_replay.py: dp = 1, two stages, two microbatches, 1F1B; a step takes 15 s
@@ -145,13 +139,17 @@ ARTIFACT = {  # trace: (S = blocking_slowdown, M_W = Mw, M_S = Ms), printed by t
 
 
 @pytest.fixture(scope="module")
-def real():
+def ops_dir(realdata):  # noqa: F811  (unset MFU_REALDATA: skip; set but without the traces: fail)
+    return realdata / "straggler_ops"
+
+
+@pytest.fixture(scope="module")
+def real(ops_dir):
     from mfu_toolkit.io import load_run
 
-    return {t: straggler_whatif(load_run(OPS_DIR / f"trace-{t}.parquet")) for t in ARTIFACT}
+    return {t: straggler_whatif(load_run(ops_dir / f"trace-{t}.parquet")) for t in ARTIFACT}
 
 
-@needs_real
 @pytest.mark.parametrize("trace", sorted(ARTIFACT))
 def test_real_traces_agree_with_the_artifact(real, trace):
     s, m_w, m_s = ARTIFACT[trace]
@@ -162,12 +160,11 @@ def test_real_traces_agree_with_the_artifact(real, trace):
     assert r.stage_recovery == pytest.approx(m_s, abs=0.05)
 
 
-@needs_real
 @pytest.mark.parametrize("trace", sorted(ARTIFACT))
-def test_real_trace_step_time_from_the_raw_rows(real, trace):
+def test_real_trace_step_time_from_the_raw_rows(real, ops_dir, trace):
     import pyarrow.parquet as pq
 
-    t = pq.read_table(OPS_DIR / f"trace-{trace}.parquet", columns=["step", "start_ts", "duration"]).to_pandas()
+    t = pq.read_table(ops_dir / f"trace-{trace}.parquet", columns=["step", "start_ts", "duration"]).to_pandas()
     t["end"] = t["start_ts"].astype(float) + t["duration"].astype(float)
     g = t.groupby("step")
     expected = float((g["end"].max() - g["start_ts"].min()).mean())
@@ -178,7 +175,6 @@ def test_real_trace_step_time_from_the_raw_rows(real, trace):
     assert r.graph["cyclic_ops"] == 0 and r.graph["unmatched_p2p"] == 0
 
 
-@needs_real
 def test_real_verdicts_name_each_culprit(real):
     ar, st, se = real["AR"], real["ST"], real["SE"]
     # AR: rank 0 (dp_rank 0, stage 0) was slowed on purpose (the artifact's README, section A.2)
@@ -193,7 +189,6 @@ def test_real_verdicts_name_each_culprit(real):
     assert se.by_worker["share"].iloc[0] < 0.5
 
 
-@needs_real
 def test_real_add_back_by_stage_matches_the_artifact(real):
     # blocking_decompose_by_stage of result-ST.json / result-AR.json at 8efcd7f
     st = real["ST"].by_stage.set_index("stage")["S_x"]

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from _realdata import realdata  # noqa: F401  (the fixture)
 
 from mfu_toolkit.analysis import (
     account,
@@ -260,18 +259,14 @@ def test_without_stage_information_all_ranks_are_compared_and_said_so(slow_run):
     assert "Compared with: all ranks" in "\n".join(straggler_summary(slow_run).lines())
 
 
-_OPS = Path(os.environ.get("MFU_REALDATA", "/nonexistent")) / "straggler_ops"
-
-
-@pytest.mark.skipif(not (_OPS / "trace-SE.parquet").is_file(), reason="MFU_REALDATA not set")
-def test_real_traces_stage_aware_verdicts():
+def test_real_traces_stage_aware_verdicts(realdata):  # noqa: F811
     import warnings
 
     from mfu_toolkit.io import load_run
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        runs = {t: load_run(_OPS / f"trace-{t}.parquet") for t in ("AR", "ST", "SE")}
+        runs = {t: load_run(realdata / "straggler_ops" / f"trace-{t}.parquet") for t in ("AR", "ST", "SE")}
     # AR: only rank 0 (the artifact's README: one slowed worker), not 48, 52, 60 of the last stage
     assert straggler_summary(runs["AR"]).persistent_ranks == [0]
     # ST: ranks 6 and 7 are the last stage (meta-ST.yaml: pp_size 4, dp_size 2): stage imbalance

@@ -230,6 +230,30 @@ def job_steps(run: Run) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
+def _group_stats(busy: np.ndarray, wait: np.ndarray, rank: np.ndarray,
+                 counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per group of consecutive rows (``counts`` rows each): median and max busy time, the
+    slowest rank (the first at the max) and the median data wait."""
+    if np.all(counts == counts[0]):  # regular grid: vectorised medians via reshape
+        n = int(counts[0])
+        b2 = busy.reshape(-1, n)
+        slowest = rank.reshape(-1, n)[np.arange(len(counts)), b2.argmax(axis=1)]
+        return np.median(b2, axis=1), b2.max(axis=1), slowest, np.median(wait.reshape(-1, n), axis=1)
+    gid = np.repeat(np.arange(len(counts)), counts)
+    tmp = pd.DataFrame({"g": gid, "busy": busy, "wait": wait, "rank": rank})
+    grp = tmp.groupby("g", sort=True)
+    slowest = tmp["rank"].to_numpy()[grp["busy"].idxmax().to_numpy()]
+    return grp["busy"].median().to_numpy(), grp["busy"].max().to_numpy(), slowest, grp["wait"].median().to_numpy()
+
+
+def _redone(attempt: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """Lost job steps: a later attempt ran the same step number (the latest attempt keeps it)."""
+    uniq, inv = np.unique(step, return_inverse=True)
+    last_attempt = np.full(len(uniq), np.iinfo(np.int64).min)
+    np.maximum.at(last_attempt, inv, attempt)
+    return attempt < last_attempt[inv]
+
+
 def _job_step_columns(run: Run) -> dict[str, np.ndarray] | None:
     """The columns of :func:`job_steps` as arrays (``None`` for a run without steps)."""
     if run.reductions is not None:  # rows reduced out of core by an engine (mfu_toolkit.engine)
@@ -257,21 +281,7 @@ def _job_step_columns(run: Run) -> dict[str, np.ndarray] | None:
     counts = np.diff(np.r_[starts, len(key)])
     g_start = np.minimum.reduceat(start, starts)
     g_end = np.maximum.reduceat(end, starts)
-    if np.all(counts == counts[0]):  # regular grid: vectorised medians via reshape
-        n = int(counts[0])
-        b2 = busy.reshape(-1, n)
-        busy_med = np.median(b2, axis=1)
-        busy_max = b2.max(axis=1)
-        slowest = rank.reshape(-1, n)[np.arange(len(starts)), b2.argmax(axis=1)]
-        wait_med = np.median(wait.reshape(-1, n), axis=1)
-    else:
-        gid = np.repeat(np.arange(len(starts)), counts)
-        tmp = pd.DataFrame({"g": gid, "busy": busy, "wait": wait, "rank": rank})
-        grp = tmp.groupby("g", sort=True)
-        busy_med = grp["busy"].median().to_numpy()
-        busy_max = grp["busy"].max().to_numpy()
-        slowest = tmp["rank"].to_numpy()[grp["busy"].idxmax().to_numpy()]
-        wait_med = grp["wait"].median().to_numpy()
+    busy_med, busy_max, slowest, wait_med = _group_stats(busy, wait, rank, counts)
     g_key = key[starts]
     g_att = (g_key // width).astype(np.int64)
     g_step = (g_key % width + lo).astype(np.int64)
@@ -294,11 +304,7 @@ def _job_step_columns(run: Run) -> dict[str, np.ndarray] | None:
             cols[col] = vals if order is None else vals[order]
         else:
             cols[col] = np.full(len(g_key), np.nan)
-    # lost: a later attempt ran the same step number (the latest attempt per step keeps it)
-    uniq, inv = np.unique(g_step, return_inverse=True)
-    last_attempt = np.full(len(uniq), np.iinfo(np.int64).min)
-    np.maximum.at(last_attempt, inv, g_att)
-    cols["lost"] = g_att < last_attempt[inv]
+    cols["lost"] = _redone(g_att, g_step)
     # rows by start, then attempt, then step (a stable lexicographic sort, NaN starts last)
     by = np.lexsort((g_step, g_att, g_start))
     if not np.array_equal(by, np.arange(len(by))):
@@ -542,6 +548,19 @@ def _check_int_option(name: str, value: Any, *, minimum: int) -> int:
     return int(value)
 
 
+def _mark_phase_overlaps(js: pd.DataFrame, events: _Events, why: np.ndarray) -> None:
+    """Set ``why`` of steps still in the window that overlap a blocking job-phase event."""
+    starts = js["start_s"].to_numpy(dtype=float)
+    ends = js["end_s"].to_numpy(dtype=float)
+    for kind in _WINDOW_EXCLUDE_KINDS:
+        of_kind = events.of_kinds((kind,))
+        if not of_kind.any():
+            continue
+        u = events.intervals(of_kind & ~events.background)
+        hit = _covered(u, starts, ends) > 1e-9 * np.maximum(ends - starts, 1e-3)
+        why[hit & (why == "in window")] = f"overlaps {kind}"
+
+
 def _window(
     js: pd.DataFrame,
     events: _Events,
@@ -566,16 +585,7 @@ def _window(
     flagged = flags != ""
     for i in np.flatnonzero(flagged & (why == "in window")):
         why[i] = f"flagged by the loader ({flags[i]})"
-    # steps overlapping job-phase events
-    starts = js["start_s"].to_numpy(dtype=float)
-    ends = js["end_s"].to_numpy(dtype=float)
-    for kind in _WINDOW_EXCLUDE_KINDS:
-        of_kind = events.of_kinds((kind,))
-        if not of_kind.any():
-            continue
-        u = events.intervals(of_kind & ~events.background)
-        hit = _covered(u, starts, ends) > 1e-9 * np.maximum(ends - starts, 1e-3)
-        why[hit & (why == "in window")] = f"overlaps {kind}"
+    _mark_phase_overlaps(js, events, why)
     why[(labelled <= 0) & (why == "in window")] = "no time left"
     why[(work <= 0) & (why == "in window")] = "untimed (zero span)"
     per_work = np.divide(labelled, work, out=np.full(n, np.nan), where=(work > 0) & (labelled > 0))
@@ -1005,6 +1015,56 @@ def _sweep(run: Run, js: pd.DataFrame, ev: _Events, lost: np.ndarray) -> tuple[d
     return seconds, labelled, seconds.pop("useful")
 
 
+def _job_table(run: Run) -> pd.DataFrame:
+    """The job-level steps with the inferred unlogged ones, from the engine's reductions where
+    the run has them (one copy per step, whatever the step count)."""
+    cols = _job_step_columns(run)
+    return _with_unlogged(job_steps(run) if cols is None else cols)
+
+
+def _rho(clean: np.ndarray, w: np.ndarray, labelled: np.ndarray, in_win: np.ndarray,
+         useful: np.ndarray) -> float | None:
+    """The ideal time per unit of work over the window's timed steps with work (None: none)."""
+    if not len(clean) or not useful.any():
+        return None
+    sel = in_win & (w > 0) & (labelled > 0)
+    return _ideal_rate(clean, w, sel, useful & (w > 0)) if sel.any() else None
+
+
+def _split_useful(run: Run, js: pd.DataFrame, labelled: np.ndarray,
+                  lost: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each job step's labelled time split (module docstring, rule 3): data wait, straggler wait,
+    stage imbalance and the clean time of the typical rank (0 for lost steps)."""
+    n = len(js)
+    data = np.minimum(np.nan_to_num(js["data_wait_s"].to_numpy(float)), labelled) if n else np.zeros(0)
+    strag_raw = np.nan_to_num((js["busy_max_s"] - js["busy_median_s"]).to_numpy(float)) if n else np.zeros(0)
+    strag = np.minimum(np.maximum(strag_raw, 0.0), np.maximum(labelled - data, 0.0))
+    clean = np.maximum(labelled - data - strag, 0.0)
+    for arr in (data, strag, clean):
+        arr[lost] = 0.0
+    stage_part = _stage_imbalance(run, js, strag)  # a heavier pipeline stage, booked apart
+    return data, strag - stage_part, stage_part, clean
+
+
+def _book_useful(seconds: dict[str, float], useful_s: float, ideal: float, data: np.ndarray, strag: np.ndarray,
+                 stage: np.ndarray) -> float:
+    """Book the useful steps' ideal compute, straggler, stage and data waits into ``seconds``;
+    return the useful time above all of them (jitter and stalls)."""
+    seconds["ideal_compute"] = ideal
+    seconds["stragglers"] = float(strag.sum()) if len(strag) else 0.0
+    seconds["stage_imbalance"] = float(stage.sum()) if len(stage) else 0.0
+    waits = float(data.sum()) if len(data) else 0.0
+    seconds["data_stall"] += waits
+    return useful_s - ideal - seconds["stragglers"] - seconds["stage_imbalance"] - waits
+
+
+def _residual(wall: float, seconds: dict[str, float]) -> float:
+    """The wall time no category holds; float dust from the subtractions is shown as 0
+    (|r| < 1e-10 W keeps the identity)."""
+    residual = wall - sum(v for k, v in seconds.items() if k != "unaccounted")
+    return 0.0 if abs(residual) < 1e-10 * max(wall, 1e-300) else residual
+
+
 def account(
     run: Run,
     *,
@@ -1023,9 +1083,7 @@ def account(
         raise TypeError(f"run must be a mfu_toolkit.run.Run; got {type(run).__name__}")
     warmup_steps, step_range, tolerance, lookahead = _checked_options(warmup_steps, step_range, tolerance, lookahead)
     wall = run.t1 - run.t0
-    cols = _job_step_columns(run)
-    js = _with_unlogged(job_steps(run) if cols is None else cols)
-    del cols  # the frame holds the columns now (one copy per step, whatever the step count)
+    js = _job_table(run)
     ev = _Events(run.events)
     n = len(js)
     lost = js["lost"].to_numpy(dtype=bool) if n else np.zeros(0, bool)
@@ -1033,41 +1091,21 @@ def account(
 
     work = _work(run, js)
     w = work.per_step
-    # split of the useful-step time
-    data = np.minimum(np.nan_to_num(js["data_wait_s"].to_numpy(float)), labelled) if n else np.zeros(0)
-    strag_raw = np.nan_to_num((js["busy_max_s"] - js["busy_median_s"]).to_numpy(float)) if n else np.zeros(0)
-    strag = np.minimum(np.maximum(strag_raw, 0.0), np.maximum(labelled - data, 0.0))
-    clean = np.maximum(labelled - data - strag, 0.0)
-    for arr in (data, strag, clean):
-        arr[lost] = 0.0
-    stage_part = _stage_imbalance(run, js, strag)  # a heavier pipeline stage, booked apart
-    strag = strag - stage_part
+    data, strag, stage_part, clean = _split_useful(run, js, labelled, lost)
     flags = _step_flags(run, js)
     window = _window(
         js, ev, labelled, w, flags, warmup_steps=warmup_steps, step_range=step_range,
         tolerance=tolerance, lookahead=lookahead,
     )
     in_win = window.steps["in_window"].to_numpy(dtype=bool) if n else np.zeros(0, bool)
-    rho: float | None = None
     useful_mask = ~lost
-    if n and useful_mask.any():
-        sel = in_win & (w > 0) & (labelled > 0)
-        if sel.any():
-            rho = _ideal_rate(clean, w, sel, useful_mask & (w > 0))
+    rho = _rho(clean, w, labelled, in_win, useful_mask)
     ideal = rho * float(w[useful_mask].sum()) if rho is not None else 0.0
-    seconds["ideal_compute"] = ideal
-    seconds["stragglers"] = float(strag[useful_mask].sum()) if n else 0.0
-    seconds["stage_imbalance"] = float(stage_part[useful_mask].sum()) if n else 0.0
-    seconds["data_stall"] += float(data[useful_mask].sum()) if n else 0.0
-    above = (useful_s - ideal - seconds["stragglers"] - seconds["stage_imbalance"]
-             - float(data[useful_mask].sum() if n else 0.0))
+    above = _book_useful(seconds, useful_s, ideal, data[useful_mask], strag[useful_mask], stage_part[useful_mask])
     stall = _stall(clean, w, rho, flags, useful_mask, above)
     seconds["stall"] = float(stall.sum())
     seconds["jitter"] = above - seconds["stall"]
-    others = sum(v for k, v in seconds.items() if k != "unaccounted")
-    residual = wall - others
-    # float dust from the subtractions above is shown as 0 (|r| < 1e-10 W keeps the identity)
-    seconds["unaccounted"] = 0.0 if abs(residual) < 1e-10 * max(wall, 1e-300) else residual
+    seconds["unaccounted"] = _residual(wall, seconds)
     steps_out = _with_columns(
         js, labelled_s=labelled, data_s=data, straggler_s=strag, stage_imbalance_s=stage_part, clean_s=clean,
         work=w, in_window=in_win,

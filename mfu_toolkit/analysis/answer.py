@@ -247,7 +247,7 @@ def straggler_verdict(acc: Accounting) -> dict[str, Any]:
     :func:`~mfu_toolkit.analysis.stragglers.straggler_summary` (every rank compared with all the
     others, so it assumes no pipeline); job-level steps cannot show a straggler.
     """
-    from .stragglers import classify_op_stragglers, straggler_summary
+    from .stragglers import classify_op_stragglers
 
     run, wall = acc.run, acc.wall_s
     sec = acc.seconds["stragglers"]
@@ -276,6 +276,13 @@ def straggler_verdict(acc: Accounting) -> dict[str, Any]:
     if len(seen) < 2:
         return {**out, "verdict": "not measurable from this log: it has no per-rank step times",
                 "kind": "unknown", "culprit": "unknown", "basis": "job-level steps (one row per step)"}
+    return _rank_verdict(acc, out)
+
+
+def _rank_verdict(acc: Accounting, out: dict[str, Any]) -> dict[str, Any]:
+    """The verdict from per-rank step times (every rank against all the others)."""
+    from .stragglers import straggler_summary
+
     try:
         s = straggler_summary(acc)
     except ValueError as exc:
@@ -1180,6 +1187,26 @@ def _headline(acc: Accounting, summ: Any, timed: bool, interface: str) -> dict[s
     }
 
 
+_UNTIMED_VERDICT = {"verdict": "not measurable: no timed steps", "kind": "unknown", "culprit": "unknown",
+                    "seconds": 0.0, "share": None, "basis": "no timed steps"}
+
+
+def _top_losses(bd: pd.DataFrame, details: dict[str, str], wall: float) -> list[dict[str, Any]]:
+    """The three largest losses of the waterfall (float noise folded), with their detail."""
+    return [
+        {"category": r["category"], "seconds": float(r["seconds"]), "share": float(r["share"]),
+         **({"detail": details[r["category"]]} if r["category"] in details else {})}
+        for r in bd.to_dict("records")
+        if r["category"] != "ideal_compute" and r["seconds"] > max(_FOLD * wall, 1e-9)
+    ][:3]
+
+
+def _load_summary(rep: Any) -> dict[str, Any]:
+    """What the loader read, kept and skipped (the LoadReport), for the answer."""
+    return {"summary": rep.summary(), "notes": list(rep.notes), "skipped": dict(rep.skipped),
+            "lines_read": rep.lines_read, "rows_kept": rep.rows_kept}
+
+
 def build_answer(
     run_or_accounting: Run | Accounting,
     *,
@@ -1209,9 +1236,9 @@ def build_answer(
     if not isinstance(run_or_accounting, (Run, Accounting)):
         raise TypeError(f"run_or_accounting must be a Run or an Accounting; got {type(run_or_accounting).__name__}")
     acc = accounted(run_or_accounting, warmup_steps=warmup_steps)
-    write_s = _positive_input("checkpoint_write_s", checkpoint_write_s, interface)
-    every = _positive_input("checkpoint_every_steps", checkpoint_every_steps, interface)
-    mtbf_h = _positive_input("mtbf_hours", mtbf_hours, interface)
+    write_s, every, mtbf_h = (_positive_input(k, v, interface) for k, v in (
+        ("checkpoint_write_s", checkpoint_write_s), ("checkpoint_every_steps", checkpoint_every_steps),
+        ("mtbf_hours", mtbf_hours)))
     run = acc.run
     m = run.meta
     summ = mfu_summary(acc)
@@ -1220,15 +1247,8 @@ def build_answer(
     sc = scorecard(acc)
     coded = sc.attrs.get("reasons", {})
     sc = sc.assign(note=[_point(coded.get(k, n), interface) for k, n in zip(sc["metric"], sc["note"], strict=True)])
-    wall = acc.wall_s
-    details = acc.details
     missing = _missing(acc, interface, timed)
-    losses = [
-        {"category": r["category"], "seconds": float(r["seconds"]), "share": float(r["share"]),
-         **({"detail": details[r["category"]]} if r["category"] in details else {})}
-        for r in bd.to_dict("records")
-        if r["category"] != "ideal_compute" and r["seconds"] > max(_FOLD * wall, 1e-9)
-    ][:3] if timed else []
+    losses = _top_losses(bd, acc.details, acc.wall_s) if timed else []
     checks = [*_claim_checks(acc, summ), *_plausibility_check(acc, summ), *_fact_checks(m), *_count_check(run, interface),
               *(_accounting_checks(acc, summ) if timed else []), *_load_checks(run, timed, interface)]
     log_name = Path(m.source_path).name if m.source_path else (m.name or "run")
@@ -1238,15 +1258,11 @@ def build_answer(
     return Answer(
         title=title, log_name=log_name, date=date, interface=interface,
         headline=_headline(acc, summ, timed, interface), losses=tuple(losses),
-        stragglers=straggler_verdict(acc) if timed else {
-            "verdict": "not measurable: no timed steps", "kind": "unknown", "culprit": "unknown",
-            "seconds": 0.0, "share": None, "basis": "no timed steps"},
+        stragglers=straggler_verdict(acc) if timed else dict(_UNTIMED_VERDICT),
         checkpoint=_checkpoint_advice(acc, interface, write_s, every, mtbf_h) if timed else None,
         checks=tuple(checks), missing=tuple(missing), conflict=_conflict(checks),
         missing_fields=tuple({**f, "text": t} for f, t in zip(_missing_fields(acc, timed), missing, strict=True)),
         facts=tuple(_facts_used(acc, summ, interface)), breakdown=bd, scorecard=sc, window=acc.window.summary(),
-        load={"summary": m.report.summary(), "notes": list(m.report.notes),
-              "skipped": dict(m.report.skipped),
-              "lines_read": m.report.lines_read, "rows_kept": m.report.rows_kept},
+        load=_load_summary(m.report),
         holds=_holds(run), summary=_spoken_summary(summ.to_dict(), interface),
     )

@@ -136,81 +136,112 @@ class MFUSummary:
         return out
 
 
-def summary_of(acc: Accounting) -> MFUSummary:
-    """The MFU summary of ``acc``, computed (``acc.summary`` holds it once computed)."""
-    run = acc.run
-    m = run.meta
-    reasons: dict[str, Reason] = {}
-    fpu = acc.flops_per_unit
-    useful_flops = fpu * acc.useful_work if fpu is not None else None
-    n, p = m.n_accelerators, m.peak_flops_per_accelerator
-    steady = e2e = h_steady = h_e2e = window_mfu = None
-    steady_res: MFUResult | None = None
+_MFU_FIELDS = ("steady_state_mfu", "end_to_end_mfu", "steady_state_hfu", "end_to_end_hfu", "window_mfu")
+
+
+def _unknown_why(acc: Accounting) -> Reason | str:
+    """Why the MFUs are unknown (unknown FLOPs, peak or steady-state step time), or ``""``."""
     why = Reason.join(acc.flops_reason, acc.peak_reason)
     if acc.rho is None or acc.rho <= 0:
         empty = acc.window.empty_reason or "no useful steps with time"
         why = Reason.join(why, Reason(f"no steady-state step time ({empty})", code="no_steady_time"))
-    if not why:
-        assert fpu is not None and n and p and acc.rho
-        unit_per_step = acc.useful_work / acc.useful_steps
-        step_flops = fpu * unit_per_step
-        hw_step = None
-        if m.hardware_flops_per_step and m.model_flops_per_step:
-            hw_step = step_flops * float(m.hardware_flops_per_step) / float(m.model_flops_per_step)
-        steady_res = compute_mfu(
-            model_flops_per_step=step_flops,
-            step_seconds=acc.rho * unit_per_step,
-            n_accelerators=n,
-            peak_flops_per_accelerator=p,
-            hardware_flops_per_step=hw_step,
-            samples_per_step=unit_per_step if acc.work_unit == "sample" else (
-                m.global_batch if acc.work_unit == "step" else None),
-            tokens_per_step=unit_per_step if acc.work_unit == "token" else (
-                m.global_batch * m.seq_len if acc.work_unit == "step" and m.global_batch and m.seq_len else None),
-            accelerator=m.accelerator,
-            dtype=m.dtype,
-            sparse=m.peak_sparse,
-            peak_source=m.peak_source,
-        )
-        steady = steady_res.mfu
-        st = acc.steps
-        win = st["in_window"].to_numpy(bool) & (st["work"].to_numpy(float) > 0)
-        if win.any():
-            per_unit = float(st["labelled_s"].to_numpy(float)[win].sum() / st["work"].to_numpy(float)[win].sum())
-            window_mfu = float(_mfu(model_flops_per_step=fpu, step_seconds=per_unit,
-                                    n_accelerators=n, peak_flops_per_accelerator=p))
-        if acc.wall_s > 0 and useful_flops:
-            # end-to-end: useful model FLOPs over the whole wall time (formulas.mfu)
-            e2e = float(_mfu(model_flops_per_step=useful_flops, step_seconds=acc.wall_s,
-                             n_accelerators=n, peak_flops_per_accelerator=p))
-        else:
-            reasons["end_to_end_mfu"] = Reason("no useful steps or zero wall time", code="no_useful_time")
-        if steady_res.hfu is not None:
-            h_steady = steady_res.hfu
-            if e2e is not None:
-                h_e2e = float(hfu(hardware_flops_per_step=useful_flops * hw_step / step_flops,
-                                  step_seconds=acc.wall_s, n_accelerators=n, peak_flops_per_accelerator=p))
-        else:
-            reasons["steady_state_hfu"] = reasons["end_to_end_hfu"] = hfu_unknown()
+    return why
+
+
+def _steady_result(acc: Accounting) -> tuple[MFUResult, float | None]:
+    """The steady-state MFU of the ideal step (formulas.compute_mfu) and the hardware FLOPs per
+    step where the run gives the recomputation ratio (hardware / model FLOPs per step)."""
+    m = acc.run.meta
+    fpu, rho = acc.flops_per_unit, acc.rho
+    assert fpu is not None and m.n_accelerators and m.peak_flops_per_accelerator and rho
+    unit_per_step = acc.useful_work / acc.useful_steps
+    step_flops = fpu * unit_per_step
+    hw_step = None
+    if m.hardware_flops_per_step and m.model_flops_per_step:
+        hw_step = step_flops * float(m.hardware_flops_per_step) / float(m.model_flops_per_step)
+    res = compute_mfu(
+        model_flops_per_step=step_flops,
+        step_seconds=rho * unit_per_step,
+        n_accelerators=m.n_accelerators,
+        peak_flops_per_accelerator=m.peak_flops_per_accelerator,
+        hardware_flops_per_step=hw_step,
+        samples_per_step=unit_per_step if acc.work_unit == "sample" else (
+            m.global_batch if acc.work_unit == "step" else None),
+        tokens_per_step=unit_per_step if acc.work_unit == "token" else (
+            m.global_batch * m.seq_len if acc.work_unit == "step" and m.global_batch and m.seq_len else None),
+        accelerator=m.accelerator,
+        dtype=m.dtype,
+        sparse=m.peak_sparse,
+        peak_source=m.peak_source,
+    )
+    return res, hw_step
+
+
+def _window_mfu(acc: Accounting) -> float | None:
+    """MFU of the mean actual step over the steady-state window (waits included)."""
+    st, m = acc.steps, acc.run.meta
+    win = st["in_window"].to_numpy(bool) & (st["work"].to_numpy(float) > 0)
+    if not win.any():
+        return None
+    per_unit = float(st["labelled_s"].to_numpy(float)[win].sum() / st["work"].to_numpy(float)[win].sum())
+    return float(_mfu(model_flops_per_step=acc.flops_per_unit, step_seconds=per_unit,
+                      n_accelerators=m.n_accelerators, peak_flops_per_accelerator=m.peak_flops_per_accelerator))
+
+
+def _known_figures(acc: Accounting, useful_flops: float | None) -> tuple[dict[str, Any], dict[str, Reason]]:
+    """The MFUs and HFUs where FLOPs, peak and the ideal step are known, and the reasons for
+    those still unknown (no useful time; no recomputation ratio for HFU)."""
+    m = acc.run.meta
+    n, p = m.n_accelerators, m.peak_flops_per_accelerator
+    steady_res, hw_step = _steady_result(acc)
+    out: dict[str, Any] = dict.fromkeys(_MFU_FIELDS)
+    out.update(steady=steady_res, steady_state_mfu=steady_res.mfu, window_mfu=_window_mfu(acc))
+    reasons: dict[str, Reason] = {}
+    if acc.wall_s > 0 and useful_flops:
+        # end-to-end: useful model FLOPs over the whole wall time (formulas.mfu)
+        out["end_to_end_mfu"] = float(_mfu(model_flops_per_step=useful_flops, step_seconds=acc.wall_s,
+                                           n_accelerators=n, peak_flops_per_accelerator=p))
     else:
-        for k in ("steady_state_mfu", "end_to_end_mfu", "steady_state_hfu", "end_to_end_hfu", "window_mfu"):
-            reasons[k] = why
+        reasons["end_to_end_mfu"] = Reason("no useful steps or zero wall time", code="no_useful_time")
+    if steady_res.hfu is None:
+        reasons["steady_state_hfu"] = reasons["end_to_end_hfu"] = hfu_unknown()
+        return out, reasons
+    out["steady_state_hfu"] = steady_res.hfu
+    if out["end_to_end_mfu"] is not None:
+        step_flops = acc.flops_per_unit * acc.useful_work / acc.useful_steps
+        out["end_to_end_hfu"] = float(hfu(hardware_flops_per_step=useful_flops * hw_step / step_flops,
+                                          step_seconds=acc.wall_s, n_accelerators=n, peak_flops_per_accelerator=p))
+    return out, reasons
+
+
+def summary_of(acc: Accounting) -> MFUSummary:
+    """The MFU summary of ``acc``, computed (``acc.summary`` holds it once computed)."""
+    m = acc.run.meta
+    fpu = acc.flops_per_unit
+    useful_flops = fpu * acc.useful_work if fpu is not None else None
+    n, p = m.n_accelerators, m.peak_flops_per_accelerator
+    why = _unknown_why(acc)
+    if why:
+        figures: dict[str, Any] = {**dict.fromkeys(_MFU_FIELDS), "steady": None}
+        reasons: dict[str, Reason] = dict.fromkeys(_MFU_FIELDS, why)
+    else:
+        figures, reasons = _known_figures(acc, useful_flops)
     if fpu is None:
         reasons["model_flops_per_unit"] = reasons["useful_model_flops"] = acc.flops_reason
     if acc.peak_reason:
         reasons["cluster_peak_flops"] = acc.peak_reason
     return MFUSummary(
-        steady_state_mfu=steady,
-        end_to_end_mfu=e2e,
-        steady_state_hfu=h_steady,
-        end_to_end_hfu=h_e2e,
+        steady_state_mfu=figures["steady_state_mfu"],
+        end_to_end_mfu=figures["end_to_end_mfu"],
+        steady_state_hfu=figures["steady_state_hfu"],
+        end_to_end_hfu=figures["end_to_end_hfu"],
         goodput=acc.goodput,
         wall_s=acc.wall_s,
         ideal_compute_s=acc.seconds["ideal_compute"],
         ideal_step_s=acc.ideal_step_s,
         work_unit=acc.work_unit,
         ideal_s_per_unit=acc.rho,
-        window_mfu=window_mfu,
+        window_mfu=figures["window_mfu"],
         useful_steps=acc.useful_steps,
         useful_work=acc.useful_work,
         model_flops_per_unit=fpu,
@@ -224,7 +255,7 @@ def summary_of(acc: Accounting) -> MFUSummary:
         peak_source=m.peak_source,
         model_flops_source=acc.flops_source,
         window=acc.window.summary(),
-        steady=steady_res,
+        steady=figures["steady"],
         reasons=reasons,
         peak_per=m.peak_per,
         peak_per_text=m.peak_per_text(),

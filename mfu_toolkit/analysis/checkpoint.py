@@ -286,25 +286,8 @@ class CheckpointReport:
         return out
 
 
-def checkpoint_report(run: Run | Accounting, *, mtbf_s: float | None = None, restart_s: float | None = None) -> CheckpointReport:
-    """Measured checkpoint cost and interval, failures, lost work and downtime; distance to optimum.
-
-    MTBF: ``mtbf_s`` when given, else the run's running time (wall minus downtime) divided by its
-    failures (restarts when no failure events exist); ``None`` when the run never failed. The
-    optimum uses the median blocking checkpoint time as ``δ``.
-    """
-    acc = accounted(run)
-    r = acc.run
-    ev = r.events
-    ck = ev[ev["kind"] == "checkpoint_save"]
-    bg = is_background(ck) if len(ck) else np.zeros(0, bool)
-    blocking = ck[~bg]
-    dur = (blocking["end_s"] - blocking["start_s"]).to_numpy(float)
-    n_ck = int(len(blocking) + (bg.sum() if not len(blocking) else 0))
-    # checkpoint instants (blocking starts, or background starts when only those exist);
-    # intervals are measured within an attempt, never across a restart
-    src = blocking if len(blocking) else ck
-    js = acc.steps
+def _checkpoint_intervals(src: pd.DataFrame, js: pd.DataFrame) -> tuple[float | None, float | None]:
+    """Median seconds and steps between checkpoint starts, within an attempt, never across a restart."""
     gaps_s: list[float] = []
     gaps_steps: list[float] = []
     for _a, grp in src.groupby("attempt"):
@@ -322,6 +305,59 @@ def checkpoint_report(run: Run | Accounting, *, mtbf_s: float | None = None, res
             gaps_steps.extend(d[d > 0])
     interval = float(np.median(gaps_s)) if gaps_s else None
     interval_steps = float(np.median(gaps_steps)) if gaps_steps else None
+    return interval, interval_steps
+
+
+def _report_mtbf(mtbf_s: float | None, running: float, failures: int, restarts: int) -> tuple[float | None, str]:
+    """The MTBF for the optimum (given, or observed from failures or restarts) and where it came from."""
+    if mtbf_s is not None:
+        return _pos("mtbf_s", mtbf_s), "given"
+    if failures or restarts:
+        mtbf = running / (failures or restarts)
+        return mtbf, f"observed: running time / {failures or restarts} {'failures' if failures else 'restarts'}"
+    return None, "unknown: no failure in the run (pass mtbf_s)"
+
+
+def _report_optimum(
+    mtbf: float | None, delta: float | None, interval: float | None, restart_s: float
+) -> dict[str, float | None]:
+    """Young and Daly intervals, used/Daly and both expected overheads, keyed by the report's field names."""
+    young = daly = ratio = exp_used = exp_opt = None
+    if mtbf and delta and delta > 0:
+        young = young_interval(checkpoint_s=delta, mtbf_s=mtbf)
+        daly = daly_interval(checkpoint_s=delta, mtbf_s=mtbf)
+        exp_opt = checkpoint_overhead(interval_s=daly, checkpoint_s=delta, mtbf_s=mtbf, restart_s=restart_s)["total"]
+        if interval is not None:
+            tau = max(interval - delta, 1e-9)  # compute time between checkpoints
+            ratio = tau / daly
+            exp_used = checkpoint_overhead(interval_s=tau, checkpoint_s=delta, mtbf_s=mtbf,
+                                           restart_s=restart_s)["total"]
+    return {
+        "young_interval_s": young,
+        "daly_interval_s": daly,
+        "interval_vs_daly": ratio,
+        "expected_overhead_used": exp_used,
+        "expected_overhead_optimal": exp_opt,
+    }
+
+
+def checkpoint_report(run: Run | Accounting, *, mtbf_s: float | None = None, restart_s: float | None = None) -> CheckpointReport:
+    """Measured checkpoint cost and interval, failures, lost work and downtime; distance to optimum.
+
+    MTBF: ``mtbf_s`` when given, else the run's running time (wall minus downtime) divided by its
+    failures (restarts when no failure events exist); ``None`` when the run never failed. The
+    optimum uses the median blocking checkpoint time as ``δ``.
+    """
+    acc = accounted(run)
+    r = acc.run
+    ev = r.events
+    ck = ev[ev["kind"] == "checkpoint_save"]
+    bg = is_background(ck) if len(ck) else np.zeros(0, bool)
+    blocking = ck[~bg]
+    dur = (blocking["end_s"] - blocking["start_s"]).to_numpy(float)
+    n_ck = int(len(blocking) + (bg.sum() if not len(blocking) else 0))
+    # checkpoint instants (blocking starts, or background starts when only those exist)
+    interval, interval_steps = _checkpoint_intervals(blocking if len(blocking) else ck, acc.steps)
     failures = int((ev["kind"] == "failure").sum())
     restarts = max(r.n_attempts - 1, 0)
     sec = acc.seconds
@@ -329,26 +365,9 @@ def checkpoint_report(run: Run | Accounting, *, mtbf_s: float | None = None, res
     recover_events = max(failures, restarts)
     mttr = (down + sec["checkpoint_load"]) / recover_events if recover_events else None
     running = acc.wall_s - down
-    if mtbf_s is not None:
-        mtbf = _pos("mtbf_s", mtbf_s)
-        src = "given"
-    elif failures or restarts:
-        mtbf = running / (failures or restarts)
-        src = f"observed: running time / {failures or restarts} {'failures' if failures else 'restarts'}"
-    else:
-        mtbf = None
-        src = "unknown: no failure in the run (pass mtbf_s)"
+    mtbf, src = _report_mtbf(mtbf_s, running, failures, restarts)
     delta = float(np.median(dur)) if len(dur) else None
-    young = daly = ratio = exp_used = exp_opt = None
-    if mtbf and delta and delta > 0:
-        young = young_interval(checkpoint_s=delta, mtbf_s=mtbf)
-        daly = daly_interval(checkpoint_s=delta, mtbf_s=mtbf)
-        rs = restart_s if restart_s is not None else (mttr or 0.0)
-        exp_opt = checkpoint_overhead(interval_s=daly, checkpoint_s=delta, mtbf_s=mtbf, restart_s=rs)["total"]
-        if interval is not None:
-            tau = max(interval - delta, 1e-9)  # compute time between checkpoints
-            ratio = tau / daly
-            exp_used = checkpoint_overhead(interval_s=tau, checkpoint_s=delta, mtbf_s=mtbf, restart_s=rs)["total"]
+    optimum = _report_optimum(mtbf, delta, interval, restart_s if restart_s is not None else (mttr or 0.0))
     observed = (
         (sec["checkpoint_save"] + sec["checkpoint_load"] + sec["lost_work"] + down) / acc.wall_s
         if acc.wall_s > 0
@@ -372,9 +391,5 @@ def checkpoint_report(run: Run | Accounting, *, mtbf_s: float | None = None, res
         mtbf_s=mtbf,
         mtbf_source=src,
         observed_overhead=observed,
-        young_interval_s=young,
-        daly_interval_s=daly,
-        interval_vs_daly=ratio,
-        expected_overhead_used=exp_used,
-        expected_overhead_optimal=exp_opt,
+        **optimum,
     )

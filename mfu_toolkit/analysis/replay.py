@@ -294,8 +294,8 @@ def _collapse(ops: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _prepare(ops: pd.DataFrame, notes: list[str]) -> _Replay | None:
-    """The replay inputs from an op table, or None (with a note) when the trace cannot be replayed."""
+def _replay_frame(ops: pd.DataFrame, notes: list[str]) -> pd.DataFrame | None:
+    """The replayable ops (known types, with worker, step and time), or None (with a note) if no compute."""
     df = ops[list(c for c in ops.columns if c in (*REPLAY_COLUMNS, "rank", "seq_id", "mc"))].copy()
     df["optype"] = df["optype"].astype(str)
     unknown = sorted(set(df["optype"]) - KNOWN_OPTYPES)
@@ -314,17 +314,17 @@ def _prepare(ops: pd.DataFrame, notes: list[str]) -> _Replay | None:
         return None
     if "mc" in df.columns:
         df["mc"] = pd.to_numeric(df["mc"], errors="coerce").fillna(0)
-    df = df.astype({"dp_rank": np.int64, "stage": np.int64, "step": np.int64})
-    c = _collapse(df)
-    steps_all = np.unique(c["step"].to_numpy())
-    dps = np.unique(c["dp_rank"].to_numpy())
-    n_stages = int(c["stage"].max()) + 1
-    key = c["stage"].astype(str) + "|" + c["optype"] + "|" + c["k"].astype(str)
-    t0 = (c["step"] == steps_all[0]) & (c["dp_rank"] == dps[0])
-    tmpl = c[t0].sort_values(["stage", "optype", "k"]).reset_index(drop=True)
-    node_of = {kk: i for i, kk in enumerate(tmpl["stage"].astype(str) + "|" + tmpl["optype"] + "|" + tmpl["k"].astype(str))}
-    c["node"] = key.map(node_of).fillna(-1).astype(np.int64)
-    n_nodes = len(tmpl)
+    return df.astype({"dp_rank": np.int64, "stage": np.int64, "step": np.int64})
+
+
+def _node_keys(c: pd.DataFrame) -> pd.Series:
+    """``stage|optype|k`` of each row: which template node an op is, whatever its step and dp rank."""
+    return c["stage"].astype(str) + "|" + c["optype"] + "|" + c["k"].astype(str)
+
+
+def _complete_steps(c: pd.DataFrame, n_nodes: int, dps: np.ndarray, steps_all: np.ndarray,
+                    notes: list[str]) -> np.ndarray:
+    """Steps whose every data-parallel rank has exactly the template's ops; a note names those left out."""
     per = c.groupby(["step", "dp_rank"]).agg(n=("node", "size"), missing=("node", lambda s: int((s < 0).sum())))
     ok = (per["n"] == n_nodes) & (per["missing"] == 0)
     ok_steps = ok.groupby(level="step").all() & (ok.groupby(level="step").size() == len(dps))
@@ -336,13 +336,12 @@ def _prepare(ops: pd.DataFrame, notes: list[str]) -> _Replay | None:
             f"{len(dropped)} of {len(steps_all)} steps left out: their ops do not match the first step's "
             f"graph (or a data-parallel rank is missing) — {named}"
         )
-    steps = ok_steps.index[ok_steps].to_numpy()
-    if not len(steps):
-        notes.append("no step has the same ops on every data-parallel rank; nothing to replay")
-        return None
-    c = c[c["step"].isin(steps)]
-    graph = _build_graph(tmpl[["stage", "optype", "k"]], tmpl["start_ts"].to_numpy(float),
-                         tmpl["mc"].to_numpy(float), n_stages)
+    return ok_steps.index[ok_steps].to_numpy()
+
+
+def _time_matrices(c: pd.DataFrame, steps: np.ndarray, dps: np.ndarray,
+                   n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of every node (rows) in every column (step × dp rank)."""
     n_cols = len(steps) * len(dps)
     col = np.searchsorted(steps, c["step"].to_numpy()) * len(dps) + np.searchsorted(dps, c["dp_rank"].to_numpy())
     node = c["node"].to_numpy()
@@ -350,37 +349,83 @@ def _prepare(ops: pd.DataFrame, notes: list[str]) -> _Replay | None:
     E = np.zeros((n_nodes, n_cols))
     S[node, col] = c["start_ts"].to_numpy(float)
     E[node, col] = c["end_ts"].to_numpy(float)
+    return S, E
+
+
+def _actual_durations(graph: _Graph, S: np.ndarray, E: np.ndarray, n_steps: int, n_dp: int) -> np.ndarray:
+    """Each node's duration; a collective member's is its transfer time, not its wait for the others."""
     actual = E - S
     for nodes, dp_sync in graph.groups:  # transfer = own end - the group's latest start
         t = S[nodes].max(axis=0)
         if dp_sync:
-            t = np.repeat(t.reshape(len(steps), len(dps)).max(axis=1), len(dps))
+            t = np.repeat(t.reshape(n_steps, n_dp).max(axis=1), n_dp)
         actual[nodes] = np.maximum(E[nodes] - t[None, :], 0.0)
+    return actual
+
+
+def _start_gaps(graph: _Graph, S: np.ndarray, E: np.ndarray) -> tuple[np.ndarray, int, list[str]]:
+    """Idle time before each node after its dependencies end (>= 0), and the starts that contradict the graph."""
     gaps = np.zeros_like(S)
     contradicted: list[str] = []
     n_contra = 0
     for i, d in enumerate(graph.deps):
-        before = E[d].max(axis=0) if len(d) else np.zeros(n_cols)
+        before = E[d].max(axis=0) if len(d) else np.zeros(S.shape[1])
         gaps[i] = S[i] - before
         neg = gaps[i] < -_NEG_GAP_S
         if neg.any():
             n_contra += int(neg.sum())
             if len(contradicted) < _MAX_NAMED:
                 contradicted.append(graph.name(i))
-    gaps = np.maximum(gaps, 0.0)
+    return np.maximum(gaps, 0.0), n_contra, contradicted
+
+
+def _ideal_durations(graph: _Graph, actual: np.ndarray) -> np.ndarray:
+    """Each node's ideal duration: the median of its op type for communication, the mean for the rest."""
     ideal = np.empty_like(actual)
     for t in np.unique(graph.optype):
         rows = graph.optype == t
         vals = actual[rows]
         ideal[rows] = float(np.median(vals)) if t in _COMM_TYPES else float(vals.mean())
+    return ideal
+
+
+def _worker_ranks(ops: pd.DataFrame, steps: np.ndarray, dps: np.ndarray, n_stages: int) -> pd.DataFrame:
+    """The global ranks of each (dp_rank, stage) worker in the replayed steps (empty without a rank column)."""
+    who = ["dp_rank", "stage"]
+    if "rank" not in ops.columns:
+        return pd.DataFrame([(d, p, []) for d in dps for p in range(n_stages)], columns=[*who, "ranks"])
+    return (ops.loc[ops["step"].isin(steps), [*who, "rank"]].drop_duplicates().groupby(who)["rank"]
+            .apply(lambda r: sorted(int(x) for x in r)).reset_index(name="ranks"))
+
+
+def _prepare(ops: pd.DataFrame, notes: list[str]) -> _Replay | None:
+    """The replay inputs from an op table, or None (with a note) when the trace cannot be replayed."""
+    df = _replay_frame(ops, notes)
+    if df is None:
+        return None
+    c = _collapse(df)
+    steps_all = np.unique(c["step"].to_numpy())
+    dps = np.unique(c["dp_rank"].to_numpy())
+    n_stages = int(c["stage"].max()) + 1
+    t0 = (c["step"] == steps_all[0]) & (c["dp_rank"] == dps[0])
+    tmpl = c[t0].sort_values(["stage", "optype", "k"]).reset_index(drop=True)
+    node_of = {kk: i for i, kk in enumerate(_node_keys(tmpl))}
+    c["node"] = _node_keys(c).map(node_of).fillna(-1).astype(np.int64)
+    n_nodes = len(tmpl)
+    steps = _complete_steps(c, n_nodes, dps, steps_all, notes)
+    if not len(steps):
+        notes.append("no step has the same ops on every data-parallel rank; nothing to replay")
+        return None
+    c = c[c["step"].isin(steps)]
+    graph = _build_graph(tmpl[["stage", "optype", "k"]], tmpl["start_ts"].to_numpy(float),
+                         tmpl["mc"].to_numpy(float), n_stages)
+    S, E = _time_matrices(c, steps, dps, n_nodes)
+    actual = _actual_durations(graph, S, E, len(steps), len(dps))
+    gaps, n_contra, contradicted = _start_gaps(graph, S, E)
+    ideal = _ideal_durations(graph, actual)
     trace = (E.reshape(n_nodes, len(steps), len(dps)).max(axis=(0, 2))
              - S.reshape(n_nodes, len(steps), len(dps)).min(axis=(0, 2)))
-    who = ["dp_rank", "stage"]
-    ranks = (ops.loc[ops["step"].isin(steps), [*who, "rank"]].drop_duplicates().groupby(who)["rank"]
-             .apply(lambda r: sorted(int(x) for x in r)).reset_index(name="ranks")
-             if "rank" in ops.columns else None)
-    if ranks is None:
-        ranks = pd.DataFrame([(d, p, []) for d in dps for p in range(n_stages)], columns=[*who, "ranks"])
+    ranks = _worker_ranks(ops, steps, dps, n_stages)
     return _Replay(graph, steps, dps, ranks, actual, ideal, gaps, trace, n_contra, contradicted)
 
 

@@ -15,13 +15,14 @@ the reason in ``note``.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..run import Run
 from .accounting import Accounting, accounted
+from .breakdown import MFUSummary
 from .checkpoint import checkpoint_report
 from .reasons import Reason
 from .scaling import run_throughput, scaling_from_runs
@@ -87,9 +88,21 @@ def scorecard_of(acc: Accounting, *, others: Sequence[Run] | None = None) -> pd.
         if isinstance(note, Reason):  # the note's code, which a text column does not keep
             reasons[metric] = note
 
+    _model_progress(acc, add)
+    _compute_efficiency(acc, summ, add)
+    _scaling(r, others, add)
+    _reliability(acc, add)
+    out = pd.DataFrame(rows, columns=["family", "metric", "value", "unit", "note"])
+    out.attrs["reasons"] = reasons  # metric -> Reason, for the front ends to phrase
+    return out
+
+
+Add = Callable[..., None]  # add(family, metric, value, unit, note="")
+
+
+def _model_progress(acc: Accounting, add: Add) -> None:
+    """Samples/s, tokens/s and model FLOP/s at steady state and end to end; useful steps."""
     wall = acc.wall_s
-    useful_steps = acc.useful_steps
-    # model progress
     for metric, unit in (("samples_per_s", "samples/s"), ("tokens_per_s", "tokens/s"), ("flops_per_s", "FLOP/s")):
         steady, why = run_throughput(acc, metric=metric)
         e2e = None
@@ -99,17 +112,24 @@ def scorecard_of(acc: Accounting, *, others: Sequence[Run] | None = None) -> pd.
         name = {"flops_per_s": "model_flops_per_s"}.get(metric, metric)
         add("model_progress", f"{name}_steady", steady, unit, why)
         add("model_progress", f"{name}_end_to_end", e2e, unit, why)
-    add("model_progress", "useful_steps", useful_steps, "steps")
-    # compute efficiency
+    add("model_progress", "useful_steps", acc.useful_steps, "steps")
+
+
+def _compute_efficiency(acc: Accounting, summ: MFUSummary, add: Add) -> None:
+    """MFU, HFU, goodput and the accelerators' idle share."""
     add("compute_efficiency", "steady_state_mfu", summ.steady_state_mfu, "fraction", summ.reasons.get("steady_state_mfu", ""))
     add("compute_efficiency", "end_to_end_mfu", summ.end_to_end_mfu, "fraction", summ.reasons.get("end_to_end_mfu", ""))
     add("compute_efficiency", "steady_state_hfu", summ.steady_state_hfu, "fraction", summ.reasons.get("steady_state_hfu", ""))
     add("compute_efficiency", "goodput", summ.goodput, "fraction", "ideal compute time / wall time")
-    idle, why = gpu_idle_share(r)
+    idle, why = gpu_idle_share(acc.run)
     add("compute_efficiency", "gpu_idle_share", idle, "fraction", why)
-    # scaling
-    # Two step times, two answers: the ideal (typical GPU's) step leaves out the wait for the
-    # slowest rank, which grows with N; the mean actual step includes it (notebook 07).
+
+
+def _scaling(r: Run, others: Sequence[Run] | None, add: Add) -> None:
+    """Scaling efficiency against the smallest of ``others``, on both step times.
+
+    Two step times, two answers: the ideal (typical GPU's) step leaves out the wait for the
+    slowest rank, which grows with N; the mean actual step includes it (notebook 07)."""
     for metric, step_time, what in (("scaling_efficiency", "typical", "ideal step, waits for the slowest rank excluded"),
                                     ("scaling_efficiency_actual", "actual", "mean actual step, waits included")):
         if not others:
@@ -123,7 +143,10 @@ def scorecard_of(acc: Accounting, *, others: Sequence[Run] | None = None) -> pd.
                 f"vs {int(tab['n_accelerators'].iloc[0])} accelerators, samples/s on the {what}")
         except ValueError as exc:
             add("scaling_efficiency", metric, None, "fraction", str(exc))
-    # reliability
+
+
+def _reliability(acc: Accounting, add: Add) -> None:
+    """Failures, restarts, recovery, checkpoints, lost work and the straggler tail."""
     ck = checkpoint_report(acc)
     add("reliability", "failures", ck.failures, "count")
     add("reliability", "restarts", ck.restarts, "count")
@@ -143,8 +166,6 @@ def scorecard_of(acc: Accounting, *, others: Sequence[Run] | None = None) -> pd.
     else:
         for m in ("step_time_p50_s", "step_time_p99_s", "straggler_tail_p99_p50"):
             add("reliability", m, None, "s" if m.endswith("_s") else "ratio", "no steps in the steady-state window")
+    wall = acc.wall_s
     add("reliability", "straggler_share", acc.seconds["stragglers"] / wall if wall > 0 else None, "fraction",
         "wall time spent waiting for the slowest rank")
-    out = pd.DataFrame(rows, columns=["family", "metric", "value", "unit", "note"])
-    out.attrs["reasons"] = reasons  # metric -> Reason, for the front ends to phrase
-    return out

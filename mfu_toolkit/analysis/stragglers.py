@@ -483,6 +483,153 @@ class OpStragglerVerdict:
         return out
 
 
+_CAUSES = ("stage", "worker", "transient")
+_KIND_OF_CAUSE = {"stage": "stage_imbalance", "worker": "slow_worker", "transient": "spread"}
+
+
+def _op_compute_matrix(
+    ops: pd.DataFrame, compute_optypes: Sequence[str] | None
+) -> tuple[np.ndarray, list[Any], list[str]]:
+    """Compute seconds as a step × worker matrix (steps with a gap dropped), its workers and worker columns."""
+    wc = op_worker_compute(ops, compute_optypes=compute_optypes)
+    wcols = _worker_cols(ops)
+    table = wc.pivot_table(index="step", columns=wcols, values="compute_s", aggfunc="sum", observed=True)
+    table = table.dropna(axis=0, how="any")
+    if table.shape[0] < 2 or table.shape[1] < 2:
+        raise ValueError(
+            f"need at least 2 steps and 2 workers with compute in every step; got {table.shape[0]} "
+            f"steps × {table.shape[1]} workers"
+        )
+    vals = table.to_numpy(dtype=float)
+    if np.any(vals <= 0):
+        raise ValueError("compute durations must be > 0 in every step for every worker")
+    return vals, list(table.columns), wcols
+
+
+def _worker_stages(workers: list[Any], wcols: list[str]) -> np.ndarray:
+    """Each worker's pipeline stage (0 for all without a stage column), to compare workers within a stage."""
+    if "stage" in wcols:
+        return np.array([w[wcols.index("stage")] for w in workers])
+    return np.zeros(len(workers), int)
+
+
+def _worker_name(w: Any, wcols: list[str]) -> str:
+    """A worker's label, ``dp_rank=0, stage=1``, for tables and evidence."""
+    if isinstance(w, tuple):
+        return ", ".join(f"{c}={int(v)}" for c, v in zip(wcols, w, strict=True))
+    return f"{wcols[0]}={int(w)}"
+
+
+@dataclass(frozen=True)
+class _LogCompute:
+    """Log compute as step + stage (α) + worker (β) + transient (ε) terms, for the what-if."""
+
+    step_c: np.ndarray  # per step median, (steps, 1)
+    alpha: np.ndarray  # per worker, its stage's median offset
+    beta: np.ndarray  # per worker, its median offset from its stage
+    eps: np.ndarray  # the rest, (steps, workers)
+    alpha_bal: float  # the mean stage offset: the same total work, balanced over stages
+
+    def critical(self, removed: frozenset[str]) -> float:
+        """Mean over steps of the slowest worker's compute with the ``removed`` causes taken out."""
+        a = np.full_like(self.alpha, self.alpha_bal) if "stage" in removed else self.alpha
+        b = np.zeros_like(self.beta) if "worker" in removed else self.beta
+        e = np.zeros_like(self.eps) if "transient" in removed else self.eps
+        return float(np.mean(np.exp(self.step_c[:, 0] + np.max(a + b + e, axis=1))))
+
+
+def _fit_log_compute(vals: np.ndarray, stage_of: np.ndarray) -> _LogCompute:
+    """Split log compute into stage, worker and transient terms with medians (robust to outliers)."""
+    x = np.log(vals)
+    step_c = np.median(x, axis=1, keepdims=True)
+    r = x - step_c
+    alpha_s = {p: float(np.median(r[:, stage_of == p])) for p in np.unique(stage_of)}
+    alpha = np.array([alpha_s[p] for p in stage_of])
+    beta = np.median(r - alpha, axis=0)
+    eps = r - alpha - beta
+    return _LogCompute(step_c, alpha, beta, eps, float(np.mean(list(alpha_s.values()))))
+
+
+def _shapley_shares(model: _LogCompute) -> tuple[dict[str, float], float]:
+    """Each cause's Shapley share of the drop in critical time (fraction of the actual), and the actual."""
+    actual = model.critical(frozenset())
+    shap: dict[str, float] = {}
+    for c in _CAUSES:
+        rest = [o for o in _CAUSES if o != c]
+        v = 0.0
+        for size in range(len(rest) + 1):
+            weight = math.factorial(size) * math.factorial(len(_CAUSES) - size - 1) / math.factorial(len(_CAUSES))
+            for sub in itertools.combinations(rest, size):
+                s = frozenset(sub)
+                v += weight * (model.critical(s) - model.critical(s | {c}))
+        shap[c] = v / actual
+    return shap, actual
+
+
+def _median_cv_within_stage(vals: np.ndarray, stage_of: np.ndarray) -> float:
+    """Median per-step coefficient of variation across a stage's workers (0 with one worker per stage)."""
+    cv = []
+    for p in np.unique(stage_of):
+        sub = vals[:, stage_of == p]
+        if sub.shape[1] > 1:
+            cv.append(np.std(sub, axis=1) / np.mean(sub, axis=1))
+    return float(np.median(np.concatenate(cv))) if cv else 0.0
+
+
+def _op_worker_table(
+    names: list[str], stage_of: np.ndarray, vals: np.ndarray, worker_slow: np.ndarray, counts: np.ndarray
+) -> pd.DataFrame:
+    """Per-worker evidence, slowest relative to its stage first."""
+    return pd.DataFrame(
+        {
+            "worker": names,
+            "stage": stage_of,
+            "median_compute_s": np.median(vals, axis=0),
+            "slowdown_vs_stage": worker_slow,
+            "n_slowest": counts,
+            "share_slowest": counts / vals.shape[0],
+        }
+    ).sort_values("slowdown_vs_stage", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _op_stage_table(stage_med_time: dict[int, float]) -> pd.DataFrame:
+    """Per-stage median compute and its ratio to the fastest stage."""
+    sdf = pd.DataFrame(
+        {"stage": list(stage_med_time), "median_compute_s": list(stage_med_time.values())}
+    )
+    sdf["ratio_to_fastest"] = sdf["median_compute_s"] / sdf["median_compute_s"].min()
+    return sdf
+
+
+def _op_straggler_evidence(
+    vals: np.ndarray, workers: list[Any], wcols: list[str], stage_of: np.ndarray, model: _LogCompute, actual: float
+) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """The numbers behind the verdict: headline evidence, the per-worker and the per-stage table."""
+    counts = np.bincount(np.argmax(vals, axis=1), minlength=len(workers))
+    stage_med_time = {int(p): float(np.median(vals[:, stage_of == p])) for p in np.unique(stage_of)}
+    rel = vals / np.array([stage_med_time[int(p)] for p in stage_of])[None, :]
+    worker_slow = np.median(rel, axis=0)
+    worst = int(np.argmax(model.beta))
+    names = [_worker_name(w, wcols) for w in workers]
+    evidence = {
+        "steps": int(vals.shape[0]),
+        "workers": int(vals.shape[1]),
+        "actual_critical_s": actual,
+        "balanced_critical_s": model.critical(frozenset(_CAUSES)),
+        "worst_worker": names[worst],
+        "worst_worker_slowdown": float(worker_slow[worst]),
+        "worst_worker_slowest_share": float(counts[worst] / vals.shape[0]),
+        "most_often_slowest": names[int(np.argmax(counts))],
+        "most_often_slowest_share": float(counts.max() / vals.shape[0]),
+        "distinct_slowest_workers": int((counts > 0).sum()),
+        "stage_medians_s": {k: round(v, 4) for k, v in stage_med_time.items()},
+        "stage_ratio": float(max(stage_med_time.values()) / min(stage_med_time.values())),
+        "median_cv_within_stage": _median_cv_within_stage(vals, stage_of),
+    }
+    wdf = _op_worker_table(names, stage_of, vals, worker_slow, counts)
+    return evidence, wdf, _op_stage_table(stage_med_time)
+
+
 def classify_op_stragglers(
     ops: pd.DataFrame | Run,
     *,
@@ -502,102 +649,15 @@ def classify_op_stragglers(
     """
     min_share = _check_threshold("min_share", min_share)
     ops = _ops_frame(ops)
-    wc = op_worker_compute(ops, compute_optypes=compute_optypes)
-    wcols = _worker_cols(ops)
-    table = wc.pivot_table(index="step", columns=wcols, values="compute_s", aggfunc="sum", observed=True)
-    table = table.dropna(axis=0, how="any")
-    if table.shape[0] < 2 or table.shape[1] < 2:
-        raise ValueError(
-            f"need at least 2 steps and 2 workers with compute in every step; got {table.shape[0]} "
-            f"steps × {table.shape[1]} workers"
-        )
-    vals = table.to_numpy(dtype=float)
-    if np.any(vals <= 0):
-        raise ValueError("compute durations must be > 0 in every step for every worker")
-    workers = list(table.columns)
-    stage_of = (
-        np.array([w[wcols.index("stage")] for w in workers]) if "stage" in wcols else np.zeros(len(workers), int)
-    )
-    x = np.log(vals)
-    step_c = np.median(x, axis=1, keepdims=True)
-    r = x - step_c
-    stages = np.unique(stage_of)
-    alpha_s = {p: float(np.median(r[:, stage_of == p])) for p in stages}
-    alpha = np.array([alpha_s[p] for p in stage_of])
-    beta = np.median(r - alpha, axis=0)
-    eps = r - alpha - beta
-    alpha_bal = float(np.mean(list(alpha_s.values())))
-    causes = ("stage", "worker", "transient")
-
-    def critical(removed: frozenset[str]) -> float:
-        a = np.full_like(alpha, alpha_bal) if "stage" in removed else alpha
-        b = np.zeros_like(beta) if "worker" in removed else beta
-        e = np.zeros_like(eps) if "transient" in removed else eps
-        return float(np.mean(np.exp(step_c[:, 0] + np.max(a + b + e, axis=1))))
-
-    actual = critical(frozenset())
-    shap = {}
-    for c in causes:
-        rest = [o for o in causes if o != c]
-        v = 0.0
-        for size in range(len(rest) + 1):
-            weight = math.factorial(size) * math.factorial(len(causes) - size - 1) / math.factorial(len(causes))
-            for sub in itertools.combinations(rest, size):
-                s = frozenset(sub)
-                v += weight * (critical(s) - critical(s | {c}))
-        shap[c] = v / actual
+    vals, workers, wcols = _op_compute_matrix(ops, compute_optypes)
+    stage_of = _worker_stages(workers, wcols)
+    model = _fit_log_compute(vals, stage_of)
+    shap, actual = _shapley_shares(model)
     best = max(shap, key=lambda k: shap[k])
-    kind = {"stage": "stage_imbalance", "worker": "slow_worker", "transient": "spread"}[best]
+    kind = _KIND_OF_CAUSE[best]
     if shap[best] < min_share:
         kind = "none"
-    # evidence
-    slowest = np.argmax(vals, axis=1)
-    counts = np.bincount(slowest, minlength=len(workers))
-    stage_med_time = {int(p): float(np.median(vals[:, stage_of == p])) for p in stages}
-    rel = vals / np.array([stage_med_time[int(p)] for p in stage_of])[None, :]
-    worker_slow = np.median(rel, axis=0)
-    worst = int(np.argmax(beta))
-    cv = []
-    for p in stages:
-        sub = vals[:, stage_of == p]
-        if sub.shape[1] > 1:
-            cv.append(np.std(sub, axis=1) / np.mean(sub, axis=1))
-    med_cv = float(np.median(np.concatenate(cv))) if cv else 0.0
-
-    def wname(w: Any) -> str:
-        if isinstance(w, tuple):
-            return ", ".join(f"{c}={int(v)}" for c, v in zip(wcols, w, strict=True))
-        return f"{wcols[0]}={int(w)}"
-
-    wdf = pd.DataFrame(
-        {
-            "worker": [wname(w) for w in workers],
-            "stage": stage_of,
-            "median_compute_s": np.median(vals, axis=0),
-            "slowdown_vs_stage": worker_slow,
-            "n_slowest": counts,
-            "share_slowest": counts / vals.shape[0],
-        }
-    ).sort_values("slowdown_vs_stage", ascending=False, kind="stable").reset_index(drop=True)
-    sdf = pd.DataFrame(
-        {"stage": list(stage_med_time), "median_compute_s": list(stage_med_time.values())}
-    )
-    sdf["ratio_to_fastest"] = sdf["median_compute_s"] / sdf["median_compute_s"].min()
-    evidence = {
-        "steps": int(vals.shape[0]),
-        "workers": int(vals.shape[1]),
-        "actual_critical_s": actual,
-        "balanced_critical_s": critical(frozenset(causes)),
-        "worst_worker": wname(workers[worst]),
-        "worst_worker_slowdown": float(worker_slow[worst]),
-        "worst_worker_slowest_share": float(counts[worst] / vals.shape[0]),
-        "most_often_slowest": wname(workers[int(np.argmax(counts))]),
-        "most_often_slowest_share": float(counts.max() / vals.shape[0]),
-        "distinct_slowest_workers": int((counts > 0).sum()),
-        "stage_medians_s": {k: round(v, 4) for k, v in stage_med_time.items()},
-        "stage_ratio": float(max(stage_med_time.values()) / min(stage_med_time.values())),
-        "median_cv_within_stage": med_cv,
-    }
+    evidence, wdf, sdf = _op_straggler_evidence(vals, workers, wcols, stage_of, model, actual)
     return OpStragglerVerdict(kind, STRAGGLER_KINDS[kind], shap, evidence, wdf, sdf)
 
 

@@ -22,6 +22,7 @@ their ratio. "End-to-end efficiency" means end-to-end MFU.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,37 +182,59 @@ def gap_scenario(
     ``ValueError`` (``SimConfigError``) naming a bad parameter, including a job that cannot
     finish because failures come faster than checkpoints.
     """
-    ranks = _int("ranks", ranks, lo=1)
-    stragglers = _int("stragglers", stragglers, lo=0, hi=ranks)
-    mtbf_s = None if mtbf_hours is None else _num("mtbf_hours", mtbf_hours, lo=0.0, strict=True) * HOUR
-    if not isinstance(async_checkpoint, bool):
-        raise ValueError(f"async_checkpoint must be True or False; got {async_checkpoint!r}")
-    checkpoint_s = _num("checkpoint_s", checkpoint_s, lo=0.0)
+    rank_knobs = _gap_rank_knobs(ranks, stragglers, slowdown)
+    failure_knobs = _gap_failure_knobs(mtbf_hours, restart_s)
+    checkpoint_knobs = _gap_checkpoint_knobs(checkpoint_every, checkpoint_s, async_checkpoint)
     cfg = SimConfig(
-        n_ranks=ranks,
         n_steps=steps,
         step_time_s=step_s,
         jitter=jitter,
-        # spread the slow ranks over the job rather than packing them at rank 0..k-1
-        slow_ranks=tuple(int(r) for r in np.linspace(0, ranks - 1, stragglers).round()) if stragglers else (),
-        slow_factor=slowdown,
         data_stall_prob=data_stall,
         data_stall_s=data_stall_s,
         init_s=init_s,
         eval_every=eval_every,
         eval_s=eval_s,
-        checkpoint_every=checkpoint_every,
-        checkpoint_s=checkpoint_s,
-        checkpoint_mode="async" if async_checkpoint else "blocking",
-        async_stall_s=ASYNC_STALL_FRACTION * checkpoint_s,
-        checkpoint_load_s=checkpoint_s,
-        mtbf_s=mtbf_s,
-        restart_s=restart_s,
         target_mfu=target_mfu,
-        max_attempts=200,
         seed=seed,
         name="gap-scenario",
+        **rank_knobs,
+        **checkpoint_knobs,
+        **failure_knobs,
     )
+    return _gap_result(cfg)
+
+
+def _gap_rank_knobs(ranks: int, stragglers: int, slowdown: float) -> dict[str, Any]:
+    """The job size and its persistently slow ranks, as :class:`SimConfig` fields (ranks checked)."""
+    ranks = _int("ranks", ranks, lo=1)
+    stragglers = _int("stragglers", stragglers, lo=0, hi=ranks)
+    # spread the slow ranks over the job rather than packing them at rank 0..k-1
+    slow = tuple(int(r) for r in np.linspace(0, ranks - 1, stragglers).round()) if stragglers else ()
+    return {"n_ranks": ranks, "slow_ranks": slow, "slow_factor": slowdown}
+
+
+def _gap_failure_knobs(mtbf_hours: float | None, restart_s: float) -> dict[str, Any]:
+    """Failures with a job MTBF of ``mtbf_hours`` (``None``: none), as :class:`SimConfig` fields."""
+    mtbf_s = None if mtbf_hours is None else _num("mtbf_hours", mtbf_hours, lo=0.0, strict=True) * HOUR
+    return {"mtbf_s": mtbf_s, "restart_s": restart_s, "max_attempts": 200}
+
+
+def _gap_checkpoint_knobs(checkpoint_every: int, checkpoint_s: float, async_checkpoint: bool) -> dict[str, Any]:
+    """Blocking or asynchronous checkpoints (load as long as the write), as :class:`SimConfig` fields."""
+    if not isinstance(async_checkpoint, bool):
+        raise ValueError(f"async_checkpoint must be True or False; got {async_checkpoint!r}")
+    checkpoint_s = _num("checkpoint_s", checkpoint_s, lo=0.0)
+    return {
+        "checkpoint_every": checkpoint_every,
+        "checkpoint_s": checkpoint_s,
+        "checkpoint_mode": "async" if async_checkpoint else "blocking",
+        "async_stall_s": ASYNC_STALL_FRACTION * checkpoint_s,
+        "checkpoint_load_s": checkpoint_s,
+    }
+
+
+def _gap_result(cfg: SimConfig) -> GapResult:
+    """Simulate ``cfg`` and account for its wall time: the waterfall and both MFUs."""
     run = simulate(cfg, validate=False)  # valid by construction; the simulator's tests check it
     acc = account(run)
     table = breakdown(acc)  # its attrs carry both MFUs (mfu_summary of the same Accounting)
@@ -429,40 +452,51 @@ def checkpoint_scenario(
     """
     gpus = _int("gpus", gpus, lo=1)
     gpus_per_node = _int("gpus_per_node", gpus_per_node, lo=1)
+    m = _scenario_mtbf(gpus, gpus_per_node, failures_per_gpu_per_year, node_mtbf_hours)
+    write = _num("checkpoint_s", checkpoint_s, lo=0.0, strict=True)
+    mode, delta = _blocking_time(write, blocking, async_stall_s)
+    restart = _num("restart_s", restart_s, lo=0.0)
+    return _checkpoint_result(m, delta=delta, write=write, restart=restart, mode=mode, interval_s=interval_s)
+
+
+def _scenario_mtbf(
+    gpus: int, gpus_per_node: int, failures_per_gpu_per_year: float | None, node_mtbf_hours: float | None
+) -> float:
+    """The job MTBF from a per-GPU failure rate (default: Llama 3's) or a node MTBF, never both."""
     if failures_per_gpu_per_year is not None and node_mtbf_hours is not None:
         raise ValueError(
             "give at most one of failures_per_gpu_per_year and node_mtbf_hours; got "
             f"failures_per_gpu_per_year={failures_per_gpu_per_year!r}, node_mtbf_hours={node_mtbf_hours!r}"
         )
     if node_mtbf_hours is not None:
-        m = job_mtbf(n_accelerators=gpus, node_mtbf_s=_num("node_mtbf_hours", node_mtbf_hours, lo=0.0, strict=True) * HOUR,
-                     accelerators_per_node=gpus_per_node)
-    else:
-        rate = LLAMA3_FAILURES_PER_GPU_YEAR if failures_per_gpu_per_year is None else failures_per_gpu_per_year
-        rate = _num("failures_per_gpu_per_year", rate, lo=0.0, strict=True)
-        m = job_mtbf(n_accelerators=gpus, accelerator_mtbf_s=YEAR_S / rate)
-    write = _num("checkpoint_s", checkpoint_s, lo=0.0, strict=True)
+        node_mtbf_s = _num("node_mtbf_hours", node_mtbf_hours, lo=0.0, strict=True) * HOUR
+        return job_mtbf(n_accelerators=gpus, node_mtbf_s=node_mtbf_s, accelerators_per_node=gpus_per_node)
+    rate = LLAMA3_FAILURES_PER_GPU_YEAR if failures_per_gpu_per_year is None else failures_per_gpu_per_year
+    rate = _num("failures_per_gpu_per_year", rate, lo=0.0, strict=True)
+    return job_mtbf(n_accelerators=gpus, accelerator_mtbf_s=YEAR_S / rate)
+
+
+def _blocking_time(write: float, blocking: bool, async_stall_s: float | None) -> tuple[str, float]:
+    """The checkpoint mode and how long training waits per checkpoint (δ): the write, or a snapshot."""
     if not isinstance(blocking, bool):
         raise ValueError(f"blocking must be True or False; got {blocking!r}")
     if blocking:
-        mode, delta = "blocking", write
-    else:
-        mode = "async"
-        stall = ASYNC_STALL_FRACTION * write if async_stall_s is None else async_stall_s
-        delta = _num("async_stall_s", stall, lo=0.0, strict=True)
-    restart = _num("restart_s", restart_s, lo=0.0)
-    young = young_interval(checkpoint_s=delta, mtbf_s=m)
-    daly = daly_interval(checkpoint_s=delta, mtbf_s=m)
+        return "blocking", write
+    stall = ASYNC_STALL_FRACTION * write if async_stall_s is None else async_stall_s
+    return "async", _num("async_stall_s", stall, lo=0.0, strict=True)
+
+
+def _optimum_interval(mode: str, daly: float, write: float) -> tuple[float, str]:
+    """Daly's interval, at least the write time for asynchronous checkpoints; and the rule used."""
     if mode == "async" and daly < write:
-        optimum, rule = write, "async: one write in flight, so at least the write time"
-    else:
-        optimum, rule = daly, "Daly"
-    chosen = optimum if interval_s is None else _num("interval_s", interval_s, lo=0.0, strict=True)
+        return write, "async: one write in flight, so at least the write time"
+    return daly, "Daly"
 
-    def over(t: float) -> dict[str, float]:
-        return checkpoint_overhead(interval_s=t, checkpoint_s=delta, mtbf_s=m, restart_s=restart,
-                                   mode=mode, write_s=write if mode == "async" else None)
 
+def _interval_curve(
+    over: Callable[[float], dict[str, float]], *, young: float, daly: float, optimum: float, chosen: float
+) -> pd.DataFrame:
+    """Overheads over a log-spaced range of intervals around the marked ones, sorted by interval."""
     lo = min(optimum, chosen, young) / 10.0
     hi = max(optimum, chosen, young) * 10.0
     points = [(float(t), "") for t in np.geomspace(lo, hi, 61)]
@@ -470,7 +504,23 @@ def checkpoint_scenario(
     if optimum != daly:
         points.append((optimum, "optimum"))
     rows = [{"interval_s": t, "interval_h": t / HOUR, **over(t), "marker": mk} for t, mk in points]
-    table = pd.DataFrame(rows).sort_values(["interval_s", "marker"], kind="stable").reset_index(drop=True)
+    return pd.DataFrame(rows).sort_values(["interval_s", "marker"], kind="stable").reset_index(drop=True)
+
+
+def _checkpoint_result(
+    m: float, *, delta: float, write: float, restart: float, mode: str, interval_s: float | None
+) -> CheckpointResult:
+    """Optima and overheads for checked inputs: at ``interval_s`` (``None``: the optimum) and over a curve."""
+    young = young_interval(checkpoint_s=delta, mtbf_s=m)
+    daly = daly_interval(checkpoint_s=delta, mtbf_s=m)
+    optimum, rule = _optimum_interval(mode, daly, write)
+    chosen = optimum if interval_s is None else _num("interval_s", interval_s, lo=0.0, strict=True)
+
+    def over(t: float) -> dict[str, float]:
+        return checkpoint_overhead(interval_s=t, checkpoint_s=delta, mtbf_s=m, restart_s=restart,
+                                   mode=mode, write_s=write if mode == "async" else None)
+
+    table = _interval_curve(over, young=young, daly=daly, optimum=optimum, chosen=chosen)
     parts = over(chosen)
     return CheckpointResult(
         table=table,
@@ -567,6 +617,16 @@ def gem_scenario(
     gpus = _int("gpus", gpus, lo=1)
     ss = _num("mfu", mfu, lo=0.0, hi=1.0, strict=True)
     e0 = _num("base_end_to_end_efficiency", base_end_to_end_efficiency, lo=0.0, hi=1.0, strict=True)
+    e1 = _scaled_efficiency(e0, em, ss)
+    peak = hardware.get_peak(accelerator, dtype, per=per)
+    p = float(peak.flops)
+    rows = [_gem_row(job, flops, e2e, gpus=gpus, peak_flops=p, mfu=ss)
+            for job, flops, e2e in (("baseline", f0, e0), ("scaled", f0 * fm, e1))]
+    return _gem_result(rows, fm, em, peak)
+
+
+def _scaled_efficiency(e0: float, em: float, ss: float) -> float:
+    """The scaled job's end-to-end MFU, ``e0 × em``; neither job's may exceed the steady-state MFU."""
     if e0 > ss:
         raise ValueError(
             f"base_end_to_end_efficiency ({e0:.2%}) must not exceed the steady-state mfu ({ss:.2%}): "
@@ -579,34 +639,37 @@ def gem_scenario(
             f"{e0:.2%} × {em:g} = {e1:.2%}, exceeds the steady-state mfu ({ss:.2%}); raise mfu or "
             "lower one of the two"
         )
-    peak = hardware.get_peak(accelerator, dtype, per=per)
-    p = float(peak.flops)
-    rows = []
-    for job, flops, e2e in (("baseline", f0, e0), ("scaled", f0 * fm, e1)):
-        wall = flops / (gpus * p * e2e)
-        gh = gpus * wall / HOUR
-        good = e2e / ss
-        rows.append(
-            {
-                "job": job,
-                "training_flops": flops,
-                "gpus": gpus,
-                "steady_state_mfu": ss,
-                "end_to_end_mfu": e2e,
-                "goodput": good,
-                "training_days": wall / DAY,
-                "gpu_hours": gh,
-                "useful_gpu_hours": gh * e2e,
-                "idle_gpu_hours": gh * (1.0 - e2e),
-                "idle_share": 1.0 - e2e,
-                "idle_in_steps_share": good * (1.0 - ss),
-                "idle_outside_steps_share": 1.0 - good,
-            }
-        )
-    table = pd.DataFrame(rows)
+    return e1
+
+
+def _gem_row(job: str, flops: float, e2e: float, *, gpus: int, peak_flops: float, mfu: float) -> dict[str, Any]:
+    """One job's row: wall time and GPU-hours at end-to-end MFU ``e2e``, split into useful and idle."""
+    wall = flops / (gpus * peak_flops * e2e)
+    gh = gpus * wall / HOUR
+    good = e2e / mfu
+    return {
+        "job": job,
+        "training_flops": flops,
+        "gpus": gpus,
+        "steady_state_mfu": mfu,
+        "end_to_end_mfu": e2e,
+        "goodput": good,
+        "training_days": wall / DAY,
+        "gpu_hours": gh,
+        "useful_gpu_hours": gh * e2e,
+        "idle_gpu_hours": gh * (1.0 - e2e),
+        "idle_share": 1.0 - e2e,
+        "idle_in_steps_share": good * (1.0 - mfu),
+        "idle_outside_steps_share": 1.0 - good,
+    }
+
+
+def _gem_result(rows: list[dict[str, Any]], fm: float, em: float, peak: hardware.Peak) -> GemResult:
+    """The baseline and scaled rows as a table, with the ratios between them and the peak used."""
     b, s = rows
+    p = float(peak.flops)
     return GemResult(
-        table=table,
+        table=pd.DataFrame(rows),
         flops_multiplier=fm,
         efficiency_multiplier=em,
         gpu_hours_ratio=s["gpu_hours"] / b["gpu_hours"],

@@ -85,6 +85,14 @@ def add_parser(subparsers: Any) -> None:
         ),
     )
     a.add_argument("path", help="log file or folder, a Run .parquet, or - for standard input")
+    _reading_args(a)
+    _fact_args(a)
+    _advice_and_output_args(a)
+    a.set_defaults(func=run_analyze)
+
+
+def _reading_args(a: Any) -> None:
+    """How the log is read: format, engine, memory, a generic table's columns and unit."""
     a.add_argument("--format", default=None, help="log format (default: detect)")
     a.add_argument("--engine", choices=("auto", "pandas", "duckdb", "spark"), default=None,
                    help="for a Parquet dataset (a folder of part files or one large file): reduce its rows in "
@@ -98,6 +106,10 @@ def add_parser(subparsers: Any) -> None:
                    help="format table only: schema:column pairs, e.g. step:iter,start_s:t0,end_s:t1")
     a.add_argument("--time-unit", default=None,
                    help="format table only: unit of the time columns (s, ms, us, ns, min, h, epoch_s, epoch_ms)")
+
+
+def _fact_args(a: Any) -> None:
+    """The facts a user may give: accelerator, dtype, counts, model FLOPs, batch and length."""
     a.add_argument("--accelerator", help="accelerator name for the peak (from the registry)")
     a.add_argument("--dtype", default=None,
                    help="dtype of the peak (default: the run's, else bf16; with no --accelerator the run's "
@@ -122,6 +134,10 @@ def add_parser(subparsers: Any) -> None:
     a.add_argument("--seq-len",
                    help="tokens per sample; with --preset the FLOPs are counted at it, else at the log's own "
                         "sequence length, else at the preset's published one (required where it has none)")
+
+
+def _advice_and_output_args(a: Any) -> None:
+    """The window override, the checkpoint advice's inputs, and what is printed or written."""
     a.add_argument("--warmup-steps", help="override: warm-up steps dropped per attempt")
     a.add_argument("--checkpoint-s", default=None, metavar="S",
                    help="checkpoint write time in seconds, for the interval advice (default: the log's median)")
@@ -136,4 +152,3 @@ def add_parser(subparsers: Any) -> None:
     o = a.add_mutually_exclusive_group()
     o.add_argument("--json", action="store_true", help="print JSON instead of tables")
     o.add_argument("--html", metavar="REPORT.html", help="also write an HTML report with figures")
-    a.set_defaults(func=run_analyze)

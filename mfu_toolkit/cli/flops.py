@@ -93,14 +93,28 @@ def _row_format(widths: list[int]) -> str:
 
 def format_report(result: Any) -> str:
     """The readable report ``mfu flops`` prints for a ``ModelFlops``."""
-    per_token = result.tokens_per_sample is not None
+    lines = _heading_lines(result)
+    lines += _breakdown_lines(result)
+    lines += _totals_lines(result)
+    lines += _parameter_lines(result)
+    lines.extend(_difference_lines(result))
+    return "\n".join(lines)
+
+
+def _heading_lines(result: Any) -> list[str]:
+    """Model, source and shape (sequence length, batch), then a blank line."""
     lines = [f"Model: {result.name} ({result.kind})", f"Source: {result.source}"]
     shape = f"batch {result.batch} sample(s) per step"
-    if per_token:
+    if result.tokens_per_sample is not None:
         shape = f"sequence length {result.tokens_per_sample:g}, " + shape
     lines.append(shape.capitalize())
     lines.append("")
+    return lines
 
+
+def _breakdown_lines(result: Any) -> list[str]:
+    """The forward FLOPs by component table, then a blank line."""
+    per_token = result.tokens_per_sample is not None
     header = ["component", "FLOPs/token" if per_token else "", "FLOPs/sample", "share"]
     rows = []
     for r in result.breakdown_records():
@@ -125,12 +139,19 @@ def format_report(result: Any) -> str:
         rows = [[c for i, c in enumerate(row) if i != 1] for row in rows]
     widths = [max(len(str(x[i])) for x in [header, *rows]) for i in range(len(header))]
     fmt = _row_format(widths)
-    lines.append("Forward FLOPs by component")
-    lines.append(fmt.format(*header))
-    lines.append(fmt.format(*("-" * w for w in widths)))
+    lines = [
+        "Forward FLOPs by component",
+        fmt.format(*header),
+        fmt.format(*("-" * w for w in widths)),
+    ]
     lines.extend(fmt.format(*row) for row in rows)
     lines.append("")
+    return lines
 
+
+def _totals_lines(result: Any) -> list[str]:
+    """The forward, training and hardware totals per token, sample and step, then a blank line."""
+    per_token = result.tokens_per_sample is not None
     t = result.totals()
     recompute = result.conventions.recompute
     tot_rows = [
@@ -155,24 +176,27 @@ def format_report(result: Any) -> str:
         cells = [[c[0], *c[2:]] for c in cells]
     w = [max(len(x[i]) for x in [head, *cells]) for i in range(len(head))]
     fmt = _row_format(w)
-    lines.append(fmt.format(*head))
+    lines = [fmt.format(*head)]
     lines.extend(fmt.format(*c) for c in cells)
     lines.append("")
+    return lines
 
+
+def _parameter_lines(result: Any) -> list[str]:
+    """Parameter counts, embedding bytes (recommendation models) and the conventions list."""
     p = result.params
-    lines.append(
+    lines = [
         f"Parameters: total {p.total:,}, active {p.active:,}, "
         f"non-embedding {p.non_embedding:,}, embedding {p.embedding:,}"
         + (f"; MTP modules {p.mtp:,} more (trained, outside the total)" if p.mtp else "")
-    )
+    ]
     if result.embedding_bytes_per_sample is not None:
         lines.append(
             f"Embedding bytes read per sample: {_si(result.embedding_bytes_per_sample, 'B')}"
         )
     lines.append("Conventions:")
     lines.extend(f"  - {c}" for c in result.conventions.describe())
-    lines.extend(_difference_lines(result))
-    return "\n".join(lines)
+    return lines
 
 
 def _difference_lines(result: Any) -> list[str]:

@@ -184,11 +184,7 @@ def model_flops(
             f"{type(config).__name__} is counted as ours only (got convention={convention!r})"
         )
     if isinstance(config, HSTUConfig):
-        if include_attention is not True:
-            raise FlopsConfigError(
-                "include_attention must be True for HSTU (attention is its core); "
-                f"got {include_attention!r}"
-            )
+        _check_hstu_attention(include_attention)
         return hstu_flops(
             config,
             seq_len=seq_len,
@@ -200,6 +196,37 @@ def model_flops(
             source=source,
         )
     # DLRM / MLP: no sequence, no attention.
+    _check_no_sequence_options(
+        config, seq_len=seq_len, causal=causal, lengths=lengths, include_attention=include_attention
+    )
+    estimator = dlrm_flops if isinstance(config, DLRMConfig) else mlp_flops
+    return estimator(
+        config,
+        batch=1 if batch is None else batch,
+        recompute=recompute,
+        backward_factor=backward_factor,
+        source=source,
+    )
+
+
+def _check_hstu_attention(include_attention: bool) -> None:
+    """Raise unless ``include_attention`` is ``True``: HSTU cannot leave its attention out."""
+    if include_attention is not True:
+        raise FlopsConfigError(
+            "include_attention must be True for HSTU (attention is its core); "
+            f"got {include_attention!r}"
+        )
+
+
+def _check_no_sequence_options(
+    config: object,
+    *,
+    seq_len: int | None,
+    causal: bool | None,
+    lengths: Sequence[int] | None,
+    include_attention: bool,
+) -> None:
+    """Raise if a sequence-model option is set for a DLRM or MLP ``config``."""
     for name, value, default in (
         ("seq_len", seq_len, None),
         ("causal", causal, None),
@@ -211,14 +238,6 @@ def model_flops(
                 f"{name} applies to sequence models (transformer, hstu), not to "
                 f"{type(config).__name__}; got {name}={value!r}"
             )
-    estimator = dlrm_flops if isinstance(config, DLRMConfig) else mlp_flops
-    return estimator(
-        config,
-        batch=1 if batch is None else batch,
-        recompute=recompute,
-        backward_factor=backward_factor,
-        source=source,
-    )
 
 
 def _transformer_flops(

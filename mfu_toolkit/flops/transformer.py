@@ -1021,23 +1021,40 @@ def transformer_breakdown(
         raise seq_len_required(c.name)
     _check_bool("include_attention", include_attention)
     _check_bool("causal", causal)
-    d, hq, L = c.d_model, c.n_heads, c.n_layers
+    L = c.n_layers
     keys = sum(_keys_per_query(t, w, causal) for w in c.layer_windows())  # summed over layers
+    ins, out = _attention_matmuls(c)
+    parts = [_embedding_row(c)]
+    parts += [Component(n, 2.0 * w * L, params=w * L) for n, w, _ in ins]
+    parts += _attention_rows(c, keys, include_attention)
+    parts.append(Component(out[0], 2.0 * out[1] * L, params=out[1] * L))
+    parts += _ffn_rows(c, L - c.n_moe_layers, c.n_moe_layers)
+    parts.append(_logits_row(c))
+    if c.n_mtp_modules:
+        parts += _mtp_rows(c, t, causal, include_attention, ins, out)
+    parts.extend(c.extra_blocks)
+    return tuple(parts)
+
+
+def _embedding_row(c: TransformerConfig) -> Component:
+    """The embedding row: zero FLOPs, the token table (and a learned position table) as params."""
+    d = c.d_model
+    return Component(
+        "embedding",
+        0.0,
+        params=c.vocab_size * d + (c.max_seq_len * d if c.pos_embedding == "learned" else 0),
+        note="lookup: zero FLOPs"
+        + (" (learned position table too)" if c.pos_embedding == "learned" else ""),
+    )
+
+
+def _attention_rows(c: TransformerConfig, keys: float, include_attention: bool) -> list[Component]:
+    """Attention score and value rows for ``keys`` keys per query, summed over layers."""
+    hq = c.n_heads
     attn_on = 1.0 if include_attention else 0.0
     excluded = "" if include_attention else " (excluded)"
     windows = _window_note(c)
-    ins, out = _attention_matmuls(c)
-    parts = [
-        Component(
-            "embedding",
-            0.0,
-            params=c.vocab_size * d + (c.max_seq_len * d if c.pos_embedding == "learned" else 0),
-            note="lookup: zero FLOPs"
-            + (" (learned position table too)" if c.pos_embedding == "learned" else ""),
-        ),
-    ]
-    parts += [Component(n, 2.0 * w * L, params=w * L) for n, w, _ in ins]
-    parts += [
+    return [
         Component(
             "attn_scores",
             attn_on * 2.0 * keys * hq * c.qk_head_dim,
@@ -1050,47 +1067,58 @@ def transformer_breakdown(
             attention=True,
             note="softmax(QK^T) @ V" + excluded + windows,
         ),
-        Component(out[0], 2.0 * out[1] * L, params=out[1] * L),
     ]
-    parts += _ffn_rows(c, L - c.n_moe_layers, c.n_moe_layers)
-    parts.append(
-        Component(
-            "logits",
-            2.0 * d * c.vocab_size,
-            params=0 if c.tied_embeddings else d * c.vocab_size,
-            note="tied to the embedding" if c.tied_embeddings else "",
-            output_layer=True,
-        )
+
+
+def _logits_row(c: TransformerConfig) -> Component:
+    """The output projection to the vocabulary, counted once per token, tied or not."""
+    d = c.d_model
+    return Component(
+        "logits",
+        2.0 * d * c.vocab_size,
+        params=0 if c.tied_embeddings else d * c.vocab_size,
+        note="tied to the embedding" if c.tied_embeddings else "",
+        output_layer=True,
     )
-    if c.n_mtp_modules:
-        k = c.n_mtp_modules
-        layer = 2 * d * d + sum(w for _, w, _ in (*ins, out))
-        layer_rows = _ffn_rows(c, 0 if c.is_moe else 1, 1 if c.is_moe else 0)
-        mtp_flops = 2.0 * layer + sum(r.forward_flops for r in layer_rows)
-        mtp_weights = layer + sum(r.params for r in layer_rows)
-        full = _keys_per_query(t, None, causal)
-        parts += [
-            Component(
-                "mtp_layers",
-                k * mtp_flops,
-                params=k * mtp_weights,
-                note=f"{k} MTP module(s): 2d->d projection and one layer each (trained: model FLOPs)",
-            ),
-            Component(
-                "mtp_attention",
-                attn_on * k * 2.0 * full * hq * (c.qk_head_dim + c.value_head_dim),
-                attention=True,
-                note="MTP scores and values over the whole context" + excluded,
-            ),
-            Component(
-                "mtp_logits",
-                k * 2.0 * d * c.vocab_size,
-                note="shared output head",
-                output_layer=True,
-            ),
-        ]
-    parts.extend(c.extra_blocks)
-    return tuple(parts)
+
+
+def _mtp_rows(
+    c: TransformerConfig,
+    t: int,
+    causal: bool,
+    include_attention: bool,
+    ins: list[tuple[str, int, int]],
+    out: tuple[str, int, int],
+) -> list[Component]:
+    """Rows of the MTP modules: projection and one layer each, their attention, their logits."""
+    d, hq, k = c.d_model, c.n_heads, c.n_mtp_modules
+    attn_on = 1.0 if include_attention else 0.0
+    excluded = "" if include_attention else " (excluded)"
+    layer = 2 * d * d + sum(w for _, w, _ in (*ins, out))
+    layer_rows = _ffn_rows(c, 0 if c.is_moe else 1, 1 if c.is_moe else 0)
+    mtp_flops = 2.0 * layer + sum(r.forward_flops for r in layer_rows)
+    mtp_weights = layer + sum(r.params for r in layer_rows)
+    full = _keys_per_query(t, None, causal)
+    return [
+        Component(
+            "mtp_layers",
+            k * mtp_flops,
+            params=k * mtp_weights,
+            note=f"{k} MTP module(s): 2d->d projection and one layer each (trained: model FLOPs)",
+        ),
+        Component(
+            "mtp_attention",
+            attn_on * k * 2.0 * full * hq * (c.qk_head_dim + c.value_head_dim),
+            attention=True,
+            note="MTP scores and values over the whole context" + excluded,
+        ),
+        Component(
+            "mtp_logits",
+            k * 2.0 * d * c.vocab_size,
+            note="shared output head",
+            output_layer=True,
+        ),
+    ]
 
 
 def _transformer_notes(c: TransformerConfig) -> tuple[str, ...]:
