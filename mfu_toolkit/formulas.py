@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+from .deprecation import renamed
+
 TYPE_CHECKING = False  # typing is not imported at run time: `mfu calc` must start fast
 if TYPE_CHECKING:
     from typing import Any
@@ -108,9 +110,10 @@ def _check_count(name: str, value: Any) -> Any:
     return out
 
 
-def achieved_flops_per_second(flops_per_step: Number, step_seconds: Number) -> Number:
+@renamed(step_seconds="step_s")
+def achieved_flops_per_second(flops_per_step: Number, step_s: Number) -> Number:
     """Model FLOP/s achieved: FLOPs of one step divided by its wall time."""
-    return _check("flops_per_step", flops_per_step) / _check("step_seconds", step_seconds)
+    return _check("flops_per_step", flops_per_step) / _check("step_s", step_s)
 
 
 def cluster_peak_flops(n_accelerators: Number, peak_flops_per_accelerator: Number) -> Number:
@@ -120,12 +123,14 @@ def cluster_peak_flops(n_accelerators: Number, peak_flops_per_accelerator: Numbe
     )
 
 
-def samples_per_second(samples_per_step: Number, step_seconds: Number) -> Number:
-    return _check("samples_per_step", samples_per_step) / _check("step_seconds", step_seconds)
+@renamed(step_seconds="step_s")
+def samples_per_second(samples_per_step: Number, step_s: Number) -> Number:
+    return _check("samples_per_step", samples_per_step) / _check("step_s", step_s)
 
 
-def tokens_per_second(tokens_per_step: Number, step_seconds: Number) -> Number:
-    return _check("tokens_per_step", tokens_per_step) / _check("step_seconds", step_seconds)
+@renamed(step_seconds="step_s")
+def tokens_per_second(tokens_per_step: Number, step_s: Number) -> Number:
+    return _check("tokens_per_step", tokens_per_step) / _check("step_s", step_s)
 
 
 def _ratio(kind: str, achieved: Any, peak: Any, *, allow_above_100: bool) -> Any:
@@ -145,10 +150,11 @@ def _ratio(kind: str, achieved: Any, peak: Any, *, allow_above_100: bool) -> Any
     return float(value) if value.ndim == 0 else value
 
 
+@renamed(step_seconds="step_s")
 def mfu(
     *,
     model_flops_per_step: Number,
-    step_seconds: Number,
+    step_s: Number,
     n_accelerators: Number,
     peak_flops_per_accelerator: Number,
     allow_above_100: bool = False,
@@ -158,21 +164,22 @@ def mfu(
     ``model_flops_per_step`` counts forward + backward of the whole global batch, without
     recomputation (PaLM Appendix B). ``peak_flops_per_accelerator`` is in FLOP/s (dense).
     """
-    achieved = _check("model_flops_per_step", model_flops_per_step) / _check("step_seconds", step_seconds)
+    achieved = _check("model_flops_per_step", model_flops_per_step) / _check("step_s", step_s)
     peak = cluster_peak_flops(n_accelerators, peak_flops_per_accelerator)
     return _ratio("MFU", achieved, peak, allow_above_100=allow_above_100)
 
 
+@renamed(step_seconds="step_s")
 def hfu(
     *,
     hardware_flops_per_step: Number,
-    step_seconds: Number,
+    step_s: Number,
     n_accelerators: Number,
     peak_flops_per_accelerator: Number,
     allow_above_100: bool = False,
 ) -> Number:
     """Hardware FLOPs Utilization: like MFU but counting recomputed FLOPs too (HFU >= MFU)."""
-    achieved = _check("hardware_flops_per_step", hardware_flops_per_step) / _check("step_seconds", step_seconds)
+    achieved = _check("hardware_flops_per_step", hardware_flops_per_step) / _check("step_s", step_s)
     peak = cluster_peak_flops(n_accelerators, peak_flops_per_accelerator)
     return _ratio("HFU", achieved, peak, allow_above_100=allow_above_100)
 
@@ -288,10 +295,11 @@ class MFUResult:
         return d
 
 
+@renamed(step_seconds="step_s")
 def compute_mfu(
     *,
     model_flops_per_step: float,
-    step_seconds: float,
+    step_s: float,
     n_accelerators: int,
     peak_flops_per_accelerator: float,
     hardware_flops_per_step: float | None = None,
@@ -306,12 +314,12 @@ def compute_mfu(
 
     Raises :class:`MFUAbove100Error` when MFU or HFU exceeds 100 %.
     """
-    for name, v in (("model_flops_per_step", model_flops_per_step), ("step_seconds", step_seconds),
+    for name, v in (("model_flops_per_step", model_flops_per_step), ("step_s", step_s),
                     ("peak_flops_per_accelerator", peak_flops_per_accelerator)):
         if not _is_scalar(v):
             raise TypeError(f"compute_mfu takes scalars; {name} is an array (use mfu() for arrays)")
     n = _check_count("n_accelerators", n_accelerators)
-    common = dict(step_seconds=step_seconds, n_accelerators=n, peak_flops_per_accelerator=peak_flops_per_accelerator)
+    common = dict(step_s=step_s, n_accelerators=n, peak_flops_per_accelerator=peak_flops_per_accelerator)
     value = mfu(model_flops_per_step=model_flops_per_step, **common)
     h = None
     if hardware_flops_per_step is not None:
@@ -321,15 +329,15 @@ def compute_mfu(
                 f"model_flops_per_step ({model_flops_per_step:.4g}): recomputation only adds FLOPs"
             )
         h = hfu(hardware_flops_per_step=hardware_flops_per_step, **common)
-    sps = None if not samples_per_step else samples_per_second(samples_per_step, step_seconds)
-    tps = None if not tokens_per_step else tokens_per_second(tokens_per_step, step_seconds)
+    sps = None if not samples_per_step else samples_per_second(samples_per_step, step_s)
+    tps = None if not tokens_per_step else tokens_per_second(tokens_per_step, step_s)
     return MFUResult(
         mfu=float(value),
         model_flops_per_step=float(model_flops_per_step),
-        step_seconds=float(step_seconds),
+        step_seconds=float(step_s),
         n_accelerators=int(n),
         peak_flops_per_accelerator=float(peak_flops_per_accelerator),
-        achieved_flops_per_second=float(achieved_flops_per_second(model_flops_per_step, step_seconds)),
+        achieved_flops_per_second=float(achieved_flops_per_second(model_flops_per_step, step_s)),
         cluster_peak_flops=float(cluster_peak_flops(n, peak_flops_per_accelerator)),
         hfu=None if h is None else float(h),
         hardware_flops_per_step=None if hardware_flops_per_step is None else float(hardware_flops_per_step),

@@ -351,6 +351,38 @@ def waterfall(
     ``show_zero`` keeps categories with zero seconds.
     """
     _check_ax(ax)
+    t = _waterfall_input(table, metric, show_zero)
+    metric, scale = _waterfall_metric(t, metric)
+    shares = np.nan_to_num(t["share"].to_numpy(float))
+    seconds = t["seconds"].to_numpy(float)
+    cats = t["category"].astype(str).to_numpy()
+    wall = float(np.nansum(np.abs(seconds)))
+    noise = 1e-9 * wall  # float noise of the accounting's subtractions (2.7e-9 s of a job), not a loss
+    keep = [i for i in range(1, len(t)) if show_zero or abs(seconds[i]) > noise]
+    top, bottom = scale, scale * shares[0]
+    ax, created = _axes(ax, (max(6.0, 0.75 * (len(keep) + 1) + 2.5), 4.6))
+    xs = np.arange(len(keep) + 1)
+    # the losses walk down from the top, each starting where the previous one ended; then the
+    # ideal compute that remains. One bar call and one set of connectors for all of them.
+    drops = scale * shares[keep]
+    before = _waterfall_bars(ax, xs, top, drops, bottom)
+    _waterfall_bar_labels(ax, xs, keep, drops, before, seconds, shares, noise, top=top, bottom=bottom)
+    ax.axhline(top, color="0.25", linewidth=1.0, linestyle="--", zorder=0)
+    ax.axhline(bottom, color="0.25", linewidth=1.0, linestyle="--", zorder=0)
+    ax.set_xticks(xs, [_pretty(cats[i]) for i in keep] + [_pretty(cats[0])], rotation=30, ha="right",
+                  rotation_mode="anchor")
+    ax.set_xlim(-0.6, xs[-1] + 0.6)
+    ax.set_xlabel("loss category, largest share of wall time first")
+    low = min(0.0, float(np.min(top - scale * np.cumsum(shares[1:])))) if len(t) > 1 else 0.0
+    y0, y1 = low - 0.14 * top, top * 1.12
+    ax.set_ylim(y0, y1)
+    _waterfall_mfu_labels(ax, metric, top, bottom, y0, y1)
+    _waterfall_style(ax, metric, top)
+    return _finish(ax, created)
+
+
+def _waterfall_input(table: Any, metric: str, show_zero: Any) -> pd.DataFrame:
+    """The breakdown table to draw (a Run or Accounting goes through ``breakdown``), options checked first."""
     if isinstance(table, (Run, Accounting)):
         table = breakdown(table)
     t = _frame("table", table, _WATERFALL_COLUMNS)
@@ -362,6 +394,11 @@ def waterfall(
             "table must be a breakdown() table whose first row is 'ideal_compute'; got first category "
             f"{t['category'].iloc[0] if len(t) else None!r}"
         )
+    return t
+
+
+def _waterfall_metric(t: pd.DataFrame, metric: str) -> tuple[str, float]:
+    """The metric drawn (``auto`` resolved) and the bars' top: the steady-state MFU, or 1 for efficiency."""
     attrs = t.attrs if isinstance(t.attrs, dict) else {}
     steady = attrs.get("steady_state_mfu")
     if steady is None or not math.isfinite(steady):
@@ -373,57 +410,56 @@ def waterfall(
         why = attrs.get("reasons", {}).get("steady_state_mfu") or "model FLOPs or peak unknown"
         raise ValueError(f"metric='mfu' needs a table with a steady-state MFU; this one has none ({why}); "
                          "use metric='efficiency'")
-    scale = steady if metric == "mfu" else 1.0
-    shares = np.nan_to_num(t["share"].to_numpy(float))
-    seconds = t["seconds"].to_numpy(float)
-    cats = t["category"].astype(str).to_numpy()
-    wall = float(np.nansum(np.abs(seconds)))
-    noise = 1e-9 * wall  # float noise of the accounting's subtractions (2.7e-9 s of a job), not a loss
-    keep = [i for i in range(1, len(t)) if show_zero or abs(seconds[i]) > noise]
-    top, bottom = scale, scale * shares[0]
-    ax, created = _axes(ax, (max(6.0, 0.75 * (len(keep) + 1) + 2.5), 4.6))
-    xs = np.arange(len(keep) + 1)
-    pad = 0.015 * top
-    label_box = {"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6}
-    # the losses walk down from the top, each starting where the previous one ended; then the
-    # ideal compute that remains. One bar call and one set of connectors for all of them.
-    drops = scale * shares[keep]
+    return metric, (steady if metric == "mfu" else 1.0)
+
+
+def _waterfall_bars(ax: Axes, xs: np.ndarray, top: float, drops: np.ndarray, bottom: float) -> np.ndarray:
+    """Draw the losses walking down from ``top``, the ideal compute left, and their connectors.
+
+    Returns the level before each loss (where its bar starts), which places the labels."""
     levels = np.subtract.accumulate(np.r_[top, drops])  # top, then the level after each loss
     before, after = levels[:-1], levels[1:]
     lx = xs[:-1]
     ax.bar(xs, np.r_[drops, bottom], bottom=np.r_[after, 0.0], width=0.7,
            color=[_RED if d >= 0 else _GREEN for d in drops] + [_BLUE], edgecolor="none")
-    if len(keep):
+    if len(drops):
         ax.hlines(after, lx + 0.35, lx + 0.65, colors="0.5", linewidth=0.8, linestyles=":")
+    return before
+
+
+def _waterfall_bar_labels(ax: Axes, xs: np.ndarray, keep: list[int], drops: np.ndarray, before: np.ndarray,
+                          seconds: np.ndarray, shares: np.ndarray, noise: float, *, top: float,
+                          bottom: float) -> None:
+    """Label each bar with its seconds (one unit for all) and share: losses below their bar, ideal inside."""
+    pad = 0.015 * top
+    label_box = {"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6}
     unit, _ = _time_unit("auto", float(np.nanmax(np.abs(seconds))) if len(seconds) else 0.0)
 
     def label(i: int) -> str:
         share = 0.0 if abs(seconds[i]) <= noise else shares[i]
         return f"{_in_unit(seconds[i], unit, noise_s=noise)}\n{share:.1%}"
 
-    for x, i, d, level in zip(lx, keep, drops, before, strict=True):
+    for x, i, d, level in zip(xs[:-1], keep, drops, before, strict=True):
         ax.text(x, min(level - d, level) - pad, label(i),
                 ha="center", va="top", fontsize="small", bbox=label_box)
     xi = xs[-1]
     ax.text(xi, bottom / 2 if bottom > 0.15 * top else bottom + pad, label(0),
             ha="center", va="center" if bottom > 0.15 * top else "bottom", fontsize="small", bbox=label_box)
+
+
+def _waterfall_mfu_labels(ax: Axes, metric: str, top: float, bottom: float, y0: float, y1: float) -> None:
+    """Name both MFUs (or efficiencies) in the right margin, pushed apart when they are close."""
     names = ("steady-state MFU", "end-to-end MFU") if metric == "mfu" else ("steady state", "end to end")
-    ax.axhline(top, color="0.25", linewidth=1.0, linestyle="--", zorder=0)
-    ax.axhline(bottom, color="0.25", linewidth=1.0, linestyle="--", zorder=0)
-    ax.set_xticks(xs, [_pretty(cats[i]) for i in keep] + [_pretty(cats[0])], rotation=30, ha="right",
-                  rotation_mode="anchor")
-    ax.set_xlim(-0.6, xs[-1] + 0.6)
-    ax.set_xlabel("loss category, largest share of wall time first")
-    low = min(0.0, float(np.min(top - scale * np.cumsum(shares[1:])))) if len(t) > 1 else 0.0
-    y0, y1 = low - 0.14 * top, top * 1.12
-    ax.set_ylim(y0, y1)
-    # both MFUs named in the right margin, pushed apart when they are close
     axes_pt = ax.get_position().height * ax.figure.get_figheight() * 72.0
     sep = min(30.0 / max(axes_pt, 1.0), 0.5) * (y1 - y0)  # two 9-pt lines
     nudge = max(0.0, (sep - (top - bottom)) / 2)
     for level, y, name in ((top, top + nudge, names[0]), (bottom, bottom - nudge, names[1])):
         ax.annotate(f"{name}\n{level:.1%}", xy=(1.0, y), xycoords=("axes fraction", "data"), xytext=(4, 0),
                     textcoords="offset points", ha="left", va="center", fontsize="medium")
+
+
+def _waterfall_style(ax: Axes, metric: str, top: float) -> None:
+    """Percent y axis, the label and title that say which metric is drawn, grid and spines."""
     _percent(ax, decimals=0 if top >= 0.05 else 1)
     if metric == "mfu":
         ax.set_ylabel("MFU (% of peak FLOP/s)")
@@ -434,7 +470,6 @@ def waterfall(
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     sns.despine(ax=ax)
-    return _finish(ax, created)
 
 
 # --------------------------------------------------------------------------------------------
@@ -500,7 +535,34 @@ def timeline(
     for (_att, lost), g in js.groupby(["attempt", "lost"], sort=True):
         key = "lost_steps" if lost else "steps"
         spans[key] += _merge_spans(g["start_s"].to_numpy(float), g["end_s"].to_numpy(float), tol)
-    ev = r.events
+    points = _event_spans(r.events, spans)
+    attempts = _attempt_bounds(r)
+    spans["attempts"] = [(s, e - s) for _a, s, e in attempts]
+    lanes = [(k, lab, c) for k, lab, c in _LANES if spans[k] or points.get(k) or k in ("attempts", "steps")]
+    ax, created = _axes(ax, (10.0, 0.42 * len(lanes) + 1.6))
+    for y, (key, _label, color) in enumerate(lanes):
+        segs = [((s - t0) / f, w / f) for s, w in spans[key]]
+        marks = (np.asarray(points[key]) - t0) / f if points.get(key) else None
+        _timeline_lane(ax, y, key, color, segs, marks, attempts, wide=(t1 - t0) / f * 0.06)
+    ax.set_yticks(range(len(lanes)), [lab for _k, lab, _c in lanes])
+    ax.set_ylim(len(lanes) - 0.4, -0.6)
+    span = (t1 - t0) / f
+    ax.set_xlim(-0.01 * span, span * 1.01)
+    ax.set_xlabel(f"time since the first event ({unit})")
+    ax.set_title(f"Run timeline: {r.n_attempts} attempt{'s' if r.n_attempts != 1 else ''}, "
+                 f"{len(js):,} timed steps")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
+    sns.despine(ax=ax, left=True)
+    ax.tick_params(axis="y", length=0)
+    return _finish(ax, created)
+
+
+def _event_spans(ev: pd.DataFrame, spans: dict[str, list[tuple[float, float]]]) -> dict[str, list[float]]:
+    """Add the events' merged spans to their lanes in ``spans``; returns the instants of zero-length events.
+
+    Events of every rank are merged per kind; background checkpoint writes get their own lane and
+    unknown kinds the ``other`` lane."""
     points: dict[str, list[float]] = {}
     if len(ev):
         bg = ev["detail"].astype(str).str.lower().str.contains("|".join(_BACKGROUND_WORDS)).to_numpy()
@@ -514,45 +576,40 @@ def timeline(
                 spans[key] += _merge_spans(s[e > s], e[e > s], 0.0)
                 if np.any(e <= s):
                     points.setdefault(key, []).extend(s[e <= s].tolist())
+    return points
+
+
+def _attempt_bounds(r: Run) -> list[tuple[int, float, float]]:
+    """``(attempt, first start, last end)`` of each attempt over its steps and events, in attempt order."""
     attempts: list[tuple[int, float, float]] = []
+    ev = r.events
     parts = [r.steps[["attempt", "start_s", "end_s"]], ev[["attempt", "start_s", "end_s"]]]
     allrows = pd.concat([p for p in parts if len(p)]) if any(len(p) for p in parts) else None
     if allrows is not None:
         for a, g in allrows.groupby("attempt", sort=True):
             attempts.append((int(a), float(g["start_s"].min()), float(g["end_s"].max())))
-    spans["attempts"] = [(s, e - s) for _a, s, e in attempts]
-    lanes = [(k, lab, c) for k, lab, c in _LANES if spans[k] or points.get(k) or k in ("attempts", "steps")]
-    ax, created = _axes(ax, (10.0, 0.42 * len(lanes) + 1.6))
-    for y, (key, _label, color) in enumerate(lanes):
-        segs = [((s - t0) / f, w / f) for s, w in spans[key]]
-        if key == "attempts":
-            cols = [(0.80, 0.80, 0.80) if i % 2 == 0 else (0.65, 0.65, 0.65) for i in range(len(segs))]
-            coll = ax.broken_barh(segs, (y - 0.4, 0.8), facecolors=cols, edgecolor="white", linewidth=0.8)
-            wide = (t1 - t0) / f * 0.06
-            for (a, _s, _e), (x, w) in zip(attempts, segs, strict=True):
-                if w >= wide and len(attempts) <= 20:
-                    ax.text(x + w / 2, y, f"attempt {a}", ha="center", va="center", fontsize="small")
-        else:
-            alpha = 0.55 if key == "checkpoint_background" else 1.0
-            coll = ax.broken_barh(segs, (y - 0.4, 0.8), facecolors=color, edgecolor=color, linewidth=0.6,
-                                  alpha=alpha)
-        coll.set_gid(key)
-        if points.get(key):
-            xs = (np.asarray(points[key]) - t0) / f
-            ax.plot(xs, np.full(len(xs), y), linestyle="none", marker="|", markersize=12, color=color,
-                    markeredgewidth=2)
-    ax.set_yticks(range(len(lanes)), [lab for _k, lab, _c in lanes])
-    ax.set_ylim(len(lanes) - 0.4, -0.6)
-    span = (t1 - t0) / f
-    ax.set_xlim(-0.01 * span, span * 1.01)
-    ax.set_xlabel(f"time since the first event ({unit})")
-    ax.set_title(f"Run timeline: {r.n_attempts} attempt{'s' if r.n_attempts != 1 else ''}, "
-                 f"{len(js):,} timed steps")
-    ax.grid(axis="x", alpha=0.3)
-    ax.set_axisbelow(True)
-    sns.despine(ax=ax, left=True)
-    ax.tick_params(axis="y", length=0)
-    return _finish(ax, created)
+    return attempts
+
+
+def _timeline_lane(ax: Axes, y: int, key: str, color: Any, segs: list[tuple[float, float]],
+                   marks: np.ndarray | None, attempts: list[tuple[int, float, float]], *, wide: float) -> None:
+    """Draw one lane at ``y``: its spans as bars (the gid is the lane's key) and instant events as ticks.
+
+    Attempts alternate two greys and are named when at least ``wide`` long (20 attempts at most)."""
+    if key == "attempts":
+        cols = [(0.80, 0.80, 0.80) if i % 2 == 0 else (0.65, 0.65, 0.65) for i in range(len(segs))]
+        coll = ax.broken_barh(segs, (y - 0.4, 0.8), facecolors=cols, edgecolor="white", linewidth=0.8)
+        for (a, _s, _e), (x, w) in zip(attempts, segs, strict=True):
+            if w >= wide and len(attempts) <= 20:
+                ax.text(x + w / 2, y, f"attempt {a}", ha="center", va="center", fontsize="small")
+    else:
+        alpha = 0.55 if key == "checkpoint_background" else 1.0
+        coll = ax.broken_barh(segs, (y - 0.4, 0.8), facecolors=color, edgecolor=color, linewidth=0.6,
+                              alpha=alpha)
+    coll.set_gid(key)
+    if marks is not None:
+        ax.plot(marks, np.full(len(marks), y), linestyle="none", marker="|", markersize=12, color=color,
+                markeredgewidth=2)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1007,6 +1064,35 @@ def gpu_util_mfu_table(run: Run | Accounting, *, bin_s: float | None = None, sou
     (fractions); ``attrs['source']`` names the utilisation source.
     """
     r, acc = _as_run(run, "run")
+    source = _util_source(r, source)
+    acc = acc if acc is not None else account(r)
+    m = r.meta
+    if acc.flops_per_unit is None or not m.n_accelerators or not m.peak_flops_per_accelerator:
+        why = "; ".join(x for x in (acc.flops_reason, acc.peak_reason) if x)
+        raise ValueError(f"run has no MFU to compare with: {why}")
+    t0, t1 = r.t0, r.t1
+    wall = t1 - t0
+    if bin_s is None:
+        bin_s = _default_util_bin(r, acc, source, wall)
+    else:
+        bin_s = _number("bin_s", bin_s, unit=" (seconds)")
+    n_bins = max(1, int(math.ceil(wall / bin_s - 1e-9)))
+    edges = t0 + np.minimum(np.arange(n_bins + 1) * bin_s, wall)
+    width = np.diff(edges)
+    mfu = _binned_mfu(acc, edges) / (width * m.n_accelerators * m.peak_flops_per_accelerator)
+    if source == "gpu_util":
+        tot, cnt, label = _util_from_table(r.tables["gpu_util"], edges, t0, t1)
+    else:
+        tot, cnt, label = _util_from_busy(r.steps, edges)
+    util = np.divide(tot, cnt, out=np.full(n_bins, np.nan), where=cnt > 0)
+    out = pd.DataFrame({"time_s": edges[:-1] - t0, "bin_s": width, "gpu_util": util, "mfu": mfu})
+    out.attrs["source"] = source
+    out.attrs["source_detail"] = label
+    return out
+
+
+def _util_source(r: Run, source: str) -> str:
+    """The utilisation source to read (``auto`` resolved); raises when the run lacks it, naming what is needed."""
     _choice("source", source, _UTIL_SOURCES)
     has_table = "gpu_util" in r.tables and len(r.tables["gpu_util"]) > 0
     has_busy = {"gpu_busy_s", "gpu_idle_s"} <= set(r.steps.columns)
@@ -1020,61 +1106,60 @@ def gpu_util_mfu_table(run: Run | Accounting, *, bin_s: float | None = None, sou
             f"W&B system stats) or steps columns gpu_busy_s and gpu_idle_s (a profiler trace); tables present: "
             f"{sorted(r.tables) or 'none'}"
         )
-    acc = acc if acc is not None else account(r)
-    m = r.meta
-    if acc.flops_per_unit is None or not m.n_accelerators or not m.peak_flops_per_accelerator:
-        why = "; ".join(x for x in (acc.flops_reason, acc.peak_reason) if x)
-        raise ValueError(f"run has no MFU to compare with: {why}")
-    t0, t1 = r.t0, r.t1
-    wall = t1 - t0
-    if bin_s is None:
-        spans = acc.steps["span_s"].to_numpy(float)
-        bin_s = max(wall / 80.0, float(np.median(spans)) if len(spans) else 0.0, 1e-9)
-        if source == "gpu_util":
-            ts = np.unique(r.tables["gpu_util"]["time_s"].to_numpy(float))
-            if len(ts) > 1:
-                bin_s = max(bin_s, 2.0 * float(np.median(np.diff(ts))))
-    else:
-        bin_s = _number("bin_s", bin_s, unit=" (seconds)")
-    n_bins = max(1, int(math.ceil(wall / bin_s - 1e-9)))
-    edges = t0 + np.minimum(np.arange(n_bins + 1) * bin_s, wall)
+    return source
+
+
+def _default_util_bin(r: Run, acc: Accounting, source: str, wall: float) -> float:
+    """The default bin: 1/80 of the run, widened to a median step and two sampling intervals so bins hold data."""
+    spans = acc.steps["span_s"].to_numpy(float)
+    bin_s = max(wall / 80.0, float(np.median(spans)) if len(spans) else 0.0, 1e-9)
+    if source == "gpu_util":
+        ts = np.unique(r.tables["gpu_util"]["time_s"].to_numpy(float))
+        if len(ts) > 1:
+            bin_s = max(bin_s, 2.0 * float(np.median(np.diff(ts))))
+    return bin_s
+
+
+def _binned_mfu(acc: Accounting, edges: np.ndarray) -> np.ndarray:
+    """Useful model FLOPs done in each bin: each useful step's spread evenly over its span, redone steps none."""
     st = acc.steps
     ok = (~st["lost"].to_numpy(bool)) & (st["work"].to_numpy(float) > 0) & (st["span_s"].to_numpy(float) > 0)
     s = st["start_s"].to_numpy(float)[ok]
     e = st["end_s"].to_numpy(float)[ok]
     flops = acc.flops_per_unit * st["work"].to_numpy(float)[ok]
     cum = _cumulative(edges, s, e, flops / (e - s))
-    width = np.diff(edges)
-    mfu = np.diff(cum) / (width * m.n_accelerators * m.peak_flops_per_accelerator)
-    if source == "gpu_util":
-        g = r.tables["gpu_util"]
-        col = "util_pct" if "util_pct" in g.columns else next((c for c in g.columns if "util" in str(c).lower()), None)
-        if col is None or "time_s" not in g.columns:
-            raise ValueError(f"run.tables['gpu_util'] needs columns time_s and util_pct; got {list(g.columns)}")
-        tt = g["time_s"].to_numpy(float)
-        v = pd.to_numeric(g[col], errors="coerce").to_numpy(float)
-        keep = np.isfinite(tt) & np.isfinite(v)
-        tt, v = tt[keep], v[keep]
-        frac = v / 100.0 if (len(v) and np.nanmax(v) > 1.0) or col.endswith("pct") else v
-        b = np.clip(np.searchsorted(edges, tt, side="right") - 1, 0, n_bins - 1)
-        inside = (tt >= t0) & (tt <= t1)
-        tot = np.bincount(b[inside], weights=frac[inside], minlength=n_bins)
-        cnt = np.bincount(b[inside], minlength=n_bins)
-        label = f"tables['gpu_util'][{col!r}]"
-    else:
-        rs = r.steps
-        busy = pd.to_numeric(rs["gpu_busy_s"], errors="coerce").to_numpy(float)
-        idle = pd.to_numeric(rs["gpu_idle_s"], errors="coerce").to_numpy(float)
-        keep = np.isfinite(busy) & np.isfinite(idle)
-        b = np.clip(np.searchsorted(edges, rs["start_s"].to_numpy(float)[keep], side="right") - 1, 0, n_bins - 1)
-        tot = np.bincount(b, weights=busy[keep], minlength=n_bins)
-        cnt = np.bincount(b, weights=busy[keep] + idle[keep], minlength=n_bins)
-        label = "steps gpu_busy_s / (gpu_busy_s + gpu_idle_s)"
-    util = np.divide(tot, cnt, out=np.full(n_bins, np.nan), where=cnt > 0)
-    out = pd.DataFrame({"time_s": edges[:-1] - t0, "bin_s": width, "gpu_util": util, "mfu": mfu})
-    out.attrs["source"] = source
-    out.attrs["source_detail"] = label
-    return out
+    return np.diff(cum)
+
+
+def _util_from_table(g: pd.DataFrame, edges: np.ndarray, t0: float,
+                     t1: float) -> tuple[np.ndarray, np.ndarray, str]:
+    """Sum and count of the utilisation samples (as fractions) in each bin, from W&B system stats; and its name."""
+    n_bins = len(edges) - 1
+    col = "util_pct" if "util_pct" in g.columns else next((c for c in g.columns if "util" in str(c).lower()), None)
+    if col is None or "time_s" not in g.columns:
+        raise ValueError(f"run.tables['gpu_util'] needs columns time_s and util_pct; got {list(g.columns)}")
+    tt = g["time_s"].to_numpy(float)
+    v = pd.to_numeric(g[col], errors="coerce").to_numpy(float)
+    keep = np.isfinite(tt) & np.isfinite(v)
+    tt, v = tt[keep], v[keep]
+    frac = v / 100.0 if (len(v) and np.nanmax(v) > 1.0) or col.endswith("pct") else v
+    b = np.clip(np.searchsorted(edges, tt, side="right") - 1, 0, n_bins - 1)
+    inside = (tt >= t0) & (tt <= t1)
+    tot = np.bincount(b[inside], weights=frac[inside], minlength=n_bins)
+    cnt = np.bincount(b[inside], minlength=n_bins)
+    return tot, cnt, f"tables['gpu_util'][{col!r}]"
+
+
+def _util_from_busy(rs: pd.DataFrame, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
+    """Busy and busy + idle seconds of the steps starting in each bin, from a profiler's columns; and its name."""
+    n_bins = len(edges) - 1
+    busy = pd.to_numeric(rs["gpu_busy_s"], errors="coerce").to_numpy(float)
+    idle = pd.to_numeric(rs["gpu_idle_s"], errors="coerce").to_numpy(float)
+    keep = np.isfinite(busy) & np.isfinite(idle)
+    b = np.clip(np.searchsorted(edges, rs["start_s"].to_numpy(float)[keep], side="right") - 1, 0, n_bins - 1)
+    tot = np.bincount(b, weights=busy[keep], minlength=n_bins)
+    cnt = np.bincount(b, weights=busy[keep] + idle[keep], minlength=n_bins)
+    return tot, cnt, "steps gpu_busy_s / (gpu_busy_s + gpu_idle_s)"
 
 
 def mfu_vs_gpu_util(

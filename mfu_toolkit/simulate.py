@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -250,138 +250,219 @@ class _Dense:
         self.cmax = self.array.max(axis=1)
 
 
+@dataclass
+class _Progress:
+    """Where the job stands between attempts, and the ground truth tallied for ``meta.extra['injected']``."""
+
+    pending_fail: set[int]
+    t: float = 0.0
+    attempt: int = 0
+    durable: int = 0  # last step whose checkpoint is durable
+    lost_work: float = 0.0
+    downtime: float = 0.0
+    lost_steps: int = 0
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    n_ckpt: int = 0
+
+
+@dataclass
+class _Layout:
+    """One attempt's steps placed on the timeline as if no failure struck (arrays over its steps)."""
+
+    steps_no: np.ndarray
+    c: Any  # the attempt's compute times (``_Dense`` or ``_Chunked``)
+    data: np.ndarray  # input stall before each step
+    span: np.ndarray  # input stall + slowest rank's compute
+    is_ckpt: np.ndarray
+    is_eval: np.ndarray
+    gap: np.ndarray  # blocking checkpoint / async snapshot, then evaluation, after each step
+    starts: np.ndarray
+    ends: np.ndarray
+
+
 def _timeline(cfg: SimConfig, compute: Any, emit: Any) -> tuple[pd.DataFrame, RunMeta]:
     """Lay the job out on the timeline; ``emit`` receives each attempt's rows, ``compute`` makes
     each attempt's compute times (whole, or in chunks for a dataset). Returns events and meta."""
     rng = np.random.default_rng(cfg.seed)
     ev = _Events()
-    R = cfg.n_ranks
-    pending_fail = set(cfg.fail_at_steps)
-    t = 0.0
-    attempt = 0
-    durable = 0  # last step whose checkpoint is durable
-    lost_work = 0.0
-    downtime = 0.0
-    lost_steps = 0
-    failures: list[dict[str, Any]] = []
-    n_ckpt = 0
+    p = _Progress(pending_fail=set(cfg.fail_at_steps))
     while True:
-        if attempt >= cfg.max_attempts:
-            raise SimConfigError(
-                f"the job did not finish within max_attempts={cfg.max_attempts} attempts "
-                f"(mtbf_s={cfg.mtbf_s!r} is too short for checkpoint_every={cfg.checkpoint_every!r})"
-            )
-        a0 = t
-        t_fail = a0 + rng.exponential(cfg.mtbf_s) if cfg.mtbf_s is not None else math.inf
-        first = durable + 1
-        m = cfg.n_steps - durable
-        # --- pre-step phases
-        pre = [("init", cfg.init_s, "")]
-        if attempt > 0 and durable > 0:
-            pre.append(("checkpoint_load", cfg.checkpoint_load_s, f"resume from step {durable}"))
-        died = False
-        for kind, dur, detail in pre:
-            if dur <= 0:
-                continue
-            if t + dur > t_fail:
-                ev.add(kind, t, t_fail, attempt, detail + " (interrupted by a failure)")
-                t = t_fail
-                died = True
+        _check_attempts(cfg, p.attempt)
+        t_fail = p.t + rng.exponential(cfg.mtbf_s) if cfg.mtbf_s is not None else math.inf
+        step = None
+        if not _pre_step_phases(cfg, ev, p, t_fail):
+            step = _run_steps(cfg, rng, compute, emit, ev, p, t_fail)
+            if step is None:
                 break
-            ev.add(kind, t, t + dur, attempt, detail)
-            t += dur
-        # --- the steps of this attempt
-        steps_no = np.arange(first, cfg.n_steps + 1)
-        if not died:
-            c = compute(cfg, rng, m)
-            data = np.where(rng.random(m) < cfg.data_stall_prob, cfg.data_stall_s, 0.0) if cfg.data_stall_prob > 0 else np.zeros(m)
-            cmax = c.cmax
-            span = data + cmax
-            # gaps after each step: blocking checkpoint / async snapshot, then evaluation
-            is_ckpt = (cfg.checkpoint_every > 0) & (steps_no % max(cfg.checkpoint_every, 1) == 0)
-            is_ckpt &= steps_no < cfg.n_steps  # no checkpoint after the final step
-            is_eval = (cfg.eval_every > 0) & (steps_no % max(cfg.eval_every, 1) == 0)
-            ck_block = cfg.checkpoint_s if cfg.checkpoint_mode == "blocking" else cfg.async_stall_s
-            gap = np.where(is_ckpt, ck_block, 0.0) + np.where(is_eval, cfg.eval_s, 0.0)
-            starts = t + np.r_[0.0, np.cumsum(span + gap)[:-1]]
-            ends = starts + span
-            # failure: exponential clock, or chosen steps (first execution only)
-            fail_idx = None
-            fail_t = t_fail
-            chosen = [s for s in sorted(pending_fail) if s >= first]
-            if chosen:
-                i = chosen[0] - first
-                tc = starts[i] + cfg.fail_fraction * span[i]
-                if tc < fail_t:
-                    fail_t = tc
-            job_end = ends[-1]
-            if fail_t < job_end:
-                # the step in progress (or the last one started) when the failure struck
-                fail_idx = int(np.searchsorted(starts, fail_t, side="right") - 1)
-                pending_fail = {s for s in pending_fail if s > steps_no[fail_idx]}
-                n_rows = fail_idx + 1
-            else:
-                n_rows = m
-            # rows
-            st = starts[:n_rows]
-            sp_data = data[:n_rows]
-            clip = None
-            if fail_idx is not None:
-                # truncate the step in progress at the failure instant
-                lim = fail_t - st[-1]
-                sp_data = sp_data.copy()
-                sp_data[-1] = min(sp_data[-1], lim)
-                clip = max(lim - sp_data[-1], 0.0)
-            emit(attempt, steps_no[:n_rows], st, sp_data, c, n_rows, clip)
-            # events after steps (only those that started before the failure)
-            new_durable = durable
-            for j in np.flatnonzero(is_ckpt[:n_rows] | is_eval[:n_rows]):
-                t_after = ends[j]
-                if fail_idx is not None and t_after >= fail_t:
-                    break
-                if is_ckpt[j]:
-                    n_ckpt += 1
-                    if cfg.checkpoint_mode == "blocking":
-                        e = min(t_after + cfg.checkpoint_s, fail_t)
-                        if cfg.checkpoint_s > 0:
-                            ev.add("checkpoint_save", t_after, e, attempt, f"step {steps_no[j]} (blocking)")
-                        if t_after + cfg.checkpoint_s <= fail_t:
-                            new_durable = int(steps_no[j])
-                        t_after = e
-                    else:
-                        e = min(t_after + cfg.async_stall_s, fail_t)
-                        if cfg.async_stall_s > 0:
-                            ev.add("checkpoint_save", t_after, e, attempt, f"step {steps_no[j]} snapshot (blocks training)")
-                        w_end = e + cfg.checkpoint_s
-                        if cfg.checkpoint_s > 0:
-                            ev.add("checkpoint_save", e, min(w_end, fail_t), attempt, f"step {steps_no[j]} background write")
-                        if w_end <= fail_t:
-                            new_durable = int(steps_no[j])
-                        t_after = e
-                if is_eval[j] and (fail_idx is None or t_after < fail_t):
-                    ev.add("eval", t_after, min(t_after + cfg.eval_s, fail_t), attempt, f"after step {steps_no[j]}")
-            if fail_idx is None:
-                t = ends[-1] + gap[-1]
-                break
-            # lost work: the attempt's steps after the durable checkpoint (including the partial one)
-            lost_mask = steps_no[:n_rows] > new_durable
-            step_end = np.minimum(ends[:n_rows], fail_t)
-            lost_work += float(np.sum((step_end - st)[lost_mask]))
-            lost_steps += int(lost_mask.sum())
-            durable = new_durable
-            t = fail_t
-        failures.append({"attempt": attempt, "time_s": float(t), "step": int(steps_no[fail_idx]) if not died else None})
-        ev.add("failure", t, t + cfg.restart_s, attempt, "injected failure")
-        downtime += cfg.restart_s
-        t += cfg.restart_s
-        attempt += 1
-    events = ev.frame()
+        _record_failure(cfg, ev, p, step)
+    return ev.frame(), _meta(cfg, p)
+
+
+def _check_attempts(cfg: SimConfig, attempt: int) -> None:
+    """Stop a job that failures keep from finishing, rather than looping for ever."""
+    if attempt >= cfg.max_attempts:
+        raise SimConfigError(
+            f"the job did not finish within max_attempts={cfg.max_attempts} attempts "
+            f"(mtbf_s={cfg.mtbf_s!r} is too short for checkpoint_every={cfg.checkpoint_every!r})"
+        )
+
+
+def _pre_step_phases(cfg: SimConfig, ev: _Events, p: _Progress, t_fail: float) -> bool:
+    """Add the attempt's init (and checkpoint load when resuming); True when a failure cut them short."""
+    pre = [("init", cfg.init_s, "")]
+    if p.attempt > 0 and p.durable > 0:
+        pre.append(("checkpoint_load", cfg.checkpoint_load_s, f"resume from step {p.durable}"))
+    for kind, dur, detail in pre:
+        if dur <= 0:
+            continue
+        if p.t + dur > t_fail:
+            ev.add(kind, p.t, t_fail, p.attempt, detail + " (interrupted by a failure)")
+            p.t = t_fail
+            return True
+        ev.add(kind, p.t, p.t + dur, p.attempt, detail)
+        p.t += dur
+    return False
+
+
+def _run_steps(cfg: SimConfig, rng: np.random.Generator, compute: Any, emit: Any, ev: _Events, p: _Progress,
+               t_fail: float) -> int | None:
+    """Run one attempt's steps up to the end or a failure: emit rows, add events, update ``p``.
+
+    Returns the step in progress when the failure struck, or None when the job finished."""
+    lay = _layout(cfg, rng, compute, p.durable, p.t)
+    fail_idx, fail_t = _failure(cfg, lay, p, t_fail)
+    n_rows = fail_idx + 1 if fail_idx is not None else len(lay.steps_no)
+    _emit_rows(emit, p.attempt, lay, n_rows, fail_idx, fail_t)
+    new_durable = _after_step_events(cfg, ev, p, lay, n_rows, fail_idx, fail_t)
+    if fail_idx is None:
+        p.t = lay.ends[-1] + lay.gap[-1]
+        return None
+    _count_lost_work(p, lay, n_rows, new_durable, fail_t)
+    p.durable = new_durable
+    p.t = fail_t
+    return int(lay.steps_no[fail_idx])
+
+
+def _layout(cfg: SimConfig, rng: np.random.Generator, compute: Any, durable: int, t: float) -> _Layout:
+    """Place the steps after ``durable`` from ``t``: compute times, then input stalls, drawn in that order."""
+    m = cfg.n_steps - durable
+    steps_no = np.arange(durable + 1, cfg.n_steps + 1)
+    c = compute(cfg, rng, m)
+    data = np.where(rng.random(m) < cfg.data_stall_prob, cfg.data_stall_s, 0.0) if cfg.data_stall_prob > 0 else np.zeros(m)
+    span = data + c.cmax
+    is_ckpt, is_eval, gap = _gaps(cfg, steps_no)
+    starts = t + np.r_[0.0, np.cumsum(span + gap)[:-1]]
+    return _Layout(steps_no, c, data, span, is_ckpt, is_eval, gap, starts, starts + span)
+
+
+def _gaps(cfg: SimConfig, steps_no: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which steps are followed by a checkpoint or an evaluation, and the pause each makes in training."""
+    is_ckpt = (cfg.checkpoint_every > 0) & (steps_no % max(cfg.checkpoint_every, 1) == 0)
+    is_ckpt &= steps_no < cfg.n_steps  # no checkpoint after the final step
+    is_eval = (cfg.eval_every > 0) & (steps_no % max(cfg.eval_every, 1) == 0)
+    ck_block = cfg.checkpoint_s if cfg.checkpoint_mode == "blocking" else cfg.async_stall_s
+    gap = np.where(is_ckpt, ck_block, 0.0) + np.where(is_eval, cfg.eval_s, 0.0)
+    return is_ckpt, is_eval, gap
+
+
+def _failure(cfg: SimConfig, lay: _Layout, p: _Progress, t_fail: float) -> tuple[int | None, float]:
+    """When this attempt fails: the exponential clock or a chosen step (first execution only).
+
+    Returns the index of the step in progress (or the last one started) and the instant, or None and
+    the clock's time when the attempt finishes first; the chosen steps passed leave ``p.pending_fail``."""
+    fail_t = t_fail
+    first = p.durable + 1
+    chosen = [s for s in sorted(p.pending_fail) if s >= first]
+    if chosen:
+        i = chosen[0] - first
+        tc = lay.starts[i] + cfg.fail_fraction * lay.span[i]
+        if tc < fail_t:
+            fail_t = tc
+    if fail_t < lay.ends[-1]:
+        # the step in progress (or the last one started) when the failure struck
+        fail_idx = int(np.searchsorted(lay.starts, fail_t, side="right") - 1)
+        p.pending_fail = {s for s in p.pending_fail if s > lay.steps_no[fail_idx]}
+        return fail_idx, fail_t
+    return None, fail_t
+
+
+def _emit_rows(emit: Any, attempt: int, lay: _Layout, n_rows: int, fail_idx: int | None, fail_t: float) -> None:
+    """Hand the attempt's first ``n_rows`` steps to ``emit``, the step in progress cut at the failure."""
+    st = lay.starts[:n_rows]
+    sp_data = lay.data[:n_rows]
+    clip = None
+    if fail_idx is not None:
+        # truncate the step in progress at the failure instant
+        lim = fail_t - st[-1]
+        sp_data = sp_data.copy()
+        sp_data[-1] = min(sp_data[-1], lim)
+        clip = max(lim - sp_data[-1], 0.0)
+    emit(attempt, lay.steps_no[:n_rows], st, sp_data, lay.c, n_rows, clip)
+
+
+def _after_step_events(cfg: SimConfig, ev: _Events, p: _Progress, lay: _Layout, n_rows: int,
+                       fail_idx: int | None, fail_t: float) -> int:
+    """Add the checkpoints and evaluations that started before the failure; returns the new durable step."""
+    new_durable = p.durable
+    for j in np.flatnonzero(lay.is_ckpt[:n_rows] | lay.is_eval[:n_rows]):
+        t_after = lay.ends[j]
+        if fail_idx is not None and t_after >= fail_t:
+            break
+        step = lay.steps_no[j]
+        if lay.is_ckpt[j]:
+            p.n_ckpt += 1
+            t_after, saved = _checkpoint_events(cfg, ev, p.attempt, step, t_after, fail_t)
+            if saved:
+                new_durable = int(step)
+        if lay.is_eval[j] and (fail_idx is None or t_after < fail_t):
+            ev.add("eval", t_after, min(t_after + cfg.eval_s, fail_t), p.attempt, f"after step {step}")
+    return new_durable
+
+
+def _checkpoint_events(cfg: SimConfig, ev: _Events, attempt: int, step: Any, t_after: float,
+                       fail_t: float) -> tuple[float, bool]:
+    """Add one checkpoint's events, cut at ``fail_t``; returns when training resumes and whether it became durable.
+
+    Blocking: one write that training waits for. Async: a snapshot that blocks, then a background write."""
+    if cfg.checkpoint_mode == "blocking":
+        e = min(t_after + cfg.checkpoint_s, fail_t)
+        if cfg.checkpoint_s > 0:
+            ev.add("checkpoint_save", t_after, e, attempt, f"step {step} (blocking)")
+        return e, t_after + cfg.checkpoint_s <= fail_t
+    e = min(t_after + cfg.async_stall_s, fail_t)
+    if cfg.async_stall_s > 0:
+        ev.add("checkpoint_save", t_after, e, attempt, f"step {step} snapshot (blocks training)")
+    w_end = e + cfg.checkpoint_s
+    if cfg.checkpoint_s > 0:
+        ev.add("checkpoint_save", e, min(w_end, fail_t), attempt, f"step {step} background write")
+    return e, w_end <= fail_t
+
+
+def _count_lost_work(p: _Progress, lay: _Layout, n_rows: int, new_durable: int, fail_t: float) -> None:
+    """Tally the lost work: the attempt's steps after the durable checkpoint (including the partial one)."""
+    lost_mask = lay.steps_no[:n_rows] > new_durable
+    step_end = np.minimum(lay.ends[:n_rows], fail_t)
+    p.lost_work += float(np.sum((step_end - lay.starts[:n_rows])[lost_mask]))
+    p.lost_steps += int(lost_mask.sum())
+
+
+def _record_failure(cfg: SimConfig, ev: _Events, p: _Progress, step: int | None) -> None:
+    """Log the failure at ``p.t`` (``step`` None when it struck before the steps) and wait out the restart."""
+    p.failures.append({"attempt": p.attempt, "time_s": float(p.t), "step": step})
+    ev.add("failure", p.t, p.t + cfg.restart_s, p.attempt, "injected failure")
+    p.downtime += cfg.restart_s
+    p.t += cfg.restart_s
+    p.attempt += 1
+
+
+def _meta(cfg: SimConfig, p: _Progress) -> RunMeta:
+    """The simulated Run's meta: N, peak and model FLOPs for MFU, the config and the injected ground truth."""
     flops = cfg.flops_per_step
-    meta = RunMeta(
+    return RunMeta(
         name=cfg.name,
         accelerator=cfg.accelerator,
         dtype=cfg.dtype,
-        n_accelerators=int(R),
+        n_accelerators=int(cfg.n_ranks),
         peak_flops_per_accelerator=float(cfg.peak_flops_per_accelerator),
         peak_source="simulation parameter (SimConfig.peak_flops_per_accelerator)",
         model_flops_per_step=float(flops),
@@ -398,17 +479,16 @@ def _timeline(cfg: SimConfig, compute: Any, emit: Any) -> tuple[pd.DataFrame, Ru
             "injected": {
                 "slow_ranks": list(cfg.slow_ranks) if cfg.slow_factor > 1 else [],
                 "slow_factor": cfg.slow_factor,
-                "failures": len(failures),
-                "failure_log": failures,
-                "restarts": attempt,
-                "lost_work_s": lost_work,
-                "lost_steps": lost_steps,
-                "failure_downtime_s": downtime,
-                "checkpoints_started": n_ckpt,
+                "failures": len(p.failures),
+                "failure_log": p.failures,
+                "restarts": p.attempt,
+                "lost_work_s": p.lost_work,
+                "lost_steps": p.lost_steps,
+                "failure_downtime_s": p.downtime,
+                "checkpoints_started": p.n_ckpt,
             },
         },
     )
-    return events, meta
 
 
 def _rows(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import formulas, hardware
+from .deprecation import renamed
 
 __all__ = ["CalculatorInputs", "calculator_html", "calculator_result", "mfu_calculator"]
 
@@ -32,7 +33,7 @@ def calculator_result(inputs: CalculatorInputs) -> formulas.MFUResult:
     peak = hardware.get_peak(inputs.accelerator, inputs.dtype, sparse=inputs.sparse, per=inputs.per)
     return formulas.compute_mfu(
         model_flops_per_step=inputs.flops_per_step,
-        step_seconds=inputs.step_seconds,
+        step_s=inputs.step_seconds,
         n_accelerators=inputs.gpus,
         peak_flops_per_accelerator=peak.flops,
         accelerator=peak.accelerator,
@@ -73,13 +74,14 @@ def calculator_html(inputs: CalculatorInputs) -> str:
     )
 
 
+@renamed(gpus="n_accelerators", step_seconds="step_s")
 def mfu_calculator(
     *,
     accelerator: str = "H100 SXM",
     dtype: str = "bf16",
-    gpus: int = 128,
+    n_accelerators: int = 128,
     flops_per_step: float = 2.4e15,
-    step_seconds: float = 1.2,
+    step_s: float = 1.2,
 ) -> Any:
     """A calculator: accelerator and dtype from the registry, GPU count (framework devices, or
     packages), FLOPs per step, step time."""
@@ -91,7 +93,7 @@ def mfu_calculator(
     sparse = w.Checkbox(value=False, description="sparse peak (2:4)")
     per = w.Dropdown(options=[("devices", "device"), ("packages", "package")], value="device",
                      description="GPUs count")
-    n = w.IntSlider(value=gpus, min=1, max=16384, step=1, description="GPUs",
+    n = w.IntSlider(value=n_accelerators, min=1, max=16384, step=1, description="GPUs",
                     continuous_update=False, style={"description_width": "initial"})
     # Exact values are typed; the sliders beside them are for dragging and write into the fields.
     # The field's value is the one used, and the result repeats it, so 0.0948 s is 0.0948 s.
@@ -99,9 +101,9 @@ def mfu_calculator(
                                layout=w.Layout(width="260px"))
     flops_drag = w.FloatLogSlider(value=flops_per_step, base=10, min=12, max=19, step=0.001, description="",
                                   readout=False, continuous_update=False)
-    secs = w.BoundedFloatText(value=step_seconds, min=1e-6, max=1e6, step=0.0001, description="step s",
+    secs = w.BoundedFloatText(value=step_s, min=1e-6, max=1e6, step=0.0001, description="step s",
                               layout=w.Layout(width="260px"))
-    secs_drag = w.FloatLogSlider(value=step_seconds, base=10, min=-2, max=1.5, step=0.001, description="",
+    secs_drag = w.FloatLogSlider(value=step_s, base=10, min=-2, max=1.5, step=0.001, description="",
                                  readout=False, continuous_update=False)
     out = w.HTML()
 
@@ -420,75 +422,24 @@ def flops_explorer(
     The sequence length starts at the preset's published training length, or at
     ``EXPLORER_UNPUBLISHED_SEQ_LEN`` where its source states none; the label beside the slider
     (``flops_explorer_seq_note``) says which. The box has the CSS class ``flops-explorer``."""
-    import ipywidgets as w
-
-    from .flops import RECOMPUTE_MODES, TransformerConfig, get_preset, list_presets
-
-    def seq_options(default: int | None, extra: int | None = None) -> list[int]:
-        return sorted(set(EXPLORER_SEQ_LENS) | {v for v in (default, extra) if v})
+    from .flops import get_preset
 
     first = get_preset(preset)
-    pick = w.Dropdown(options=list_presets(), value=first.name, description="Preset")
-    seq = w.SelectionSlider(options=seq_options(explorer_seq_len(first.name), seq_len),
-                            description="seq len", continuous_update=False)
-    seq_note = w.HTML()  # the preset's published training length, or that the value is a choice
-    bat = w.SelectionSlider(options=sorted(set(EXPLORER_BATCHES) | {batch}), value=batch,
-                            description="batch", continuous_update=False)
-    n_exp = w.IntSlider(value=8, min=1, max=64, description="experts", continuous_update=False)
-    k = w.IntSlider(value=2, min=1, max=8, description="top-k", continuous_update=False)
-    cau = w.Checkbox(value=False, description="causal halving")
-    rec = w.Dropdown(options=[(EXPLORER_RECOMPUTE_LABELS.get(m, m), m) for m in RECOMPUTE_MODES],
-                     value=recompute, description="recompute", layout=w.Layout(width="330px"))
-    headline = w.HTML()
-    out = w.Output()
+    c = _flops_controls(first.name, seq_len, batch, recompute)
     state = {"busy": False}
-
-    def inputs() -> dict[str, Any]:
-        config = get_preset(pick.value).config
-        sequence = hasattr(config, "seq_len")
-        moe = isinstance(config, TransformerConfig) and config.is_moe
-        return {
-            "seq_len": seq.value if sequence else None,
-            "batch": bat.value,
-            "experts": n_exp.value if moe else None,
-            "top_k": k.value if moe else None,
-            "causal": cau.value if sequence else None,
-            "recompute": rec.value,
-        }
 
     def refresh(_: Any = None) -> None:
         if state["busy"]:
             return
-        opts = inputs()
-        try:
-            table = flops_explorer_table(pick.value, **opts)
-            png = figure_png(flops_explorer_figure(pick.value, **opts))
-        except ValueError:
-            show_outputs(out)  # the headline says why
-        else:
-            show_outputs(out, png, _explorer_display_table(table))
-        headline.value = flops_explorer_html(pick.value, **opts)
+        _flops_refresh(c)
 
     def load_preset(name: str, *, seq_value: int | None = None, experts_value: int | None = None,
                     k_value: int | None = None, causal_value: bool | None = None) -> None:
-        config = get_preset(name).config
-        sequence = hasattr(config, "seq_len")
-        moe = isinstance(config, TransformerConfig) and config.is_moe
+        config, sequence, moe = _flops_preset_kind(name)
         state["busy"] = True
         try:
-            if sequence:
-                start = explorer_seq_len(name)  # published, else the labelled choice
-                seq.options = seq_options(start, seq_value)
-                seq.value = seq_value or start
-                default_causal = bool(getattr(config, "causal", False))  # HSTU: on; transformers: off
-                cau.value = default_causal if causal_value is None else bool(causal_value)
-            seq_note.value = html.escape(flops_explorer_seq_note(name))
-            seq.disabled = cau.disabled = not sequence
-            if moe:
-                n_exp.value = experts_value or config.n_experts
-                k.max = n_exp.value
-                k.value = min(k_value or config.top_k, n_exp.value)
-            n_exp.disabled = k.disabled = not moe
+            _flops_set_sequence(c, name, config, sequence, seq_value, causal_value)
+            _flops_set_experts(c, config, moe, experts_value, k_value)
         finally:
             state["busy"] = False
         refresh()
@@ -499,19 +450,126 @@ def flops_explorer(
     def on_experts(_: Any = None) -> None:
         state["busy"] = True
         try:
-            k.max = n_exp.value  # an IntSlider clamps its value to the new maximum
+            c.k.max = c.n_exp.value  # an IntSlider clamps its value to the new maximum
         finally:
             state["busy"] = False
         refresh()
 
-    pick.observe(on_preset, "value")
-    n_exp.observe(on_experts, "value")
-    for widget in (seq, bat, k, cau, rec):
+    c.pick.observe(on_preset, "value")
+    c.n_exp.observe(on_experts, "value")
+    for widget in (c.seq, c.bat, c.k, c.cau, c.rec):
         widget.observe(refresh, "value")
     load_preset(first.name, seq_value=seq_len, experts_value=experts, k_value=top_k,
                 causal_value=causal)
-    box = w.VBox([w.HBox([pick, rec, cau]), w.HBox([seq, seq_note]), bat, w.HBox([n_exp, k]), headline,
-                  out])
+    return _flops_box(c)
+
+
+@dataclass(frozen=True)
+class _FlopsControls:
+    """The FLOPs explorer's widgets, shared by its callbacks and its layout."""
+
+    pick: Any
+    seq: Any
+    seq_note: Any  # the preset's published training length, or that the value is a choice
+    bat: Any
+    n_exp: Any
+    k: Any
+    cau: Any
+    rec: Any
+    headline: Any
+    out: Any
+
+
+def _explorer_seq_options(default: int | None, extra: int | None = None) -> list[int]:
+    """The sequence-length slider's stops: the standard lengths plus the preset's and the caller's."""
+    return sorted(set(EXPLORER_SEQ_LENS) | {v for v in (default, extra) if v})
+
+
+def _flops_controls(first: str, seq_len: int | None, batch: int, recompute: str) -> _FlopsControls:
+    """Make the explorer's widgets for preset ``first``; ``flops_explorer`` then loads the preset into them."""
+    import ipywidgets as w
+
+    from .flops import RECOMPUTE_MODES, list_presets
+
+    pick = w.Dropdown(options=list_presets(), value=first, description="Preset")
+    seq = w.SelectionSlider(options=_explorer_seq_options(explorer_seq_len(first), seq_len),
+                            description="seq len", continuous_update=False)
+    seq_note = w.HTML()
+    bat = w.SelectionSlider(options=sorted(set(EXPLORER_BATCHES) | {batch}), value=batch,
+                            description="batch", continuous_update=False)
+    n_exp = w.IntSlider(value=8, min=1, max=64, description="experts", continuous_update=False)
+    k = w.IntSlider(value=2, min=1, max=8, description="top-k", continuous_update=False)
+    cau = w.Checkbox(value=False, description="causal halving")
+    rec = w.Dropdown(options=[(EXPLORER_RECOMPUTE_LABELS.get(m, m), m) for m in RECOMPUTE_MODES],
+                     value=recompute, description="recompute", layout=w.Layout(width="330px"))
+    return _FlopsControls(pick, seq, seq_note, bat, n_exp, k, cau, rec, w.HTML(), w.Output())
+
+
+def _flops_preset_kind(name: str) -> tuple[Any, bool, bool]:
+    """A preset's config, whether it has a sequence length (and causal halving) and whether it is MoE."""
+    from .flops import TransformerConfig, get_preset
+
+    config = get_preset(name).config
+    sequence = hasattr(config, "seq_len")
+    moe = isinstance(config, TransformerConfig) and config.is_moe
+    return config, sequence, moe
+
+
+def _flops_inputs(c: _FlopsControls) -> dict[str, Any]:
+    """The options the controls stand for; those the preset has no use for are None."""
+    _config, sequence, moe = _flops_preset_kind(c.pick.value)
+    return {
+        "seq_len": c.seq.value if sequence else None,
+        "batch": c.bat.value,
+        "experts": c.n_exp.value if moe else None,
+        "top_k": c.k.value if moe else None,
+        "causal": c.cau.value if sequence else None,
+        "recompute": c.rec.value,
+    }
+
+
+def _flops_refresh(c: _FlopsControls) -> None:
+    """Redraw the chart and table (cleared when the options are invalid), then the headline that says why."""
+    opts = _flops_inputs(c)
+    try:
+        table = flops_explorer_table(c.pick.value, **opts)
+        png = figure_png(flops_explorer_figure(c.pick.value, **opts))
+    except ValueError:
+        show_outputs(c.out)  # the headline says why
+    else:
+        show_outputs(c.out, png, _explorer_display_table(table))
+    c.headline.value = flops_explorer_html(c.pick.value, **opts)
+
+
+def _flops_set_sequence(c: _FlopsControls, name: str, config: Any, sequence: bool, seq_value: int | None,
+                        causal_value: bool | None) -> None:
+    """Point the sequence-length slider, its note and causal halving at preset ``name`` (disabled without one)."""
+    if sequence:
+        start = explorer_seq_len(name)  # published, else the labelled choice
+        c.seq.options = _explorer_seq_options(start, seq_value)
+        c.seq.value = seq_value or start
+        default_causal = bool(getattr(config, "causal", False))  # HSTU: on; transformers: off
+        c.cau.value = default_causal if causal_value is None else bool(causal_value)
+    c.seq_note.value = html.escape(flops_explorer_seq_note(name))
+    c.seq.disabled = c.cau.disabled = not sequence
+
+
+def _flops_set_experts(c: _FlopsControls, config: Any, moe: bool, experts_value: int | None,
+                       k_value: int | None) -> None:
+    """Set the experts and top-k sliders from an MoE preset (top-k at most the experts); disable them otherwise."""
+    if moe:
+        c.n_exp.value = experts_value or config.n_experts
+        c.k.max = c.n_exp.value
+        c.k.value = min(k_value or config.top_k, c.n_exp.value)
+    c.n_exp.disabled = c.k.disabled = not moe
+
+
+def _flops_box(c: _FlopsControls) -> Any:
+    """Lay the explorer out: controls, headline, then the Output with the chart and table."""
+    import ipywidgets as w
+
+    box = w.VBox([w.HBox([c.pick, c.rec, c.cau]), w.HBox([c.seq, c.seq_note]), c.bat, w.HBox([c.n_exp, c.k]),
+                  c.headline, c.out])
     box.add_class("flops-explorer")
     return box
 
@@ -958,10 +1016,11 @@ def straggler_explorer(
     return _live([n, cv, k, s], compute, straggler_figure, straggler_table, "straggler-explorer", layout)
 
 
+@renamed(gpus="n_accelerators", failures_per_gpu_per_year="failures_per_accelerator_per_year")
 def checkpoint_explorer(
     *,
-    gpus: int = 16384,
-    failures_per_gpu_per_year: float | None = None,
+    n_accelerators: int = 16384,
+    failures_per_accelerator_per_year: float | None = None,
     checkpoint_s: float = 60.0,
     blocking: bool = True,
     restart_s: float = 600.0,
@@ -976,13 +1035,13 @@ def checkpoint_explorer(
     from .analysis.whatif import LLAMA3_FAILURES_PER_GPU_YEAR, checkpoint_scenario
 
     st = _slider_style()
-    rate0 = LLAMA3_FAILURES_PER_GPU_YEAR if failures_per_gpu_per_year is None else failures_per_gpu_per_year
+    rate0 = LLAMA3_FAILURES_PER_GPU_YEAR if failures_per_accelerator_per_year is None else failures_per_accelerator_per_year
     if interval_min is None:
-        first = checkpoint_scenario(gpus=gpus, failures_per_gpu_per_year=rate0, checkpoint_s=checkpoint_s,
+        first = checkpoint_scenario(n_accelerators=n_accelerators, failures_per_accelerator_per_year=rate0, checkpoint_s=checkpoint_s,
                                     blocking=blocking, restart_s=restart_s)
         interval_min = round(first.optimum_s / 60.0, 1)
-    g = w.SelectionSlider(options=[(f"{v:,}", v) for v in sorted(set(CHECKPOINT_GPU_OPTIONS) | {gpus})],
-                          value=gpus, description="GPUs", continuous_update=False, style=st)
+    g = w.SelectionSlider(options=[(f"{v:,}", v) for v in sorted(set(CHECKPOINT_GPU_OPTIONS) | {n_accelerators})],
+                          value=n_accelerators, description="GPUs", continuous_update=False, style=st)
     rate = w.FloatLogSlider(value=rate0, base=10, min=-2.0, max=0.5, step=0.01,
                             description="failures / GPU / year", readout_format=".3f",
                             continuous_update=False, style=st)
@@ -999,7 +1058,7 @@ def checkpoint_explorer(
                                 continuous_update=False, style=st)
 
     def compute() -> Any:
-        return checkpoint_scenario(gpus=g.value, failures_per_gpu_per_year=rate.value, checkpoint_s=write.value,
+        return checkpoint_scenario(n_accelerators=g.value, failures_per_accelerator_per_year=rate.value, checkpoint_s=write.value,
                                    blocking=mode.value, restart_s=restart.value, interval_s=interval.value * 60.0)
 
     layout = [w.HBox([w.VBox([g, rate, restart]), w.VBox([write, interval])]), mode]
@@ -1007,12 +1066,13 @@ def checkpoint_explorer(
                  "checkpoint-explorer", layout)
 
 
+@renamed(gpus="n_accelerators")
 def gem_explorer(
     *,
     base_flops: float = 1e24,
     flops_multiplier: float = 4.0,
     efficiency_multiplier: float = 2.0,
-    gpus: int = 4096,
+    n_accelerators: int = 4096,
     mfu: float = 0.225,
     base_end_to_end_efficiency: float = 0.10,
     accelerator: str = "H100 SXM",
@@ -1030,7 +1090,7 @@ def gem_explorer(
     em = w.FloatSlider(value=efficiency_multiplier, min=1.0, max=4.0, step=0.1,
                        description="end-to-end efficiency ×", readout_format=".1f",
                        continuous_update=False, style=st)
-    g = w.SelectionSlider(options=[(f"{v:,}", v) for v in sorted(set(GEM_GPU_OPTIONS) | {gpus})], value=gpus,
+    g = w.SelectionSlider(options=[(f"{v:,}", v) for v in sorted(set(GEM_GPU_OPTIONS) | {n_accelerators})], value=n_accelerators,
                           description="GPUs", continuous_update=False, style=st)
     ss = w.FloatSlider(value=mfu, min=0.05, max=0.6, step=0.005, description="steady-state MFU",
                        readout_format=".1%", continuous_update=False, style=st)
@@ -1042,7 +1102,7 @@ def gem_explorer(
 
     def compute() -> Any:
         return gem_scenario(base_flops=f0.value, flops_multiplier=fm.value, efficiency_multiplier=em.value,
-                            gpus=g.value, mfu=ss.value, base_end_to_end_efficiency=e0.value,
+                            n_accelerators=g.value, mfu=ss.value, base_end_to_end_efficiency=e0.value,
                             accelerator=accelerator, dtype=dtype)
 
     layout = [w.HBox([w.VBox([fm, em, g]), w.VBox([ss, e0, f0])])]

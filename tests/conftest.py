@@ -37,6 +37,14 @@ def pytest_configure(config):
         os.environ["MFU_CACHE_DIR"] = tempfile.mkdtemp(prefix="mfu-test-cache-")
 
 
+def pytest_collection_modifyitems(config, items):
+    """A test that takes the ``realdata`` fixture is a real-log test (``-m realdata`` selects it,
+    ``-m "not realdata"`` leaves it out), whether or not its module says so."""
+    for item in items:
+        if "realdata" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.realdata)
+
+
 # --- browser fixtures (JupyterLab + headless Chromium); see tests/_browser.py ----------------
 
 

@@ -135,9 +135,9 @@ def test_06_checkpoint_explorer_slider_moves_overhead(lab, page, tmp_path):
     explorer.scroll_into_view_if_needed()
     # checkpoint_explorer() opens on 16,384 GPUs at Llama 3's failure rate, 60 s blocking writes,
     # 10 min restarts, and the interval at the optimum rounded to 0.1 min
-    opened = checkpoint_scenario(gpus=16384, checkpoint_s=60.0, blocking=True, restart_s=600.0)
+    opened = checkpoint_scenario(n_accelerators=16384, checkpoint_s=60.0, blocking=True, restart_s=600.0)
     interval_s = round(opened.optimum_s / 60.0, 1) * 60.0
-    before = checkpoint_scenario(gpus=16384, checkpoint_s=60.0, blocking=True, restart_s=600.0,
+    before = checkpoint_scenario(n_accelerators=16384, checkpoint_s=60.0, blocking=True, restart_s=600.0,
                                  interval_s=interval_s).headline
     expect(explorer.locator(".mfu-headline")).to_have_text(before, timeout=30_000)
     expect(explorer.locator(".widget-output img").first).to_be_visible(timeout=20_000)
@@ -146,7 +146,7 @@ def test_06_checkpoint_explorer_slider_moves_overhead(lab, page, tmp_path):
     # The first slider is the GPU count (16,384 of 64 ... 32,768). ArrowRight moves it to 32,768;
     # the interval stays where it was, so the chosen point leaves the optimum.
     _move_first_slider(page, explorer)
-    after = checkpoint_scenario(gpus=32768, checkpoint_s=60.0, blocking=True, restart_s=600.0,
+    after = checkpoint_scenario(n_accelerators=32768, checkpoint_s=60.0, blocking=True, restart_s=600.0,
                                 interval_s=interval_s)
     assert after.headline != before and after.overhead > after.optimum_overhead
     expect(explorer.locator(".mfu-headline")).to_have_text(after.headline, timeout=30_000)

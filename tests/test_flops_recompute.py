@@ -73,7 +73,7 @@ def test_korthikanti_table_5_mfu_and_hfu_of_gpt3_175b():
     def util(flops: float) -> float:
         return formulas.mfu(
             model_flops_per_step=flops,
-            step_seconds=13.75,
+            step_s=13.75,
             n_accelerators=GPUS,
             peak_flops_per_accelerator=A100_BF16,
         )

@@ -86,7 +86,7 @@ def test_palm_540b_hfu_from_published_hardware_flops_is_57_8_percent():
     # PaLM Sec 4.1: 4.10 TFLOP per token with rematerialisation -> 57.8% HFU.
     hfu = formulas.hfu(
         hardware_flops_per_step=4.10e12 * PALM_TOKENS_PER_S,
-        step_seconds=1.0,
+        step_s=1.0,
         n_accelerators=PALM_CHIPS,
         peak_flops_per_accelerator=TPU_V4_PEAK,
     )

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from mfu_toolkit import formulas as f
 from mfu_toolkit.formulas import MFUAbove100Error, compute_mfu, hfu, mfu, mfu_from_tokens
 
-SEED_ARGS = dict(step_seconds=1.2, n_accelerators=128, peak_flops_per_accelerator=80e12, samples_per_step=8192)
+SEED_ARGS = dict(step_s=1.2, n_accelerators=128, peak_flops_per_accelerator=80e12, samples_per_step=8192)
 
 
 def test_seed_example_corrected_reproduces_its_four_lines():
@@ -51,13 +51,13 @@ def test_palm_540b_mfu_from_published_throughput():
                            peak_flops_per_accelerator=275e12) == pytest.approx(0.462, abs=5e-4)
     # With rematerialisation the hardware executes 4.10 TFLOP per token: HFU 57.8 %.
     tokens_per_step = 238.3e3  # one second of the job as a "step"
-    h = hfu(hardware_flops_per_step=4.10e12 * tokens_per_step, step_seconds=1.0, n_accelerators=6144,
+    h = hfu(hardware_flops_per_step=4.10e12 * tokens_per_step, step_s=1.0, n_accelerators=6144,
             peak_flops_per_accelerator=275e12)
     assert h == pytest.approx(0.578, abs=5e-4)
 
 
 def test_compute_mfu_carries_every_denominator_and_hfu():
-    r = compute_mfu(model_flops_per_step=1e15, hardware_flops_per_step=1.25e15, step_seconds=2.0,
+    r = compute_mfu(model_flops_per_step=1e15, hardware_flops_per_step=1.25e15, step_s=2.0,
                     n_accelerators=4, peak_flops_per_accelerator=500e12, tokens_per_step=4096,
                     accelerator="X", dtype="bf16", peak_source="https://example.com")
     d = r.to_dict()
@@ -71,7 +71,7 @@ def test_compute_mfu_carries_every_denominator_and_hfu():
 
 def test_hardware_flops_below_model_flops_is_refused():
     with pytest.raises(ValueError, match="hardware_flops_per_step"):
-        compute_mfu(model_flops_per_step=2e15, hardware_flops_per_step=1e15, step_seconds=1,
+        compute_mfu(model_flops_per_step=2e15, hardware_flops_per_step=1e15, step_s=1,
                     n_accelerators=8, peak_flops_per_accelerator=1e15)
 
 
@@ -79,33 +79,33 @@ def test_hardware_flops_below_model_flops_is_refused():
     "kwargs, name",
     [
         (dict(model_flops_per_step=-1.0), "model_flops_per_step"),
-        (dict(step_seconds=0.0), "step_seconds"),
-        (dict(step_seconds=float("nan")), "step_seconds"),
+        (dict(step_s=0.0), "step_s"),
+        (dict(step_s=float("nan")), "step_s"),
         (dict(n_accelerators=0), "n_accelerators"),
         (dict(n_accelerators=2.5), "n_accelerators"),
         (dict(peak_flops_per_accelerator=float("inf")), "peak_flops_per_accelerator"),
     ],
 )
 def test_invalid_inputs_name_the_parameter(kwargs, name):
-    base = dict(model_flops_per_step=1e15, step_seconds=1.0, n_accelerators=8, peak_flops_per_accelerator=1e15)
+    base = dict(model_flops_per_step=1e15, step_s=1.0, n_accelerators=8, peak_flops_per_accelerator=1e15)
     base.update(kwargs)
     with pytest.raises(ValueError, match=name):
         mfu(**base)
 
 
 def test_non_numbers_are_type_errors():
-    with pytest.raises(TypeError, match="step_seconds"):
-        mfu(model_flops_per_step=1e15, step_seconds="fast", n_accelerators=8, peak_flops_per_accelerator=1e15)
+    with pytest.raises(TypeError, match="step_s"):
+        mfu(model_flops_per_step=1e15, step_s="fast", n_accelerators=8, peak_flops_per_accelerator=1e15)
     with pytest.raises(TypeError, match="n_accelerators"):
-        mfu(model_flops_per_step=1e15, step_seconds=1, n_accelerators=True, peak_flops_per_accelerator=1e15)
+        mfu(model_flops_per_step=1e15, step_s=1, n_accelerators=True, peak_flops_per_accelerator=1e15)
 
 
 def test_arrays_broadcast_and_above_100_in_an_array_is_caught():
     steps = np.array([1.0, 2.0, 4.0])
-    got = mfu(model_flops_per_step=1e15, step_seconds=steps, n_accelerators=8, peak_flops_per_accelerator=1e15)
+    got = mfu(model_flops_per_step=1e15, step_s=steps, n_accelerators=8, peak_flops_per_accelerator=1e15)
     np.testing.assert_allclose(got, [0.125, 0.0625, 0.03125])
     with pytest.raises(MFUAbove100Error):
-        mfu(model_flops_per_step=1e16, step_seconds=np.array([100.0, 1.0]), n_accelerators=8,
+        mfu(model_flops_per_step=1e16, step_s=np.array([100.0, 1.0]), n_accelerators=8,
             peak_flops_per_accelerator=1e15)
 
 
@@ -121,12 +121,12 @@ pos = st.floats(min_value=1e-3, max_value=1e6, allow_nan=False, allow_infinity=F
 @given(flops=st.floats(min_value=1e9, max_value=1e18), t=pos, n=st.integers(1, 100_000), k=pos)
 def test_mfu_is_linear_in_flops_and_inverse_in_time_and_n(flops, t, n, k):
     peak = 1e30  # far above anything, so the 100 % guard never trips here
-    base = mfu(model_flops_per_step=flops, step_seconds=t, n_accelerators=n, peak_flops_per_accelerator=peak)
-    assert math.isclose(mfu(model_flops_per_step=flops * k, step_seconds=t, n_accelerators=n,
+    base = mfu(model_flops_per_step=flops, step_s=t, n_accelerators=n, peak_flops_per_accelerator=peak)
+    assert math.isclose(mfu(model_flops_per_step=flops * k, step_s=t, n_accelerators=n,
                             peak_flops_per_accelerator=peak), base * k, rel_tol=1e-9)
-    assert math.isclose(mfu(model_flops_per_step=flops, step_seconds=t * k, n_accelerators=n,
+    assert math.isclose(mfu(model_flops_per_step=flops, step_s=t * k, n_accelerators=n,
                             peak_flops_per_accelerator=peak), base / k, rel_tol=1e-9)
-    assert math.isclose(mfu(model_flops_per_step=flops, step_seconds=t, n_accelerators=2 * n,
+    assert math.isclose(mfu(model_flops_per_step=flops, step_s=t, n_accelerators=2 * n,
                             peak_flops_per_accelerator=peak), base / 2, rel_tol=1e-9)
 
 
@@ -134,7 +134,7 @@ def test_mfu_is_linear_in_flops_and_inverse_in_time_and_n(flops, t, n, k):
        t=pos, n=st.integers(1, 4096))
 def test_hfu_never_below_mfu(model, extra, t, n):
     peak = 1e30
-    r = compute_mfu(model_flops_per_step=model, hardware_flops_per_step=model * (1 + extra), step_seconds=t,
+    r = compute_mfu(model_flops_per_step=model, hardware_flops_per_step=model * (1 + extra), step_s=t,
                     n_accelerators=n, peak_flops_per_accelerator=peak)
     assert r.hfu >= r.mfu
     assert 0 < r.mfu <= 1
@@ -143,4 +143,17 @@ def test_hfu_never_below_mfu(model, extra, t, n):
 @given(value=st.floats(min_value=1.0000001, max_value=1e6))
 def test_anything_above_100_percent_raises(value):
     with pytest.raises(MFUAbove100Error):
-        mfu(model_flops_per_step=value * 1e15, step_seconds=1.0, n_accelerators=1, peak_flops_per_accelerator=1e15)
+        mfu(model_flops_per_step=value * 1e15, step_s=1.0, n_accelerators=1, peak_flops_per_accelerator=1e15)
+
+
+def test_the_old_keyword_step_seconds_works_for_one_release_with_a_warning():
+    """Public signatures say ``*_s`` for seconds; ``step_seconds=`` is still accepted, said so."""
+    new = mfu(model_flops_per_step=1e15, step_s=2.0, n_accelerators=8, peak_flops_per_accelerator=1e15)
+    with pytest.warns(DeprecationWarning, match=r"mfu\(step_seconds=\.\.\.\) is renamed step_s="):
+        old = mfu(model_flops_per_step=1e15, step_seconds=2.0, n_accelerators=8, peak_flops_per_accelerator=1e15)
+    assert old == new == pytest.approx(1e15 / 2.0 / 8e15)
+    with pytest.raises(TypeError, match="got both step_seconds= .* and step_s="):
+        mfu(model_flops_per_step=1e15, step_s=2.0, step_seconds=2.0, n_accelerators=8, peak_flops_per_accelerator=1e15)
+    # the result keeps its field name: saved results and JSON read the same
+    assert compute_mfu(model_flops_per_step=1e15, step_s=2.0, n_accelerators=8,
+                       peak_flops_per_accelerator=1e15).step_seconds == 2.0

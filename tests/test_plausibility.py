@@ -211,7 +211,7 @@ def test_equal_to_the_reference_is_ok_and_just_above_is_not():
 def test_check_names_the_same_causes_as_the_above_100_error():
     # The >100 % error of formulas and this check list the same causes (one wording, not a copy).
     with pytest.raises(MFUAbove100Error) as err:
-        formulas.mfu(model_flops_per_step=1.2e15, step_seconds=1.0, n_accelerators=1,
+        formulas.mfu(model_flops_per_step=1.2e15, step_s=1.0, n_accelerators=1,
                      peak_flops_per_accelerator=1e15)
     error_causes = [line[4:] for line in str(err.value).splitlines() if line.startswith("  - ")]
     assert error_causes == list(LIKELY_CAUSES)

@@ -158,7 +158,7 @@ def test_straggler_rejects_bad_inputs():
 
 def test_checkpoint_blocking_by_hand():
     gpus, rate, d, restart, tau = 4096, 0.5, 120.0, 900.0, 1800.0
-    r = checkpoint_scenario(gpus=gpus, failures_per_gpu_per_year=rate, checkpoint_s=d,
+    r = checkpoint_scenario(n_accelerators=gpus, failures_per_accelerator_per_year=rate, checkpoint_s=d,
                             restart_s=restart, interval_s=tau)
     m = YEAR_S / rate / gpus  # failure rates add over GPUs
     assert r.mtbf_s == pytest.approx(m, rel=1e-12)
@@ -179,20 +179,20 @@ def test_checkpoint_blocking_by_hand():
 
 
 def test_checkpoint_node_mtbf_and_default_interval():
-    r = checkpoint_scenario(gpus=1000, node_mtbf_hours=5000.0, checkpoint_s=30.0)
+    r = checkpoint_scenario(n_accelerators=1000, node_mtbf_hours=5000.0, checkpoint_s=30.0)
     assert r.mtbf_s == pytest.approx(5000.0 * 3600 / 125)  # ceil(1000 / 8) = 125 nodes
     assert r.interval_s == r.optimum_s and r.overhead == r.optimum_overhead
 
 
 def test_checkpoint_default_rate_is_llama3():
-    r = checkpoint_scenario(gpus=16384)
+    r = checkpoint_scenario(n_accelerators=16384)
     assert LLAMA3_FAILURES_PER_GPU_YEAR == pytest.approx(419 / (54 * 16384) * 365.25, rel=1e-12)
     assert r.mtbf_s == pytest.approx(LLAMA3_405B.unexpected_mtbf_s, rel=1e-12)
 
 
 def test_checkpoint_async_by_hand_and_write_floor():
     gpus, rate, w, stall, restart, tau = 16384, 0.2, 600.0, 6.0, 600.0, 1200.0
-    r = checkpoint_scenario(gpus=gpus, failures_per_gpu_per_year=rate, checkpoint_s=w,
+    r = checkpoint_scenario(n_accelerators=gpus, failures_per_accelerator_per_year=rate, checkpoint_s=w,
                             blocking=False, async_stall_s=stall, restart_s=restart, interval_s=tau)
     m = YEAR_S / rate / gpus
     assert r.blocking_s == stall and r.mode == "async"
@@ -207,7 +207,7 @@ def test_checkpoint_async_by_hand_and_write_floor():
 
 def test_checkpoint_rejects_two_rates_and_bad_values():
     with pytest.raises(ValueError, match="at most one"):
-        checkpoint_scenario(failures_per_gpu_per_year=0.1, node_mtbf_hours=100.0)
+        checkpoint_scenario(failures_per_accelerator_per_year=0.1, node_mtbf_hours=100.0)
     with pytest.raises(ValueError, match="checkpoint_s"):
         checkpoint_scenario(checkpoint_s=0)
     with pytest.raises(ValueError, match="interval_s"):
@@ -227,7 +227,7 @@ def test_format_duration():
 
 def test_gem_four_x_flops_at_two_x_efficiency_costs_two_x_gpu_hours():
     f, g, e = 1e24, 4096, 0.10
-    r = gem_scenario(base_flops=f, gpus=g, mfu=0.225, base_end_to_end_efficiency=e)
+    r = gem_scenario(base_flops=f, n_accelerators=g, mfu=0.225, base_end_to_end_efficiency=e)
     assert r.gpu_hours_ratio == 2.0 and r.days_ratio == 2.0
     # GPU-hours = FLOPs / (gpus × peak × end-to-end MFU) / 3600 × gpus
     assert r.base_gpu_hours == pytest.approx(f / (g * H100_BF16 * e) / 3600 * g, rel=1e-12)
@@ -259,3 +259,17 @@ def test_gem_refuses_end_to_end_above_steady_state_and_unknown_peak():
         gem_scenario(mfu=0.2, base_end_to_end_efficiency=0.3)
     with pytest.raises(RegistryError):
         gem_scenario(accelerator="H1OO")
+
+
+def test_old_keyword_names_work_for_one_release_with_a_warning():
+    """Public signatures count accelerators as ``n_accelerators``; ``gpus=`` and its kin still
+    work, each with a DeprecationWarning naming the new keyword."""
+    new = checkpoint_scenario(n_accelerators=1000, failures_per_accelerator_per_year=0.5, checkpoint_s=30.0)
+    with pytest.warns(DeprecationWarning, match=r"checkpoint_scenario\(gpus=\.\.\.\) is renamed n_accelerators="):
+        old = checkpoint_scenario(gpus=1000, failures_per_accelerator_per_year=0.5, checkpoint_s=30.0)
+    assert old.mtbf_s == new.mtbf_s == pytest.approx(365 * 86400 / (1000 * 0.5), rel=0.01)
+    with pytest.warns(DeprecationWarning, match="gpus_per_node"):
+        by_node = checkpoint_scenario(n_accelerators=1000, node_mtbf_hours=5000.0, gpus_per_node=4)
+    assert by_node.mtbf_s == pytest.approx(5000.0 * 3600 / 250)  # 250 nodes of 4
+    with pytest.raises(TypeError, match="got both gpus= .* and n_accelerators="):
+        gem_scenario(gpus=8, n_accelerators=8)

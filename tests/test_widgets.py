@@ -92,7 +92,7 @@ def test_calculator_refuses_impossible_and_unknown_inputs():
 
 
 def test_calculator_widget_recomputes_on_slider_change():
-    box = mfu_calculator(gpus=128)
+    box = mfu_calculator(n_accelerators=128)
     n = box.children[1]
     out = box.children[-1]
     assert "MFU: 1.58%" in out.value
@@ -358,7 +358,7 @@ def test_calculator_takes_exact_step_times():
     # The workshop's first question: the step time at which 128 H100s reach 20 % MFU with 2.4e15
     # FLOP per step is 2.4e15 / (0.2 × 128 × 989.4e12) = 0.094763 s (hand computation); 0.0948 s,
     # its four-digit rounding, gives 2.4e15 / 0.0948 / 126,643.2e12 = 19.990 %.
-    box = mfu_calculator(gpus=128)
+    box = mfu_calculator(n_accelerators=128)
     secs = box.children[3].children[0]
     out = box.children[-1]
     secs.value = 0.094763
@@ -372,7 +372,7 @@ def test_calculator_takes_exact_step_times():
 
 
 def test_calculator_drag_writes_into_the_exact_field():
-    box = mfu_calculator(gpus=128)
+    box = mfu_calculator(n_accelerators=128)
     secs, drag = box.children[3].children
     drag.value = 2.5
     assert secs.value == 2.5

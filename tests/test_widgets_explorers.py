@@ -111,18 +111,18 @@ def test_checkpoint_explorer_starts_at_the_optimum_and_follows_the_sliders(capsy
     box = checkpoint_explorer()
     assert "checkpoint-explorer" in box._dom_classes
     c = controls(box)
-    first = checkpoint_scenario(gpus=16384, checkpoint_s=60.0, restart_s=600.0)
+    first = checkpoint_scenario(n_accelerators=16384, checkpoint_s=60.0, restart_s=600.0)
     assert c["interval (min)"].value == pytest.approx(first.optimum_s / 60, abs=0.05)
     c["interval (min)"].value = 120.0
     c["checkpoint"].value = False  # async
-    want = checkpoint_scenario(gpus=16384, failures_per_gpu_per_year=c["failures / GPU / year"].value,
+    want = checkpoint_scenario(n_accelerators=16384, failures_per_accelerator_per_year=c["failures / GPU / year"].value,
                                checkpoint_s=c["checkpoint write (s)"].value, blocking=False,
                                restart_s=c["restart (s)"].value, interval_s=120.0 * 60)
     assert headline_of(box) == explorer_headline_html(want.headline)
     assert c["failures / GPU / year"].value == pytest.approx(LLAMA3_FAILURES_PER_GPU_YEAR, rel=0.02)
     capsys.readouterr()
     five_updates_keep_figures(box, c["GPUs"], [64, 1024, 4096, 8192, 32768], capsys)
-    want = checkpoint_scenario(gpus=32768, failures_per_gpu_per_year=c["failures / GPU / year"].value,
+    want = checkpoint_scenario(n_accelerators=32768, failures_per_accelerator_per_year=c["failures / GPU / year"].value,
                                checkpoint_s=c["checkpoint write (s)"].value, blocking=False,
                                restart_s=c["restart (s)"].value, interval_s=120.0 * 60)
     assert headline_of(box) == explorer_headline_html(want.headline)
@@ -169,7 +169,7 @@ def test_figures_draw_through_the_plots_module():
 
 
 def test_async_optimum_at_the_write_time_is_marked():
-    r = checkpoint_scenario(gpus=16384, checkpoint_s=3600.0, blocking=False, async_stall_s=5.0)
+    r = checkpoint_scenario(n_accelerators=16384, checkpoint_s=3600.0, blocking=False, async_stall_s=5.0)
     assert r.optimum_s == 3600.0 and r.daly_s < 3600.0
     legend = [t.get_text() for t in checkpoint_figure(r).axes[0].get_legend().get_texts()]
     assert any(t.startswith("optimum: write time") for t in legend)

@@ -161,7 +161,7 @@ def _steady_result(acc: Accounting) -> tuple[MFUResult, float | None]:
         hw_step = step_flops * float(m.hardware_flops_per_step) / float(m.model_flops_per_step)
     res = compute_mfu(
         model_flops_per_step=step_flops,
-        step_seconds=rho * unit_per_step,
+        step_s=rho * unit_per_step,
         n_accelerators=m.n_accelerators,
         peak_flops_per_accelerator=m.peak_flops_per_accelerator,
         hardware_flops_per_step=hw_step,
@@ -184,7 +184,7 @@ def _window_mfu(acc: Accounting) -> float | None:
     if not win.any():
         return None
     per_unit = float(st["labelled_s"].to_numpy(float)[win].sum() / st["work"].to_numpy(float)[win].sum())
-    return float(_mfu(model_flops_per_step=acc.flops_per_unit, step_seconds=per_unit,
+    return float(_mfu(model_flops_per_step=acc.flops_per_unit, step_s=per_unit,
                       n_accelerators=m.n_accelerators, peak_flops_per_accelerator=m.peak_flops_per_accelerator))
 
 
@@ -199,7 +199,7 @@ def _known_figures(acc: Accounting, useful_flops: float | None) -> tuple[dict[st
     reasons: dict[str, Reason] = {}
     if acc.wall_s > 0 and useful_flops:
         # end-to-end: useful model FLOPs over the whole wall time (formulas.mfu)
-        out["end_to_end_mfu"] = float(_mfu(model_flops_per_step=useful_flops, step_seconds=acc.wall_s,
+        out["end_to_end_mfu"] = float(_mfu(model_flops_per_step=useful_flops, step_s=acc.wall_s,
                                            n_accelerators=n, peak_flops_per_accelerator=p))
     else:
         reasons["end_to_end_mfu"] = Reason("no useful steps or zero wall time", code="no_useful_time")
@@ -210,7 +210,7 @@ def _known_figures(acc: Accounting, useful_flops: float | None) -> tuple[dict[st
     if out["end_to_end_mfu"] is not None:
         step_flops = acc.flops_per_unit * acc.useful_work / acc.useful_steps
         out["end_to_end_hfu"] = float(hfu(hardware_flops_per_step=useful_flops * hw_step / step_flops,
-                                          step_seconds=acc.wall_s, n_accelerators=n, peak_flops_per_accelerator=p))
+                                          step_s=acc.wall_s, n_accelerators=n, peak_flops_per_accelerator=p))
     return out, reasons
 
 

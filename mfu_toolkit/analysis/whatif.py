@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .. import hardware
+from ..deprecation import renamed
 from ..simulate import SimConfig, simulate
 from .accounting import account
 from .breakdown import breakdown
@@ -421,12 +422,14 @@ class CheckpointResult:
         )
 
 
+@renamed(gpus="n_accelerators", failures_per_gpu_per_year="failures_per_accelerator_per_year",
+         gpus_per_node="accelerators_per_node")
 def checkpoint_scenario(
     *,
-    gpus: int = 16384,
-    failures_per_gpu_per_year: float | None = None,
+    n_accelerators: int = 16384,
+    failures_per_accelerator_per_year: float | None = None,
     node_mtbf_hours: float | None = None,
-    gpus_per_node: int = 8,
+    accelerators_per_node: int = 8,
     checkpoint_s: float = 60.0,
     blocking: bool = True,
     async_stall_s: float | None = None,
@@ -435,8 +438,8 @@ def checkpoint_scenario(
 ) -> CheckpointResult:
     """Expected checkpoint + failure overhead of a job, at a chosen interval and at the optimum.
 
-    Failure rate: ``failures_per_gpu_per_year`` (default: the Llama 3 405B rate,
-    :data:`LLAMA3_FAILURES_PER_GPU_YEAR`) or ``node_mtbf_hours`` per node of ``gpus_per_node``;
+    Failure rate: ``failures_per_accelerator_per_year`` (default: the Llama 3 405B rate,
+    :data:`LLAMA3_FAILURES_PER_GPU_YEAR`) or ``node_mtbf_hours`` per node of ``accelerators_per_node``;
     rates add, so the job MTBF is the unit MTBF over the unit count (:func:`job_mtbf`).
     ``checkpoint_s`` is the time to write one checkpoint. ``blocking=True``: training waits for
     the whole write (δ = ``checkpoint_s``); ``False``: training waits only for a snapshot
@@ -450,9 +453,9 @@ def checkpoint_scenario(
     least the write time (one background write in flight at a time; the overhead is convex in
     the interval, so the clamped value is the constrained optimum of the model).
     """
-    gpus = _int("gpus", gpus, lo=1)
-    gpus_per_node = _int("gpus_per_node", gpus_per_node, lo=1)
-    m = _scenario_mtbf(gpus, gpus_per_node, failures_per_gpu_per_year, node_mtbf_hours)
+    n = _int("n_accelerators", n_accelerators, lo=1)
+    per_node = _int("accelerators_per_node", accelerators_per_node, lo=1)
+    m = _scenario_mtbf(n, per_node, failures_per_accelerator_per_year, node_mtbf_hours)
     write = _num("checkpoint_s", checkpoint_s, lo=0.0, strict=True)
     mode, delta = _blocking_time(write, blocking, async_stall_s)
     restart = _num("restart_s", restart_s, lo=0.0)
@@ -460,20 +463,20 @@ def checkpoint_scenario(
 
 
 def _scenario_mtbf(
-    gpus: int, gpus_per_node: int, failures_per_gpu_per_year: float | None, node_mtbf_hours: float | None
+    n: int, per_node: int, failures_per_year: float | None, node_mtbf_hours: float | None
 ) -> float:
     """The job MTBF from a per-GPU failure rate (default: Llama 3's) or a node MTBF, never both."""
-    if failures_per_gpu_per_year is not None and node_mtbf_hours is not None:
+    if failures_per_year is not None and node_mtbf_hours is not None:
         raise ValueError(
-            "give at most one of failures_per_gpu_per_year and node_mtbf_hours; got "
-            f"failures_per_gpu_per_year={failures_per_gpu_per_year!r}, node_mtbf_hours={node_mtbf_hours!r}"
+            "give at most one of failures_per_accelerator_per_year and node_mtbf_hours; got "
+            f"failures_per_accelerator_per_year={failures_per_year!r}, node_mtbf_hours={node_mtbf_hours!r}"
         )
     if node_mtbf_hours is not None:
         node_mtbf_s = _num("node_mtbf_hours", node_mtbf_hours, lo=0.0, strict=True) * HOUR
-        return job_mtbf(n_accelerators=gpus, node_mtbf_s=node_mtbf_s, accelerators_per_node=gpus_per_node)
-    rate = LLAMA3_FAILURES_PER_GPU_YEAR if failures_per_gpu_per_year is None else failures_per_gpu_per_year
-    rate = _num("failures_per_gpu_per_year", rate, lo=0.0, strict=True)
-    return job_mtbf(n_accelerators=gpus, accelerator_mtbf_s=YEAR_S / rate)
+        return job_mtbf(n_accelerators=n, node_mtbf_s=node_mtbf_s, accelerators_per_node=per_node)
+    rate = LLAMA3_FAILURES_PER_GPU_YEAR if failures_per_year is None else failures_per_year
+    rate = _num("failures_per_accelerator_per_year", rate, lo=0.0, strict=True)
+    return job_mtbf(n_accelerators=n, accelerator_mtbf_s=YEAR_S / rate)
 
 
 def _blocking_time(write: float, blocking: bool, async_stall_s: float | None) -> tuple[str, float]:
@@ -578,12 +581,13 @@ class GemResult:
         )
 
 
+@renamed(gpus="n_accelerators")
 def gem_scenario(
     *,
     base_flops: float = 1e24,
     flops_multiplier: float = 4.0,
     efficiency_multiplier: float = 2.0,
-    gpus: int = 4096,
+    n_accelerators: int = 4096,
     mfu: float = 0.225,
     base_end_to_end_efficiency: float = 0.10,
     accelerator: str = "H100 SXM",
@@ -595,16 +599,17 @@ def gem_scenario(
     The seed case: Meta's GEM ads model trains on thousands of GPUs at 20–25 % MFU; its training
     FLOPs grew 4× while its end-to-end training efficiency doubled. GEM's FLOPs, GPU count and
     durations are not public: ``base_flops`` (total model FLOPs of the baseline training run)
-    and ``gpus`` are illustrative inputs.
+    and ``n_accelerators`` are illustrative inputs.
 
     Definitions: ``mfu`` is the steady-state MFU (model FLOPs per ideal step / step time /
     cluster peak), held the same for both jobs; "end-to-end efficiency" means end-to-end MFU
     (useful model FLOPs / wall time / cluster peak): ``base_end_to_end_efficiency`` for the
     baseline, × ``efficiency_multiplier`` for the scaled job — which cannot exceed ``mfu``.
     The peak is the registry's dense peak of ``accelerator`` and ``dtype`` (never a fallback),
-    per device (``gpus`` counts framework devices: two per MI250X) unless ``per="package"``.
+    per device (``n_accelerators`` counts framework devices: two per MI250X) unless ``per="package"``.
 
-    Per job: wall time = FLOPs / (gpus × peak × end-to-end MFU); GPU-hours = gpus × wall / 3600.
+    Per job: wall time = FLOPs / (N × peak × end-to-end MFU); GPU-hours = N × wall / 3600
+    (the table's ``gpus`` column is N).
     Paid GPU-hours split into useful (the end-to-end MFU share), idle inside steady-state steps
     (``goodput × (1 − mfu)``: kernels below peak, exposed communication) and idle outside them
     (``1 − goodput``: init, stalls, evaluation, checkpoints, failures), with
@@ -614,7 +619,7 @@ def gem_scenario(
     f0 = _num("base_flops", base_flops, lo=0.0, strict=True)
     fm = _num("flops_multiplier", flops_multiplier, lo=0.0, strict=True)
     em = _num("efficiency_multiplier", efficiency_multiplier, lo=0.0, strict=True)
-    gpus = _int("gpus", gpus, lo=1)
+    gpus = _int("n_accelerators", n_accelerators, lo=1)
     ss = _num("mfu", mfu, lo=0.0, hi=1.0, strict=True)
     e0 = _num("base_end_to_end_efficiency", base_end_to_end_efficiency, lo=0.0, hi=1.0, strict=True)
     e1 = _scaled_efficiency(e0, em, ss)

@@ -216,7 +216,7 @@ def _run_calc(args: argparse.Namespace) -> int:
     try:
         res = formulas.compute_mfu(
             model_flops_per_step=work["model_flops_per_step"],
-            step_seconds=work["step_seconds"],
+            step_s=work["step_seconds"],
             n_accelerators=args.gpus,
             peak_flops_per_accelerator=peak,
             hardware_flops_per_step=work["hardware_flops_per_step"],
