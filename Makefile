@@ -20,8 +20,9 @@ venv: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest $(NBVAL) -p no:cacheprovider tests notebooks
 
+## The fast tests (no browser, none of tests/slow_tests.txt): under 90 s on 2 cores.
 unit: $(STAMP)
-	$(PY) -m pytest -p no:cacheprovider -m "not browser" tests
+	$(PY) -m pytest -p no:cacheprovider -q -m "not browser and not slow" tests
 
 notebooks: $(STAMP)
 	$(PY) -m pytest $(NBVAL) -p no:cacheprovider notebooks

@@ -37,12 +37,24 @@ def pytest_configure(config):
         os.environ["MFU_CACHE_DIR"] = tempfile.mkdtemp(prefix="mfu-test-cache-")
 
 
+def _slow_tests() -> frozenset[str]:
+    """The node ids of ``tests/slow_tests.txt`` (measured by ``tools/slow_tests.py``)."""
+    path = HERE / "slow_tests.txt"
+    lines = path.read_text().splitlines() if path.is_file() else []
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
 def pytest_collection_modifyitems(config, items):
     """A test that takes the ``realdata`` fixture is a real-log test (``-m realdata`` selects it,
-    ``-m "not realdata"`` leaves it out), whether or not its module says so."""
+    ``-m "not realdata"`` leaves it out), whether or not its module says so; a test listed in
+    ``tests/slow_tests.txt``, or a browser test, is ``slow`` (``make unit`` leaves them out)."""
+    slow = _slow_tests()
     for item in items:
         if "realdata" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.realdata)
+        if (item.nodeid in slow or item.nodeid.split("::")[0] in slow
+                or item.get_closest_marker("browser") is not None):
+            item.add_marker(pytest.mark.slow)
 
 
 # --- browser fixtures (JupyterLab + headless Chromium); see tests/_browser.py ----------------

@@ -12,13 +12,13 @@ import math
 import random
 import re
 import statistics
-import time
 import warnings
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 from _realdata import files, realdata  # noqa: F401
+from _timing import explain, growth, linear_bound
 
 from mfu_toolkit.io import detect_format, load_run
 from mfu_toolkit.io.base import InternalLoadError
@@ -577,17 +577,32 @@ FRAGMENTS = ["[Rank 0] step=", "step=0, skipped=", "epoch: ", "epoch: 0|step: ",
              "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: ", "Model Parameters: ", "4.0 KB "]
 
 
-@pytest.mark.parametrize("line", [c * 80_000 for c in LONG] + [f * (80_000 // len(f)) for f in FRAGMENTS]
-                         + [f + "0" * 80_000 for f in FRAGMENTS], ids=lambda s: repr(s[:12]))
-def test_long_lines_take_linear_time(tmp_path, line):
-    # each line also sits inside a comms table and a profiler block, where other rules read it
-    p = _write(tmp_path, "Comm. Op  Message Size  Count  Total Latency(ms)\n" + line + "\nDeepSpeed Flops Profiler\n" + line + "\n" + ENGINE)
-    t = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        deepspeed.load(p)
-    deepspeed.sniff(p, p.read_bytes()[:8192])
-    assert time.perf_counter() - t < 1.0
+def _long_line(unit: str, zeros: bool, n: int) -> str:
+    """``unit`` repeated to about ``n`` characters, or ``unit`` then ``n`` zeros."""
+    return unit + "0" * n if zeros else unit * (n // len(unit))
+
+
+@pytest.mark.parametrize("unit, zeros", [(c, False) for c in LONG] + [(f, False) for f in FRAGMENTS]
+                         + [(f, True) for f in FRAGMENTS], ids=lambda v: ("then zeros" if v else "repeated") if isinstance(v, bool) else repr(v[:12]))
+def test_long_lines_take_linear_time(tmp_path, unit, zeros):
+    runs = {}
+
+    def load(n: int):
+        line = _long_line(unit, zeros, n)
+        # each line also sits inside a comms table and a profiler block, where other rules read it
+        p = _write(tmp_path, "Comm. Op  Message Size  Count  Total Latency(ms)\n" + line + "\nDeepSpeed Flops Profiler\n" + line + "\n" + ENGINE,
+                   f"ds{n}.log")
+
+        def work():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                runs[n] = deepspeed.load(p)
+            deepspeed.sniff(p, p.read_bytes())  # the whole file as the head: the sniff's cost grows with n too
+        return work
+
+    ratio = growth(load, 80_000)  # lines of 80 KB and of 320 KB
+    assert ratio < linear_bound(), explain(ratio)
+    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()  # both sizes take the same path
 
 
 def _mutate(data: bytes, rng: random.Random) -> bytes:

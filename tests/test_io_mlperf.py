@@ -8,13 +8,13 @@ import math
 import random
 import re
 import statistics
-import time
 import warnings
 
 import pytest
 from _corpus import mutations
 from _realdata import files, realdata  # noqa: F401
 from _samples import T0_MS, mllog, mlperf_lines, write_mlperf
+from _timing import explain, growth, linear_bound
 
 from mfu_toolkit.io import load_run, rules
 from mfu_toolkit.io.base import InternalLoadError
@@ -533,31 +533,47 @@ def test_non_utf8_bytes_inside_a_value_keep_the_record(realdata, tmp_path):  # n
 
 def test_many_evaluations_are_matched_in_linear_time(tmp_path):
     # 10,000 blocks, evaluations and accuracies that match no evaluation: the old loader compared
-    # every evaluation with every accuracy (15 s here) and every block with every evaluation
-    lines, t = [mllog("run_start", T0_MS)], T0_MS
-    for i in range(10_000):
-        lines += [mllog("block_start", t, samples_count=10 * i), mllog("eval_accuracy", t, 0.5)]
-        t += 100
-        lines += [mllog("block_stop", t, samples_count=10 * i + 10), mllog("eval_start", t, samples_count=10 * i + 10)]
-        t += 10
-        lines.append(mllog("eval_stop", t, samples_count=10 * i + 10))
-    lines.append(mllog("run_stop", t))
-    p = write_mlperf(tmp_path, lines=lines)
-    t0 = time.perf_counter()
-    run = load_run(p)
-    assert time.perf_counter() - t0 < 8
+    # every evaluation with every accuracy (15 s here) and every block with every evaluation.
+    # 2,500 and 10,000 of them: 4x the blocks
+    runs = {}
+
+    def load(n: int):
+        lines, t = [mllog("run_start", T0_MS)], T0_MS
+        for i in range(n):
+            lines += [mllog("block_start", t, samples_count=10 * i), mllog("eval_accuracy", t, 0.5)]
+            t += 100
+            lines += [mllog("block_stop", t, samples_count=10 * i + 10), mllog("eval_start", t, samples_count=10 * i + 10)]
+            t += 10
+            lines.append(mllog("eval_stop", t, samples_count=10 * i + 10))
+        lines.append(mllog("run_stop", t))
+        p = write_mlperf(tmp_path, f"result_{n}.txt", lines=lines)
+        return lambda: runs.__setitem__(n, load_run(p))
+
+    ratio = growth(load, 2_500)
+    assert ratio < linear_bound(), explain(ratio, what="the blocks")
+    run = runs[10_000]
     assert len(run.steps) == 10_000 and (run.events["kind"] == "eval").sum() == 10_000
 
 
-@pytest.mark.parametrize("text", ["[" * 80_000, "0" * 80_000, " " * 80_000])
-def test_long_lines_of_one_character_are_quick(tmp_path, text):
-    lines = [mllog("submission_platform", T0_MS, "1x" + text + "b"), ":::MLLOG " + text, ":::SYSJSON " + text, *mlperf_lines(sysjson=False)]
-    p = write_mlperf(tmp_path, lines=lines)
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LoadWarning)
-        run = load_run(p)
-    assert time.perf_counter() - t0 < 1.0 and len(run.steps) == 3
+@pytest.mark.parametrize("char", ["[", "0", " "])
+def test_long_lines_of_one_character_are_quick(tmp_path, char):
+    runs = {}
+
+    def load(n: int):
+        text = char * n
+        lines = [mllog("submission_platform", T0_MS, "1x" + text + "b"), ":::MLLOG " + text, ":::SYSJSON " + text, *mlperf_lines(sysjson=False)]
+        p = write_mlperf(tmp_path, f"result_{n}.txt", lines=lines)
+
+        def work():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", LoadWarning)
+                runs[n] = load_run(p)
+        return work
+
+    ratio = growth(load, 80_000)  # lines of 80 KB and of 320 KB
+    assert ratio < linear_bound(), explain(ratio)
+    assert len(runs[320_000].steps) == 3
+    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()  # both sizes take the same path
 
 
 def test_options_are_checked():

@@ -153,14 +153,21 @@ def test_lines_after_a_blank_line_are_reported_where_they_are(tmp_path):
 
 @pytest.mark.parametrize("char", ["[", "0", " ", "{", "|", ",", '"', "-"])
 def test_an_80_kb_line_of_one_character_is_quick(tmp_path, char):
-    import time
+    from _timing import explain, growth, linear_bound
 
-    p = write_csv(tmp_path, [ROWS[0], char * 80_000, *ROWS[1:]], meta=False)
-    t = time.perf_counter()
-    run = load_quiet(p)
-    assert time.perf_counter() - t < 1.0
-    assert len(run.tables["ops"]) == len(ROWS)  # the long line is one bad row, counted
-    assert run.meta.report.total_skipped == 1
+    runs = {}
+
+    def load(n: int):
+        (tmp_path / str(n)).mkdir()
+        p = write_csv(tmp_path / str(n), [ROWS[0], char * n, *ROWS[1:]], meta=False)
+        return lambda: runs.__setitem__(n, load_quiet(p))
+
+    ratio = growth(load, 80_000)  # a line of 80 KB and of 320 KB
+    assert ratio < linear_bound(), explain(ratio)
+    for run in runs.values():
+        assert len(run.tables["ops"]) == len(ROWS)  # the long line is one bad row, counted
+        assert run.meta.report.total_skipped == 1
+    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()  # both sizes take the same path
 
 
 def test_huge_negative_or_fractional_integers_are_counted_not_wrapped(tmp_path):

@@ -7,7 +7,6 @@ import random
 import re
 import statistics
 import tempfile
-import time
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _realdata_b import realdata_dir
+from _timing import explain, growth, linear_bound
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -388,17 +388,28 @@ def test_steps_and_ranks_that_do_not_fit_are_counted_not_crashed(tmp_path):
 
 @pytest.mark.parametrize("body", ["[", "0", " ", "a", ":", "a:"])
 def test_long_lines_of_one_character_read_in_linear_time(tmp_path, body):
-    filler = body * (80_000 // len(body))
-    stamp = "[titan] 2025-01-01 00:00:01,000 - root - INFO - "
-    text = filler + "\n" + stamp + "step: 1 " + filler + "\n" + stamp + "capacity: " + filler + "\n"
-    text += stamp + "Building " + filler + "\n" + line(2, "02,000") + filler + "\n"
-    p = write(tmp_path, text)
-    t = time.perf_counter()
-    load_quiet(p)
-    assert time.perf_counter() - t < 1.0
-    t = time.perf_counter()
-    torchtitan.sniff(p, p.read_bytes()[:8192])
-    assert time.perf_counter() - t < 0.5
+    def log(n: int) -> Path:
+        filler = body * (n // len(body))
+        stamp = "[titan] 2025-01-01 00:00:01,000 - root - INFO - "
+        text = filler + "\n" + stamp + "step: 1 " + filler + "\n" + stamp + "capacity: " + filler + "\n"
+        text += stamp + "Building " + filler + "\n" + line(2, "02,000") + filler + "\n"
+        return write(tmp_path, text, f"train{n}.log")
+
+    runs = {}
+
+    def load(n: int):
+        p = log(n)
+        return lambda: runs.__setitem__(n, load_quiet(p))
+
+    # lines of 80 KB and of 320 KB: 4x the input
+    ratio = growth(load, 80_000)
+    assert ratio < linear_bound(), explain(ratio)
+    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()  # both sizes take the same path
+    # the sniff, on a head of 8 KB (as detection reads it) and of 32 KB: one long line of the filler
+    p = log(80_000)
+    data = p.read_bytes()
+    ratio = growth(lambda n: lambda: torchtitan.sniff(p, data[:n]), 8192)
+    assert ratio < linear_bound(), explain(ratio, what="the head")
 
 
 # --- no foreign exception from any input --------------------------------------------------------
