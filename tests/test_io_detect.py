@@ -175,9 +175,12 @@ def test_unexpected_loader_failures_are_internal_errors_not_damage(tmp_path, mon
 def test_a_missing_format_module_is_an_error_naming_it(tmp_path, monkeypatch):
     # Before, a format that failed to import silently dropped out of the candidates and its
     # files became "could not recognise the file's format".
+    row = detect.FormatInfo("not_written_yet", "mfu_toolkit.io.formats.not_written_yet", "a row without a module")
+    monkeypatch.setitem(detect.REGISTRY, "not_written_yet", row)
     monkeypatch.setattr(detect, "FORMATS", (*detect.FORMATS, "not_written_yet"))
     assert "not_written_yet" not in detect.available_formats()
-    with pytest.raises(LoadError, match="format 'not_written_yet' is broken in this installation \\(module missing\\)"):
+    with pytest.raises(LoadError, match="format 'not_written_yet' is broken in this installation "
+                                        "\\(ModuleNotFoundError: No module named 'mfu_toolkit.io.formats.not_written_yet'\\)"):
         sniff_all(write_mlperf(tmp_path))
     with pytest.raises(LoadError, match="format 'not_written_yet' is not available"):
         detect.get_loader("not_written_yet")
@@ -189,9 +192,12 @@ def test_a_format_that_fails_to_import_names_the_cause(tmp_path, monkeypatch):
 
     bad = types.ModuleType("mfu_toolkit.io.formats.half_written")
     monkeypatch.setitem(sys.modules, "mfu_toolkit.io.formats.half_written", None)  # import fails
+    monkeypatch.setitem(detect.REGISTRY, "half_written",
+                        detect.FormatInfo("half_written", "mfu_toolkit.io.formats.half_written", "a broken module"))
     monkeypatch.setattr(detect, "FORMATS", (*detect.FORMATS, "half_written"))
     del bad
-    with pytest.raises(LoadError, match="format 'half_written' is broken"):
+    with pytest.raises(LoadError, match=r"format 'half_written' is broken in this installation \(ModuleNotFoundError: "
+                                        r"import of mfu_toolkit\.io\.formats\.half_written halted"):
         detect_format(write_mlperf(tmp_path))
 
 

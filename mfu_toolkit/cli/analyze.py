@@ -83,12 +83,22 @@ def add_parser(subparsers: Any) -> None:
             "given vs stated, the accounting), the facts used and what is missing, then the detail. "
             "Exit status: 0 ok; 1 an MFU above 100%% or, with --strict, a check that warns; 2 a user error."
         ),
+        epilog=_formats_epilog(),
     )
     a.add_argument("path", help="log file or folder, a Run .parquet, or - for standard input")
     _reading_args(a)
     _fact_args(a)
     _advice_and_output_args(a)
     a.set_defaults(func=run_analyze)
+
+
+def _formats_epilog() -> str:
+    """The formats --format takes, one line each from the registry (detection order)."""
+    from ..io.detect import REGISTRY
+
+    width = max(map(len, REGISTRY))
+    rows = "\n".join(f"  {r.name:<{width}}  {r.summary}" for r in REGISTRY.values())
+    return f"formats (--format NAME; default: detected from the file):\n\n{rows}".replace("%", "%%")
 
 
 def _reading_args(a: Any) -> None:

@@ -19,7 +19,8 @@ wrong format name, ambiguous detection) and :class:`~mfu_toolkit.run.SchemaError
 the call itself are a ``TypeError`` (unknown keyword) or the registry's error for an unknown
 ``accelerator``.
 
-Formats (``FORMATS``, one module each under :mod:`mfu_toolkit.io.formats`, built in the shape
+Formats (``REGISTRY``: a row per format with its module and a one-line summary; ``FORMATS``: their
+names in detection order; one module each under :mod:`mfu_toolkit.io.formats`, built in the shape
 of :mod:`mfu_toolkit.io.base`): ``run_parquet`` (a Run saved by ``save_run``), ``mlperf``
 (``:::MLLOG``), ``megatron`` (Megatron-LM and Megatron-DeepSpeed stdout, timers included),
 ``megatron_json`` (CI golden values, Megatron-Bridge's too), ``tensorboard`` (event files),
@@ -43,7 +44,9 @@ from . import base
 from .base import InternalLoadError, LoaderArgumentError
 from .detect import (
     FORMATS,
+    REGISTRY,
     Candidate,
+    FormatInfo,
     Ranking,
     available_formats,
     detect_format,
@@ -56,6 +59,8 @@ from .reading import spool_input
 
 __all__ = [
     "FORMATS",
+    "REGISTRY",
+    "FormatInfo",
     "LoaderArgumentError",
     "available_formats",
     "detect_format",

@@ -45,6 +45,8 @@ from .reading import read_head
 __all__ = [
     "FORMATS",
     "FALLBACK_FORMATS",
+    "REGISTRY",
+    "FormatInfo",
     "EVIDENCE_BYTES",
     "Candidate",
     "Ranking",
@@ -55,29 +57,44 @@ __all__ = [
     "detect_format",
 ]
 
-# Registry: module names under mfu_toolkit.io, in detection order.
-FORMATS: tuple[str, ...] = (
-    "run_parquet",
-    "mlperf",
-    "megatron",
-    "megatron_json",
-    "tensorboard",
-    "sacct",
-    "goodput",
-    "torchtitan",
-    "hf_trainer",
-    "lightning",
-    "wandb",
-    "kineto",
-    "straggler_ops",
-    "parquet_dataset",
-    "maxtext",
-    "dcgm",
-    "nemo",
-    "deepspeed",
-    "recorded",
-    "table",
-)
+@dataclass(frozen=True)
+class FormatInfo:
+    """One row of the format registry: the name ``load_run(format=...)`` takes, the module that
+    reads it (``sniff`` and ``parse``, see :mod:`mfu_toolkit.io.base`) and a one-line summary."""
+
+    name: str
+    module: str
+    summary: str
+
+
+def _row(name: str, summary: str) -> FormatInfo:
+    return FormatInfo(name, f"mfu_toolkit.io.formats.{name}", summary)
+
+
+# The registry, in detection order (the first confident sniff wins ties; the fallback last).
+REGISTRY: dict[str, FormatInfo] = {r.name: r for r in (
+    _row("run_parquet", "a Run saved by save_run: one Parquet file, its meta in the file's metadata"),
+    _row("mlperf", "MLPerf Training result logs: :::MLLOG JSON lines and :::SYSJSON"),
+    _row("megatron", "Megatron-LM and Megatron-DeepSpeed stdout: iteration lines, timers, the argument banner"),
+    _row("megatron_json", "Megatron CI per-step golden-values JSON, in its two layouts"),
+    _row("tensorboard", "TensorBoard event files (as Megatron-LM writes them), read without TensorFlow"),
+    _row("sacct", "Slurm sacct output: job-level submit, start, end, state and requeues"),
+    _row("goodput", "job event logs of Google's ml-goodput-measurement library"),
+    _row("torchtitan", "torchtitan stdout: step lines (loss, tps, mfu) and the start-up lines"),
+    _row("hf_trainer", "Hugging Face Trainer logs: trainer_state.json, results JSON, stdout dict lines"),
+    _row("lightning", "PyTorch Lightning CSVLogger output: metrics.csv and hparams.yaml, version_N folders"),
+    _row("wandb", "Weights & Biases exports: history and system CSV, wandb-summary.json, wandb-metadata.json"),
+    _row("kineto", "PyTorch profiler (Kineto) Chrome traces: per-rank steps, GPU busy time, compute vs NCCL"),
+    _row("straggler_ops", "per-rank operation traces in the StragglerAnalysis columnar form (Parquet or CSV)"),
+    _row("parquet_dataset", "per-rank step logs at scale: a Parquet dataset, reduced in memory, out of core or on Spark"),
+    _row("maxtext", "MaxText (JAX) stdout: completed step lines with seconds and TFLOP/s/device"),
+    _row("dcgm", "NVIDIA DCGM: dcgm-exporter /metrics text and dcgmi dmon tables"),
+    _row("nemo", "NeMo 2, NeMo-Run and Megatron-Bridge stdout: global_step and train_step_timing lines"),
+    _row("deepspeed", "DeepSpeed engine and DeepSpeed-Chat training logs"),
+    _row("recorded", "a folder written by mfu_toolkit.record.StepRecorder"),
+    _row("table", "generic step tables: CSV or TSV, JSON lines or Parquet, with a column mapping"),
+)}
+FORMATS: tuple[str, ...] = tuple(REGISTRY)
 FALLBACK_FORMATS: frozenset[str] = frozenset({"table"})
 
 THRESHOLD = 0.5
@@ -91,24 +108,15 @@ _import_errors: dict[str, str] = {}
 
 
 def _import(name: str) -> ModuleType | None:
+    """The registry row's module, or None with the reason kept (a broken installation)."""
     if name in _modules:
         return _modules[name]
-    mod = None
-    for qual in (f"{__package__}.formats.{name}", f"{__package__}.{name}"):
-        try:
-            mod = importlib.import_module(qual)
-            break
-        except ModuleNotFoundError as exc:
-            if exc.name != qual:  # the module exists but imports something missing
-                _import_errors[name] = f"{type(exc).__name__}: {exc}"
-                return None
-        except Exception as exc:
-            _import_errors[name] = f"{type(exc).__name__}: {exc}"
-            return None
-    if mod is None:
-        _import_errors[name] = "module missing"
+    try:
+        mod = importlib.import_module(REGISTRY[name].module)
+    except Exception as exc:  # a module that fails to import is a broken format, said so on use
+        _import_errors[name] = f"{type(exc).__name__}: {exc}"
         return None
-    if not (hasattr(mod, "sniff") and (hasattr(mod, "parse") or hasattr(mod, "load"))):
+    if not (hasattr(mod, "sniff") and hasattr(mod, "parse")):
         _import_errors[name] = "module has no sniff()/parse()"
         return None
     _import_errors.pop(name, None)
