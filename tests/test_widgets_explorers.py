@@ -183,3 +183,27 @@ def test_gap_explorer_takes_scenario_defaults_and_refuses_unknown_ones(capsys):
     capsys.readouterr()
     with pytest.raises(TypeError, match="rank"):
         gap_explorer(rank=32)
+
+
+def test_explorer_headlines_hold_hand_computed_values(capsys):
+    """The explorers' opening headlines against figures worked out by hand from their sources,
+    not from the scenario code they display."""
+    import math
+
+    # Checkpoints at 16,384 GPUs with the Llama 3 405B failure rate (419 unexpected interruptions
+    # in 54 days on 16,384 H100s, arXiv:2407.21783 Sec. 3.3.4): job MTBF = 54 d x 24 h / 419 =
+    # 3.093 h; Daly (2006) with a 60 s blocking write: sqrt(2 * 60 * M) * (1 + sqrt(60 / 2M) / 3
+    # + (60 / 2M) / 9) - 60 = 1,116 s = 18.6 min.
+    mtbf_s = 54 * 86400 / 419
+    daly = math.sqrt(2 * 60 * mtbf_s) * (1 + math.sqrt(60 / (2 * mtbf_s)) / 3 + 60 / (2 * mtbf_s) / 9) - 60
+    assert (round(mtbf_s / 3600, 2), round(daly / 60, 1)) == (3.09, 18.6)
+    head = headline_of(checkpoint_explorer())
+    assert f"every {daly / 60:.1f} min (Daly); job MTBF {mtbf_s / 3600:.2f} h" in head
+    # GEM at its defaults: 1e24 FLOPs on 4,096 H100 SXM (989.4 TFLOP/s dense bf16, NVIDIA's H100
+    # datasheet) at 10 % end-to-end MFU take 1e24 / (4096 x 989.4e12 x 0.10) s = 28.6 days and
+    # 4096 x that / 3600 = 2,807,5xx GPU-hours; 4x the FLOPs at 2x the efficiency: 2x the hours.
+    wall = 1e24 / (4096 * 989.4e12 * 0.10)
+    head = headline_of(gem_explorer())
+    assert f"2.00× GPU-hours ({4096 * wall / 3600:,.0f} → " in head
+    assert f"{wall / 86400:.1f} → {2 * wall / 86400:.1f} days" in head
+    capsys.readouterr()
