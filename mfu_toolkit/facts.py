@@ -209,6 +209,7 @@ class _Stated:
     used: list[str] = field(default_factory=list)
     derived: list[dict[str, Any]] = field(default_factory=list)
     peak_from: list[str] = field(default_factory=list)
+    assumed: list[str] = field(default_factory=list)
 
 
 def _stated_count(stated: Sequence[Fact], fields: Mapping[str, Any], overrides: Mapping[str, Any], out: _Stated) -> None:
@@ -315,6 +316,7 @@ def _assume_bf16(accelerator: str, note: Note, context: str, out: _Stated) -> bo
     except hardware.RegistryError:
         return False  # an unknown name: the caller's keyword meets the registry's own error later
     out.fields["dtype"] = "bf16"
+    out.assumed.append("dtype")
     out.peak_from.append("dtype bf16 assumed (the log states none; pass dtype= if the run used another)")
     return True
 
@@ -395,6 +397,7 @@ class Resolved:
     facts: list[dict[str, Any]]
     conflicts: list[str]
     peak_from: list[str] = field(default_factory=list)
+    defaults: list[str] = field(default_factory=list)  # fields assumed, not stated nor given ("dtype")
 
 
 def resolve(stated: Sequence[Fact], fields: Mapping[str, Any], overrides: Mapping[str, Any], *, where: str,
@@ -411,7 +414,7 @@ def resolve(stated: Sequence[Fact], fields: Mapping[str, Any], overrides: Mappin
     facts.extend(f.to_dict(STATED) for f in found.derived)
     count = {k: overrides[k] for k in ("n_accelerators",) if k in overrides}
     conflicts += mark_given(found.derived, count, where=where, note=note)[1]
-    return Resolved(out, facts, conflicts, found.peak_from)
+    return Resolved(out, facts, conflicts, found.peak_from, found.assumed)
 
 
 def comparable(name: str, given_value: Any, stated_value: Any) -> bool | None:

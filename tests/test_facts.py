@@ -61,6 +61,9 @@ def test_no_stated_dtype_assumes_bf16_and_says_so():
     res, _ = _resolve([Fact("accelerator", "H100", "log:2")])
     assert res.fields["dtype"] == "bf16"
     assert any("bf16 assumed" in p for p in res.peak_from)
+    assert res.defaults == ["dtype"]  # recorded as data (RunMeta.extra["defaults"]), not read back from the text
+    stated, _ = _resolve([Fact("accelerator", "H100", "log:2"), Fact("dtype", "bf16", "log:3")])
+    assert stated.defaults == []
 
 
 def test_an_unknown_accelerator_is_a_note_not_a_peak():

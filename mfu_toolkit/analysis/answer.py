@@ -24,7 +24,6 @@ from __future__ import annotations
 import datetime as dt
 import html
 import math
-import re
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -714,7 +713,7 @@ def _load_checks(run: Run, timed: bool, interface: str) -> list[Check]:
 
 def _dtype_assumed(meta: Any) -> bool:
     """The peak's dtype was not stated nor given but assumed (bf16), as the loader or inputs record."""
-    return "dtype" in meta.extra.get("defaults", []) or bool(re.search(r"\bdtype \S+ assumed", meta.peak_source or ""))
+    return "dtype" in meta.extra.get("defaults", [])
 
 
 def _fact_where(meta: Any, name: str, value: Any, interface: str = "python") -> str:

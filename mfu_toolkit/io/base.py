@@ -227,6 +227,14 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def _with_defaults(extra: Mapping[str, Any], defaults: list[str]) -> dict[str, Any]:
+    """The format's extra fields, with the fields assumed by default listed (``defaults``)."""
+    out = dict(extra)
+    if defaults:
+        out["defaults"] = sorted({*out.get("defaults", []), *defaults})
+    return out
+
+
 _GIVEN_WHERE = "load_run keyword"  # where a value given to load_run is said to come from
 
 
@@ -266,7 +274,7 @@ def assemble(parsed: Parsed, reader: Reader, overrides: Mapping[str, Any] | None
         source_format=reader.fmt,
         time_unit=parsed.time_unit,
         timing=parsed.timing,
-        extra=_finite(dict(parsed.extra)),
+        extra=_finite(_with_defaults(parsed.extra, res.defaults)),
         report=rep,
         facts=_finite([f for f in facts if not (isinstance(f["value"], float) and not math.isfinite(f["value"]))]),
         claims=[_finite(c.to_dict()) for c in parsed.claims if math.isfinite(c.value)],
