@@ -25,8 +25,8 @@ from typing import Any
 
 from .run import RunMeta
 
-__all__ = ["FACT_NAMES", "GIVEN", "LoaderArgumentError", "STATED", "PACKAGE_COUNTS", "Fact", "Resolved", "apply_given", "comparable",
-           "compare_given", "given", "mark_given", "resolve", "same", "source_of", "trace_peak"]
+__all__ = ["FACT_NAMES", "GIVEN", "LoaderArgumentError", "STATED", "PACKAGE_COUNTS", "Fact", "Resolved", "apply_given",
+           "comparable", "compare_given", "given", "mark_given", "resolve", "same", "source_of", "trace_peak"]
 
 GIVEN, STATED = "given", "stated"
 
@@ -212,7 +212,8 @@ class _Stated:
     assumed: list[str] = field(default_factory=list)
 
 
-def _stated_count(stated: Sequence[Fact], fields: Mapping[str, Any], overrides: Mapping[str, Any], out: _Stated) -> None:
+def _stated_count(stated: Sequence[Fact], fields: Mapping[str, Any], overrides: Mapping[str, Any],
+                  out: _Stated) -> None:
     """n_accelerators: a stated count, else nodes x accelerators per node when the log states both."""
     is_given = overrides.get("n_accelerators") is not None
     count = _first(stated, "n_accelerators")

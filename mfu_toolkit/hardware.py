@@ -445,7 +445,8 @@ def _parse_aliases(text: str, fail: Callable[[str, str], RegistryError]) -> tupl
 
 def _row_access(raw: Mapping[str, str], origin: str) -> tuple[Callable[[str, str], RegistryError],
                                                                 Callable[[str], str]]:
-    """``fail(column, message)``: the error naming ``origin`` (file:line) and the field; ``get(column)``: its stripped text."""
+    """``fail(column, message)``: the error naming ``origin`` (file:line) and the field; ``get(column)``: its
+    stripped text."""
 
     def fail(column: str, message: str) -> RegistryError:
         return RegistryError(f"{origin}: field {column!r}: {message}")
@@ -674,7 +675,8 @@ def _bandwidth_sizes() -> dict[str, frozenset[int]]:
     global _BANDWIDTH_SIZES
     if _BANDWIDTH_SIZES is None:
         lines = [line for line in _read_text(_BANDWIDTH_CSV).splitlines() if not line.lstrip().startswith("#")]
-        _BANDWIDTH_SIZES = {normalise_name(r.get("name") or ""): _memory_sizes(normalise_name(r.get("memory") or "").split())
+        _BANDWIDTH_SIZES = {normalise_name(r.get("name") or ""):
+                            _memory_sizes(normalise_name(r.get("memory") or "").split())
                             for r in csv.DictReader(lines)}
     return _BANDWIDTH_SIZES
 
@@ -1178,7 +1180,8 @@ class MemoryBandwidth(_Record):
         return self.tb_per_s * 1e12
 
     def describe(self) -> str:
-        return f"{self.accelerator} {self.memory}: {self.tb_per_s:,.6g} TB/s (source: {self.source}, read {self.read_on})"
+        return (f"{self.accelerator} {self.memory}: {self.tb_per_s:,.6g} TB/s "
+                f"(source: {self.source}, read {self.read_on})")
 
 
 def _parse_bandwidth_row(raw: Mapping[str, str], origin: str) -> MemoryBandwidth:
@@ -1353,7 +1356,8 @@ def _from_row(row: _SystemRow, m: re.Match[str], n_systems: int | None, text: st
         else:
             stated = count // row.divisor
             if per is not None and stated != per:
-                notes.append(f"the name states {stated} per system where the source gives {per}: the name's count is used")
+                notes.append(f"the name states {stated} per system where the source gives {per}: "
+                             "the name's count is used")
             per = stated
     if groups.get("systems"):
         if n_systems is not None and n_systems != int(groups["systems"]):

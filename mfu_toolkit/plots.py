@@ -663,7 +663,8 @@ def step_times(
             raise ValueError(f"window=(first_step, last_step) needs first_step <= last_step; got {window!r}")
         w = steady_state_window(r, step_range=(int(window[0]), int(window[1])))
     else:
-        raise ValueError(f"window must be a SteadyWindow, a (first_step, last_step) tuple of ints or None; got {window!r}")
+        raise ValueError(f"window must be a SteadyWindow, a (first_step, last_step) tuple of ints or None; "
+                         f"got {window!r}")
     s = w.steps.copy()
     if len(s) == 0:
         raise ValueError("run has no timed steps to plot")
@@ -808,7 +809,8 @@ def spread_distribution(
         t = step_spread(r)
     if not isinstance(relative, bool):
         raise ValueError(f"relative must be True or False; got {relative!r}")
-    if not (isinstance(bins, str) or (isinstance(bins, (int, np.integer)) and not isinstance(bins, bool) and bins >= 1)):
+    if not (isinstance(bins, str)
+            or (isinstance(bins, (int, np.integer)) and not isinstance(bins, bool) and bins >= 1)):
         raise ValueError(f"bins must be an integer >= 1 or a numpy bin rule such as 'auto'; got {bins!r}")
     col = "rel_spread" if relative else "spread_s"
     vals = pd.to_numeric(t[col], errors="coerce")
@@ -874,7 +876,8 @@ def expected_step_time(
     if isinstance(dist, str):
         _choice("dist", dist, DISTRIBUTIONS)
     elif not callable(dist) and not isinstance(dist, (Sequence, np.ndarray)):
-        raise ValueError(f"dist must be one of {', '.join(DISTRIBUTIONS)}, an array of samples or a callable; got {dist!r}")
+        raise ValueError(f"dist must be one of {', '.join(DISTRIBUTIONS)}, an array of samples or a callable; "
+                         f"got {dist!r}")
     mean = _number("mean", mean, lo=-math.inf, unit=" (seconds)")
     std = _number("std", std, strict=False, unit=" (seconds)")
     tab = sync_step_time(ns, dist=dist, mean=mean, std=std, n_mc=n_mc, seed=seed)
@@ -884,7 +887,8 @@ def expected_step_time(
                  label="expected step time (slowest rank)")
     ax.axhline(base, color="0.3", linestyle="--", linewidth=1.0, label=f"one rank's mean {_duration(base)}")
     last = tab.iloc[-1]
-    ax.annotate(f"{last['overhead']:+.1%} at {int(last['n_ranks']):,} ranks", (last["n_ranks"], last["expected_step_s"]),
+    ax.annotate(f"{last['overhead']:+.1%} at {int(last['n_ranks']):,} ranks",
+                (last["n_ranks"], last["expected_step_s"]),
                 xytext=(-8, 8), textcoords="offset points", ha="right", va="bottom", fontsize="medium")
     ax.set_xscale("log", base=2 if ns[-1] <= 2**16 else 10)
     ax.xaxis.set_major_formatter(_count_formatter)

@@ -134,7 +134,8 @@ def html_report(run: Run | Accounting, *, path: str | Path | None = None, title:
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>{html.escape(name)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{html.escape(name)}</h1>",
-        *([f"<p class='conflict'><strong>{html.escape(answer.conflict['text'])}</strong></p>"] if answer.conflict else []),
+        *([f"<p class='conflict'><strong>{html.escape(answer.conflict['text'])}</strong></p>"]
+          if answer.conflict else []),
     ]
     for heading, fragment in answer.sections():
         if heading == "Steady-state window" and (rest or notes):

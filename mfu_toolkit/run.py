@@ -188,7 +188,8 @@ class LoadReport:
 
     def summary(self) -> str:
         """One paragraph: read, kept, and each skip reason with its first line numbers."""
-        head = f"{self.source or '<memory>'} ({self.format or '?'}): read {self.lines_read} lines/records, kept {self.rows_kept} rows"
+        head = (f"{self.source or '<memory>'} ({self.format or '?'}): read {self.lines_read} lines/records, "
+                f"kept {self.rows_kept} rows")
         if not self.skipped:
             return head + ", skipped none."
         parts = []
@@ -289,7 +290,8 @@ class RunMeta:
                 f"RunMeta.timing must be one of {', '.join(TIMING_KINDS)}; got {self.timing!r}"
             )
         if self.peak_per not in PEAK_PER:
-            raise SchemaError(f"RunMeta.peak_per must be one of {', '.join(map(repr, PEAK_PER))}; got {self.peak_per!r}")
+            raise SchemaError(f"RunMeta.peak_per must be one of {', '.join(map(repr, PEAK_PER))}; "
+                              f"got {self.peak_per!r}")
         if self.n_accelerators is not None and (
             not isinstance(self.n_accelerators, (int, np.integer)) or self.n_accelerators <= 0
         ):
@@ -951,7 +953,8 @@ def _misfit(d: Mapping[str, Any], cls: type) -> str | None:
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         if f.name in d and not _conforms(d[f.name], hints[f.name]):
-            sub = _misfit(d[f.name], hints[f.name]) if isinstance(d[f.name], dict) and dataclasses.is_dataclass(hints[f.name]) else None
+            sub = (_misfit(d[f.name], hints[f.name])
+                   if isinstance(d[f.name], dict) and dataclasses.is_dataclass(hints[f.name]) else None)
             return f"{f.name}.{sub}" if sub else f.name
     return None
 
@@ -990,7 +993,8 @@ def _stored_table(text: Any, what: str, path: Path) -> pd.DataFrame:
     except MemoryError:
         raise
     except Exception as exc:  # base64, Arrow IPC and conversion errors of a damaged file
-        raise LoadError(f"the saved {what} is unreadable ({type(exc).__name__}: {exc})", path=path, field=what) from None
+        raise LoadError(f"the saved {what} is unreadable ({type(exc).__name__}: {exc})", path=path,
+                        field=what) from None
 
 
 def _stored_tables(raw: bytes, path: Path) -> dict[str, pd.DataFrame]:

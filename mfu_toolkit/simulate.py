@@ -348,7 +348,8 @@ def _layout(cfg: SimConfig, rng: np.random.Generator, compute: Any, durable: int
     m = cfg.n_steps - durable
     steps_no = np.arange(durable + 1, cfg.n_steps + 1)
     c = compute(cfg, rng, m)
-    data = np.where(rng.random(m) < cfg.data_stall_prob, cfg.data_stall_s, 0.0) if cfg.data_stall_prob > 0 else np.zeros(m)
+    data = (np.where(rng.random(m) < cfg.data_stall_prob, cfg.data_stall_s, 0.0) if cfg.data_stall_prob > 0
+            else np.zeros(m))
     span = data + c.cmax
     is_ckpt, is_eval, gap = _gaps(cfg, steps_no)
     starts = t + np.r_[0.0, np.cumsum(span + gap)[:-1]]
@@ -523,7 +524,8 @@ def _rows(
 def _concat(parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
     cols = ("attempt", "step", "rank", "start_s", "end_s", "data_wait_s", "compute_s")
     if not parts:
-        return pd.DataFrame({c: pd.Series(dtype="int64" if c in ("attempt", "step", "rank") else "float64") for c in cols})
+        return pd.DataFrame({c: pd.Series(dtype="int64" if c in ("attempt", "step", "rank") else "float64")
+                             for c in cols})
     data = {c: (parts[0][c] if len(parts) == 1 else np.concatenate([p[c] for p in parts])) for c in cols}
     return pd.DataFrame(data, copy=False)
 

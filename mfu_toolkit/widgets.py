@@ -108,8 +108,8 @@ def mfu_calculator(
     out = w.HTML()
 
     def refresh(_: Any = None) -> None:
-        out.value = calculator_html(CalculatorInputs(acc.value, dt.value, n.value, flops.value, secs.value, sparse.value,
-                                                     per.value))
+        out.value = calculator_html(CalculatorInputs(acc.value, dt.value, n.value, flops.value, secs.value,
+                                                     sparse.value, per.value))
 
     def linked(field: Any, drag: Any) -> None:
         def from_drag(change: Any) -> None:
@@ -1035,10 +1035,11 @@ def checkpoint_explorer(
     from .analysis.whatif import LLAMA3_FAILURES_PER_GPU_YEAR, checkpoint_scenario
 
     st = _slider_style()
-    rate0 = LLAMA3_FAILURES_PER_GPU_YEAR if failures_per_accelerator_per_year is None else failures_per_accelerator_per_year
+    rate0 = (LLAMA3_FAILURES_PER_GPU_YEAR if failures_per_accelerator_per_year is None
+             else failures_per_accelerator_per_year)
     if interval_min is None:
-        first = checkpoint_scenario(n_accelerators=n_accelerators, failures_per_accelerator_per_year=rate0, checkpoint_s=checkpoint_s,
-                                    blocking=blocking, restart_s=restart_s)
+        first = checkpoint_scenario(n_accelerators=n_accelerators, failures_per_accelerator_per_year=rate0,
+                                    checkpoint_s=checkpoint_s, blocking=blocking, restart_s=restart_s)
         interval_min = round(first.optimum_s / 60.0, 1)
     g = w.SelectionSlider(options=[(f"{v:,}", v) for v in sorted(set(CHECKPOINT_GPU_OPTIONS) | {n_accelerators})],
                           value=n_accelerators, description="GPUs", continuous_update=False, style=st)
@@ -1058,8 +1059,9 @@ def checkpoint_explorer(
                                 continuous_update=False, style=st)
 
     def compute() -> Any:
-        return checkpoint_scenario(n_accelerators=g.value, failures_per_accelerator_per_year=rate.value, checkpoint_s=write.value,
-                                   blocking=mode.value, restart_s=restart.value, interval_s=interval.value * 60.0)
+        return checkpoint_scenario(n_accelerators=g.value, failures_per_accelerator_per_year=rate.value,
+                                   checkpoint_s=write.value, blocking=mode.value, restart_s=restart.value,
+                                   interval_s=interval.value * 60.0)
 
     layout = [w.HBox([w.VBox([g, rate, restart]), w.VBox([write, interval])]), mode]
     return _live([g, rate, write, mode, restart, interval], compute, checkpoint_figure, checkpoint_table,
@@ -1090,7 +1092,8 @@ def gem_explorer(
     em = w.FloatSlider(value=efficiency_multiplier, min=1.0, max=4.0, step=0.1,
                        description="end-to-end efficiency ×", readout_format=".1f",
                        continuous_update=False, style=st)
-    g = w.SelectionSlider(options=[(f"{v:,}", v) for v in sorted(set(GEM_GPU_OPTIONS) | {n_accelerators})], value=n_accelerators,
+    g = w.SelectionSlider(options=[(f"{v:,}", v) for v in sorted(set(GEM_GPU_OPTIONS) | {n_accelerators})],
+                          value=n_accelerators,
                           description="GPUs", continuous_update=False, style=st)
     ss = w.FloatSlider(value=mfu, min=0.05, max=0.6, step=0.005, description="steady-state MFU",
                        readout_format=".1%", continuous_update=False, style=st)

@@ -973,7 +973,8 @@ def _checked_options(warmup_steps: Any, step_range: Any, tolerance: Any, lookahe
             or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in step_range)
             or step_range[0] > step_range[1]
         ):
-            raise ValueError(f"step_range must be a pair of integers (first, last) with first <= last; got {step_range!r}")
+            raise ValueError(f"step_range must be a pair of integers (first, last) with first <= last; "
+                             f"got {step_range!r}")
         step_range = (int(step_range[0]), int(step_range[1]))
     if not (isinstance(tolerance, (int, float)) and 0 <= tolerance < 10):
         raise ValueError(f"tolerance must be a number in [0, 10); got {tolerance!r}")

@@ -291,7 +291,8 @@ def _rank_verdict(acc: Accounting, out: dict[str, Any]) -> dict[str, Any]:
              "not with the peers of its stage)")
     persistent = s.persistent_ranks
     if persistent:
-        named = ", ".join(map(str, persistent[:5])) + (f" and {len(persistent) - 5} more" if len(persistent) > 5 else "")
+        named = ", ".join(map(str, persistent[:5])) + (
+            f" and {len(persistent) - 5} more" if len(persistent) > 5 else "")
         culprit = f"rank{'s' if len(persistent) > 1 else ''} {named}"
         kind = "slow_worker"
         verdict = f"persistent straggler: {culprit}, more than {s.threshold:.0%} slower than the fastest rank"
@@ -514,7 +515,8 @@ def _claim_cause(metric: str, ratio: float, acc: Accounting) -> str:
             acc_row = hardware.resolve(m.accelerator)
         except hardware.RegistryError:
             acc_row = None
-        ours_pkg = m.peak_flops_per_accelerator / 1e12 * (acc_row.devices_per_package if acc_row and m.peak_per == "device" else 1)
+        per_package = acc_row.devices_per_package if acc_row and m.peak_per == "device" else 1
+        ours_pkg = m.peak_flops_per_accelerator / 1e12 * per_package
         for dtype, peak in (acc_row.dense.items() if acc_row else ()):
             if dtype != m.dtype and peak > 0 and _near(ratio, peak / ours_pkg):
                 causes.append(f"the dtype: against the {dtype} peak ({peak:,.6g} TFLOP/s) instead of the "
@@ -641,7 +643,8 @@ def _plausibility_check(acc: Accounting, summ: Any) -> list[Check]:
     causes = "; ".join(f"({i}) {c}" for i, c in enumerate(p.causes[:3], 1))
     if p.ceiling is not None and best > p.ceiling.fraction:
         return [Check("plausibility", "warn", f"MFU {_pct(best)} is above what this accelerator's matmuls achieve: "
-                      f"{p.ceiling.describe()}. Likely causes: {causes}", code="plausibility.above_matmul", field="mfu")]
+                      f"{p.ceiling.describe()}. Likely causes: {causes}", code="plausibility.above_matmul",
+                      field="mfu")]
     ref = f": {p.reference.describe()}" if p.reference is not None else ""
     return [Check("plausibility", "warn", f"MFU {_pct(best)} is above the {p.basis}{ref}. Not an error, but no "
                   f"published training run reaches it. Likely causes: {causes}", code="plausibility.above_published",
@@ -899,7 +902,8 @@ class Answer:
         """The answer as JSON-able data (NaN and infinities as None)."""
         doc = {
             "title": self.title, "log_name": self.log_name, "date": self.date, "interface": self.interface,
-            "conflict": self.conflict, "headline": self.headline, "losses": list(self.losses), "stragglers": self.stragglers,
+            "conflict": self.conflict, "headline": self.headline, "losses": list(self.losses),
+            "stragglers": self.stragglers,
             "checkpoint": self.checkpoint, "checks": [c.to_dict() for c in self.checks],
             "facts": list(self.facts), "missing": list(self.missing), "missing_fields": list(self.missing_fields),
             "breakdown": self.breakdown.to_dict(orient="records"),
@@ -930,7 +934,8 @@ class Answer:
         if h.get("window_mfu") is not None:
             lines.append(f"Steady-window MFU: {_pct(h['window_mfu'])} (mean actual step in the window)")
         if h.get("steady_state_hfu") is not None:
-            lines.append(f"Steady-state HFU: {_pct(h['steady_state_hfu'])}; end-to-end HFU: {_pct(h['end_to_end_hfu'])}")
+            lines.append(f"Steady-state HFU: {_pct(h['steady_state_hfu'])}; "
+                         f"end-to-end HFU: {_pct(h['end_to_end_hfu'])}")
         if num.get("model_flops_per_step") is not None:
             per_unit = ("" if num["work_unit"] == "step"
                         else f" ({_si(num['flops_per_unit'], 'FLOP')} per {num['work_unit']})")
@@ -977,7 +982,8 @@ class Answer:
         if h["events"]:
             lines.append("Events: " + ", ".join(f"{k} × {v}" for k, v in h["events"].items()))
         if h["tables"]:
-            lines.append("Tables: " + ", ".join(f"{k} ({r:,} rows × {c} columns)" for k, (r, c) in h["tables"].items()))
+            tables = ", ".join(f"{k} ({r:,} rows × {c} columns)" for k, (r, c) in h["tables"].items())
+            lines.append("Tables: " + tables)
         lines.append(f"Facts stated: {h['facts_stated']}; claims: {h['claims']}")
         return lines
 
@@ -1177,7 +1183,8 @@ def _headline(acc: Accounting, summ: Any, timed: bool, interface: str) -> dict[s
         "time_to_train_s": float(ttt) if isinstance(ttt, (int, float)) and not isinstance(ttt, bool) else None,
         "numerator": {"model_flops_per_step": step_flops, "flops_per_unit": summ.model_flops_per_unit,
                       "work_unit": summ.work_unit, "source": summ.model_flops_source or "unknown"},
-        "denominator": {"n_accelerators": summ.n_accelerators, "peak_flops_per_accelerator": summ.peak_flops_per_accelerator,
+        "denominator": {"n_accelerators": summ.n_accelerators,
+                        "peak_flops_per_accelerator": summ.peak_flops_per_accelerator,
                         "cluster_peak_flops": summ.cluster_peak_flops, "accelerator": summ.accelerator,
                         "dtype": summ.dtype, "sparse": summ.peak_sparse, "per": summ.peak_per,
                         "per_text": summ.peak_per_text, "peak_source": summ.peak_source,
@@ -1248,7 +1255,8 @@ def build_answer(
     sc = sc.assign(note=[_point(coded.get(k, n), interface) for k, n in zip(sc["metric"], sc["note"], strict=True)])
     missing = _missing(acc, interface, timed)
     losses = _top_losses(bd, acc.details, acc.wall_s) if timed else []
-    checks = [*_claim_checks(acc, summ), *_plausibility_check(acc, summ), *_fact_checks(m), *_count_check(run, interface),
+    checks = [*_claim_checks(acc, summ), *_plausibility_check(acc, summ), *_fact_checks(m),
+              *_count_check(run, interface),
               *(_accounting_checks(acc, summ) if timed else []), *_load_checks(run, timed, interface)]
     log_name = Path(m.source_path).name if m.source_path else (m.name or "run")
     date = _run_date(m)

@@ -124,7 +124,8 @@ class MFUSummary:
         ]
         if self.steady_state_hfu is not None:
             out.append(f"Steady-state HFU: {pct('steady_state_hfu')}")
-        out.append(f"Goodput (ideal compute / wall): {self.goodput:.2%}" if math.isfinite(self.goodput) else "Goodput: n/a")
+        out.append(f"Goodput (ideal compute / wall): {self.goodput:.2%}" if math.isfinite(self.goodput)
+                   else "Goodput: n/a")
         out.append(f"Wall time: {self.wall_s:,.3f} s; ideal step: "
                    + (f"{self.ideal_step_s:.4g} s" if self.ideal_step_s is not None else "unknown"))
         if self.cluster_peak_flops:

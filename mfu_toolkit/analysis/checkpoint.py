@@ -11,7 +11,8 @@ again, including the checkpoint load).
 - Expected overhead of an interval (first order; its exact minimum, ``τ = √(2δM) − δ``, lies just
   below Daly's interval when ``δ ≪ M``, as Young's model counts segments of ``τ`` rather than
   ``τ + δ``): per unit of wall time, checkpointing costs ``δ/(τ+δ)``; failures arrive at rate
-  ``1/M`` and each costs ``R`` plus the work since the last durable checkpoint — on average half a segment, ``(τ+δ)/2``, for
+  ``1/M`` and each costs ``R`` plus the work since the last durable checkpoint — on average half a
+  segment, ``(τ+δ)/2``, for
   blocking checkpoints; for asynchronous ones the snapshot becomes durable only when the
   background write (``write_s``) ends, so ``τ/2 + write_s`` is lost on average.
 """
@@ -94,7 +95,8 @@ def job_mtbf(
         )
     if accelerator_mtbf_s is not None:
         return _pos("accelerator_mtbf_s", accelerator_mtbf_s) / n_accelerators
-    if isinstance(accelerators_per_node, bool) or not isinstance(accelerators_per_node, (int, np.integer)) or accelerators_per_node < 1:
+    if (isinstance(accelerators_per_node, bool) or not isinstance(accelerators_per_node, (int, np.integer))
+            or accelerators_per_node < 1):
         raise ValueError(f"accelerators_per_node must be an integer >= 1; got {accelerators_per_node!r}")
     nodes = math.ceil(n_accelerators / accelerators_per_node)
     return _pos("node_mtbf_s", node_mtbf_s) / nodes
@@ -341,7 +343,8 @@ def _report_optimum(
     }
 
 
-def checkpoint_report(run: Run | Accounting, *, mtbf_s: float | None = None, restart_s: float | None = None) -> CheckpointReport:
+def checkpoint_report(run: Run | Accounting, *, mtbf_s: float | None = None,
+                      restart_s: float | None = None) -> CheckpointReport:
     """Measured checkpoint cost and interval, failures, lost work and downtime; distance to optimum.
 
     MTBF: ``mtbf_s`` when given, else the run's running time (wall minus downtime) divided by its

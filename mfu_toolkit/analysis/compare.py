@@ -172,7 +172,8 @@ def compare(
     for p, r in (("run_a", run_a), ("run_b", run_b)):
         if not isinstance(r, Run):
             raise TypeError(f"{p} must be a Run; got {type(r).__name__}")
-    if not (isinstance(names, tuple) and len(names) == 2 and all(isinstance(n, str) for n in names) and names[0] != names[1]):
+    if not (isinstance(names, tuple) and len(names) == 2 and all(isinstance(n, str) for n in names)
+            and names[0] != names[1]):
         raise ValueError(f"names must be a pair of two different strings; got {names!r}")
     na, nb = names
     acc_a = account(run_a, step_range=step_range)

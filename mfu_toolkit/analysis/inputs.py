@@ -225,7 +225,8 @@ def phrase_error(exc: BaseException, interface: str) -> str:
     hint = getattr(exc, "hint", None)
     if hint != "choose_format":
         return str(exc)
-    return (f"{exc.bare} Give {ask('format', interface)} to choose one, e.g. {_said('format', 'table', interface)} "  # type: ignore[attr-defined]
+    bare = exc.bare  # type: ignore[attr-defined]
+    return (f"{bare} Give {ask('format', interface)} to choose one, e.g. {_said('format', 'table', interface)} "
             f"with {ask('columns', interface)} for a generic CSV/JSONL/Parquet table")
 
 
@@ -258,7 +259,8 @@ def _known_dtype(dtype: str, interface: str) -> str:
                          f"one of {', '.join(hardware.DTYPES)}") from None
 
 
-def _apply_count(meta: Any, interface: str, n_accelerators: Any, packages: Any, per: str | None) -> tuple[Any, str | None]:
+def _apply_count(meta: Any, interface: str, n_accelerators: Any, packages: Any,
+                 per: str | None) -> tuple[Any, str | None]:
     """``n_accelerators``/``packages`` into the meta; the unit the peak must be per."""
     if n_accelerators is not None and packages is not None:
         raise InputError(f"give one of {input_name('n_accelerators', interface)} (devices) or "

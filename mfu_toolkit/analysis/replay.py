@@ -603,7 +603,8 @@ def straggler_whatif(run: Run | pd.DataFrame, *, min_slowdown: float = 0.03) -> 
         raise ValueError(f"min_slowdown must be a number in [0, 10); got {min_slowdown!r}")
     ops = _ops_of(run)
     if ops is None:
-        return _empty(["the run has no per-operation table (tables['ops']); the step-level breakdown assumes no pipeline"])
+        return _empty(["the run has no per-operation table (tables['ops']); "
+                       "the step-level breakdown assumes no pipeline"])
     missing = [c for c in REPLAY_COLUMNS if c not in ops.columns]
     if missing:
         return _empty([f"the op table lacks column(s) {missing} that the replay needs "
@@ -645,9 +646,11 @@ def _result(rp: _Replay, notes: list[str], min_slowdown: float) -> WhatIfResult:
     sp_share = (t_sp - t_ideal) / (t_act - t_ideal) if t_act != t_ideal else float("nan")
     verdict, culprit = _verdict(s, m_w, sp_share, wk, st, min_slowdown, rp.n_dp)
     if verdict == "slow_worker":
-        fixed = t_act - rp.mean_step(np.where(_workers_mask(rp, [(culprit["dp_rank"], culprit["stage"])]), rp.ideal, rp.actual))
+        fixed = t_act - rp.mean_step(np.where(_workers_mask(rp, [(culprit["dp_rank"], culprit["stage"])]),
+                                              rp.ideal, rp.actual))
     elif verdict == "stage_imbalance":
-        fixed = t_act - rp.mean_step(np.where(_mask(rp, np.flatnonzero(g.stage == culprit["stage"])), rp.ideal, rp.actual))
+        fixed = t_act - rp.mean_step(np.where(_mask(rp, np.flatnonzero(g.stage == culprit["stage"])),
+                                              rp.ideal, rp.actual))
     else:
         fixed = 0.0 if verdict == "none" else t_act - t_ideal
     gaps_t = float(rp.step_times(rp.actual, rp.gaps).mean())

@@ -59,7 +59,8 @@ def scaling_table(
     else:
         hits = np.flatnonzero(ns == base_n)
         if not len(hits):
-            raise ValueError(f"base_n must be one of the N values in data {sorted({int(v) for v in ns})}; got {base_n!r}")
+            raise ValueError(f"base_n must be one of the N values in data {sorted({int(v) for v in ns})}; "
+                             f"got {base_n!r}")
         base_i = int(hits[0])
     bn, bt = ns[base_i], tp[base_i]
     df["per_accelerator"] = tp / ns

@@ -117,9 +117,11 @@ def _model_progress(acc: Accounting, add: Add) -> None:
 
 def _compute_efficiency(acc: Accounting, summ: MFUSummary, add: Add) -> None:
     """MFU, HFU, goodput and the accelerators' idle share."""
-    add("compute_efficiency", "steady_state_mfu", summ.steady_state_mfu, "fraction", summ.reasons.get("steady_state_mfu", ""))
+    add("compute_efficiency", "steady_state_mfu", summ.steady_state_mfu, "fraction",
+        summ.reasons.get("steady_state_mfu", ""))
     add("compute_efficiency", "end_to_end_mfu", summ.end_to_end_mfu, "fraction", summ.reasons.get("end_to_end_mfu", ""))
-    add("compute_efficiency", "steady_state_hfu", summ.steady_state_hfu, "fraction", summ.reasons.get("steady_state_hfu", ""))
+    add("compute_efficiency", "steady_state_hfu", summ.steady_state_hfu, "fraction",
+        summ.reasons.get("steady_state_hfu", ""))
     add("compute_efficiency", "goodput", summ.goodput, "fraction", "ideal compute time / wall time")
     idle, why = gpu_idle_share(acc.run)
     add("compute_efficiency", "gpu_idle_share", idle, "fraction", why)
@@ -130,7 +132,8 @@ def _scaling(r: Run, others: Sequence[Run] | None, add: Add) -> None:
 
     Two step times, two answers: the ideal (typical GPU's) step leaves out the wait for the
     slowest rank, which grows with N; the mean actual step includes it (notebook 07)."""
-    for metric, step_time, what in (("scaling_efficiency", "typical", "ideal step, waits for the slowest rank excluded"),
+    for metric, step_time, what in (("scaling_efficiency", "typical",
+                                     "ideal step, waits for the slowest rank excluded"),
                                     ("scaling_efficiency_actual", "actual", "mean actual step, waits included")):
         if not others:
             add("scaling_efficiency", metric, None, "fraction", "needs runs at other sizes (others=[...])")

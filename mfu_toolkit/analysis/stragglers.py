@@ -276,7 +276,8 @@ class StragglerSummary:
             out.append(f"Stage imbalance (not stragglers): stage {slow}'s median rank time is "
                        f"{self.stage_ratio:.2f}x the fastest stage's")
         return out + [
-            f"Rank-steps more than {self.threshold:.0%} above their peers' step median: {self.slow_rank_steps_share:.2%}",
+            f"Rank-steps more than {self.threshold:.0%} above their peers' step median: "
+            f"{self.slow_rank_steps_share:.2%}",
             f"Most often slowest: rank {self.most_often_slowest} ({self.most_often_slowest_share:.0%} of steps)",
             f"Step time p50 {self.step_p50_s:.4g} s, p99 {self.step_p99_s:.4g} s (p99/p50 = {self.tail_ratio:.3f})",
         ]
@@ -708,9 +709,11 @@ def expected_max(
     n = _check_k("n", n, minimum=1)
     if isinstance(dist, str):
         if dist not in DISTRIBUTIONS:
-            raise ValueError(f"dist must be one of {', '.join(DISTRIBUTIONS)}, an array of samples or a callable; got {dist!r}")
+            raise ValueError(f"dist must be one of {', '.join(DISTRIBUTIONS)}, an array of samples or a callable; "
+                             f"got {dist!r}")
         for name, v, lo in (("mean", mean, None), ("std", std, 0.0)):
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not math.isfinite(v) or (lo is not None and v < lo):
+            if (isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not math.isfinite(v)
+                    or (lo is not None and v < lo)):
                 raise ValueError(f"{name} must be a finite number{' >= 0' if lo is not None else ''}; got {v!r}")
         if std == 0 or n == 1:
             return float(mean)
@@ -798,5 +801,6 @@ def sync_step_time(
     rows = []
     for n in ns:
         e = expected_max(n, dist=dist, mean=mean, std=std, n_mc=n_mc, seed=seed)
-        rows.append({"n_ranks": int(n), "expected_step_s": e, "slowdown": e / base, "overhead": e / base - 1, "method": method})
+        rows.append({"n_ranks": int(n), "expected_step_s": e, "slowdown": e / base, "overhead": e / base - 1,
+                     "method": method})
     return pd.DataFrame(rows)

@@ -54,7 +54,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     g = p.add_argument_group("work per step")
-    g.add_argument("--model-flops-per-step", type=_positive, help="model FLOPs of one global step (fwd+bwd, no recomputation)")
+    g.add_argument("--model-flops-per-step", type=_positive,
+                   help="model FLOPs of one global step (fwd+bwd, no recomputation)")
     g.add_argument("--hardware-flops-per-step", type=_positive, help="FLOPs including recomputation; adds HFU")
     g.add_argument("--step-seconds", type=_positive, help="mean wall time of one step, seconds")
     g.add_argument("--samples-per-step", type=_nonneg_int, default=0, help="global batch in samples (prints samples/s)")
@@ -102,7 +103,8 @@ def _resolve_peak(args: argparse.Namespace) -> tuple[float, dict[str, Any]]:
         raise UsageError("give either --accelerator or --peak-tflops-per-gpu, not both")
     if args.peak_tflops_per_gpu:
         if args.dtype or args.sparse:
-            raise UsageError("--dtype and --sparse apply to --accelerator; with --peak-tflops-per-gpu the peak is yours")
+            raise UsageError("--dtype and --sparse apply to --accelerator; "
+                             "with --peak-tflops-per-gpu the peak is yours")
         return args.peak_tflops_per_gpu * formulas.TERA, {
             "peak_source": "given on the command line", "per": args.per, "n_counts": _COUNTS[args.per],
             "denominator": f"{args.gpus:,} {_COUNTS[args.per]} × {args.peak_tflops_per_gpu:,.6g} TFLOP/s per "
@@ -150,7 +152,8 @@ def _model_work(args: argparse.Namespace) -> dict[str, Any]:
     if args.causal or args.seq_len:
         flag = "--causal" if args.causal else "--seq-len"
         raise UsageError(f"{flag} applies to model FLOPs: add --preset NAME or --config FILE")
-    missing = [f for f, v in (("--model-flops-per-step", args.model_flops_per_step), ("--step-seconds", args.step_seconds)) if not v]
+    missing = [f for f, v in (("--model-flops-per-step", args.model_flops_per_step),
+                              ("--step-seconds", args.step_seconds)) if not v]
     if missing:
         raise UsageError(f"missing {' and '.join(missing)} (or give --preset NAME with a throughput)")
     return {

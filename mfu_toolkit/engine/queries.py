@@ -2,7 +2,8 @@
 
 Every query reads a relation ``steps`` with the Run's step columns (``attempt, step, rank,
 start_s, end_s, data_wait_s, compute_s, samples, tokens``, and ``flag``, the text a loader set on
-a row; an engine supplies NULL for optional columns a dataset lacks) and small side tables the caller registers (``useful``: the useful
+a row; an engine supplies NULL for optional columns a dataset lacks) and small side tables the caller
+registers (``useful``: the useful
 job-level steps with their median busy time; ``grid``: per-rank value ranges to histogram;
 ``worst``: ranks to set apart, with their position; ``rank_bins``: each rank's heatmap row).
 
@@ -15,8 +16,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-__all__ = ["range_clauses", "DIALECTS", "ROWS", "JOB_STEPS", "RANK_HISTOGRAM", "RANK_MEDIANS", "RANK_REFINE", "RANK_VALUES", "WORST_RANKS", "RANK_HEATMAP",
-           "render", "transpile"]
+__all__ = ["range_clauses", "DIALECTS", "ROWS", "JOB_STEPS", "RANK_HISTOGRAM", "RANK_MEDIANS", "RANK_REFINE",
+           "RANK_VALUES", "WORST_RANKS", "RANK_HEATMAP", "render", "transpile"]
 
 DIALECTS = ("duckdb", "spark")
 

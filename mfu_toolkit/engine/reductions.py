@@ -208,7 +208,8 @@ class Reductions:
         be = self.backend
         got = be.run(queries.render(queries.WORST_RANKS, be.dialect), {"useful": useful, "worst": worst})
         key = pd.MultiIndex.from_frame(useful[["attempt", "step"]])
-        row = key.get_indexer(pd.MultiIndex.from_arrays([got["attempt"].astype(np.int64), got["step"].astype(np.int64)]))
+        row = key.get_indexer(pd.MultiIndex.from_arrays([got["attempt"].astype(np.int64),
+                                                         got["step"].astype(np.int64)]))
         pos = got["pos"].astype(np.int64)
         mat = np.full((len(useful), len(ranks) + 1), np.nan)
         mat[row, np.where(pos < 0, len(ranks), pos)] = got["busy_max_s"]
@@ -360,7 +361,8 @@ def _order_stats(red: Reductions, useful: pd.DataFrame, h: Mapping[str, np.ndarr
     todo = pd.DataFrame({"rank": np.r_[ranks, ranks[two]], "tid": np.r_[np.zeros(n_rank, np.int64),
                                                                        np.ones(int(two.sum()), np.int64)],
                          "lo": h["lo"][row], "hi": h["hi"][row], "off": np.r_[o1, o2[two]],
-                         "n": h["n"][row].astype(np.int64), "i": np.r_[np.arange(n_rank), np.flatnonzero(two) + n_rank]})
+                         "n": h["n"][row].astype(np.int64),
+                         "i": np.r_[np.arange(n_rank), np.flatnonzero(two) + n_rank]})
     value = np.full(2 * n_rank, np.nan)
     single = (todo["lo"] == todo["hi"]).to_numpy()
     value[todo["i"].to_numpy()[single]] = todo["lo"].to_numpy()[single]

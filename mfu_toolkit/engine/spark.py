@@ -55,8 +55,8 @@ def _session(spark: Any) -> Any:
 
 
 # Spark reads paths through Hadoop's glob (``FileSystem.globStatus``), where ``\\c`` removes the
-# special meaning of the character c
-# (https://hadoop.apache.org/docs/stable/api/org/apache/hadoop/fs/FileSystem.html#globStatus-org.apache.hadoop.fs.Path-):
+# special meaning of the character c (see
+# https://hadoop.apache.org/docs/stable/api/org/apache/hadoop/fs/FileSystem.html#globStatus-org.apache.hadoop.fs.Path-):
 # every glob character and the backslash itself are escaped, so a path names one file and no
 # folder is listed (a sibling named ``c:d`` in a listed folder is a URISyntaxException in Hadoop).
 _HADOOP_GLOB = re.compile(r"([\\*?\[\]{}])")
@@ -117,7 +117,8 @@ class SparkBackend:
     def check_rows(self) -> dict[tuple[str, int], tuple[int, float, float]]:
         """Per (part file, rule code): rows, smallest and largest step (see DuckBackend.check_rows)."""
         self.raw.createOrReplaceTempView("mfu_raw_steps")
-        sql = queries.transpile(row_rules.validation_sql("mfu_raw_steps", FILE_COLUMN, self.columns, self.int_columns), self.dialect)
+        sql = queries.transpile(row_rules.validation_sql("mfu_raw_steps", FILE_COLUMN, self.columns, self.int_columns),
+                                self.dialect)
         got = self.spark.sql(sql).toArrow()
         cols = {c: _numpy(got.column(c)) for c in got.column_names}
         return {(_local_file(str(f)), int(c)): (int(n), float(lo), float(hi))

@@ -18,7 +18,8 @@ Run and issues one :class:`~mfu_toolkit.run.LoadWarning` when anything was skipp
 contradicted.
 
 How a log's facts and the caller's keywords become RunMeta fields is :func:`mfu_toolkit.facts.resolve`
-(the one path for given, stated and assumed values, which ``apply_inputs`` shares). :func:`load` wraps it: foreign exceptions become a ``LoadError`` naming the file.
+(the one path for given, stated and assumed values, which ``apply_inputs`` shares). :func:`load` wraps it: foreign
+exceptions become a ``LoadError`` naming the file.
 """
 
 from __future__ import annotations

@@ -50,11 +50,13 @@ from .reading import GZIP_MAGIC, Limits
 __all__ = ["COST_FACTOR", "COST_FLOOR", "RankPart", "default_budget", "estimated_cost", "map_files",
            "merge_report", "parse_budget", "read_cache", "spark_map", "write_cache"]
 
-COST_FACTOR = 2.5  # peak bytes per inflated byte of the full parse (the selective read needs ~1.2; benchmarks/kineto_ranks.py)
+# peak bytes per inflated byte of the full parse (the selective read needs ~1.2; benchmarks/kineto_ranks.py)
+COST_FACTOR = 2.5
 COST_FLOOR = 200 * 2**20  # a worker process with numpy and pandas imported
 CACHE_VERSION = 2  # 2: keyed by a content fingerprint; the footer records its columns and a digest
 _META_KEY = b"mfu_toolkit.rank_part"
-_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "m": 2**20, "mb": 2**20, "g": 2**30, "gb": 2**30, "t": 2**40, "tb": 2**40}
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "m": 2**20, "mb": 2**20, "g": 2**30, "gb": 2**30, "t": 2**40,
+          "tb": 2**40}
 
 
 @dataclass
@@ -71,7 +73,8 @@ class RankPart:
 # --- reports ---------------------------------------------------------------------------------------
 def report_dict(r: LoadReport) -> dict[str, Any]:
     """What one file's reading added to its (fresh) report, as plain JSON-able values."""
-    return {"lines_read": r.lines_read, "skipped": dict(r.skipped), "first_lines": {k: list(v) for k, v in r.first_lines.items()},
+    return {"lines_read": r.lines_read, "skipped": dict(r.skipped),
+            "first_lines": {k: list(v) for k, v in r.first_lines.items()},
             "examples": dict(r.examples), "notes": list(r.notes)}
 
 
@@ -188,7 +191,8 @@ def _where(where: bool | str) -> str:
         return "user"
     if where == "beside":
         return "beside"
-    raise ValueError(f"cache must be True (the user cache directory), 'beside' (beside the trace) or False; got {where!r}")
+    raise ValueError(f"cache must be True (the user cache directory), 'beside' (beside the trace) or False; "
+                     f"got {where!r}")
 
 
 def cache_locations(trace: Path, where: bool | str = True, user_dir: str | None = None) -> list[Path]:
@@ -229,7 +233,8 @@ def _digest(meta: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def read_cache(trace: Path, key: dict[str, Any], where: bool | str = True, user_dir: str | None = None) -> RankPart | None:
+def read_cache(trace: Path, key: dict[str, Any], where: bool | str = True,
+               user_dir: str | None = None) -> RankPart | None:
     """The cached RankPart of ``trace`` if one with this key reads back whole; else None.
 
     Whole: the footer's record (key, facts, counts, column names, row count) matches its digest,
@@ -352,7 +357,8 @@ def _spark_task(fn: Callable[..., RankPart], args: tuple) -> Callable[[Any], Any
     return run
 
 
-def spark_map(fn: Callable[..., RankPart], paths: Sequence[Path], *, args: tuple = (), spark: Any = None) -> list[RankPart]:
+def spark_map(fn: Callable[..., RankPart], paths: Sequence[Path], *, args: tuple = (),
+              spark: Any = None) -> list[RankPart]:
     """``fn(path, *args)`` for every path as one Spark job (a task per file), results in order.
 
     DataFrame API only (``mapInPandas``), so a Spark Connect session works too. The executors

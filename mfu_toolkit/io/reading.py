@@ -386,7 +386,8 @@ class Reader:
         )
 
     # records
-    def bad(self, reason: str, *, line: int | None = None, field: str | None = None, example: str | None = None) -> None:
+    def bad(self, reason: str, *, line: int | None = None, field: str | None = None,
+            example: str | None = None) -> None:
         """A malformed record: raise in strict mode, otherwise count it under ``reason``."""
         if self.strict:
             detail = f"{reason}" + (f": {example[:120]!r}" if example else "")
@@ -538,7 +539,8 @@ def _is_stream(p: Path) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def spool_input(path: str | Path, *, timeout_s: float | None = None, max_bytes: int | None = None) -> SpooledInput | None:
+def spool_input(path: str | Path, *, timeout_s: float | None = None,
+                max_bytes: int | None = None) -> SpooledInput | None:
     """Copy stdin or a pipe/FIFO/device into a temporary file once, so sniffing and parsing both see it.
 
     ``None`` for a regular file or folder (read in place). A stream on which no byte arrives and

@@ -36,7 +36,8 @@ TIMER_COUNTS: dict[str, str] = {
         "micro-step's forward-to-step time on the printing rank (DeepSpeed 0.7 ThroughputTimer, " + DS_TIMER_URL + ")"),
     "running_only": (
         "train_micro_batch_size_per_gpu × data-parallel size (one micro-step's samples, all ranks) / one engine "
-        "micro-step's forward-to-step time on the printing rank (DeepSpeed < 0.7 ThroughputTimer, " + DS_TIMER_URL + ")"),
+        "micro-step's forward-to-step time on the printing rank (DeepSpeed < 0.7 ThroughputTimer, "
+        + DS_TIMER_URL + ")"),
 }
 
 # Appended where the timer runs inside Megatron-DeepSpeed: the span is part of each step.

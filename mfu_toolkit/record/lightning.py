@@ -85,7 +85,8 @@ class RecorderCallback(Callback):
         """Before the strategy wraps the model: time a comm hook the strategy will register."""
         strategy = getattr(trainer, "strategy", None)
         user_hook = getattr(strategy, "_ddp_comm_hook", None)
-        if stage == "fit" and self.sync is not None and callable(user_hook) and not getattr(user_hook, "_mfu_timed", False):
+        if (stage == "fit" and self.sync is not None and callable(user_hook)
+                and not getattr(user_hook, "_mfu_timed", False)):
             strategy._ddp_comm_hook = self.sync.timed(user_hook)
 
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:

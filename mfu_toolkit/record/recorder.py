@@ -366,7 +366,8 @@ class StepRecorder:
         self.close()
 
     def __repr__(self) -> str:
-        return f"StepRecorder({str(self.path)!r}, rank={self.rank}, world_size={self.world_size}, attempt={self.attempt})"
+        return (f"StepRecorder({str(self.path)!r}, rank={self.rank}, world_size={self.world_size}, "
+                f"attempt={self.attempt})")
 
 
 def _check_kind(kind: str) -> None:

@@ -135,11 +135,13 @@ _LABELS = {
     "instance": "instance", "job": "job",
 }
 _BASE_COLUMNS = ("sample", "entity", "kind", "gpu", "gpu_instance", "mig_profile", "uuid", "model_name", "hostname")
-_OPTIONAL_COLUMNS = ("compute_instance", "pod", "namespace", "container", "device", "pci_bus_id", "driver_version", "instance", "job")
+_OPTIONAL_COLUMNS = ("compute_instance", "pod", "namespace", "container", "device", "pci_bus_id", "driver_version",
+                     "instance", "job")
 _RESERVED = frozenset(_BASE_COLUMNS + _OPTIONAL_COLUMNS + ("time_s", "line"))
 _DMON_KINDS = {"GPU": ("gpu", "gpu"), "GPU-I": ("mig", "gpu_instance"), "GPU-CI": ("mig_ci", "compute_instance")}
 _SUMMARY_METRICS = ("tensor_active", "sm_active", "power_w", "sm_clock_mhz")
-_SUMMARY_ID = ("entity", "kind", "gpu", "gpu_instance", "compute_instance", "mig_profile", "uuid", "model_name", "hostname")
+_SUMMARY_ID = ("entity", "kind", "gpu", "gpu_instance", "compute_instance", "mig_profile", "uuid", "model_name",
+               "hostname")
 
 _SENTINEL_MIN = 9.2e18  # DCGM_INT64_BLANK = 2**63 - 16 and the codes above it
 _FP64_BLANKS = frozenset(140737488355328.0 + i for i in range(4))  # DCGM_FP64_BLANK, NOT_FOUND, ...
@@ -252,7 +254,8 @@ def _labels(s: str, pos: int, out: dict[str, str]) -> int:
         if m is None:
             return -1
         value = m.group(2)
-        out.setdefault(m.group(1), _ESC_RE.sub(lambda e: "\n" if e.group(1) == "n" else e.group(1), value) if "\\" in value else value)
+        out.setdefault(m.group(1), _ESC_RE.sub(lambda e: "\n" if e.group(1) == "n" else e.group(1), value)
+                       if "\\" in value else value)
         pos = _WS_RE.match(s, m.end()).end()
         if pos < n and s[pos] == ",":
             pos += 1
@@ -418,7 +421,8 @@ class _Collector:
         if column not in row:
             row[column] = v
         elif v is not None and row[column] is not None and row[column] != v:
-            self.bad(f"{rules.DUPLICATE} (another series of this entity and metric in one sample)", line, field, example)
+            self.bad(f"{rules.DUPLICATE} (another series of this entity and metric in one sample)", line, field,
+                     example)
         elif row[column] is None:
             row[column] = v
 
@@ -521,7 +525,8 @@ def _dmon_row(c: _Collector, line: int, toks: list[str], raw: str) -> None:
     fields = c.dmon or []
     etype, eid, vals = toks[0], toks[1], toks[2:]
     if len(vals) != len(fields):
-        c.drop(f"{rules.WRONG_FIELD_COUNT} (expected {len(fields)} values after the entity)", line, fields[-1][0] if fields else None, raw)
+        c.drop(f"{rules.WRONG_FIELD_COUNT} (expected {len(fields)} values after the entity)", line,
+               fields[-1][0] if fields else None, raw)
         return
     n = _index(eid)
     if n is None:
@@ -619,7 +624,8 @@ def _summary_rows(c: _Collector, options: Options) -> list[dict[str, Any]]:
         e = acc.get(r["_key"])
         if e is None:
             e = acc[r["_key"]] = {k: r.get(k) for k in _SUMMARY_ID}
-            e.update(_line=r["line"], n_samples=0, _sum=dict.fromkeys(_SUMMARY_METRICS, 0.0), _n=dict.fromkeys(_SUMMARY_METRICS, 0))
+            e.update(_line=r["line"], n_samples=0, _sum=dict.fromkeys(_SUMMARY_METRICS, 0.0),
+                     _n=dict.fromkeys(_SUMMARY_METRICS, 0))
         e["n_samples"] += 1
         for m in _SUMMARY_METRICS:
             if r.get(m) is not None:
@@ -652,7 +658,8 @@ def _apart(rows: list[dict[str, Any]], options: Options) -> None:
                 dev = (p[metric] - med) / med
                 if abs(dev) > options.apart_fraction:
                     side = "below" if dev < 0 else "above"
-                    why = f"{label} {p[metric]:.4g} {unit} is {abs(dev):.0%} {side} the median {med:.4g} {unit} of {len(have)} {model or 'whole'} GPUs"
+                    why = (f"{label} {p[metric]:.4g} {unit} is {abs(dev):.0%} {side} the median {med:.4g} {unit} "
+                           f"of {len(have)} {model or 'whole'} GPUs")
                     p["apart"] = "; ".join(x for x in (p["apart"], why) if x)
 
 
@@ -728,15 +735,19 @@ def _mig(out: Parsed, reader: Reader, entities: list[dict[str, Any]]) -> None:
 def _notes(c: _Collector, reader: Reader, entities: list[dict[str, Any]]) -> None:
     n = c.counts
     if n.get("noise"):
-        reader.note(f"{n['noise']} line(s) of prose, prompts or other text were not DCGM records (first at line {c.first['noise']})")
+        reader.note(f"{n['noise']} line(s) of prose, prompts or other text were not DCGM records "
+                    f"(first at line {c.first['noise']})")
     if n.get("blank"):
-        reader.note(f"{n['blank']} value(s) were DCGM's blank sentinel (int64 from 9.2e18, or the FP64 blank; first at line {c.first['blank']}): kept as missing, not numbers")
+        reader.note(f"{n['blank']} value(s) were DCGM's blank sentinel (int64 from 9.2e18, or the FP64 blank; "
+                    f"first at line {c.first['blank']}): kept as missing, not numbers")
     if n.get("nan"):
         reader.note(f"{n['nan']} value(s) were NaN (first at line {c.first['nan']}): kept as missing")
     if n.get("other metric"):
-        reader.note(f"{n['other metric']} sample(s) of metrics that are not DCGM's (first at line {c.first['other metric']}) were not read")
+        reader.note(f"{n['other metric']} sample(s) of metrics that are not DCGM's "
+                    f"(first at line {c.first['other metric']}) were not read")
     for k in [k for k in n if k.startswith("label ")]:
-        reader.note(f"one entity carried different {k[6:]} labels within one sample (first at line {c.first[k]}); the first is kept")
+        reader.note(f"one entity carried different {k[6:]} labels within one sample (first at line {c.first[k]}); "
+                    "the first is kept")
     if c.unknown_labels:
         reader.note(f"labels not kept as columns: {', '.join(c.unknown_labels)}")
     apart = [e for e in entities if e["apart"]]
@@ -755,7 +766,8 @@ def parse(reader: Reader, options: Options) -> Parsed:
         reader.fail("is a directory; the dcgm loader reads one text file")
     c = _read(reader)
     if not c.rows:
-        reader.fail("no DCGM samples: no DCGM_FI_* metric line with a gpu/UUID label and no dmon row under a #Entity header")
+        reader.fail("no DCGM samples: no DCGM_FI_* metric line with a gpu/UUID label "
+                    "and no dmon row under a #Entity header")
     cells = len(c.rows) * max(len(c.columns), 1)
     if cells > _SPARSE_FACTOR * c.n_values + _SPARSE_FLOOR:
         reader.fail(

@@ -105,7 +105,8 @@ class Options:
     def __post_init__(self) -> None:
         v = self.log_interval
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= rules.MAX_LOG_INTERVAL):
-            raise ValueError(f"log_interval must be a positive integer up to {rules.MAX_LOG_INTERVAL:,} or None; got {v!r}")
+            raise ValueError(f"log_interval must be a positive integer up to {rules.MAX_LOG_INTERVAL:,} or None; "
+                             f"got {v!r}")
 
 
 # Every capture is bounded, so no pattern backtracks over a long line more than linearly.
@@ -119,7 +120,8 @@ _TIMER_OLD = re.compile(r"(?<![\d/])(\d{1,18})/(\d{1,18}), (RunningAvg)?SamplesP
 _TIMER_KV = re.compile(
     r"\b(RunningAvgSamplesPerSec|CurrSamplesPerSec|SamplesPerSec|MemAllocated|MaxMemAllocated)=([^,\s]{0,64})")
 _OVERFLOW = re.compile(
-    r"(?:OVERFLOW! Rank (\d{1,9}) Skipping step|Overflow detected\. Skipping step)\.? Attempted loss scale: ([^,\s]{0,64})")
+    r"(?:OVERFLOW! Rank (\d{1,9}) Skipping step|Overflow detected\. Skipping step)"
+    r"\.? Attempted loss scale: ([^,\s]{0,64})")
 _PPO = re.compile(r"(?<!\w)epoch: ([^|]{0,40})\|step: ([^|]{0,40})(.*)$")
 _CONFIG = re.compile(r"\[config\.py:\d{1,6}:print\]\s{1,16}(\w{1,64})\s[ .]{0,200}(.{0,200})")
 _WORLD_INFO = re.compile(r"--world_info=([A-Za-z0-9+/=_-]{1,65536})")
@@ -202,7 +204,8 @@ _SNIFF_STRONG = re.compile(
     rb"(?<![\w/])step=\d{1,18}, skipped=\d{1,18}|RunningAvgSamplesPerSec=|\d/\d{1,18}, SamplesPerSec="
     rb"|OVERFLOW! Rank \d{1,9} Skipping step"
     rb"|Overflow detected\. Skipping step|DeepSpeed Flops Profiler|\|E2E latency=|DeepSpeedEngine configuration")
-_SNIFF_WEAK = re.compile(rb"WORLD INFO DICT|dist_world_size=|deepspeed\.launcher\.launch|\] \[deepspeed\] |ds_accelerator to ")
+_SNIFF_WEAK = re.compile(
+    rb"WORLD INFO DICT|dist_world_size=|deepspeed\.launcher\.launch|\] \[deepspeed\] |ds_accelerator to ")
 _SNIFF_MEGATRON = re.compile(
     rb"(?i:megatron)|iteration(?:\s{1,64}|=\s{0,64})\d{1,18}\s{0,64}/\s{0,64}\d{1,18}\s{0,64}\|")
 _SNIFF_SCAN = 4 << 20
@@ -306,7 +309,8 @@ def _num(scan: _Scan, raw: str | None, ln: int, name: str, *, kind: str = "value
         return math.nan
     if kind == "any" or (math.isfinite(v) and v >= 0 and (kind != "duration" or v <= _MAX_SECONDS)):
         return v
-    why = rules.NEGATIVE_DURATION if kind == "duration" and v < 0 else f"{rules.VALUE_OUT_OF_RANGE} (negative or not finite)"
+    why = (rules.NEGATIVE_DURATION if kind == "duration" and v < 0
+           else f"{rules.VALUE_OUT_OF_RANGE} (negative or not finite)")
     scan.reader.bad(why, line=ln, field=name, example=f"{name}={text}"[:160])
     return math.nan
 
@@ -363,7 +367,8 @@ def _context_line(scan: _Scan, ln: int, text: str) -> bool:
         scan.prof_left = 60
     elif ":print]" in text and "config.py" in text:
         _config(scan, ln, text)
-    elif any(k in text for k in ("--world_info=", "WORLD INFO DICT", "dist_world_size=", "nnodes=", "cmd = ", "exits successfully")):
+    elif any(k in text for k in ("--world_info=", "WORLD INFO DICT", "dist_world_size=", "nnodes=", "cmd = ",
+                                 "exits successfully")):
         _launcher(scan, ln, text)
     elif "DeepSpeed info: version=" in text:
         m = _VERSION.search(text)
@@ -447,7 +452,8 @@ def _engine_timer(scan: _Scan, ln: int, text: str) -> None:
         epoch, gstep, running = mo.groups()
         micro, form = None, "micro_step" if running else "running_only"
     else:
-        scan.reader.bad(f"{rules.BAD_STEP} (throughput-timer line without its step)", line=ln, field="global_step", example=text[:160])
+        scan.reader.bad(f"{rules.BAD_STEP} (throughput-timer line without its step)", line=ln, field="global_step",
+                        example=text[:160])
         return
     step = rules.as_step(gstep)
     if step is None or text == scan.prev_text:
@@ -455,7 +461,8 @@ def _engine_timer(scan: _Scan, ln: int, text: str) -> None:
         scan.reader.bad(why, line=ln, field="global_step", example=text[:160])
         return
     last = scan.engine[-1] if scan.engine else None
-    if last is not None and "timer_line" not in last and last["launch"] == scan.launch and ln - last["line"] <= _NEAR and not scan.marker:
+    if (last is not None and "timer_line" not in last and last["launch"] == scan.launch and ln - last["line"] <= _NEAR
+            and not scan.marker):
         rec = last
         scan.timer_mismatch += int(rec["step"] != step)
     else:  # a timer line on its own is a record too
@@ -486,7 +493,8 @@ def _overflow(scan: _Scan, ln: int, text: str) -> None:
         scan.other += 1
         return
     rec = {"line": ln, "ts": _stamp(scan, ln, text), "rank": int(m.group(1)) if m.group(1) else 0,
-           "loss_scale": _num(scan, m.group(2).rstrip("."), ln, "Attempted loss scale"), "engine_step": None, "ppo_step": None}
+           "loss_scale": _num(scan, m.group(2).rstrip("."), ln, "Attempted loss scale"), "engine_step": None,
+           "ppo_step": None}
     scan.overflow.append(rec)
     scan.pending.append(rec)
     scan.pending_ppo.append(rec)
@@ -508,7 +516,8 @@ def _ppo_step(scan: _Scan, ln: int, text: str) -> None:
         return
     last = scan.ppo[-1] if scan.ppo and scan.ppo[-1]["launch"] == scan.ppo_launch else None
     offset = 0
-    if last is not None and (scan.ppo_marker or epoch < last["epoch"] or (epoch == last["epoch"] and step <= last["epoch_step"])):
+    if last is not None and (scan.ppo_marker or epoch < last["epoch"]
+                             or (epoch == last["epoch"] and step <= last["epoch_step"])):
         scan.ppo_launch, last = scan.ppo_launch + 1, None
     elif last is not None:
         offset = last["offset"] if epoch == last["epoch"] else last["step"] + 1 - step
@@ -529,7 +538,8 @@ def _e2e(scan: _Scan, ln: int, text: str) -> None:
     """The RLHF phase breakdown, joined to the step line printed before it."""
     last = scan.ppo[-1] if scan.ppo else None
     if last is None or "e2e_line" in last:
-        scan.reader.bad("E2E latency line without a DeepSpeed-Chat step line before it", line=ln, field="E2E latency", example=text[:160])
+        scan.reader.bad("E2E latency line without a DeepSpeed-Chat step line before it", line=ln, field="E2E latency",
+                        example=text[:160])
         return
     last["e2e_line"] = ln
     for part in text.split("|"):
@@ -605,7 +615,8 @@ def _world_info(scan: _Scan, ln: int, text: str, token: str) -> None:
     try:
         if not token:
             raise ValueError("empty")
-        raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_" if "-" in token or "_" in token else None, validate=True)
+        raw = base64.b64decode(token + "=" * (-len(token) % 4),
+                               altchars=b"-_" if "-" in token or "_" in token else None, validate=True)
     except (binascii.Error, ValueError):
         scan.reader.bad("--world_info is not base64", line=ln, field="world_info", example=token[:120])
         return
@@ -695,8 +706,8 @@ def _comms_row(scan: _Scan, ln: int, text: str) -> bool:
     for raw, (col, name, kind) in zip(rest[1:], _COMMS_COLUMNS, strict=True):
         value = float(raw) if _is_float(raw) else None
         if value is not None and value < 0:  # the comms logger's counters wrap: a negative total is no time
-            scan.reader.bad(f"{rules.NEGATIVE_DURATION if kind == 'duration' else rules.VALUE_OUT_OF_RANGE} (counter overflow)",
-                            line=ln, field=name, example=text.strip()[:160])
+            scan.reader.bad(f"{rules.NEGATIVE_DURATION if kind == 'duration' else rules.VALUE_OUT_OF_RANGE} "
+                            "(counter overflow)", line=ln, field=name, example=text.strip()[:160])
             row[col] = math.nan
         else:
             row[col] = _num(scan, raw, ln, name, kind=kind)
@@ -739,11 +750,13 @@ def _intervals(scan: _Scan, recs: list[dict[str, Any]]) -> list[tuple[dict[str, 
     for r in recs:
         if r["ts"] is None:
             if timed:
-                scan.reader.bad("engine step line without a timestamp (cannot be timed)", line=r["line"], field="timestamp")
+                scan.reader.bad("engine step line without a timestamp (cannot be timed)", line=r["line"],
+                                field="timestamp")
             continue
         if prev is not None and prev["launch"] == r["launch"]:
             if r["ts"] < prev["ts"]:
-                scan.reader.bad(f"{rules.NON_MONOTONIC} (earlier than the previous step line)", line=r["line"], field="timestamp")
+                scan.reader.bad(f"{rules.NON_MONOTONIC} (earlier than the previous step line)", line=r["line"],
+                                field="timestamp")
                 continue
             pairs.append((prev, r))
         prev = r
@@ -759,7 +772,8 @@ def _engine_rows(scan: _Scan, options: Options, batch: float | None) -> tuple[pd
         return pd.DataFrame(), {}
     interval, source = _log_interval(scan, options, recs)
     pairs = _intervals(scan, recs)
-    info: dict[str, Any] = {"log_interval": interval, "log_interval_source": source, "lost": 0, "too_long": 0, "budget": False}
+    info: dict[str, Any] = {"log_interval": interval, "log_interval_source": source, "lost": 0, "too_long": 0,
+                            "budget": False}
     n_rows, gaps, budget = [], [], _ROW_BUDGET
     for a, b in pairs:
         gap = b["step"] - a["step"]
@@ -782,7 +796,8 @@ def _engine_rows(scan: _Scan, options: Options, batch: float | None) -> tuple[pd
     return _expand(pairs, np.array(n_rows, dtype=np.int64), np.array(gaps, dtype=np.int64), batch), info
 
 
-def _expand(pairs: list[tuple[dict[str, Any], dict[str, Any]]], n: np.ndarray, gaps: np.ndarray, batch: float | None) -> pd.DataFrame:
+def _expand(pairs: list[tuple[dict[str, Any], dict[str, Any]]], n: np.ndarray, gaps: np.ndarray,
+            batch: float | None) -> pd.DataFrame:
     """Rows of the intervals, vectorised: ``n[i]`` rows for interval ``i`` spanning ``gaps[i]`` steps."""
     t0 = np.array([a["ts"] for a, _ in pairs], dtype=float)
     t1 = np.array([b["ts"] for _, b in pairs], dtype=float)
@@ -909,7 +924,8 @@ def _batch_facts(out: Parsed, scan: _Scan, ranks: int | None) -> float | None:
         out.fact("micro_batch", arg[0], scan.where(arg[1]), f"--{arg[3]} {arg[0]}")
     total = _config_count(scan, "train_batch_size")
     if total is not None:
-        out.fact("global_batch", float(total[0]), scan.where(total[1]), f"train_batch_size (DeepSpeed config dump): {total[2].strip()}")
+        out.fact("global_batch", float(total[0]), scan.where(total[1]),
+                 f"train_batch_size (DeepSpeed config dump): {total[2].strip()}")
         return float(total[0])
     per = _arg_count(scan, "per_device_train_batch_size")
     gas = _arg_count(scan, "gradient_accumulation_steps")
@@ -931,10 +947,12 @@ def _model_facts(out: Parsed, scan: _Scan) -> None:
     _parallelism_fact(out, scan)
     seq = next((r for r in scan.dschat_tp if math.isfinite(r.get("seq_len", math.nan))), None)
     if seq is not None:
-        out.fact("seq_len", rules.as_count(seq["seq_len"]), scan.where(seq["line"]), f"Sequence Length: {seq['seq_len']:g}")
+        out.fact("seq_len", rules.as_count(seq["seq_len"]), scan.where(seq["line"]),
+                 f"Sequence Length: {seq['seq_len']:g}")
     elif (arg := _arg_count(scan, "max_seq_len")) is not None:
         out.fact("seq_len", arg[0], scan.where(arg[1]), f"--max_seq_len {arg[0]}")
-    elif (p := _arg_count(scan, "max_prompt_seq_len")) is not None and (a := _arg_count(scan, "max_answer_seq_len")) is not None:
+    elif ((p := _arg_count(scan, "max_prompt_seq_len")) is not None
+          and (a := _arg_count(scan, "max_answer_seq_len")) is not None):
         out.fact("seq_len", p[0] + a[0], scan.where(p[1]), f"--max_prompt_seq_len {p[0]} + --max_answer_seq_len {a[0]}")
     if "model_name_or_path" in scan.args:
         value, ln, _ = scan.args["model_name_or_path"]
@@ -947,9 +965,11 @@ def _model_facts(out: Parsed, scan: _Scan) -> None:
     if scan.dschat_at is not None:
         out.fact("framework", "DeepSpeed-Chat", scan.where(scan.dschat_at[0]), scan.dschat_at[1])
     else:
-        lines = [r["line"] for r in scan.engine] + [v[2] for v in scan.profiler.values()] + [v[1] for v in scan.launcher.values()]
+        lines = ([r["line"] for r in scan.engine] + [v[2] for v in scan.profiler.values()]
+                 + [v[1] for v in scan.launcher.values()])
         lines += [v[1] for v in scan.config.values()] + [r["line"] for r in scan.comms]
-        out.fact("framework", "DeepSpeed", scan.where(min(lines, default=1)), "DeepSpeed engine, launcher, config or profiler lines")
+        out.fact("framework", "DeepSpeed", scan.where(min(lines, default=1)),
+                 "DeepSpeed engine, launcher, config or profiler lines")
 
 
 def _parallelism_fact(out: Parsed, scan: _Scan) -> None:
@@ -958,7 +978,8 @@ def _parallelism_fact(out: Parsed, scan: _Scan) -> None:
         dp = scan.config.get("world_size", ("", ln, ""))[0]
         out.fact("parallelism", f"ZeRO stage {stage}" + (f", data parallel {dp}" if dp else ""), scan.where(ln), text)
     elif "dp_size" in scan.profiler or "mp_size" in scan.profiler:
-        sizes = [(label, scan.profiler[key]) for label, key in (("data parallel", "dp_size"), ("model parallel", "mp_size"))
+        sizes = [(label, scan.profiler[key])
+                 for label, key in (("data parallel", "dp_size"), ("model parallel", "mp_size"))
                  if key in scan.profiler and rules.as_count(scan.profiler[key][0]) is not None]
         if sizes:
             text = ", ".join(f"{label} {rules.as_count(v[0])}" for label, v in sizes)
@@ -1026,7 +1047,8 @@ def _claims(out: Parsed, scan: _Scan, ppo: bool) -> None:
                                   counts=_COUNTS["profiler"], where=scan.where(ln)))
     tp = [r for r in scan.dschat_tp if math.isfinite(r.get("tflops", math.nan))]
     if tp:
-        out.claim(Claim.summarise("tflops_per_accelerator", [r["tflops"] for r in tp], unit="TFLOP/s per GPU (as printed)",
+        out.claim(Claim.summarise("tflops_per_accelerator", [r["tflops"] for r in tp],
+                                  unit="TFLOP/s per GPU (as printed)",
                                   counts=_COUNTS["dschat"], where=scan.where(tp[0]["line"])))
 
 
@@ -1055,22 +1077,25 @@ def _tables(scan: _Scan, t0: float, ppo: bool) -> dict[str, pd.DataFrame]:
 def _notes(scan: _Scan, info: dict[str, Any], out: Parsed, ppo: bool, batch: float | None) -> None:
     note = scan.reader.note
     if scan.megatron:
-        note(f"{scan.megatron} Megatron-LM iteration lines (a Megatron-DeepSpeed log): this format reads only its DeepSpeed "
-             "lines; load it with format='megatron' for the iteration lines")
+        note(f"{scan.megatron} Megatron-LM iteration lines (a Megatron-DeepSpeed log): this format reads only its "
+             "DeepSpeed lines; load it with format='megatron' for the iteration lines")
     if info.get("lost"):
-        note(f"{info['lost']} intervals between printed steps are longer than the log interval ({info['log_interval']}): "
-             "lines lost; each kept as one row")
+        note(f"{info['lost']} intervals between printed steps are longer than the log interval "
+             f"({info['log_interval']}): lines lost; each kept as one row")
     if info.get("budget"):
         note(f"more than {_ROW_BUDGET:,} steps: the later intervals are kept as one row each (interval_steps)")
     if scan.engine and not ppo:
-        note("the first printed step of each launch anchors the timeline: the steps before it have no start time and are not rows"
-             + ("; step=0 lines (printed when an engine starts) are not training steps" if any(r["step"] == 0 for r in scan.engine) else ""))
+        note("the first printed step of each launch anchors the timeline: "
+             "the steps before it have no start time and are not rows"
+             + ("; step=0 lines (printed when an engine starts) are not training steps"
+                if any(r["step"] == 0 for r in scan.engine) else ""))
     if scan.timer_mismatch:
-        note(f"{scan.timer_mismatch} throughput-timer lines count steps from this launch (global_step differs from the engine's step=)")
+        note(f"{scan.timer_mismatch} throughput-timer lines count steps from this launch "
+             "(global_step differs from the engine's step=)")
     unpaired = [r for r in scan.ppo if "e2e_line" not in r]
     if unpaired:
-        note(f"{len(unpaired)} DeepSpeed-Chat step lines have no E2E latency line after them (the run ended?): no duration, not rows "
-             f"(first: step {unpaired[0]['step']} at line {unpaired[0]['line']})")
+        note(f"{len(unpaired)} DeepSpeed-Chat step lines have no E2E latency line after them (the run ended?): "
+             f"no duration, not rows (first: step {unpaired[0]['step']} at line {unpaired[0]['line']})")
     if ppo:
         note("DeepSpeed-Chat lines carry no timestamps: PPO steps are placed back to back from their E2E latency")
     if scan.overflow and any(o["engine_step"] is None and o["ppo_step"] is None for o in scan.overflow):
@@ -1080,7 +1105,8 @@ def _notes(scan: _Scan, info: dict[str, Any], out: Parsed, ppo: bool, batch: flo
         note("the log states the number of ranks (processes), not of devices; DeepSpeed runs one rank per device as a "
              "rule: pass n_accelerators= if so")
     if scan.overflow and "dtype" not in stated:
-        note("fp16 loss-scaler lines (OVERFLOW/Overflow detected) imply fp16 mixed precision; the dtype itself is not stated")
+        note("fp16 loss-scaler lines (OVERFLOW/Overflow detected) imply fp16 mixed precision; "
+             "the dtype itself is not stated")
     _implied_batch(scan, info, batch)
     if scan.other:
         note(f"{scan.other} lines are not DeepSpeed records (setup output, per-rank warnings, ...); ignored")
@@ -1091,8 +1117,9 @@ def _implied_batch(scan: _Scan, info: dict[str, Any], batch: float | None) -> No
     if info.get("implied"):
         implied = float(median(info["implied"]))
         stated = f" (train_batch_size {batch:g})" if batch is not None else " (the global batch is not stated)"
-        scan.reader.note(f"cross-check, not a fact: CurrSamplesPerSec × seconds per step between printed lines is {implied:.1f} "
-                         f"samples per step{stated}; DeepSpeed's timer leaves out data loading, and older releases count a different batch")
+        scan.reader.note(f"cross-check, not a fact: CurrSamplesPerSec × seconds per step between printed lines is "
+                         f"{implied:.1f} samples per step{stated}; DeepSpeed's timer leaves out data loading, "
+                         "and older releases count a different batch")
         info["implied_global_batch"] = round(implied, 3)
 
 
@@ -1102,9 +1129,10 @@ def parse(reader: Reader, options: Options) -> Parsed:
         reader.fail("is a directory; the deepspeed format reads one log file")
     scan = _scan(reader)
     if not (scan.engine or scan.ppo or scan.comms or scan.profiler or scan.launcher or scan.config or scan.dschat_tp):
-        hint = f"; it has {scan.megatron} Megatron-LM iteration lines: load it with format='megatron'" if scan.megatron else ""
-        reader.fail("no DeepSpeed records found (engine 'step=N, skipped=K' or 'RunningAvgSamplesPerSec=' lines, DeepSpeed-Chat "
-                    "step lines, a flops-profiler summary, a comms table or launcher lines)" + hint)
+        hint = (f"; it has {scan.megatron} Megatron-LM iteration lines: load it with format='megatron'"
+                if scan.megatron else "")
+        reader.fail("no DeepSpeed records found (engine 'step=N, skipped=K' or 'RunningAvgSamplesPerSec=' lines, "
+                    "DeepSpeed-Chat step lines, a flops-profiler summary, a comms table or launcher lines)" + hint)
     out = Parsed()
     ranks = _world_facts(out, scan)
     batch = _batch_facts(out, scan, ranks)
@@ -1131,7 +1159,8 @@ def parse(reader: Reader, options: Options) -> Parsed:
 
 
 def _extra(scan: _Scan, info: dict[str, Any], t0: float) -> dict[str, Any]:
-    extra: dict[str, Any] = {k: v for k, v in info.items() if k in ("log_interval", "log_interval_source", "implied_global_batch")}
+    extra: dict[str, Any] = {k: v for k, v in info.items()
+                             if k in ("log_interval", "log_interval_source", "implied_global_batch")}
     if scan.t_first is not None:
         extra["t0_wallclock"] = (_EPOCH + timedelta(seconds=t0)).isoformat(sep=" ")
         extra["t0_timezone"] = "unknown (the log's local time)"

@@ -206,11 +206,13 @@ def _records(reader: Reader, options: Options) -> _Records:
         if times:
             verdict = clock.check(min(times))
             if verdict == "late":
-                reader.bad(f"{rules.NON_MONOTONIC} (more than {tol:g} s before an earlier record)", line=line, field="time", example=_brief(rec))
+                reader.bad(f"{rules.NON_MONOTONIC} (more than {tol:g} s before an earlier record)", line=line,
+                           field="time", example=_brief(rec))
                 continue
             if verdict == "retract" and last_timed is not None:
                 bad_line, _ = out.recs.pop(last_timed)
-                reader.bad(f"{rules.NON_MONOTONIC} (far ahead of the records before and after it)", line=bad_line, field="time")
+                reader.bad(f"{rules.NON_MONOTONIC} (far ahead of the records before and after it)", line=bad_line,
+                           field="time")
             last_timed = len(out.recs)
         out.recs.append((line, rec))
     return out
@@ -250,7 +252,8 @@ class _Attempts:
             self.reader.bad(f"{rules.NON_FINITE_TIME} ({key})", line=line, field=key, example=_brief(rec))
             return None
         if not 0 <= v <= _MAX_TIME_S:
-            self.reader.bad(f"{rules.VALUE_OUT_OF_RANGE} ({key} negative or after the year 9999)", line=line, field=key, example=_brief(rec))
+            self.reader.bad(f"{rules.VALUE_OUT_OF_RANGE} ({key} negative or after the year 9999)", line=line, field=key,
+                            example=_brief(rec))
             return None
         return v
 
@@ -333,7 +336,8 @@ class _Attempts:
                 kind = "eval" if "EVAL" in typ.upper() else "other"
                 self._close(key, t, line, "custom_badput_event_end_time", kind, typ, "custom badput event")
         else:
-            self.reader.bad(f"{rules.MISSING_FIELD} (custom_badput_event_start_time or _end_time)", line=line, field="custom_badput_event_type")
+            self.reader.bad(f"{rules.MISSING_FIELD} (custom_badput_event_start_time or _end_time)", line=line,
+                            field="custom_badput_event_type")
 
     def _checkpoint(self, line: int, rec: dict[str, Any]) -> None:
         et = rec["event_type"]
@@ -407,7 +411,8 @@ def _attempt_rows(reader: Reader, attempts: list[_Attempt], idx: int, blocking: 
         rows.append({"attempt": idx, "step": step, "start_s": t, "end_s": end})
 
 
-def _timeline(reader: Reader, attempts: list[_Attempt]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+def _timeline(reader: Reader,
+              attempts: list[_Attempt]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Step rows, events and the activities table (absolute times)."""
     rows: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
@@ -419,10 +424,12 @@ def _timeline(reader: Reader, attempts: list[_Attempt]) -> tuple[list[dict[str, 
             asynchronous[idx] = n_async
         _attempt_rows(reader, attempts, idx, blocking, rows, events)
         for b in blocking:
-            events.append({"kind": b["kind"], "start_s": b["start"], "end_s": b["end"], "attempt": idx, "detail": b["what"]})
+            events.append({"kind": b["kind"], "start_s": b["start"], "end_s": b["end"], "attempt": idx,
+                           "detail": b["what"]})
         if a.job_start is not None:
             kind = "restart" if idx > 0 else "other"
-            events.append({"kind": kind, "start_s": a.job_start, "end_s": a.job_start, "attempt": idx, "detail": "job_start_time"})
+            events.append({"kind": kind, "start_s": a.job_start, "end_s": a.job_start, "attempt": idx,
+                           "detail": "job_start_time"})
         if a.end is not None:
             events.append({"kind": "other", "start_s": a.end, "end_s": a.end, "attempt": idx, "detail": "job_end_time"})
     if len(asynchronous) == 1:
@@ -446,7 +453,8 @@ def parse(reader: Reader, options: Options) -> Parsed:
     if want is not None and got.other_jobs:
         reader.note(f"{got.other_jobs} records of other jobs than {want!r} ignored")
     if len(got.names) > 1 and want is None:
-        reader.note(f"records of {len(got.names)} job names read together: {sorted(got.names)[:20]} (pass job_name= to pick one)")
+        reader.note(f"records of {len(got.names)} job names read together: {sorted(got.names)[:20]} "
+                    "(pass job_name= to pick one)")
     attempts = builder.close()
     if not attempts:
         reader.fail("no goodput records (job/step/activity timestamps) found")

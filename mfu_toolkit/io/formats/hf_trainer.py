@@ -218,7 +218,8 @@ def _check_entry(reader: Reader, e: Any, line: int | None, *, need_step: bool) -
         return None
     e = {str(k): v for k, v in e.items()}
     if need_step and _entry_kind(e) == "train" and "step" not in e:
-        reader.bad(f"{rules.MISSING_FIELD} (a training entry without its step)", line=line, field="step", example=repr(e)[:160])
+        reader.bad(f"{rules.MISSING_FIELD} (a training entry without its step)", line=line, field="step",
+                   example=repr(e)[:160])
         return None
     for k, v in e.items():
         if k.endswith("_runtime"):
@@ -437,14 +438,16 @@ def _scan_log_history(text: str, reader: Reader, spans: dict[int, tuple[int, int
         pos = _WS_RE.match(text, pos).end()  # type: ignore[union-attr]
         line, counted = line + text.count("\n", counted, pos), pos
         if pos >= len(text):
-            reader.bad(f"{rules.MALFORMED_JSON} (truncated: the file ends inside log_history)", line=line, field="log_history", example=text[-80:])
+            reader.bad(f"{rules.MALFORMED_JSON} (truncated: the file ends inside log_history)", line=line,
+                       field="log_history", example=text[-80:])
             return out
         if text[pos] == "]":
             return out
         try:
             obj, end = dec.raw_decode(text, pos)
         except JSONDecodeError as exc:
-            reader.bad(f"{rules.MALFORMED_JSON} (truncated or broken: {exc.msg})", line=line, field="log_history", example=text[pos : pos + 80])
+            reader.bad(f"{rules.MALFORMED_JSON} (truncated or broken: {exc.msg})", line=line, field="log_history",
+                       example=text[pos : pos + 80])
             return out
         except (RecursionError, ValueError) as exc:  # too deep, or an integer with too many digits
             why = rules.JSON_TOO_DEEP if isinstance(exc, RecursionError) else f"{rules.MALFORMED_JSON} ({exc})"
@@ -469,7 +472,8 @@ def _salvage_keys(text: str) -> dict[str, Any]:
     return doc
 
 
-def _read_state(reader: Reader, text: str, spans: dict[int, tuple[int, int]]) -> tuple[dict[str, Any], list[tuple[int, Any]]]:
+def _read_state(reader: Reader, text: str,
+                spans: dict[int, tuple[int, int]]) -> tuple[dict[str, Any], list[tuple[int, Any]]]:
     """The state's top-level scalars and its ``log_history`` entries (with their lines)."""
     reader.report.lines_read += text.count("\n") + 1
     parsed, why, at = parse_json(text)
@@ -519,7 +523,8 @@ def _utf8_text(sub: Reader) -> str:
         line = raw.count(b"\n", 0, exc.start) + 1
         before = raw[raw.rfind(b"\n", 0, exc.start) + 1 : exc.start].decode("utf-8", errors="replace")
         key = re.findall(r'"([^"\n]{1,80})"\s*:', before)  # the key whose value holds the byte
-        sub.bad(rules.NOT_UTF8, line=line, field=key[-1] if key else sub.path.name, example=repr(raw[max(0, exc.start - 40) : exc.start + 20])[:120])
+        sub.bad(rules.NOT_UTF8, line=line, field=key[-1] if key else sub.path.name,
+                example=repr(raw[max(0, exc.start - 40) : exc.start + 20])[:120])
     return text[1:] if text.startswith("\ufeff") else text
 
 
@@ -681,7 +686,8 @@ def _note_left_out(folder: Path, read: list[Path], reader: Reader) -> None:
             left.append(f"{f.name} ({_left_out_why(head)})")
     if left:
         reader.note(
-            f"{len(left)} other Trainer file(s) in {folder.name}/ not read (load each by its own path): " + "; ".join(left)
+            f"{len(left)} other Trainer file(s) in {folder.name}/ not read (load each by its own path): "
+            + "; ".join(left)
         )
     states = sorted(
         (c for c in folder.glob("checkpoint-*/trainer_state.json") if c.resolve() not in done),

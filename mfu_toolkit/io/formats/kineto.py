@@ -62,7 +62,8 @@ step start across the ranks.
 Many ranks: each file is reduced on its own to a per-step table (``read_rank``), in a process
 pool bounded by a memory budget, or as a Spark job (``engine="spark"``), and that table is
 cached as Parquet in the user cache directory, or beside the trace with ``cache="beside"`` (see
-:mod:`mfu_toolkit.io.kineto_ranks` for the cost rule and :mod:`mfu_toolkit.io.cache` for the cache); the job is assembled from the tables. A file that cannot be read at all (a corrupt
+:mod:`mfu_toolkit.io.kineto_ranks` for the cost rule and :mod:`mfu_toolkit.io.cache` for the cache); the job is
+assembled from the tables. A file that cannot be read at all (a corrupt
 or truncated gzip stream) is counted under ``unreadable trace file (left out)`` and named in a
 note; the other ranks load, unless ``strict=True``. ``load_traces(paths)`` reads a list.
 
@@ -141,14 +142,16 @@ class Options:
     def __post_init__(self) -> None:
         if self.pattern is not None and (not isinstance(self.pattern, str) or not self.pattern.strip()
                                          or Path(self.pattern).is_absolute() or ".." in Path(self.pattern).parts):
-            raise ValueError(f"pattern must be a glob inside the folder (e.g. 'job_rank*.json') or None; got {self.pattern!r}")
+            raise ValueError(f"pattern must be a glob inside the folder (e.g. 'job_rank*.json') or None; "
+                             f"got {self.pattern!r}")
         if not isinstance(self.align_clocks, bool):
             raise ValueError(f"align_clocks must be True or False; got {self.align_clocks!r}")
         if self.files is not None:
             if isinstance(self.files, (str, Path)) or not all(isinstance(f, (str, Path)) for f in self.files):
                 raise ValueError(f"files must be a list of trace paths; got {self.files!r}")
             object.__setattr__(self, "files", tuple(str(f) for f in self.files))
-        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1):
+        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int)
+                                         or self.workers < 1):
             raise ValueError(f"workers must be a positive integer or None (one per CPU); got {self.workers!r}")
         if self.memory_budget is not None:
             kr.parse_budget(self.memory_budget)
@@ -188,7 +191,9 @@ _WORLD_TEXT = ("a PyTorch world size counts framework devices: one per GPU, but 
 
 # The first key Kineto's ChromeTraceLogger writes (libkineto/src/output_json.cpp, handleTraceStart),
 # then deviceProperties (an empty list on a rank that saw no GPU) or the metadata.
-_KINETO_HEADER_RE = re.compile(rb'\{\s*"schemaVersion"\s*:\s*\d{1,6}\s*,\s*"(?:deviceProperties|distributedInfo|record_shapes|displayTimeUnit|baseTimeNanoseconds|trace_id)"')
+_KINETO_HEADER_RE = re.compile(
+    rb'\{\s*"schemaVersion"\s*:\s*\d{1,6}\s*,\s*"'
+    rb'(?:deviceProperties|distributedInfo|record_shapes|displayTimeUnit|baseTimeNanoseconds|trace_id)"')
 
 
 def sniff(path: Path, head: bytes) -> float:
@@ -212,7 +217,8 @@ def _sniff_head(head: bytes) -> float:
     if _KINETO_HEADER_RE.match(h) and b'"traceEvents"' not in head:
         return 0.9  # Kineto's header; its traceEvents come after metadata longer than the head
     if b'"traceEvents"' in head:
-        kineto_keys = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"', b'"cpu_op"', b'"kernel"', b"ProfilerStep#")
+        kineto_keys = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"', b'"cpu_op"', b'"kernel"',
+                       b"ProfilerStep#")
         return 0.95 if any(k in head for k in kineto_keys) else 0.6
     if h[:1] == b"[" and b'"ph"' in head and b'"ts"' in head:
         return 0.5
@@ -220,7 +226,8 @@ def _sniff_head(head: bytes) -> float:
 
 
 def _trace_files(path: Path) -> list[Path]:
-    return [p for p in sorted(path.iterdir()) if p.is_file() and (p.name.endswith(".json") or p.name.endswith(".json.gz"))]
+    return [p for p in sorted(path.iterdir())
+            if p.is_file() and (p.name.endswith(".json") or p.name.endswith(".json.gz"))]
 
 
 # --- events -------------------------------------------------------------------------------------
@@ -643,7 +650,8 @@ class _Scan:
     def _key_lines(self) -> dict[str, int]:
         """Line of the first ``"distributedInfo"`` / ``"deviceProperties"`` / ``"world_size"``."""
         first = self.guards.first
-        pos = {k: first[f'"{k}"'.encode()] for k in ("distributedInfo", "deviceProperties") if f'"{k}"'.encode() in first}
+        pos = {k: first[f'"{k}"'.encode()] for k in ("distributedInfo", "deviceProperties")
+               if f'"{k}"'.encode() in first}
         if "distributedInfo" in pos:
             at = self.buf.find(b'"world_size"', pos["distributedInfo"], self.n)
             if at >= 0:
@@ -686,7 +694,8 @@ def _salvage_array(text: str, pos: int, dec: json.JSONDecoder, reader: Reader) -
     while True:
         pos = _WS_RE.match(text, pos).end()  # type: ignore[union-attr]
         if pos >= len(text):
-            reader.bad(f"{rules.MALFORMED_JSON} (truncated: the trace ends inside traceEvents)", line=_line_at(text, pos), field="traceEvents")
+            reader.bad(f"{rules.MALFORMED_JSON} (truncated: the trace ends inside traceEvents)",
+                       line=_line_at(text, pos), field="traceEvents")
             return out, pos, False
         if text[pos] == "]":
             return out, pos + 1, True
@@ -711,7 +720,8 @@ def _salvage(text: str, reader: Reader) -> Any:
         pos = _WS_RE.match(text, pos).end()  # type: ignore[union-attr]
         if pos >= len(text) or text[pos] == "}":
             if pos >= len(text):
-                reader.bad(f"{rules.MALFORMED_JSON} (truncated: the trace object is not closed)", line=_line_at(text, pos))
+                reader.bad(f"{rules.MALFORMED_JSON} (truncated: the trace object is not closed)",
+                           line=_line_at(text, pos))
             return doc
         key, end, why = _decode_at(dec, text, pos)
         colon = _COLON_RE.match(text, end) if why is None else None
@@ -906,7 +916,8 @@ def _in_range(reader: Reader, info: dict[str, Any], key: str, line: int | None, 
         return None
     n = rules.as_step(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
     if n is None or n < lowest or n > _MAX_RANK:
-        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (distributedInfo.{key})", line=line, field=f"distributedInfo.{key}", example=repr(v)[:80])
+        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (distributedInfo.{key})", line=line, field=f"distributedInfo.{key}",
+                   example=repr(v)[:80])
         return None
     return n
 
@@ -919,7 +930,8 @@ def _doc_facts(tr: _Trace, doc: dict[str, Any], reader: Reader) -> None:
     tr.rank = _in_range(reader, info, "rank", tr.lines.get("distributedInfo"), lowest=0)
     if tr.rank is not None and tr.world_size is not None and tr.rank >= tr.world_size:
         reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (distributedInfo.rank is not below world_size)",
-                   line=tr.lines.get("distributedInfo"), field="distributedInfo.rank", example=f"rank {tr.rank} of {tr.world_size}")
+                   line=tr.lines.get("distributedInfo"), field="distributedInfo.rank",
+                   example=f"rank {tr.rank} of {tr.world_size}")
         tr.rank = None
     backend = info.get("backend")
     tr.backend = backend[:80] if isinstance(backend, str) else None
@@ -927,7 +939,8 @@ def _doc_facts(tr: _Trace, doc: dict[str, Any], reader: Reader) -> None:
     if isinstance(props, list):
         named = [p for p in props if isinstance(p, dict) and isinstance(p.get("name"), str)]
         tr.devices = sorted({p["name"][:200] for p in named})
-        tr.mtia = sorted({p["name"][:200] for p in named if any(k in p for k in _MTIA_PROP_KEYS) and "computeMajor" not in p})
+        tr.mtia = sorted({p["name"][:200] for p in named
+                          if any(k in p for k in _MTIA_PROP_KEYS) and "computeMajor" not in p})
     base = doc.get("baseTimeNanoseconds")
     ok = isinstance(base, (int, float)) and not isinstance(base, bool) and abs(base) < 2**63 and math.isfinite(base)
     tr.base_ns = base if ok else None
@@ -996,7 +1009,8 @@ def _step_spans(tr: _Trace, rank: int, reader: Reader) -> tuple[np.ndarray, np.n
     return ss, se, sn, base
 
 
-def _rank_tables(tr: _Trace, rank: int, reader: Reader) -> tuple[dict[str, np.ndarray], list[dict[str, np.ndarray]], float] | None:
+def _rank_tables(tr: _Trace, rank: int,
+                 reader: Reader) -> tuple[dict[str, np.ndarray], list[dict[str, np.ndarray]], float] | None:
     """Step rows (µs, relative to the trace's own first step) and kernel summaries for one rank."""
     spans = _step_spans(tr, rank, reader)
     if spans is None:
@@ -1032,7 +1046,8 @@ def _rank_tables(tr: _Trace, rank: int, reader: Reader) -> tuple[dict[str, np.nd
                     "or a profiler that recorded no device; compute, communication and device busy/idle time are "
                     "unknown (left missing), not zero")
     if outside > 1.0:  # µs; below that it is rounding
-        reader.note(f"rank {rank}: {outside / 1e6:.6f} s of GPU activity lies outside every ProfilerStep span (not counted)")
+        reader.note(f"rank {rank}: {outside / 1e6:.6f} s of GPU activity lies outside every ProfilerStep span "
+                    "(not counted)")
     return cols, kern, base
 
 
@@ -1057,7 +1072,8 @@ def _files(reader: Reader, options: Options) -> list[Path]:
         files = [Path(f) if Path(f).is_absolute() or not p.is_dir() else p / f for f in options.files]
         missing = [str(f) for f in files if not f.is_file()]
         if missing or not files:
-            reader.fail(f"trace files not found: {', '.join(missing[:5])}" if missing else "files= lists no trace file", field="files")
+            reader.fail(f"trace files not found: {', '.join(missing[:5])}" if missing else "files= lists no trace file",
+                        field="files")
         return files
     if not p.is_dir():
         return [p]
@@ -1161,7 +1177,8 @@ def _job_facts(out: Parsed, traces: list[_Trace], reader: Reader) -> int | None:
     names = sorted({d for tr in traces for d in tr.devices})
     if len(names) == 1:
         tr = next(t for t in traces if t.devices)
-        mtia = f" (an MTIA device: {', '.join(_MTIA_PROP_KEYS[:2])} are the MTIA runtime's properties)" if names[0] in tr.mtia else ""
+        mtia = (f" (an MTIA device: {', '.join(_MTIA_PROP_KEYS[:2])} are the MTIA runtime's properties)"
+                if names[0] in tr.mtia else "")
         out.fact("accelerator", names[0], f"{tr.where}:{tr.lines.get('deviceProperties', 1)}",
                  f'deviceProperties[].name "{names[0]}"{mtia}')
     elif names:
@@ -1222,7 +1239,8 @@ def _rank_reader(path: str, strict: bool, limits: Limits | None, root: str | Non
 def _key(reader: Reader) -> dict[str, Any] | None:
     """The cache key of a rank file: its size, mtime and content fingerprint, and the settings that
     shape its parse."""
-    settings = f"tables={_TABLES_VERSION};fast={FAST_PATH};strict={reader.strict};file={reader.file};limits={reader.limits}"
+    settings = (f"tables={_TABLES_VERSION};fast={FAST_PATH};strict={reader.strict};file={reader.file};"
+                f"limits={reader.limits}")
     try:
         return kr.cache_key(reader.path, settings)
     except OSError:
@@ -1256,7 +1274,8 @@ def read_rank(path: str, strict: bool = False, limits: Limits | None = None, roo
 def _read_parts(reader: Reader, files: list[Path], root: Path | None, options: Options) -> list[kr.RankPart]:
     """Each file's RankPart: cached ones read here, the rest in the pool (or as a Spark job)."""
     if reader.display is not None:  # a spooled stream: one temporary file, named as the user gave it
-        sub = Reader(reader.path, NAME, strict=reader.strict, report=LoadReport(), limits=reader.limits, display=reader.display)
+        sub = Reader(reader.path, NAME, strict=reader.strict, report=LoadReport(), limits=reader.limits,
+                     display=reader.display)
         return [_parse_rank(sub)]
     args = (reader.strict, reader.limits, None if root is None else str(root))
     # the cache directory resolved here: pool and Spark workers may not share this environment

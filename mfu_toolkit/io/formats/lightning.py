@@ -76,7 +76,8 @@ _VERSION_RE = re.compile(r"^version_(\d{1,18})$")
 _HP_KEYS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("global_batch", ("global_batch_size", "global_batch")),
     ("micro_batch", ("batch_size", "micro_batch_size")),
-    ("seq_len", ("seq_len", "seq_length", "max_seq_len", "max_seq_length", "block_size", "context_length", "sequence_length")),
+    ("seq_len", ("seq_len", "seq_length", "max_seq_len", "max_seq_length", "block_size", "context_length",
+                 "sequence_length")),
 )
 _PRECISION = {"bf16": "bf16", "16": "fp16", "fp16": "fp16", "half": "fp16", "32": "fp32", "fp32": "fp32",
               "64": "fp64", "fp64": "fp64", "double": "fp64", "transformer-engine": "fp8",
@@ -339,7 +340,8 @@ def _hparam_facts(out: Parsed, sub: Reader, node: Any) -> None:
     if nodes is not None:
         out.fact("n_nodes", nodes, at("num_nodes"), f"num_nodes: {top['num_nodes'][0]}")
     if devices is not None and (nodes is not None or "num_nodes" not in top):
-        text = f"{dev_key}: {top[dev_key][0]}" + (f", num_nodes: {top['num_nodes'][0]}" if nodes else " (num_nodes not given: 1)")
+        text = f"{dev_key}: {top[dev_key][0]}" + (f", num_nodes: {top['num_nodes'][0]}" if nodes
+                                                   else " (num_nodes not given: 1)")
         out.fact("n_accelerators", devices * (nodes or 1), at(dev_key), text)
 
 
@@ -423,7 +425,8 @@ def _time_kind(cols: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def _finite_points(t: pd.DataFrame, col: str, lines: pd.Series, reader: Reader) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _finite_points(t: pd.DataFrame, col: str, lines: pd.Series,
+                   reader: Reader) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Steps, values and lines of the time points; NaN-free, infinite ones counted and dropped."""
     steps = t["step"].to_numpy(np.int64)
     v = t[col].to_numpy(float)
@@ -459,13 +462,15 @@ def _interval_rows(steps: np.ndarray, v: np.ndarray, ln: np.ndarray, reader: Rea
     return n, np.where(too_long, 1, n)
 
 
-def _clock_rows(steps: np.ndarray, v: np.ndarray, ln: np.ndarray, attempt: int, offset: float, reader: Reader) -> pd.DataFrame:
+def _clock_rows(steps: np.ndarray, v: np.ndarray, ln: np.ndarray, attempt: int, offset: float,
+                reader: Reader) -> pd.DataFrame:
     """Rows from a clock or elapsed counter: each point ends the interval since the previous one."""
     n, rows = _interval_rows(steps, v, ln, reader)
     extra = int(rows.sum()) - len(rows)
     if extra and not rules.take_rows(extra):  # the load's budget of invented rows (see rules)
         rows = np.ones_like(rows)
-        reader.note(f"log intervals not expanded: one row per logged record (the steps between are counted in interval_steps) — expanding them would add {extra:,} rows, over this load's budget")
+        reader.note(f"log intervals not expanded: one row per logged record (the steps between are counted in "
+                    f"interval_steps) — expanding them would add {extra:,} rows, over this load's budget")
     t_start = np.concatenate([[v[0]], v[:-1]])
     share = (v - t_start) / n
     within = np.arange(int(rows.sum()), dtype=np.int64) - np.repeat(np.cumsum(rows) - rows, rows)
@@ -481,7 +486,8 @@ def _clock_rows(steps: np.ndarray, v: np.ndarray, ln: np.ndarray, attempt: int, 
     })
 
 
-def _steps_for(m: pd.DataFrame, lines: pd.Series, attempt: int, col: str, kind: str, reader: Reader, offset: float) -> pd.DataFrame:
+def _steps_for(m: pd.DataFrame, lines: pd.Series, attempt: int, col: str, kind: str, reader: Reader,
+               offset: float) -> pd.DataFrame:
     """Steps rows of one attempt from its time column (see the module docstring).
 
     ``lines`` maps each step to the file line its ``col`` value came from, for ``reader.bad``.
@@ -567,7 +573,8 @@ def parse(reader: Reader, options: Options) -> Parsed:
             hparams[f.parent.name if len(files) > 1 else "hparams"] = hp
     table = pd.concat(metrics, ignore_index=True)
     if table.empty:
-        reader.fail("no metric rows" + (f"; {reader.report.total_skipped} malformed" if reader.report.total_skipped else ""))
+        reader.fail("no metric rows"
+                    + (f"; {reader.report.total_skipped} malformed" if reader.report.total_skipped else ""))
     tk = _time_kind([c for c in table.columns if c not in ("attempt", "step", "epoch")])
     steps = None
     if tk is None:
@@ -579,7 +586,8 @@ def parse(reader: Reader, options: Options) -> Parsed:
             out.timing = "duration_only" if tk[1] == "dur" else "interval_mean"
     if len(files) > 1:
         n_att = steps["attempt"].nunique() if steps is not None else len(files)
-        reader.note(f"{len(files)} version_N folders read as attempts 0..{n_att - 1}" + (" (those with step times)" if n_att < len(files) else ""))
+        reader.note(f"{len(files)} version_N folders read as attempts 0..{n_att - 1}"
+                    + (" (those with step times)" if n_att < len(files) else ""))
     out.steps, out.tables = steps, {"metrics": table}
     out.time_unit = "s" if tk else None
     out.extra["versions"] = [f.parent.name for f in files if _VERSION_RE.match(f.parent.name)]

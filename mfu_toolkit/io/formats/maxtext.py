@@ -12,7 +12,8 @@ What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
   ``# `` of a log pasted into a shell script's comments, indentation of a quoted block.
 - ``loss: nan`` is kept as a missing loss on a kept step: a diverged run still ran its steps.
 - Flags (``flag`` column, never dropped): ``compile`` on the first step of an attempt when it
-  takes over three times the attempt's median (it includes XLA compilation), ``async_dispatch`` on a step whose ``seconds`` is under a fifth of the
+  takes over three times the attempt's median (it includes XLA compilation), ``async_dispatch`` on a
+  step whose ``seconds`` is under a fifth of the
   attempt's median (JAX dispatches asynchronously, so a step can report before its work is done:
   the documented v5p run's step 1 reads 0.319 s and 2,400 TFLOP/s/device), ``outlier`` on one over
   three times the median (e.g. a profiler capture).
@@ -73,7 +74,8 @@ _FIELDS = {
     "loss": "loss",
 }
 _MAX_STEP_S = 1e7  # no training step lasts 116 days
-_CONFIG_KEYS = ("model_name", "dtype", "max_target_length", "per_device_batch_size", "gradient_accumulation_steps", "hardware")
+_CONFIG_KEYS = ("model_name", "dtype", "max_target_length", "per_device_batch_size", "gradient_accumulation_steps",
+                "hardware")
 
 
 def sniff(path: Path, head: bytes) -> float:
@@ -173,7 +175,8 @@ def _config_facts(out: Parsed, state: dict[str, Any]) -> None:
         accum = _number(cfg.get("gradient_accumulation_steps", ("1",))[0]) or 1.0
         if per and per > 0 and state.get("devices") and math.isfinite(accum) and accum > 0:
             gbs = per * state["devices"] * accum
-            text = f"per_device_batch_size {per:g} × Num_devices {state['devices']} × gradient_accumulation_steps {accum:g}"
+            text = (f"per_device_batch_size {per:g} × Num_devices {state['devices']} "
+                    f"× gradient_accumulation_steps {accum:g}")
             out.fact("global_batch", gbs, cfg["per_device_batch_size"][1], text)
 
 
@@ -212,7 +215,8 @@ def _flags(records: list[dict[str, Any]]) -> None:
 
 
 def _steps(records: list[dict[str, Any]], gbs: float | None) -> dict[str, list[Any]]:
-    cols: dict[str, list[Any]] = {"attempt": [], "step": [], "rank": [], "start_s": [], "end_s": [], "samples": [], "flag": []}
+    cols: dict[str, list[Any]] = {"attempt": [], "step": [], "rank": [], "start_s": [], "end_s": [], "samples": [],
+                                  "flag": []}
     extra = sorted({k for r in records for k in r} - set(cols) - {"line", "text", "step_seconds"})
     for k in extra:
         cols[k] = []
@@ -236,10 +240,12 @@ def _claims(out: Parsed, reader: Reader, records: list[dict[str, Any]], state: d
     steady = [r for r in records if r["flag"] == ""] or records
     tf = [r["tflops_per_device"] for r in steady if "tflops_per_device" in r]
     out.claim(Claim.summarise("tflops_per_accelerator", tf, unit="TFLOP/s per device", where=first,
-                              counts="MaxText's model TFLOP per device per step ÷ the step's seconds (flagged steps left out)"))
+                              counts="MaxText's model TFLOP per device per step ÷ the step's seconds "
+                                     "(flagged steps left out)"))
     tok = [r["tokens_per_s_per_device"] for r in steady if "tokens_per_s_per_device" in r]
     out.claim(Claim.summarise("tokens_per_s_per_accelerator", tok, unit="tokens/s per device", where=first,
-                              counts="per-device batch × max target length ÷ the step's seconds, padding included (flagged steps left out)"))
+                              counts="per-device batch × max target length ÷ the step's seconds, padding included "
+                                     "(flagged steps left out)"))
     if (tflop := state.get("tflop_step")) and tflop[0] and math.isfinite(tflop[0]) and tflop[0] > 0:
         out.claim(Claim("model_flops_per_step", tflop[0] * 1e12, "FLOP per step per device", where=tflop[1],
                         counts="MaxText's analytic model FLOPs of one training step on one device "
@@ -295,9 +301,11 @@ def parse(reader: Reader, options: Options) -> Parsed:
     if flagged["async_dispatch"] or flagged["outlier"]:
         reader.note(f"flagged, not dropped: {flagged['compile']} compile, {flagged['async_dispatch']} async-dispatch "
                     f"and {flagged['outlier']} outlier step(s) (see the 'flag' column)")
-    gaps = sum(1 for a, b in zip(records, records[1:], strict=False) if a["attempt"] == b["attempt"] and b["step"] > a["step"] + 1)
+    gaps = sum(1 for a, b in zip(records, records[1:], strict=False)
+               if a["attempt"] == b["attempt"] and b["step"] > a["step"] + 1)
     if gaps:
-        reader.note(f"{gaps} gap(s) in the step numbers: steps between logged lines are not in the log (elided or not printed)")
+        reader.note(f"{gaps} gap(s) in the step numbers: steps between logged lines are not in the log "
+                    "(elided or not printed)")
     return out
 
 

@@ -141,7 +141,8 @@ _USING_PARTS = {
 _WORLD_EQ = re.compile(r"\bworld_size\s*=\s*(\d+)")
 _NGPUS = re.compile(r"\bNGPUS\"?\s*[=:]\s*(\d+)")
 _MODEL_TYPE = re.compile(r"\bMODEL_TYPE:\s*(\S+)")
-_DS_EVIDENCE = re.compile(r"DeepSpeed is enabled|\[Rank \d+\] (?:time \(ms\)|step=)|RunningAvgSamplesPerSec|, SamplesPerSec=")
+_DS_EVIDENCE = re.compile(
+    r"DeepSpeed is enabled|\[Rank \d+\] (?:time \(ms\)|step=)|RunningAvgSamplesPerSec|, SamplesPerSec=")
 _SNIFF_ITER = re.compile(rb"iteration(?:\s+|\s*=\s*)\d+\s*/\s*(?:\d+|infinity)\s*\|")
 
 _RECORD_WORDS = ("elapsed time per iteration", "elapsed_time_per_iteration", "consumed samples", "consumed_samples")
@@ -205,9 +206,10 @@ _CLAIMS: dict[str, tuple[str, str, float, str]] = {
                         "interval (" + _NEOX + ")"),
     "approx_flops_per_gpu": ("tflops_per_accelerator", "TFLOP/s per GPU", 1e-12,
                              "GPT-NeoX approx flops per GPU: train_batch_size × seq_length × its FLOPs per token / "
-                             "(mean iteration time × world size); since 2023-09 Megatron-DeepSpeed's 24·k·B·s·L·h² "
-                             "(1 + s/6h + V/16Lh) with k = 4 under activation checkpointing (the recomputed forward "
-                             "counted), before it 6 × parameters + 60·s·h·L per token (" + _NEOX + " get_actual_flops)"),
+                             "(mean iteration time × world size); since 2023-09 Megatron-DeepSpeed's "
+                             "24·k·B·s·L·h² (1 + s/6h + V/16Lh) with k = 4 under activation checkpointing "
+                             "(the recomputed forward counted), before it 6 × parameters + 60·s·h·L per token "
+                             "(" + _NEOX + " get_actual_flops)"),
     "mfu_pct": ("mfu", "fraction", 0.01,
                 "GPT-NeoX MFU: its forward+backward FLOPs per GPU per second (no recomputation) / the "
                 "peak_theoretical_tflops the run was given, printed in percent (" + _NEOX + ")"),
@@ -461,7 +463,8 @@ def _elapsed(reader: Reader, ln: int, key: str, column: str, raw: str, text: str
     return seconds, unit
 
 
-def _fields(reader: Reader, st: _State, ln: int, rest: str, text: str) -> tuple[float | None, str, dict[str, float]] | None:
+def _fields(reader: Reader, st: _State, ln: int, rest: str,
+            text: str) -> tuple[float | None, str, dict[str, float]] | None:
     """The line's duration (s, None when it has none), its unit and its numeric fields;
     None when the elapsed time is unusable (counted)."""
     dur: float | None = None
@@ -1007,7 +1010,8 @@ def _rows_per_record(reader: Reader, st: _State, given: int | None) -> tuple[np.
             reader.note(f"no step gap between lines is a log interval (all over {rules.MAX_LOG_INTERVAL:,}); "
                         "each line taken as one step - pass log_interval= to change")
         else:
-            reader.note("log interval unknown (one line per launch); each line taken as one step - pass log_interval= to change")
+            reader.note("log interval unknown (one line per launch); each line taken as one step - "
+                        "pass log_interval= to change")
     n = np.minimum(gap, log_interval)
     n[first] = np.minimum(log_interval, np.maximum(1, it[first]))
     too_long = np.flatnonzero(~first & (gap > rules.MAX_LOG_INTERVAL))
@@ -1046,7 +1050,8 @@ def _no_overlap(reader: Reader, ts: np.ndarray, span: np.ndarray) -> np.ndarray:
     moved = end - ts
     later = int((moved > 1e-9).sum())
     if later:
-        reader.note(f"{later} of {len(ts)} intervals end after their line's timestamp (by at most {moved.max():.3f} s): "
+        reader.note(f"{later} of {len(ts)} intervals end after their line's timestamp "
+                    f"(by at most {moved.max():.3f} s): "
                     "timestamps are whole seconds, so an interval that would overlap the previous one starts where it "
                     "ends (each end = max(timestamp, previous end + duration)); durations are as logged")
     return end
@@ -1285,7 +1290,8 @@ def _dtype(reader: Reader, st: _State) -> tuple[str, int, str] | None:
         if got is not None and got[0] not in ("None", "False", "false"):
             return dtype, got[1], got[2]
     got = _single(reader, st, "params_dtype", "params_dtype")
-    names = {"torch.float16": "fp16", "torch.half": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32", "torch.float": "fp32"}
+    names = {"torch.float16": "fp16", "torch.half": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32",
+             "torch.float": "fp32"}
     if got is not None and got[0] in names:
         return names[got[0]], got[1], got[2]
     return None
@@ -1323,7 +1329,8 @@ def _global_batch(reader: Reader, st: _State, out: Parsed) -> None:
             out.fact("global_batch", float(value), f"{at}{banner[1]}", banner[2])
         else:
             first = next(i for i, v in zip(idx, vals, strict=True) if v == value)
-            out.fact("global_batch", float(value), f"{at}{st.rec.line[first]}", st.first_raw.get("global_batch_size", ""))
+            out.fact("global_batch", float(value), f"{at}{st.rec.line[first]}",
+                     st.first_raw.get("global_batch_size", ""))
     elif banner is not None:
         out.fact("global_batch", banner[0], f"{at}{banner[1]}", banner[2])
 
@@ -1423,7 +1430,8 @@ def _checked(reader: Reader, options: Options) -> Options:
         given = value
     tol = options.clock_tolerance_s
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) or tol < 0:
-        reader.fail(f"clock_tolerance_s must be a finite number of seconds >= 0; got {tol!r}", field="clock_tolerance_s")
+        reader.fail(f"clock_tolerance_s must be a finite number of seconds >= 0; got {tol!r}",
+                    field="clock_tolerance_s")
     return Options(log_interval=given, clock_tolerance_s=float(tol))
 
 

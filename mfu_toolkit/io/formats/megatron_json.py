@@ -76,7 +76,8 @@ class Options:
             if any(s is None for s in steps):
                 raise ValueError(f"resume_at must be step numbers (non-negative integers); got {ra!r}")
             object.__setattr__(self, "resume_at", tuple(sorted(set(steps))))
-        if self.config is True or not (self.config is None or self.config is False or isinstance(self.config, (str, Path))):
+        if self.config is True or not (self.config is None or self.config is False
+                                       or isinstance(self.config, (str, Path))):
             raise ValueError(f"config must be a path, None (look beside the JSON) or False; got {self.config!r}")
 
 
@@ -207,10 +208,12 @@ def _config_facts(out: Parsed, cfg: _Config) -> None:
     out.extra["model_args"] = {k: v[0] for k, v in cfg.values.items() if k.startswith("--")}
     if "TEST_TYPE" in cfg.values:
         out.extra["test_type"] = cfg.get("TEST_TYPE")
-    for key, name in (("--global-batch-size", "global_batch"), ("--seq-length", "seq_len"), ("--micro-batch-size", "micro_batch")):
+    for key, name in (("--global-batch-size", "global_batch"), ("--seq-length", "seq_len"),
+                      ("--micro-batch-size", "micro_batch")):
         if key in cfg.values and (n := rules.as_count(cfg.get(key))) is not None:
             out.fact(name, n, cfg.where(key), cfg.values[key][2])
-    sizes = {short: n for key, short in _PARALLEL if key in cfg.values and (n := rules.as_count(cfg.get(key))) is not None}
+    sizes = {short: n for key, short in _PARALLEL
+             if key in cfg.values and (n := rules.as_count(cfg.get(key))) is not None}
     if sizes:
         keys = [key for key, short in _PARALLEL if short in sizes]
         out.fact("parallelism", sizes, cfg.where(keys[0]), "; ".join(cfg.values[k][2].strip() for k in keys))
@@ -370,10 +373,12 @@ def _step_rows(reader: Reader, series: _Series, metric: str, factor: float, resu
                 reader.bad(_NAN_TIME, line=lines.get(step), field=metric, example=f"step {step}")
             continue
         if d < 0:
-            reader.bad(f"{rules.NEGATIVE_DURATION} ({metric})", line=lines.get(step), field=metric, example=f"step {step}: {d}")
+            reader.bad(f"{rules.NEGATIVE_DURATION} ({metric})", line=lines.get(step), field=metric,
+                       example=f"step {step}: {d}")
             continue
         if d > _MAX_STEP_S:
-            reader.bad(f"{rules.VALUE_OUT_OF_RANGE} ({metric} over 30 days)", line=lines.get(step), field=metric, example=f"step {step}: {d}")
+            reader.bad(f"{rules.VALUE_OUT_OF_RANGE} ({metric} over 30 days)", line=lines.get(step), field=metric,
+                       example=f"step {step}: {d}")
             continue
         attempt = sum(1 for r in resume if step >= r)
         rows.append({"attempt": attempt, "step": step, "start_s": cursor, "end_s": cursor + d})
@@ -392,8 +397,13 @@ def _resume_events(steps: pd.DataFrame, resume: list[int]) -> list[dict[str, Any
         if before.empty or after.empty:
             continue
         last, first = before.iloc[-1], after.iloc[0]
-        events.append({"kind": "checkpoint_save", "start_s": last["end_s"], "end_s": last["end_s"], "attempt": int(last["attempt"]), "detail": f"checkpoint after step {int(last['step'])} (duration not in the file)"})
-        events.append({"kind": "restart", "start_s": first["start_s"], "end_s": first["start_s"], "attempt": int(first["attempt"]), "detail": f"resumed at step {int(first['step'])} from the step-{r - 1} checkpoint (gap between launches not in the file)"})
+        events.append({"kind": "checkpoint_save", "start_s": last["end_s"], "end_s": last["end_s"],
+                       "attempt": int(last["attempt"]),
+                       "detail": f"checkpoint after step {int(last['step'])} (duration not in the file)"})
+        events.append({"kind": "restart", "start_s": first["start_s"], "end_s": first["start_s"],
+                       "attempt": int(first["attempt"]),
+                       "detail": f"resumed at step {int(first['step'])} from the step-{r - 1} checkpoint "
+                                 "(gap between launches not in the file)"})
     return events
 
 
@@ -413,10 +423,12 @@ def _claims(out: Parsed, reader: Reader, series: _Series, bridge: bool) -> None:
         lines = series.lines.get(key, {})
         first = min(vals)
         where = f"{reader.name}:{lines[first]}" if first in lines else reader.name
-        what = ("Megatron-Bridge's 'GPU utilization' holds TFLOP/s per GPU, not a percentage" if key == "GPU utilization"
+        what = ("Megatron-Bridge's 'GPU utilization' holds TFLOP/s per GPU, not a percentage"
+                if key == "GPU utilization"
                 else f"'{key}' as the file names it")
         out.claim(Claim.summarise("tflops_per_accelerator", [vals[s] for s in sorted(vals)], unit="TFLOP/s",
-                                  counts=f"model TFLOP/s per GPU as {'Megatron-Bridge' if bridge else 'Megatron'} counts them ({what})",
+                                  counts=f"model TFLOP/s per GPU as {'Megatron-Bridge' if bridge else 'Megatron'} "
+                                         f"counts them ({what})",
                                   where=where))
 
 
@@ -429,7 +441,8 @@ def _read_doc(reader: Reader) -> tuple[dict[str, Any], str]:
     if why is not None:
         reader.fail(f"not valid JSON: {why} (truncated or garbled?)", line=at)
     if not isinstance(doc, dict) or not doc:
-        reader.fail("expected a JSON object {metric: {start_step, end_step, step_interval, values}} or {step: {metric: value}}")
+        reader.fail("expected a JSON object {metric: {start_step, end_step, step_interval, values}} "
+                    "or {step: {metric: value}}")
     return doc, text
 
 
@@ -454,9 +467,11 @@ def _parse_values(reader: Reader, options: Options, config: Path | None, out: Pa
         reader.note(f"no {metric!r} metric: no step rows (metrics table only)")
     rows = _step_rows(reader, series, metric, factor, resume)
     block = doc.get(_LM_TIME) if not bridge else None
-    every = rules.as_number(block.get("step_interval", 1)) if isinstance(block, dict) and metric in series.values else 1.0
+    every = (rules.as_number(block.get("step_interval", 1)) if isinstance(block, dict) and metric in series.values
+             else 1.0)
     if every > 1:
-        reader.note(f"iteration-time sampled every {block.get('step_interval')} steps: the steps in between are not in the file")
+        reader.note(f"iteration-time sampled every {block.get('step_interval')} steps: "
+                    "the steps in between are not in the file")
     steps = pd.DataFrame(rows, columns=["attempt", "step", "start_s", "end_s"])
     if len(steps):
         steps["rank"] = -1
@@ -479,7 +494,8 @@ def parse(reader: Reader, options: Options) -> Parsed:
     if reader.path.name.endswith(_CONFIG_SUFFIX) and options.config is None:
         values = find_values(reader.path)
         if values is None:
-            reader.fail("a Megatron test config, not a log: no single golden-values JSON with its name prefix beside it")
+            reader.fail("a Megatron test config, not a log: "
+                        "no single golden-values JSON with its name prefix beside it")
         out.extra["values_file"] = str(values)
         out.meta["name"] = values.name
         return _parse_values(reader.for_file(values), options, reader.path, out)

@@ -127,7 +127,8 @@ _NOT_PARAMS = ("cache_clear", "tracked_stats", "eval_accuracy", "train_loss", "w
 
 # Compressed or binary containers (the head is already gunzipped, so gzip magic here means a
 # file inside the gzip stream that is compressed again).
-_BINARY_MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"7z\xbc\xaf\x27\x1c", b"\x93NUMPY", b"\x89HDF")
+_BINARY_MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"7z\xbc\xaf\x27\x1c", b"\x93NUMPY",
+                 b"\x89HDF")
 # bytes a text log holds: printable, UTF-8 lead/continuation bytes, whitespace, ESC, backspace
 _TEXT_BYTES = bytes(range(0x20, 0x100)) + b"\t\n\r\x0b\x0c\x1b\x08"
 _JSON_START = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*(?:\{\s*[\"}]|\[\s*[\[{\"\]])")
@@ -236,7 +237,8 @@ def _mllog(reader: Reader, ln: int, text: str, payload: str) -> tuple[dict[str, 
         reader.bad(f"{rules.NON_FINITE_TIME} (time_ms)", line=ln, field="time_ms", example=text)
         return None
     if not 0 <= t_ms <= _MAX_TIME_MS:
-        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (time_ms before 1970 or after 9999)", line=ln, field="time_ms", example=text)
+        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (time_ms before 1970 or after 9999)", line=ln, field="time_ms",
+                   example=text)
         return None
     return d, key, t_ms
 
@@ -248,7 +250,8 @@ def _init_rank(reader: Reader, log: _Log, rec: _Rec) -> None:
         return
     rank = rules.as_step(rec.meta["rank"])
     if rank is None or rank >= _MAX_RANK:
-        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (metadata.rank)", line=rec.line, field="rank", example=str(rec.meta["rank"])[:80])
+        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (metadata.rank)", line=rec.line, field="rank",
+                   example=str(rec.meta["rank"])[:80])
         return
     log.ranks.add(rank)
 
@@ -276,19 +279,22 @@ def _read(reader: Reader, tol_s: float) -> _Log:
             log.base_ms = t_ms
         t = (t_ms - log.base_ms) / 1000.0
         meta = d.get("metadata")
-        rec = _Rec(ln, key, t, d.get("value"), meta if isinstance(meta, dict) else {}, text if key in _TEXT_KEYS else "")
+        rec = _Rec(ln, key, t, d.get("value"), meta if isinstance(meta, dict) else {},
+                   text if key in _TEXT_KEYS else "")
         if _early(log, rec, tol_s):
             continue
         _drop_early(reader, log, tol_s)
         verdict = clock.check(t)
         if verdict == "late":
-            reader.bad(f"{rules.NON_MONOTONIC} (more than {tol_s:g} s before an earlier record)", line=ln, field="time_ms", example=text)
+            reader.bad(f"{rules.NON_MONOTONIC} (more than {tol_s:g} s before an earlier record)", line=ln,
+                       field="time_ms", example=text)
             continue
         if verdict == "retract":
             bad = log.recs.pop()
             if log.init_starts and log.init_starts[-1] is bad:
                 log.init_starts.pop()
-            reader.bad(f"{rules.NON_MONOTONIC} (far ahead of the records before and after it)", line=bad.line, field="time_ms")
+            reader.bad(f"{rules.NON_MONOTONIC} (far ahead of the records before and after it)", line=bad.line,
+                       field="time_ms")
         log.recs.append(rec)
         if key == "init_start":
             _init_rank(reader, log, rec)
@@ -308,7 +314,8 @@ def _early(log: _Log, rec: _Rec, tol_s: float) -> bool:
 def _drop_early(reader: Reader, log: _Log, tol_s: float) -> None:
     """Records held as an early stream that the timeline then went on after: each is out of order."""
     for r in log.early:
-        reader.bad(f"{rules.NON_MONOTONIC} (more than {tol_s:g} s before an earlier record)", line=r.line, field="time_ms")
+        reader.bad(f"{rules.NON_MONOTONIC} (more than {tol_s:g} s before an earlier record)", line=r.line,
+                   field="time_ms")
     log.early.clear()
 
 
@@ -477,7 +484,8 @@ def _point_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str, An
         if m:
             nodes = rules.as_count(m.group(1))
             if nodes is None:
-                reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (submission_platform node count)", line=plat.line, field="submission_platform", example=plat.value[:80])
+                reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (submission_platform node count)", line=plat.line,
+                           field="submission_platform", example=plat.value[:80])
             else:
                 out.fact("n_nodes", nodes, where, plat.text)
                 extra["platform_nodes"] = nodes
@@ -523,7 +531,8 @@ def _platform_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str,
     per = found.per_system if found is not None else None
     if found is not None:
         source = f" ({found.source})" if found.source else ""
-        text = f"{plat.value!r}: {per if per is not None else 'an unknown count of'} x {acc or 'an unnamed accelerator'} per {system}{source}"
+        text = (f"{plat.value!r}: {per if per is not None else 'an unknown count of'} x "
+                f"{acc or 'an unnamed accelerator'} per {system}{source}")
     if "accelerator" not in stated and acc is not None:
         out.fact("accelerator", acc, where, text)
     elif "accelerator" not in stated:
@@ -565,12 +574,14 @@ def _snippet(raw: str, key: str) -> str:
     return m.group(0) if m else key
 
 
-def _sysjson_facts(out: Parsed, reader: Reader, sysjson: list[tuple[int, dict[str, Any], str]], extra: dict[str, Any]) -> None:
+def _sysjson_facts(out: Parsed, reader: Reader, sysjson: list[tuple[int, dict[str, Any], str]],
+                   extra: dict[str, Any]) -> None:
     """Nodes, accelerators per node (and their product), accelerator name and framework."""
     ln0, sysd, raw = sysjson[0]
     differing = sum(1 for _, d, _ in sysjson[1:] if d != sysd)
     if len(sysjson) > 1:
-        reader.note(f"SYSJSON logged {len(sysjson)} times; collapsed to one" + (f" ({differing} copies differ; the first kept)" if differing else ""))
+        reader.note(f"SYSJSON logged {len(sysjson)} times; collapsed to one"
+                    + (f" ({differing} copies differ; the first kept)" if differing else ""))
     keys = ("system_name", "number_of_nodes", "accelerators_per_node", "accelerator_model_name", "framework")
     extra["system"] = {k: sysd.get(k) for k in keys if k in sysd}
     where = f"{reader.name}:{ln0}"
@@ -587,7 +598,8 @@ def _sysjson_facts(out: Parsed, reader: Reader, sysjson: list[tuple[int, dict[st
         out.fact("accelerators_per_node", per, where, _snippet(raw, "accelerators_per_node"))
     total = rules.as_count(nodes * per) if nodes is not None and per is not None else None
     if total is None:
-        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (SYSJSON number_of_nodes/accelerators_per_node not positive integers)", line=ln0, field="accelerators_per_node")
+        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (SYSJSON number_of_nodes/accelerators_per_node not positive integers)",
+                   line=ln0, field="accelerators_per_node")
         return
     text = f"{_snippet(raw, 'number_of_nodes')} x {_snippet(raw, 'accelerators_per_node')}"
     out.fact("n_accelerators", total, where, text)
@@ -625,18 +637,21 @@ def _claims(out: Parsed, reader: Reader, tl: _Timeline, token_counted: bool, run
     at_stop = run_iv is not None and all(abs(r.t - run_iv.t1) <= 1.0 for r in recs)
     if at_stop:
         counts = (f"{unit} per second of the timed run (tracked_stats 'throughput' logged at run_stop, line "
-                  f"{run_iv.line1}: the {unit} trained from run_start to run_stop over that time, evaluations included)")
+                  f"{run_iv.line1}: the {unit} trained from run_start to run_stop over that time, "
+                  "evaluations included)")
     else:
         counts = (f"{unit} per second of the whole job (tracked_stats 'throughput'; the log states no unit: in the "
                   f"NVIDIA logs it is the {unit} trained over the time between records)")
     out.claim(Claim.summarise(f"{unit}_per_s", [rules.as_number(r.value["throughput"]) for r in recs], unit=f"{unit}/s",
-                              counts=counts, where=f"{reader.name}:{recs[0].line}", basis="run" if at_stop else "steady"))
+                              counts=counts, where=f"{reader.name}:{recs[0].line}",
+                              basis="run" if at_stop else "steady"))
 
 
 def _submission_extra(tl: _Timeline, extra: dict[str, Any]) -> str | None:
     """Submission fields and single-valued parameters for ``meta.extra``; returns the run's name."""
-    for key, label in (("submission_benchmark", "benchmark"), ("submission_org", "org"), ("submission_division", "division"),
-                       ("submission_status", "status"), ("submission_platform", "platform")):
+    for key, label in (("submission_benchmark", "benchmark"), ("submission_org", "org"),
+                       ("submission_division", "division"), ("submission_status", "status"),
+                       ("submission_platform", "platform")):
         r = _first(tl, key)
         if r is not None and r.value is not None:
             extra[label] = str(r.value)
@@ -649,11 +664,14 @@ def _submission_extra(tl: _Timeline, extra: dict[str, Any]) -> str | None:
             params[key] = v if not (isinstance(v, float) and not math.isfinite(v)) else str(v)
     if params:
         extra["params"] = params
-    bits = [str(r.value) for r in (_first(tl, k) for k in ("submission_benchmark", "submission_org", "submission_platform")) if r is not None and r.value is not None]
+    bits = [str(r.value)
+            for r in (_first(tl, k) for k in ("submission_benchmark", "submission_org", "submission_platform"))
+            if r is not None and r.value is not None]
     return " ".join(bits) if bits else None
 
 
-def _time_extra(reader: Reader, tl: _Timeline, run_iv: _Interval | None, run_start_t: float | None, t0: float, base_ms: float, extra: dict[str, Any]) -> None:
+def _time_extra(reader: Reader, tl: _Timeline, run_iv: _Interval | None, run_start_t: float | None, t0: float,
+                base_ms: float, extra: dict[str, Any]) -> None:
     extra["t0_epoch_s"] = (base_ms + t0 * 1000.0) / 1000.0
     extra["t0_wallclock"] = rules.wallclock(extra["t0_epoch_s"])
     if run_start_t is not None:
@@ -752,9 +770,11 @@ def _events(reader: Reader, tl: _Timeline, t0: float) -> list[dict[str, Any]]:
     for iv, a in zip(tl.closed["eval"], _accuracy_for(tl.closed["eval"], accs), strict=True):
         acc_txt = f"; eval_accuracy={a.value}" if a is not None else ""
         at = ", ".join(f"{k}={v}" for k, v in _ident(iv.meta0))
-        events.append({"kind": "eval", "start_s": iv.t0 - t0, "end_s": iv.t1 - t0, "detail": f"eval_start to eval_stop{(' at ' + at) if at else ''}{acc_txt}"})
+        events.append({"kind": "eval", "start_s": iv.t0 - t0, "end_s": iv.t1 - t0,
+                       "detail": f"eval_start to eval_stop{(' at ' + at) if at else ''}{acc_txt}"})
     if accs and not tl.closed["eval"]:
-        reader.note(f"{len(accs)} eval_accuracy records but no eval_start/eval_stop: evaluation time is not logged separately")
+        reader.note(f"{len(accs)} eval_accuracy records but no eval_start/eval_stop: "
+                    "evaluation time is not logged separately")
     return events
 
 
@@ -850,8 +870,8 @@ def _counter_samples(marks: dict[float, float], a: float, b: float, unit: float)
     return float(round((marks[b] - marks[a]) * unit))
 
 
-def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, token_counted: bool, extra: dict[str, Any],
-           seq_len: int | None = None) -> pd.DataFrame:
+def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, token_counted: bool,
+           extra: dict[str, Any], seq_len: int | None = None) -> pd.DataFrame:
     """One step row per training segment: blocks (or epochs, or the run) minus evaluations."""
     bases, base_kind = _bases(reader, tl, run_iv)
     holes = _Holes([(iv.t0, iv.t1) for iv in tl.closed["eval"]])
@@ -891,14 +911,16 @@ def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, t
         reader.note(f"evaluations inside a training {base_kind}: it is split around them (no time counted twice)")
     if token_counted and any(not math.isnan(r["tokens"]) for r in rows):
         reader.note("MLPerf GPT-3 counts epoch_count in tokens: block epoch_count fills tokens"
-                    + (f", and tokens / max_sequence_length {seq_len} the samples (sequences) of each block" if seq_len else
+                    + (f", and tokens / max_sequence_length {seq_len} the samples (sequences) of each block"
+                       if seq_len else
                        "; the log states no sequence length, so samples per block are unknown"))
         _batches_per_step(reader, tl, rows, extra)
     if not rows:
         reader.note("no training blocks, epochs or finished run: no step rows")
     steps = pd.DataFrame(rows)
     if len(steps):
-        steps = steps.drop(columns=[c for c in ("samples", "tokens", "epoch_count", "first_epoch_num") if steps[c].isna().all()])
+        steps = steps.drop(columns=[c for c in ("samples", "tokens", "epoch_count", "first_epoch_num")
+                                    if steps[c].isna().all()])
     return steps
 
 
@@ -934,21 +956,25 @@ def _batches_per_step(reader: Reader, tl: _Timeline, rows: list[dict[str, Any]],
 
 def _tables(tl: _Timeline, t0: float) -> dict[str, pd.DataFrame]:
     tables: dict[str, pd.DataFrame] = {}
-    evals = [{"time_s": a.t - t0, "accuracy": rules.as_number(a.value), **{k: rules.as_number(a.meta[k]) for k in _ID_KEYS if k in a.meta}}
+    evals = [{"time_s": a.t - t0, "accuracy": rules.as_number(a.value),
+              **{k: rules.as_number(a.meta[k]) for k in _ID_KEYS if k in a.meta}}
              for a in tl.points.get("eval_accuracy", [])]
     if evals:
         tables["evals"] = pd.DataFrame(evals)
     if tl.closed["epoch"]:
         tables["epochs"] = pd.DataFrame(
-            [{"epoch_num": rules.as_number(iv.meta0.get("epoch_num")), "start_s": iv.t0 - t0, "end_s": iv.t1 - t0} for iv in tl.closed["epoch"]]
+            [{"epoch_num": rules.as_number(iv.meta0.get("epoch_num")), "start_s": iv.t0 - t0, "end_s": iv.t1 - t0}
+             for iv in tl.closed["epoch"]]
         )
     rows = []
     for key in ("tracked_stats", "train_loss"):
         for r in tl.points.get(key, []):
-            counter = next(((k, rules.as_number(r.meta[k])) for k in ("step", "samples_count", "epoch_num") if k in r.meta), ("", math.nan))
+            counter = next(((k, rules.as_number(r.meta[k])) for k in ("step", "samples_count", "epoch_num")
+                            if k in r.meta), ("", math.nan))
             values = r.value.items() if isinstance(r.value, dict) else [(key, r.value)]
             for name, v in values:
-                rows.append({"time_s": r.t - t0, "name": str(name), "value": rules.as_number(v), "counter_name": counter[0], "counter": counter[1]})
+                rows.append({"time_s": r.t - t0, "name": str(name), "value": rules.as_number(v),
+                             "counter_name": counter[0], "counter": counter[1]})
     if rows:
         tables["metrics"] = pd.DataFrame(rows)
     return tables

@@ -688,9 +688,11 @@ def _timeline(reader: Reader, records: list[dict[str, Any]]) -> tuple[list[float
     return start, end, "duration_only"
 
 
-def _steps(records: list[dict[str, Any]], start: list[float], end: list[float], gbs: float | None) -> dict[str, list[Any]]:
+def _steps(records: list[dict[str, Any]], start: list[float], end: list[float],
+           gbs: float | None) -> dict[str, list[Any]]:
     names = sorted({k for r in records for k in r["cols"]})
-    cols: dict[str, list[Any]] = {"attempt": [], "step": [], "rank": [], "start_s": [], "end_s": [], "samples": [], "line": []}
+    cols: dict[str, list[Any]] = {"attempt": [], "step": [], "rank": [], "start_s": [], "end_s": [], "samples": [],
+                                  "line": []}
     cols.update({n: [] for n in names})
     last_val: dict[int, float] = {}
     for r, a, b in zip(records, start, end, strict=True):
@@ -764,7 +766,8 @@ def _facts(out: Parsed, reader: Reader, st: _State) -> None:
         out.fact("global_batch", gbs, f"{reader.name}:{first_gbs['line']}", st.texts["gbs"])
         if "global_batch_size" in st.seen and st.seen["global_batch_size"][0] != gbs:
             reader.note(f"the step lines' global_batch_size {gbs} differs from the config's "
-                        f"{st.seen['global_batch_size'][0]} (line {st.seen['global_batch_size'][1]}); the step lines' is used")
+                        f"{st.seen['global_batch_size'][0]} (line {st.seen['global_batch_size'][1]}); "
+                        "the step lines' is used")
     else:
         fact("global_batch", "global_batch_size")
     _n_ranks(out, reader, st)
@@ -813,7 +816,8 @@ def _notes(reader: Reader, st: _State) -> None:
     if st.text_keys:
         reader.note(f"step-line fields with text values left out: {', '.join(sorted(st.text_keys))}")
     if st.dropped_keys:
-        reader.note(f"more than {_MAX_EXTRA_COLUMNS} distinct step-line fields; left out: {', '.join(sorted(st.dropped_keys))}")
+        reader.note(f"more than {_MAX_EXTRA_COLUMNS} distinct step-line fields; "
+                    f"left out: {', '.join(sorted(st.dropped_keys))}")
 
 
 def parse(reader: Reader, options: Options) -> Parsed:

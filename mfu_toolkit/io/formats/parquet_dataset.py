@@ -183,8 +183,10 @@ def _check_parts(reader: Reader, files: list[Path]) -> _Parts:
             with open(p, "rb") as fh:  # an open file: a name with a colon is never read as a URI
                 md = pq.read_metadata(fh)
         except Exception as exc:  # a damaged footer, or not Parquet at all
-            reader.bad("corrupt part file (unreadable Parquet footer)", example=f"{name}: rows unknown ({type(exc).__name__})")
-            reader.note(f"{name}: corrupt part file left out (footer unreadable: {str(exc)[:120]}); its rows are unknown")
+            reader.bad("corrupt part file (unreadable Parquet footer)",
+                       example=f"{name}: rows unknown ({type(exc).__name__})")
+            reader.note(f"{name}: corrupt part file left out (footer unreadable: {str(exc)[:120]}); "
+                        "its rows are unknown")
             continue
         schema = {f.name: str(f.type) for f in md.schema.to_arrow_schema()}
         why = _schema_problem(schema)

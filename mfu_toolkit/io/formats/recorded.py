@@ -147,14 +147,16 @@ def _header(sub: Reader, text: str) -> dict[str, Any] | None:
         return None
     version = value.get("version")
     if version != _VERSION:
-        sub.note(f"{sub.file or sub.path.name}: format version {version!r}; this reader knows {_VERSION} (unknown fields ignored)")
+        sub.note(f"{sub.file or sub.path.name}: format version {version!r}; this reader knows {_VERSION} "
+                 "(unknown fields ignored)")
     for key in ("framework", "accelerator", "gpu_timing", "restart_count", "host", "boot_id"):
         if isinstance(value.get(key), (str, int)) and not isinstance(value.get(key), bool):
             out[key] = value[key]
     for key in ("mono0", "heartbeat_s"):
         v = rules.as_number(value.get(key))
         if key in value and not v >= 0:
-            sub.bad(f"{rules.VALUE_OUT_OF_RANGE} in the header (clock field ignored)", line=1, field=key, example=text[:120])
+            sub.bad(f"{rules.VALUE_OUT_OF_RANGE} in the header (clock field ignored)", line=1, field=key,
+                    example=text[:120])
         elif v >= 0:
             out[key] = v
     return out
@@ -368,7 +370,8 @@ def _bound(sub: Reader, head: dict[str, Any], state: dict[str, Any], out: _Table
         if bad is None:
             kept.append(e)
         else:
-            sub.bad(_BEYOND, line=e["line"], field=bad, example=f"{bad}={e[bad + '_s']!r}; bound ±{lim:.6g} s from {why}")
+            sub.bad(_BEYOND, line=e["line"], field=bad,
+                    example=f"{bad}={e[bad + '_s']!r}; bound ±{lim:.6g} s from {why}")
     out.events[first_event:] = kept
 
 
@@ -483,10 +486,12 @@ def _attempt_notes(reader: Reader, files: list[dict[str, Any]]) -> dict[int, int
         world = max(f["world_size"] for f in mine)
         missing = sorted(set(range(world)) - {f["rank"] for f in mine})
         if missing:
-            reader.note(f"attempt {renumber[a]}: {world - len(missing)} of {world} ranks recorded (none from rank {_names(missing)})")
+            reader.note(f"attempt {renumber[a]}: {world - len(missing)} of {world} ranks recorded "
+                        f"(none from rank {_names(missing)})")
         open_ranks = sorted(f["rank"] for f in mine if not f["closed"])
         if open_ranks:
-            reader.note(f"attempt {renumber[a]}: rank {_names(open_ranks)} ended without a close record (killed or crashed)")
+            reader.note(f"attempt {renumber[a]}: rank {_names(open_ranks)} ended without a close record "
+                        "(killed or crashed)")
         lost = [f for f in mine if f["dropped"]]
         if lost:
             n = sum(f["dropped"] for f in lost)
@@ -502,7 +507,8 @@ def _overlaps(reader: Reader, files: list[dict[str, Any]], start: np.ndarray, en
         if f["rows"]:
             sl = slice(f["first_row"], f["first_row"] + f["rows"])
             spans.setdefault(f["rank"], []).append((float(start[sl].min()), float(end[sl].max()), f["attempt"]))
-    bad = sorted(r for r, s in spans.items() if any(b[0] < a[1] for a, b in zip(sorted(s), sorted(s)[1:], strict=False)))
+    bad = sorted(r for r, s in spans.items()
+                 if any(b[0] < a[1] for a, b in zip(sorted(s), sorted(s)[1:], strict=False)))
     if bad:
         reader.note(f"rank {_names(bad)}: files of two attempts overlap in time (two processes recorded as the "
                     "same rank? create the recorder after init_process_group, or under a launcher that sets RANK)")

@@ -45,7 +45,8 @@ class Options:
     """The sacct format takes no options besides the RunMeta keywords."""
 
 
-_FAIL_STATES = ("FAILED", "NODE_FAIL", "TIMEOUT", "PREEMPTED", "REQUEUED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "CANCELLED")
+_FAIL_STATES = ("FAILED", "NODE_FAIL", "TIMEOUT", "PREEMPTED", "REQUEUED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
+                "CANCELLED")
 _JOBID_RE = re.compile(r"^(\d+)(?:_(\d+|\[[^\]]*\]))?(?:\+(\d+))?(?:\.(\S+))?$")
 _GPU_RE = re.compile(r"gres/gpu(?::[^=,]+)?=(\d+)")
 _ELAPSED_RE = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
@@ -190,9 +191,11 @@ def _attempt_events(timed: list[dict[str, Any]], t0: float) -> list[dict[str, An
         r["attempt"] = a
         queued_from = r.get("eligible_abs") or (r.get("submit_abs") if a == 0 else None)
         if queued_from is not None and queued_from <= r["start_abs"]:
-            events.append({"kind": "queue", "start_s": queued_from - t0, "end_s": r["start_abs"] - t0, "attempt": a, "detail": f"job {r['job_id']}: eligible/submit to start"})
+            events.append({"kind": "queue", "start_s": queued_from - t0, "end_s": r["start_abs"] - t0, "attempt": a,
+                           "detail": f"job {r['job_id']}: eligible/submit to start"})
         if a > 0:
-            events.append({"kind": "restart", "start_s": r["start_abs"] - t0, "end_s": r["start_abs"] - t0, "attempt": a, "detail": f"job {r['job_id']} started again ({r['state']})"})
+            events.append({"kind": "restart", "start_s": r["start_abs"] - t0, "end_s": r["start_abs"] - t0,
+                           "attempt": a, "detail": f"job {r['job_id']} started again ({r['state']})"})
         state = r["state"].split()[0].upper() if r["state"] else ""
         if state in _FAIL_STATES and r.get("end_abs") is not None:
             nxt = r["end_abs"]
@@ -200,7 +203,8 @@ def _attempt_events(timed: list[dict[str, Any]], t0: float) -> list[dict[str, An
                 n_r = timed[a + 1]
                 nxt = min(n_r.get("eligible_abs") or n_r["start_abs"], n_r["start_abs"])
             end = max(nxt, r["end_abs"])
-            events.append({"kind": "failure", "start_s": r["end_abs"] - t0, "end_s": end - t0, "attempt": a, "detail": f"job {r['job_id']} {r['state']} (exit {r['exit_code']})"})
+            events.append({"kind": "failure", "start_s": r["end_abs"] - t0, "end_s": end - t0, "attempt": a,
+                           "detail": f"job {r['job_id']} {r['state']} (exit {r['exit_code']})"})
     return events
 
 
@@ -223,10 +227,12 @@ def parse(reader: Reader, options: Options) -> Parsed:
     allocs = [r for r in records if r["job_step"] == ""]
     timed = sorted((r for r in allocs if r.get("start_abs") is not None), key=lambda r: r["start_abs"])
     if len({r["job_id"] for r in allocs}) > 1:
-        reader.note(f"{len({r['job_id'] for r in allocs})} different jobs in one file: attempts are numbered across them in start order")
+        reader.note(f"{len({r['job_id'] for r in allocs})} different jobs in one file: "
+                    "attempts are numbered across them in start order")
     if allocs and not timed:
         reader.note("no Start/End columns (or all Unknown): job-level times unavailable; only the jobs table is filled")
-    abs_times = [r[k] for r in records for k in ("submit_abs", "eligible_abs", "start_abs", "end_abs") if r.get(k) is not None]
+    abs_times = [r[k] for r in records for k in ("submit_abs", "eligible_abs", "start_abs", "end_abs")
+                 if r.get(k) is not None]
     t0 = min(abs_times) if abs_times else 0.0
     events = _attempt_events(timed, t0)
     out = Parsed(events=events, tables={"jobs": _jobs_table(records, t0)}, timing="exact",

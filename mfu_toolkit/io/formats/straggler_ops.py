@@ -365,11 +365,13 @@ def _row_checks(df: pd.DataFrame) -> tuple[dict[str, np.ndarray], list[Check]]:
     checks.append((df["optype"].isna().to_numpy(), f"{rules.MISSING_FIELD} (op type)", "optype", True))
     with np.errstate(invalid="ignore"):
         checks.append((num["duration"] < 0, rules.NEGATIVE_DURATION, "duration", True))
-        checks.append((num["start_ts"] < 0, "negative start_ts (times are offsets from the step start)", "start_ts", True))
+        checks.append((num["start_ts"] < 0, "negative start_ts (times are offsets from the step start)", "start_ts",
+                       True))
     return num, checks
 
 
-def _raise_first(reader: Reader, checks: list[Check], lines: np.ndarray, df: pd.DataFrame, unsplit: list[tuple[int, str]]) -> None:
+def _raise_first(reader: Reader, checks: list[Check], lines: np.ndarray, df: pd.DataFrame,
+                 unsplit: list[tuple[int, str]]) -> None:
     """Strict mode: raise on the first bad row or cell in file order, whatever its kind."""
     found = [(unsplit[0][0], -1, 0)] if unsplit else []
     for j, (mask, _, _, _) in enumerate(checks):
@@ -545,7 +547,8 @@ def _yaml_facts(out: Parsed, reader: Reader, par: dict[str, Any], where: Path, l
     ws = par.get("world_size")
     world = rules.as_count(ws)
     if ws is not None and world is None:
-        reader.for_file(where).bad(rules.VALUE_OUT_OF_RANGE, line=at.get("world_size"), field="world_size", example=str(ws))
+        reader.for_file(where).bad(rules.VALUE_OUT_OF_RANGE, line=at.get("world_size"), field="world_size",
+                                   example=str(ws))
     if world is not None:
         loc = f"{where}:{at['world_size']}"
         out.fact("n_ranks", world, loc, lines[at["world_size"] - 1])

@@ -162,7 +162,8 @@ class _InFileOrder(Reader):
         return cls(reader.path, reader.fmt, strict=reader.strict, report=reader.report, root=reader.root,
                    limits=reader.limits, display=reader.display)
 
-    def bad(self, reason: str, *, line: int | None = None, field: str | None = None, example: str | None = None) -> None:
+    def bad(self, reason: str, *, line: int | None = None, field: str | None = None,
+            example: str | None = None) -> None:
         if self.strict:
             self.found.append((line if line is not None else 0, reason, field, example))
             return
@@ -360,9 +361,11 @@ def _resolve_mapping(reader: Reader, columns: Mapping[str, str] | None, availabl
         for target, source in columns.items():
             t = _ALIASES.get(target, target)
             if t not in TARGETS:
-                reader.fail(f"columns maps unknown schema name {target!r}; schema names: {', '.join(TARGETS)}", field="columns")
+                reader.fail(f"columns maps unknown schema name {target!r}; schema names: {', '.join(TARGETS)}",
+                            field="columns")
             if source not in available:
-                reader.fail(f"missing column {source!r} (mapped to {t!r}); the file has: {', '.join(map(str, available))}",
+                reader.fail(f"missing column {source!r} (mapped to {t!r}); "
+                            f"the file has: {', '.join(map(str, available))}",
                             field=str(source))
             mapping[t] = source
     used = set(mapping.values())
@@ -372,7 +375,8 @@ def _resolve_mapping(reader: Reader, columns: Mapping[str, str] | None, availabl
             mapping[t] = col
             used.add(col)
     if "step" not in mapping:
-        reader.fail(f"missing column 'step'; map it with columns={{'step': <column>}}; the file has: {', '.join(available)}",
+        reader.fail(f"missing column 'step'; map it with columns={{'step': <column>}}; "
+                    f"the file has: {', '.join(available)}",
                     field="step")
     if not ("duration" in mapping or ("start_s" in mapping and "end_s" in mapping)):
         reader.fail("missing time columns: need start_s and end_s, or one of them plus duration, or duration "
@@ -438,7 +442,8 @@ def _integer_checks(reader: Reader, vals: dict[str, np.ndarray], mapping: dict[s
         _skip_rows(reader, f"{rules.VALUE_OUT_OF_RANGE} ({src!r} above {_MAX_INDEX:,})", high, lines, keep, src, raw)
 
 
-def _check_values(reader: Reader, raw: pd.DataFrame, lines: Any, mapping: dict[str, str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def _check_values(reader: Reader, raw: pd.DataFrame, lines: Any,
+                  mapping: dict[str, str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The schema columns as numbers, and the rows kept after the per-value checks."""
     keep = np.ones(len(raw), dtype=bool)
     vals: dict[str, np.ndarray] = {}
@@ -487,7 +492,8 @@ def _times(reader: Reader, vals: dict[str, np.ndarray], mapping: dict[str, str],
         # for a missing or non-numeric time are not counted again
         bad = ~np.isfinite(start) | ~np.isfinite(end)
         _skip_rows(reader, rules.NON_FINITE_TIME, bad, lines, keep, mapping.get("start_s", "end_s"), raw)
-        _skip_rows(reader, rules.end_before_start("step"), end < start, lines, keep, mapping.get("end_s", "duration"), raw)
+        _skip_rows(reader, rules.end_before_start("step"), end < start, lines, keep, mapping.get("end_s", "duration"),
+                   raw)
         if dur is not None and "start_s" in mapping and "end_s" in mapping:
             off = np.abs((end - start) - dur) > 1e-6 * np.maximum(1.0, np.abs(dur))
             _skip_rows(reader, "duration disagrees with end - start", off, lines, keep, mapping["duration"], raw)
@@ -565,7 +571,8 @@ def _back_to_back(out: dict[str, Any], dur: np.ndarray, reader: Reader) -> None:
     reader.report.note("only durations given: steps placed back to back per attempt and rank in step order")
 
 
-def _extra_columns(reader: Reader, raw: pd.DataFrame, lines: Any, keep: np.ndarray, kind: str, skip: set[str]) -> dict[str, Any]:
+def _extra_columns(reader: Reader, raw: pd.DataFrame, lines: Any, keep: np.ndarray, kind: str,
+                   skip: set[str]) -> dict[str, Any]:
     """Other numeric columns as extra step columns; a bad cell counted and left missing."""
     every = bool(keep.all())
     out: dict[str, Any] = {}
@@ -677,7 +684,8 @@ def _steps(reader: _InFileOrder, raw: pd.DataFrame, lines: Any, kind: str, optio
     vals, keep = _check_values(reader, raw, lines, mapping)
     times = _times(reader, vals, mapping, factor, (lines, keep, raw))
     n = len(raw)
-    ids = (vals.get("attempt", np.zeros(n, dtype=np.int64)), vals.get("rank", np.full(n, -1, dtype=np.int64)), vals["step"])
+    ids = (vals.get("attempt", np.zeros(n, dtype=np.int64)), vals.get("rank", np.full(n, -1, dtype=np.int64)),
+           vals["step"])
     _order_checks(reader, ids, times[0], mapping, (lines, keep, raw))
     used = set(mapping.values()) | set(STEP_COLUMNS) | set(STEP_OPTIONAL_COLUMNS) | {"attempt", "step", "rank"}
     extra_cols = _extra_columns(reader, raw, lines, keep, kind, used)

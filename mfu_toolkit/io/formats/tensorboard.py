@@ -309,7 +309,8 @@ def read_events(reader: Reader, *, verify_crc: bool = True) -> list[dict[str, An
         (length,) = struct.unpack("<Q", head)
         (len_crc,) = struct.unpack("<I", data[pos + 8 : pos + 12])
         if masked_crc(head) != len_crc:
-            reader.bad("corrupt record header (length checksum mismatch); rest of file unreadable", line=rec_no, field="length")
+            reader.bad("corrupt record header (length checksum mismatch); rest of file unreadable", line=rec_no,
+                       field="length")
             break
         if length > n - pos - 16:
             reader.bad("truncated record (half-written end of file)", line=rec_no, field="data")
@@ -381,12 +382,14 @@ def _event_files(reader: Reader) -> list[Path]:
             f"{len(runs)} TensorBoard runs in subfolders, not one: event files in different folders are "
             f"different runs (restarts of one job write into one folder). Candidates: {_describe_runs(p, runs)}. "
             f"Load one folder, e.g. load_run({str(next(iter(runs)))!r})"
-            + (f". The folder also holds {n_other} other file(s), not TensorBoard: load each log by its own path" if n_other else "")
+            + (f". The folder also holds {n_other} other file(s), not TensorBoard: load each log by its own path"
+               if n_other else "")
         )
     home = p.parent if p.is_file() else (p if p in runs else next(iter(runs)))
     others = {d: fs for d, fs in runs.items() if d != home}
     if others:
-        reader.note(f"{len(others)} other run folder(s) below, not loaded (each is its own run): {_describe_runs(p, others)}")
+        reader.note(f"{len(others)} other run folder(s) below, not loaded (each is its own run): "
+                    f"{_describe_runs(p, others)}")
     return runs[home]
 
 
@@ -514,14 +517,17 @@ def _interval_lengths(timed: list[dict[str, Any]], log_interval: int) -> np.ndar
     return n
 
 
-def _step_columns(timed: list[dict[str, Any]], point: dict[tuple[int, int, str], float], log_interval: int) -> dict[str, np.ndarray]:
+def _step_columns(timed: list[dict[str, Any]], point: dict[tuple[int, int, str], float],
+                  log_interval: int) -> dict[str, np.ndarray]:
     """One row per step of each record's interval (one row for an interval too long to expand)."""
     n = _interval_lengths(timed, log_interval)
     rows = np.where(n <= rules.MAX_LOG_INTERVAL, n, 1)
     extra = int(rows.sum()) - len(rows)
     if extra and not rules.take_rows(extra):  # the load's budget of invented rows (see rules)
         rows = np.ones_like(rows)
-        timed[0]["reader"].note(f"log intervals not expanded: one row per logged record (the steps between are counted in interval_steps) — expanding them would add {extra:,} rows, over this load's budget")
+        timed[0]["reader"].note(f"log intervals not expanded: one row per logged record (the steps between are "
+                                f"counted in interval_steps) — expanding them would add {extra:,} rows, "
+                                "over this load's budget")
     end = np.array([r["end"] for r in timed], float)
     dur = np.array([r["dur"] for r in timed], float)
     last = np.array([r["step"] for r in timed], np.int64)
@@ -568,18 +574,24 @@ def _launch_events(rec: _Records, cols: dict[str, np.ndarray], time_tag: str, re
         ends.append(max(last, step_end.get(a, -math.inf)))
         if a in first_start:
             if first_start[a] > first:
-                events.append({"kind": "init", "start_s": first, "end_s": first_start[a], "attempt": a, "detail": f"launch {a}: first record to the first timed step"})
+                events.append({"kind": "init", "start_s": first, "end_s": first_start[a], "attempt": a,
+                               "detail": f"launch {a}: first record to the first timed step"})
         elif n_scalar:
-            events.append({"kind": "other", "start_s": first, "end_s": last, "attempt": a, "detail": f"launch {a}: {n_scalar} scalars but no {time_tag}; time not attributable"})
+            events.append({"kind": "other", "start_s": first, "end_s": last, "attempt": a,
+                           "detail": f"launch {a}: {n_scalar} scalars but no {time_tag}; time not attributable"})
         else:
-            events.append({"kind": "init", "start_s": first, "end_s": last, "attempt": a, "detail": f"launch {a}: ended during setup (no scalar logged)"})
+            events.append({"kind": "init", "start_s": first, "end_s": last, "attempt": a,
+                           "detail": f"launch {a}: ended during setup (no scalar logged)"})
         if a > 0:
             if first >= ends[a - 1]:
-                events.append({"kind": "failure", "start_s": ends[a - 1], "end_s": first, "attempt": a - 1, "detail": f"launch {a - 1} stopped; launch {a} started {first - ends[a - 1]:.1f} s later"})
+                events.append({"kind": "failure", "start_s": ends[a - 1], "end_s": first, "attempt": a - 1,
+                               "detail": f"launch {a - 1} stopped; launch {a} started "
+                                         f"{first - ends[a - 1]:.1f} s later"})
             else:
                 reader.note(f"launch {a} starts before launch {a - 1} ends (overlapping processes)")
     if len(rec.bounds) > 1:
-        reader.note(f"{len(rec.bounds)} launches (attempts); {sum(1 for b in rec.bounds if b[2] == 0)} logged no scalar")
+        reader.note(f"{len(rec.bounds)} launches (attempts); "
+                    f"{sum(1 for b in rec.bounds if b[2] == 0)} logged no scalar")
     return events
 
 
@@ -606,7 +618,8 @@ def _arg_facts(out: Parsed, rec: _Records) -> None:
         if n is not None:
             out.fact(name, cast(n), at[arg], f"{arg}: {args[arg]}")
     fp8 = args.get("fp8", "None").strip()
-    for arg, dtype, on in (("fp8", "fp8", fp8 not in ("", "None", "False")), ("bf16", "bf16", args.get("bf16") == "True"),
+    for arg, dtype, on in (("fp8", "fp8", fp8 not in ("", "None", "False")),
+                           ("bf16", "bf16", args.get("bf16") == "True"),
                            ("fp16", "fp16", args.get("fp16") == "True")):
         if on:
             out.fact("dtype", dtype, at[arg], f"{arg}: {args[arg]}")

@@ -101,7 +101,8 @@ _MODEL_RE = re.compile(r"Building (\S{1,100}) (\S{1,100}) with ([A-Za-z0-9_]{1,1
 _MAX_SEQ_RE = re.compile(r"\bmax_seq_len=(\d{1,12})\b")
 _ARGS_DTYPE_RE = re.compile(r"\bdtype='([A-Za-z0-9_]{1,20})'")
 _PARAMS_RE = re.compile(r"Model (\S{1,100}) (\S{1,100}) size: ([0-9,]{1,30}) total parameters")
-_MOE_PARAMS_RE = re.compile(r"Total parameter count: dense ([0-9,]{1,30}), sparse ([0-9,]{1,30}), active ([0-9,]{1,30})")
+_MOE_PARAMS_RE = re.compile(
+    r"Total parameter count: dense ([0-9,]{1,30}), sparse ([0-9,]{1,30}), active ([0-9,]{1,30})")
 _LOW_PRECISION_RE = re.compile(r"\b(?:Float8|MXFP8|MX)\b[^\n]{0,80}?\btraining active")
 _PEAK_RE = re.compile(r"Peak FLOPS used for computing MFU: ([0-9.eE+-]{1,30})")
 
@@ -394,13 +395,15 @@ def _interval_counts(records: list[dict[str, Any]], reader: Reader) -> tuple[np.
     return n, rows
 
 
-def _columns(records: list[dict[str, Any]], names: dict[str, None], t_origin: float, reader: Reader) -> dict[str, np.ndarray]:
+def _columns(records: list[dict[str, Any]], names: dict[str, None], t_origin: float,
+             reader: Reader) -> dict[str, np.ndarray]:
     """One row per step of each logged interval, with an equal share of its wall time."""
     n, rows = _interval_counts(records, reader)
     extra = int(rows.sum()) - len(rows)
     if extra and not rules.take_rows(extra):  # the load's budget of invented rows (see rules)
         rows = np.ones_like(rows)
-        reader.note(f"log intervals not expanded: one row per logged record (the steps between are counted in interval_steps) — expanding them would add {extra:,} rows, over this load's budget")
+        reader.note(f"log intervals not expanded: one row per logged record (the steps between are counted in "
+                    f"interval_steps) — expanding them would add {extra:,} rows, over this load's budget")
     total = int(rows.sum())
 
     def rep(values: list[Any], dtype: Any = None) -> np.ndarray:

@@ -225,7 +225,8 @@ def _same_run(history: Path, other: Path) -> str | None:
     if ids_h and ids_o:
         return f"run id {', '.join(sorted(ids_h))} in both names" if ids_h == ids_o else None
     kh, ko = _HISTORY_WORD_RE.search(history.name), _SYSTEM_WORD_RE.search(other.name)
-    if kh and ko and (history.name[: kh.start()], history.name[kh.end():]) == (other.name[: ko.start()], other.name[ko.end():]):
+    if kh and ko and ((history.name[: kh.start()], history.name[kh.end():])
+                      == (other.name[: ko.start()], other.name[ko.end():])):
         return f"the names differ only in {kh.group(0)!r} / {ko.group(0)!r}"
     folder = _run_ids(history.parent.name)
     if folder and not (ids_h - folder) and not (ids_o - folder):
@@ -412,7 +413,8 @@ def _gpu_count(doc: dict[str, Any], sub: Reader, at: dict[str, tuple[int, str]])
         sub.note(f"{sub.path.name}: gpu_count 0 (wandb saw no GPU); n_accelerators left unknown")
         return None
     if n is None or n > _MAX_GPUS:
-        sub.bad(rules.VALUE_OUT_OF_RANGE, line=at.get("gpu_count", (None, ""))[0], field="gpu_count", example=repr(v)[:80])
+        sub.bad(rules.VALUE_OUT_OF_RANGE, line=at.get("gpu_count", (None, ""))[0], field="gpu_count",
+                example=repr(v)[:80])
         return None
     return n
 
@@ -436,7 +438,8 @@ def _metadata(path: Path, reader: Reader, out: Parsed) -> None:
             line, raw = _line_text(text, i) if i >= 0 else (line, raw)
         out.fact("accelerator", names[0], f"{sub.name}:{line}", raw)
     elif names:
-        reader.note(f"{path.name}: {key} names {len(set(names))} kinds of GPU ({', '.join(sorted(set(names)))}): no accelerator stated")
+        reader.note(f"{path.name}: {key} names {len(set(names))} kinds of GPU ({', '.join(sorted(set(names)))}): "
+                    "no accelerator stated")
     n = _gpu_count(doc, sub, at)
     if n is None and names and "gpu_count" not in doc and key != "gpu":
         n = len(names)
@@ -479,7 +482,8 @@ def _gpu_table(df: pd.DataFrame, t0: float, reader: Reader) -> tuple[pd.DataFram
 
 
 # --- history --------------------------------------------------------------------------------
-def _eval_events(df: pd.DataFrame, lines: np.ndarray, ts: np.ndarray, reader: Reader) -> tuple[list[dict[str, Any]], np.ndarray, list[str]]:
+def _eval_events(df: pd.DataFrame, lines: np.ndarray, ts: np.ndarray,
+                 reader: Reader) -> tuple[list[dict[str, Any]], np.ndarray, list[str]]:
     """Evaluations: a '<prefix>/runtime' value (HF logs eval/runtime) ends at the row's time."""
     rt_cols = [c for c in df.columns if _RUNTIME_COL_RE.fullmatch(c) and not c.startswith("train/")]
     events: list[dict[str, Any]] = []
@@ -612,7 +616,8 @@ def _history_steps(
     final, is_final, final_line = _final_row(df, lines)
     step_key = next((k for k in (*_STEP_KEYS, "_step") if k in df.columns), None)
     if step_key is None:
-        reader.bad(f"{rules.MISSING_FIELD} (no step column: _step, train/global_step, ...; no steps read)", line=1, field="_step")
+        reader.bad(f"{rules.MISSING_FIELD} (no step column: _step, train/global_step, ...; no steps read)", line=1,
+                   field="_step")
         return None, events, final, final_line
     cand = np.isfinite(df[step_key].to_numpy(float)) & ~is_eval & ~is_final
     rows, grp = _step_rows(df, lines, ts, step_key, cand, reader)
@@ -678,7 +683,8 @@ def _claims(out: Parsed, sources: list[tuple[dict[str, Any], str]], reader: Read
             basis="end_to_end"))
     flos = first("train/total_flos", "total_flos")
     if flos is not None and flos[0] == 0.0:
-        reader.note(f"total_flos is 0.0 at {flos[1]}: the Trainer did not compute it (as under FSDP), not zero work; no total_flos claim")
+        reader.note(f"total_flos is 0.0 at {flos[1]}: the Trainer did not compute it (as under FSDP), not zero work; "
+                    "no total_flos claim")
     elif flos is not None and flos[0] < 0:
         reader.note(f"total_flos {flos[0]:g} at {flos[1]} is negative, no estimate: no total_flos claim")
     elif flos is not None:
@@ -714,7 +720,8 @@ def _span(df: pd.DataFrame, *, with_runtime: bool) -> tuple[float, float] | None
 
 
 def _beside_in_time(files: dict[str, Path], hist: tuple[pd.DataFrame, np.ndarray],
-                    syst: tuple[pd.DataFrame, np.ndarray], why: str, reader: Reader) -> tuple[pd.DataFrame, np.ndarray] | None:
+                    syst: tuple[pd.DataFrame, np.ndarray], why: str,
+                    reader: Reader) -> tuple[pd.DataFrame, np.ndarray] | None:
     """The system stats picked up beside a history, if their samples fall in the history's run (noted either way).
 
     W&B samples system stats every 2-30 s from ``wandb.init`` to the run's end, so a file of the
@@ -741,8 +748,10 @@ def _key_where(text: str, name: str) -> Any:
     return where
 
 
-def _history_part(files: dict[str, Path], reader: Reader, out: Parsed, summary: dict[str, Any],
-                  t0: float, hist: tuple[pd.DataFrame, np.ndarray]) -> tuple[pd.DataFrame | None, list[dict[str, Any]], str | None]:
+def _history_part(
+    files: dict[str, Path], reader: Reader, out: Parsed, summary: dict[str, Any],
+    t0: float, hist: tuple[pd.DataFrame, np.ndarray],
+) -> tuple[pd.DataFrame | None, list[dict[str, Any]], str | None]:
     sub = reader.for_file(files["history"])
     steps, events, final, final_line = _history_steps(hist[0], hist[1], t0, sub)
     if final:
