@@ -12,7 +12,8 @@ generated into a temporary folder as Parquet, twice:
 Each measurement runs in its own fresh process: the time of the one call after the imports,
 and the growth of the process's peak resident set during it (the peak, reset through
 ``/proc/self/clear_refs`` just before the call and read as ``VmHWM`` after it, minus the resident
-set before; without ``/proc``, ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` after minus before). Targets: load + validate within 2× the time of the
+set before; without ``/proc``, ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` after minus before). \
+Targets: load + validate within 2× the time of the
 bare read, and a peak within 2× the size of the loaded frame (``memory_usage(deep=True)``).
 ``load_run`` runs with its default ``progress=None``: files of 64 MiB and more show a
 ``tqdm.auto`` bar (on stderr here, a widget in Jupyter).

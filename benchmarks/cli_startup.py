@@ -35,9 +35,12 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=21)
     args = p.parse_args()
-    heavy = subprocess.run([sys.executable, "-c", "import sys, runpy; sys.argv=['mfu','calc','--model-flops-per-step','1e12','--step-seconds','1','--gpus','1','--accelerator','H100'];\n"
+    heavy = subprocess.run([sys.executable, "-c",
+                            "import sys, runpy; sys.argv=['mfu','calc','--model-flops-per-step','1e12',"
+                            "'--step-seconds','1','--gpus','1','--accelerator','H100'];\n"
                             "from mfu_toolkit.cli import main\nmain(sys.argv[1:])\n"
-                            "print(sorted(m for m in ('pandas','seaborn','ipywidgets','matplotlib') if m in sys.modules))"],
+                            "print(sorted(m for m in ('pandas','seaborn','ipywidgets','matplotlib') "
+                            "if m in sys.modules))"],
                            capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
     # Byte-compile first, as `pip install` does: the environment may set PYTHONDONTWRITEBYTECODE.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(__file__).resolve().parents[1] / "mfu_toolkit")],
@@ -53,8 +56,10 @@ def main() -> int:
     print(f"heavy modules imported by `mfu calc`: {heavy}")
     print(f"median wall time over {args.repeat} runs:")
     print(f"  python -c 'import argparse'        {med['baseline'] * 1e3:8.1f} ms")
-    print(f"  mfu calc --peak-tflops-per-gpu     {med['calc'] * 1e3:8.1f} ms   ratio {med['calc'] / med['baseline']:.2f}")
-    print(f"  mfu calc --accelerator H100        {med['calc_registry'] * 1e3:8.1f} ms   ratio {med['calc_registry'] / med['baseline']:.2f}")
+    print(f"  mfu calc --peak-tflops-per-gpu     {med['calc'] * 1e3:8.1f} ms   "
+          f"ratio {med['calc'] / med['baseline']:.2f}")
+    print(f"  mfu calc --accelerator H100        {med['calc_registry'] * 1e3:8.1f} ms   "
+          f"ratio {med['calc_registry'] / med['baseline']:.2f}")
     print("target: ratio <= 1.5")
     return 0
 

@@ -67,7 +67,8 @@ def _inputs(folder: Path) -> list[tuple[str, Path]]:
     trace = Path(real) / "kineto" / "HTA_nccl_parser_config_nccl_data_rank0_ws2_A100.json.gz" if real else None
     if trace is None or not trace.exists():
         trace = folder / "trace.json.gz"
-        events = ",".join(f'{{"ph":"X","name":"k{i % 50}","ts":{i * 7},"dur":5,"pid":0,"tid":7}}' for i in range(120_000))
+        events = ",".join(f'{{"ph":"X","name":"k{i % 50}","ts":{i * 7},"dur":5,"pid":0,"tid":7}}'
+                          for i in range(120_000))
         trace.write_bytes(gzip.compress(f'{{"traceEvents":[{events}]}}'.encode()))
     bomb = folder / "bomb.json.gz"
     with gzip.open(bomb, "wb", compresslevel=9) as f:
@@ -77,7 +78,8 @@ def _inputs(folder: Path) -> list[tuple[str, Path]]:
     forged = folder / "forged.json.gz"
     body = gzip.compress(b'{"traceEvents": []}\n' * 150)
     forged.write_bytes(body[:-4] + struct.pack("<I", 0xFFFFFFFF))
-    return [("real trace" if "HTA" in trace.name else "generated trace", trace), ("gzip bomb (1 GiB)", bomb), ("forged trailer", forged)]
+    return [("real trace" if "HTA" in trace.name else "generated trace", trace), ("gzip bomb (1 GiB)", bomb),
+            ("forged trailer", forged)]
 
 
 def main() -> None:

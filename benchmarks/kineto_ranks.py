@@ -19,7 +19,8 @@ before the call. Ratios, each against a baseline measured in this run:
 HTA is not a toolkit dependency: install it into a separate venv and name its interpreter:
 
     python3 -m venv ../hta-venv && ../hta-venv/bin/pip install HolisticTraceAnalysis
-    MFU_REALDATA=../shared/realdata .venv/bin/python benchmarks/kineto_ranks.py --hta-python ../hta-venv/bin/python [--ranks 16]
+    MFU_REALDATA=../shared/realdata .venv/bin/python benchmarks/kineto_ranks.py \
+--hta-python ../hta-venv/bin/python [--ranks 16]
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ _CHILD = {
             "print('GO',flush=True); sys.stdin.readline(); t=time.perf_counter(); n=len(gzip.decompress(d)); "
             "print(time.perf_counter()-t, n, flush=True)",
     "ours": "import sys,time,warnings; warnings.simplefilter('ignore'); from mfu_toolkit.io import load_run; "
-            "import mfu_toolkit.io.formats.kineto; import pyarrow.parquet; print('GO',flush=True); sys.stdin.readline(); "
+            "import mfu_toolkit.io.formats.kineto; import pyarrow.parquet; print('GO',flush=True); "
+            "sys.stdin.readline(); "
             "t=time.perf_counter(); r=load_run(sys.argv[1], format='kineto', cache=sys.argv[2]=='1'); "
             "print(time.perf_counter()-t, len(r.steps), flush=True)",
     "hta": "import sys,time,logging,warnings; warnings.simplefilter('ignore'); logging.disable(logging.CRITICAL); "
@@ -123,13 +125,15 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=103.0, help="raw (inflated) MB of each rank's trace")
     ap.add_argument("--ranks", type=int, default=16, help="ranks in the job compared with HTA (0: skip)")
     ap.add_argument("--hta-python", default=None, help="an interpreter with HolisticTraceAnalysis installed")
-    ap.add_argument("--tmp", type=Path, default=Path(tempfile.gettempdir()) / "mfu_kineto_ranks", help="where the traces are written")
+    ap.add_argument("--tmp", type=Path, default=Path(tempfile.gettempdir()) / "mfu_kineto_ranks",
+                    help="where the traces are written")
     ap.add_argument("--repeat", type=int, default=1, help="fresh processes per figure (the best time is kept)")
     a = ap.parse_args()
     real = os.environ.get("MFU_REALDATA", "").strip()
     src = Path(real) / "kineto" / SOURCE if real else None
     if src is None or not src.is_file():
-        print("MFU_REALDATA is not set (or has no kineto/ traces): point it at the real logs, e.g. MFU_REALDATA=../shared/realdata")
+        print("MFU_REALDATA is not set (or has no kineto/ traces): point it at the real logs, "
+              "e.g. MFU_REALDATA=../shared/realdata")
         return 0
     a.tmp.mkdir(parents=True, exist_ok=True)
     one = a.tmp / "one" / "rank0.json.gz"
@@ -146,7 +150,8 @@ def main() -> int:
     print(f"  gzip.decompress      {gz_t:7.3f} s  peak +{gz_m:7.1f} MiB")
     print(f"  ours (load_run)      {our_t:7.3f} s  peak +{our_m:7.1f} MiB  ({n} steps)")
     print(f"  time / inflate time: {our_t / gz_t:.2f}  (target <= 2: {'met' if our_t <= 2 * gz_t else 'MISSED'})")
-    print(f"  peak / raw size:     {our_m * 2**20 / raw:.2f}  (target <= 2: {'met' if our_m * 2**20 <= 2 * raw else 'MISSED'})")
+    print(f"  peak / raw size:     {our_m * 2**20 / raw:.2f}  "
+          f"(target <= 2: {'met' if our_m * 2**20 <= 2 * raw else 'MISSED'})")
     if a.ranks <= 0:
         return 0
     job = a.tmp / f"job{a.ranks}"

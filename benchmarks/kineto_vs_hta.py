@@ -18,7 +18,8 @@ its own fresh process: the peak of ``tracemalloc`` during the call (Python objec
 pandas buffers; allocations by C libraries that do not report to tracemalloc are not seen),
 and the growth of the process's peak resident set during the call (the peak is reset through
 ``/proc/self/clear_refs`` just before the call and read as ``VmHWM`` after it, minus the resident
-set before; the child's whole peak, as ``os.wait4`` reports it to the parent, is printed too). Ratios are ours / HTA: the targets are
+set before; the child's whole peak, as ``os.wait4`` reports it to the parent, is printed too). \
+Ratios are ours / HTA: the targets are
 time ratio ≤ 0.2 (≥ 5× faster) and memory ratio ≤ 0.5.
 
 HTA is not a dependency of the toolkit; install it into the venv for this benchmark only:

@@ -52,7 +52,8 @@ def main() -> int:
         if not folder.exists():
             subprocess.run([mfu, "simulate", "--ranks", str(ranks), "--steps", str(steps), "--jitter", "0.03",
                             "--dataset", str(folder)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        secs, peak, code, last = _measure([mfu, "analyze", str(folder), "--engine", "duckdb", "--memory-limit", a.limit])
+        secs, peak, code, last = _measure([mfu, "analyze", str(folder), "--engine", "duckdb",
+                                           "--memory-limit", a.limit])
         verdict = "answered" if code in (0, 1) else f"refused: {last[-160:]}"
         print(f"{ranks:>6} {steps:>11,} {secs:>8.1f} {peak / 1e9:>8.2f} {peak / limit:>10.2f}  {verdict}")
     print("\npeak/limit: the whole process's peak resident memory over --memory-limit (target <= 1.00)")

@@ -106,7 +106,8 @@ def main() -> int:
 
     print(f"Megatron-LM stdout, one timestamped line per step{' + a 5-timer block' if a.timers else ''}; "
           f"best of {a.repeat} fresh process(es) per figure\n")
-    hdr = f"{'steps':>10} {'MiB':>7} {'lines s':>8} {'load s':>8} {'ratio':>7} {'growth':>7} {'rows':>10} {'load peak MiB':>14}"
+    hdr = (f"{'steps':>10} {'MiB':>7} {'lines s':>8} {'load s':>8} {'ratio':>7} "
+           f"{'growth':>7} {'rows':>10} {'load peak MiB':>14}")
     print(hdr)
     print("-" * len(hdr))
     first = None

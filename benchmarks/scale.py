@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-BARE = r"""
+BARE = """
 import sys, duckdb
 from mfu_toolkit.engine import queries
 files = sys.argv[1]
@@ -30,7 +30,8 @@ con.execute(f"CREATE VIEW steps AS SELECT attempt, step, rank, start_s, end_s, d
             f"CAST(NULL AS DOUBLE) AS samples, CAST(NULL AS DOUBLE) AS tokens, CAST(NULL AS VARCHAR) AS flag "
             f"FROM read_parquet('{files}')")
 con.sql(queries.render(queries.JOB_STEPS, "duckdb")).to_arrow_table()
-con.sql("SELECT rank, median(busy) FROM (" + queries.ROWS.format(where="rank >= 0") + ") GROUP BY rank").to_arrow_table()
+con.sql("SELECT rank, median(busy) FROM (" + queries.ROWS.format(where="rank >= 0") + \
+") GROUP BY rank").to_arrow_table()
 """
 
 

@@ -9,7 +9,8 @@ Prints, measured in the same run:
 2. the time per replayed op of one replay of a synthetic 1F1B pipeline at two sizes (512 and
    4,096 workers): a ratio near 1 means linear in ops.
 
-    .venv/bin/python benchmarks/straggler_replay.py [--artifact ../StragglerAnalysis --artifact-python ../sa-venv/bin/python]
+    .venv/bin/python benchmarks/straggler_replay.py \
+[--artifact ../StragglerAnalysis --artifact-python ../sa-venv/bin/python]
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ def time_synthetic() -> None:
             rp.step_times(rp.actual)
         dt = (time.perf_counter() - t0) / reps
         per_op.append(dt / len(ops))
-        print(f"  {dp * pp:,} workers, {len(ops):,} ops: {dt * 1e3:.1f} ms per replay, {per_op[-1] * 1e9:.1f} ns per op")
+        print(f"  {dp * pp:,} workers, {len(ops):,} ops: {dt * 1e3:.1f} ms per replay, "
+              f"{per_op[-1] * 1e9:.1f} ns per op")
     print(f"  time per op, 4,096 vs 512 workers: {per_op[1] / per_op[0]:.2f} (1.0 = linear in ops)")
 
 

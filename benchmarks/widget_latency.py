@@ -3,7 +3,8 @@
 One explorer update is what the widget's callback runs: the pure function
 (``mfu_toolkit.analysis.whatif``), ``widgets.render_explorer`` (headline HTML, the figure rendered
 to PNG once, the small table), then ``widgets.show_outputs`` (the PNG base64-encoded and the table
-as HTML, assigned to an ``ipywidgets.Output``) and the headline assigned to an ``HTML`` widget. The baseline, measured in the
+as HTML, assigned to an ``ipywidgets.Output``) and the headline assigned to an ``HTML`` widget. \
+The baseline, measured in the
 same run and interleaved with the explorers so that both see the same machine load, renders an
 empty seaborn-styled figure of the same size to PNG the same way: the least any update with a
 figure must spend. Target: at most 100 ms per update (issue 6). Not a timed test.

@@ -24,6 +24,7 @@ from .analysis.answer import Answer, build_answer
 from .analysis.breakdown import breakdown
 from .analysis.inputs import phrase
 from .analysis.reasons import Reason
+from .render import answer_sections
 from .run import Run
 
 __all__ = ["figure_to_base64", "report_figures", "html_report"]
@@ -137,7 +138,7 @@ def html_report(run: Run | Accounting, *, path: str | Path | None = None, title:
         *([f"<p class='conflict'><strong>{html.escape(answer.conflict['text'])}</strong></p>"]
           if answer.conflict else []),
     ]
-    for heading, fragment in answer.sections():
+    for heading, fragment in answer_sections(answer):
         if heading == "Steady-state window" and (rest or notes):
             parts.append("<h2>Figures</h2>")
             parts += [_img(c, f) for c, f in rest]

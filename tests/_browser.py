@@ -158,7 +158,8 @@ _ERRORS = """() => {
   const errs = [];
   w.content.widgets.forEach((c, i) => {
     if (c.model.type !== 'code') return;
-    c.model.outputs.toJSON().forEach(o => { if (o.output_type === 'error') errs.push(`cell ${i}: ${o.ename}: ${o.evalue}`); });
+    c.model.outputs.toJSON().forEach(o => { \
+if (o.output_type === 'error') errs.push(`cell ${i}: ${o.ename}: ${o.evalue}`); });
   });
   return errs;
 }"""

@@ -292,7 +292,8 @@ def _extra_column(folder: Path, rng: random.Random) -> Path:
     name, array = rng.choice([("host", pa.array(["h"] * t.num_rows)), ("loss", pa.array([1.5] * t.num_rows)),
                               ("samples", pa.array([8] * t.num_rows, pa.int64())),
                               ("tokens", pa.array([4096.0] * t.num_rows)),
-                              ("flag", pa.array([rng.choice(["", None, "compile", "outlier"]) for _ in range(t.num_rows)],
+                              ("flag", pa.array([rng.choice(["", None, "compile", "outlier"])
+                                                 for _ in range(t.num_rows)],
                                                 pa.string())),
                               ("flag", pa.array([1] * t.num_rows, pa.int64()))])
     _write(_set(t, name, array), p)
@@ -410,7 +411,8 @@ def mutate_dataset(clean: Path, root: Path, kinds: list[str], rng: random.Random
     shutil.copytree(clean, folder)
     import pyarrow as pa
 
-    for kind in kinds:  # a mutation an earlier one left nothing to apply to (no part, a column dropped or text) is skipped
+    # a mutation an earlier one left nothing to apply to (no part, a column dropped or text) is skipped
+    for kind in kinds:
         with contextlib.suppress(_NoPart, pa.ArrowException, KeyError):
             folder = DATASET_MUTATIONS[kind](folder, rng)
     return folder

@@ -21,7 +21,8 @@ def require_gloo_torch() -> ModuleType:
     except ImportError as exc:
         if os.environ.get(REQUIRE_ENV) == "1":
             pytest.fail(f"{REQUIRE_ENV}=1 but PyTorch cannot be imported: {exc}", pytrace=False)
-        pytest.skip(f"PyTorch is not installed (pip install 'mfu_toolkit[record]'); set {REQUIRE_ENV}=1 to fail instead")
+        pytest.skip("PyTorch is not installed (pip install 'mfu_toolkit[record]'); "
+                    f"set {REQUIRE_ENV}=1 to fail instead")
     if not dist.is_available() or not dist.is_gloo_available():
         pytest.skip("this PyTorch build has no gloo backend for torch.distributed")
     return torch

@@ -30,7 +30,8 @@ def mlperf_lines(ranks: int = 4, sysjson: bool = True) -> list[str]:
     """init 0..10 s (init_start once per rank), run 10..100 s, 3 blocks, 3 evals of 5 s."""
     out = []
     if sysjson:
-        sj = json.dumps({"system_name": "test", "number_of_nodes": "2", "accelerators_per_node": "4", "accelerator_model_name": "H100"})
+        sj = json.dumps({"system_name": "test", "number_of_nodes": "2", "accelerators_per_node": "4",
+                         "accelerator_model_name": "H100"})
         out += [":::SYSJSON " + sj, ":::SYSJSON " + sj]
     for r in range(ranks):
         out.append(mllog("init_start", T0_MS + r, event_type="INTERVAL_START"))
@@ -65,7 +66,8 @@ def write_mlperf(folder: Path, name: str = "result_0.txt", lines: list[str] | No
 
 
 # --- Megatron stdout ----------------------------------------------------------------------------
-def megatron_line(it: int, ms: float, *, ts: str | None = None, total: int = 100, gbs: int = 16, skipped: int = 0, nan: int = 0, loss: float = 2.0) -> str:
+def megatron_line(it: int, ms: float, *, ts: str | None = None, total: int = 100, gbs: int = 16, skipped: int = 0,
+                  nan: int = 0, loss: float = 2.0) -> str:
     stamp = f" [{ts}]" if ts else ""
     return (
         f"{stamp} iteration {it:8d}/{total:8d} | consumed samples: {it * gbs:12d} | "
@@ -94,10 +96,12 @@ def write_megatron(folder: Path, name: str = "train.log", lines: list[str] | Non
 
 
 # --- Megatron CI JSON ------------------------------------------------------------------------
-def write_megatron_json(folder: Path, name: str = "golden_values_dev_dgx_h100.json", n: int = 10, config: str | None = None) -> Path:
+def write_megatron_json(folder: Path, name: str = "golden_values_dev_dgx_h100.json", n: int = 10,
+                        config: str | None = None) -> Path:
     it = {str(i): ("nan" if i == 1 else 0.5) for i in range(1, n + 1)}
     doc = {
-        "lm loss": {"start_step": 1, "end_step": n, "step_interval": 1, "values": {str(i): 10.0 - i * 0.1 for i in range(1, n + 1)}},
+        "lm loss": {"start_step": 1, "end_step": n, "step_interval": 1,
+                    "values": {str(i): 10.0 - i * 0.1 for i in range(1, n + 1)}},
         "iteration-time": {"start_step": 1, "end_step": n, "step_interval": 1, "values": it},
     }
     p = Path(folder) / name
@@ -163,7 +167,8 @@ def _field(num: int, wt: int, value) -> bytes:
     return key + _varint(len(value)) + value
 
 
-def event(wall: float, step: int = 0, scalars: dict | None = None, texts: dict | None = None, tensor_scalars: dict | None = None, file_version: str | None = None) -> bytes:
+def event(wall: float, step: int = 0, scalars: dict | None = None, texts: dict | None = None,
+          tensor_scalars: dict | None = None, file_version: str | None = None) -> bytes:
     body = _field(1, 1, wall) + _field(2, 0, step)
     if file_version:
         body += _field(3, 2, file_version.encode())
@@ -181,14 +186,17 @@ def event(wall: float, step: int = 0, scalars: dict | None = None, texts: dict |
     return body
 
 
-def write_tb_launch(folder: Path, t0: float, pid: int, steps: list[int] | None = None, step_s: float = 0.5, args: dict | None = None) -> Path:
+def write_tb_launch(folder: Path, t0: float, pid: int, steps: list[int] | None = None, step_s: float = 0.5,
+                    args: dict | None = None) -> Path:
     """One launch: file_version, text args, then per step scalars at t0 + 10 + k*step_s."""
     data = frame(event(t0, file_version="brain.Event:2"))
-    data += frame(event(t0 + 0.1, texts=args or {"world_size": "8", "global_batch_size": "16", "seq_length": "128", "log_interval": "1"}))
+    data += frame(event(t0 + 0.1, texts=args or {"world_size": "8", "global_batch_size": "16", "seq_length": "128",
+                                                 "log_interval": "1"}))
     for k, s in enumerate(steps or []):
         t = t0 + 10 + (k + 1) * step_s
         data += frame(event(t, s, scalars={"lm loss": 5.0 - 0.1 * k, "batch-size": 16.0}))
-        data += frame(event(t, s, scalars={"iteration-time": step_s} if k % 2 == 0 else None, tensor_scalars=None if k % 2 == 0 else {"iteration-time": step_s}))
+        data += frame(event(t, s, scalars={"iteration-time": step_s} if k % 2 == 0 else None,
+                            tensor_scalars=None if k % 2 == 0 else {"iteration-time": step_s}))
     p = Path(folder) / f"events.out.tfevents.{int(t0)}.host-1.{pid}.0"
     p.write_bytes(data)
     return p
@@ -212,9 +220,12 @@ SACCT_DEFAULT = """JobID           JobName  Partition    Account  AllocCPUS     
 """
 
 SACCT_TIMES = """JobID|JobName|State|ExitCode|Submit|Eligible|Start|End|Elapsed|AllocTRES
-1234|train|NODE_FAIL|0:0|2024-05-01T10:00:00|2024-05-01T10:00:00|2024-05-01T10:05:00|2024-05-01T12:00:00|01:55:00|cpu=64,gres/gpu=16,node=2
-1234.batch|batch|CANCELLED|0:15|2024-05-01T10:05:00|2024-05-01T10:05:00|2024-05-01T10:05:00|2024-05-01T12:00:00|01:55:00|cpu=32,gres/gpu=8,node=1
-1234|train|COMPLETED|0:0|2024-05-01T10:00:00|2024-05-01T12:01:00|2024-05-01T12:10:00|2024-05-01T20:00:00|07:50:00|cpu=64,gres/gpu=16,node=2
+1234|train|NODE_FAIL|0:0|2024-05-01T10:00:00|2024-05-01T10:00:00|2024-05-01T10:05:00|2024-05-01T12:00:00|\
+01:55:00|cpu=64,gres/gpu=16,node=2
+1234.batch|batch|CANCELLED|0:15|2024-05-01T10:05:00|2024-05-01T10:05:00|2024-05-01T10:05:00|2024-05-01T12:00:00|\
+01:55:00|cpu=32,gres/gpu=8,node=1
+1234|train|COMPLETED|0:0|2024-05-01T10:00:00|2024-05-01T12:01:00|2024-05-01T12:10:00|2024-05-01T20:00:00|\
+07:50:00|cpu=64,gres/gpu=16,node=2
 """
 
 

@@ -46,7 +46,8 @@ def test_options_given_with_an_accounting_raise_instead_of_being_ignored():
     # the same option given with the Run is applied (a different window, so a different MFU)
     assert mfu_summary(run, warmup_steps=10).steady_state_mfu != pytest.approx(mfu_summary(acc).steady_state_mfu,
                                                                               rel=1e-12)
-    assert mfu_summary(account(run, warmup_steps=10)).steady_state_mfu == mfu_summary(run, warmup_steps=10).steady_state_mfu
+    assert (mfu_summary(account(run, warmup_steps=10)).steady_state_mfu
+            == mfu_summary(run, warmup_steps=10).steady_state_mfu)
     with pytest.raises(TypeError, match="run must be a mfu_toolkit.run.Run or an Accounting; got str"):
         scorecard("run.log")
 
@@ -90,7 +91,8 @@ def test_the_waterfall_and_scorecard_are_views_computed_once(monkeypatch):
     real_w, real_s = bd.waterfall_of, sc_mod.scorecard_of
     monkeypatch.setattr(bd, "waterfall_of", lambda acc: counts.__setitem__("waterfall", counts["waterfall"] + 1)
                         or real_w(acc))
-    monkeypatch.setattr(sc_mod, "scorecard_of", lambda acc, **k: counts.__setitem__("scorecard", counts["scorecard"] + 1)
+    monkeypatch.setattr(sc_mod, "scorecard_of",
+                        lambda acc, **k: counts.__setitem__("scorecard", counts["scorecard"] + 1)
                         or real_s(acc, **k))
     acc = account(_run())
     first = breakdown(acc)

@@ -38,7 +38,8 @@ def test_every_shipped_row_names_a_registry_device_and_a_rate_below_its_peak():
 
 def test_a_bad_row_names_file_line_and_field(tmp_path):
     bad = tmp_path / "m.csv"
-    bad.write_text("accelerator,dtype,mamf_tflops,source,section,read_on,note\nH100,bf16,fast,https://x.org/a,s,2026-01-01,\n")
+    bad.write_text("accelerator,dtype,mamf_tflops,source,section,read_on,note\n"
+                   "H100,bf16,fast,https://x.org/a,s,2026-01-01,\n")
     with pytest.raises(achievable.AchievableDataError, match=r"m.csv:2: field 'mamf_tflops'"):
         achievable.load_csv(bad)
 
@@ -73,4 +74,5 @@ def test_mlperf_gpt3_fp8_record_passes_strict_and_bf16_reading_warns(realdata): 
     assert c.status == "ok" and "a record" in c.message
     bf16 = _gpt3(realdata, "bf16")
     (w,) = [c for c in bf16.checks if c.name == "plausibility"]
-    assert w.status == "warn" and re.search(r"MFU 93\.\d\d% is above what this accelerator's matmuls achieve", w.message)
+    assert w.status == "warn" and re.search(r"MFU 93\.\d\d% is above what this accelerator's matmuls achieve",
+                                            w.message)

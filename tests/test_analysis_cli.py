@@ -254,7 +254,8 @@ def test_analyze_preset_without_any_seq_len_names_the_flag(tmp_path, capsys):
     assert "give --seq-len N" in err
     # a preset with a published length still counts at it (Llama 3 8B: 8192)
     doc = _analyze(capsys, str(sim), "--preset", "llama3-8b")
-    assert doc["model_flops_source"].startswith("preset 'llama3-8b' at seq_len 8192 (the preset's published training length)")
+    assert doc["model_flops_source"].startswith("preset 'llama3-8b' at seq_len 8192 "
+                                                "(the preset's published training length)")
     assert _run(["analyze", str(sim), "--causal"]) == 2
     assert "--causal applies to the FLOPs count of --preset" in capsys.readouterr().err
 

@@ -36,6 +36,7 @@ from mfu_toolkit.analysis import (
     classify_op_stragglers,
     scorecard,
 )
+from mfu_toolkit.render import answer_dict, answer_text
 from mfu_toolkit.run import LoadError, Run
 
 pytestmark = pytest.mark.realdata
@@ -290,13 +291,13 @@ def test_the_answer_reads_well_for_every_real_run(realdata):  # noqa: F811
     built = untimed = 0
     for path, run in _real_runs(realdata):
         a = build_answer(run, interface="cli")
-        text = a.to_text(width=100)
+        text = answer_text(a, width=100)
         assert max(len(line) for line in text.splitlines()) <= 100, path.name
         assert "Wall time: 0.000 s" not in text and not re.search(r"\de[-+]\d\d", text), path.name
         # every front end asks in the interface's terms: no Python internals in the text or the JSON
         # (before, --json carried "set meta.model_flops_per_sample" under summary.reasons)
-        for shown in (text, json.dumps(a.to_dict(), allow_nan=False),
-                      json.dumps(build_answer(run, interface="make").to_dict())):
+        for shown in (text, json.dumps(answer_dict(a), allow_nan=False),
+                      json.dumps(answer_dict(build_answer(run, interface="make")))):
             for internal in ("meta.", "set meta", "with_accelerator", "resolve it with"):
                 assert internal not in shown, (path.name, internal)
         assert all(c.status in ("ok", "warn", "info") for c in a.checks)
@@ -321,7 +322,7 @@ def test_mlperf_denominator_says_the_log_stated_accelerator_and_count(realdata):
     # the log states no dtype: bf16 is a default, and says how to give another (before: "the mlperf metadata")
     assert src["dtype"] == "default (bf16 assumed; give --dtype DTYPE)"
     assert {f["name"]: f["where"] for f in a.facts}["dtype"] == src["dtype"]
-    assert f"accelerator stated in the log at {path.name}:{line}" in " ".join(a.to_text().split())
+    assert f"accelerator stated in the log at {path.name}:{line}" in " ".join(answer_text(a).split())
 
 
 def test_a_sampled_rank_trace_divides_by_the_world_size_it_states(realdata):  # noqa: F811
@@ -333,7 +334,8 @@ def test_a_sampled_rank_trace_divides_by_the_world_size_it_states(realdata):  # 
     a = _answer(path, accelerator="A100")
     assert a.headline["denominator"]["n_accelerators"] == world
     check = {c.name: c for c in a.checks}["accelerator count"]
-    assert check.status == "info" and check.message.startswith(f"MFU divides by {world} accelerators (stated in the log at")
+    assert check.status == "info" and check.message.startswith(f"MFU divides by {world} accelerators "
+                                                               "(stated in the log at")
     assert check.message.endswith("the log holds steps of 1 rank (0) only, a sample of the job's ranks")
     # one rank's trace: no straggler verdict, and it is not called job-level (before: "job-level steps")
     assert a.stragglers["basis"] == "one rank's steps (rank 0)" and a.stragglers["culprit"] == "unknown"

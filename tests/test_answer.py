@@ -10,6 +10,7 @@ import pytest
 from mfu_toolkit.analysis.answer import CHECK_CODES, Answer, Check, build_answer
 from mfu_toolkit.analysis.inputs import InputError, apply_inputs
 from mfu_toolkit.formulas import MFUAbove100Error
+from mfu_toolkit.render import answer_dict, answer_sections, answer_text
 from mfu_toolkit.run import Run, RunMeta
 
 H100_BF16 = 989.4e12  # H100 SXM bf16 dense, https://www.nvidia.com/en-us/data-center/h100/
@@ -44,7 +45,7 @@ def test_the_headline_matches_the_hand_computation():
     assert h["denominator"]["peak_source"] == "https://www.nvidia.com/en-us/data-center/h100/"
     # the only loss: the 2 s evaluation, 20 % of the 10 s wall time
     assert a.losses == ({"category": "eval", "seconds": pytest.approx(2.0), "share": pytest.approx(0.2)},)
-    text = a.to_text()
+    text = answer_text(a)
     assert "Steady-state MFU: 12.63% (ideal step)" in text and "End-to-end MFU: 10.11% (whole wall time)" in text
     assert "denominator: 4 × 989.4 TFLOP/s = 3.958 PFLOP/s (H100 SXM bf16 dense" in text
     assert "1. eval: 2.000 s (20.00% of wall time)" in text
@@ -108,7 +109,7 @@ def test_missing_facts_are_asked_for_once_in_the_interface_s_terms():
                                       "accelerator: give ACCELERATOR=NAME (and DTYPE=DTYPE when not bf16)"])):
         a = build_answer(run, interface=interface)
         assert list(a.missing) == want
-        text = a.to_text()
+        text = answer_text(a)
         assert text.count(want[1].split("give ")[1]) == 1, "asked for once"
         assert "meta." not in text and "with_accelerator" not in text
         assert a.headline["reasons"]["steady_state_mfu"] == "needs the missing facts listed below"
@@ -119,12 +120,13 @@ def test_a_log_without_timed_steps_reports_what_it_holds():
     run = Run.build(None, events, RunMeta(name="no steps"))
     a = build_answer(run, interface="cli")
     assert not a.timed and a.missing == () and a.losses == ()
-    text = a.to_text()
+    text = answer_text(a)
     assert "Wall time: 0.000 s" not in text and "Waterfall" not in text
     assert "MFU: not measurable: the log has no timed steps" in text
     assert "What the log holds" in text and "Events: init × 1" in text
     assert a.warnings[0].name == "load" and "no timed steps" in a.warnings[0].message
-    assert [h for h, _ in a.sections()] == ["The answer", "Stragglers", "Checks", "Facts used", "What the log holds"]
+    assert [h for h, _ in answer_sections(a)] == ["The answer", "Stragglers", "Checks", "Facts used",
+                                                  "What the log holds"]
 
 
 def test_straggler_verdict_names_the_rank():
@@ -143,7 +145,7 @@ def test_straggler_verdict_names_the_rank():
     # waited 0.3 s per step (max 1.3 − median 1.0) over a wall of 7.3 s
     assert s["seconds"] == pytest.approx(4 * 0.3) and s["share"] == pytest.approx(1.2 / 7.3)
     assert "assumes no pipeline" in s["basis"]
-    assert "Culprit: rank 2" in a.to_text()
+    assert "Culprit: rank 2" in answer_text(a)
     # the slow rank rotates: nobody is slowest in most steps
     rows["end_s"] = [2.0 * (i // 4) + (1.3 if (i % 4) == (i // 4) else 1.0) for i in range(16)]
     s = build_answer(Run.build(rows, None, RunMeta(name="rotating"))).stragglers
@@ -169,12 +171,12 @@ def test_checkpoint_advice_follows_young_and_daly():
 def test_time_to_train_is_shown_where_the_run_states_it():
     a = build_answer(_hand_run(extra={"time_to_train_s": 2986.5}))
     assert a.headline["time_to_train_s"] == 2986.5
-    assert "Time to train (MLPerf run_start to run_stop): 2,986.5 s" in a.to_text()
+    assert "Time to train (MLPerf run_start to run_stop): 2,986.5 s" in answer_text(a)
 
 
 def test_the_json_has_the_contracted_keys_and_check_schema():
     a = build_answer(_hand_run())
-    doc = json.loads(json.dumps(a.to_dict(), allow_nan=False))
+    doc = json.loads(json.dumps(answer_dict(a), allow_nan=False))
     for key in ("headline", "losses", "stragglers", "checkpoint", "checks", "facts", "missing", "breakdown",
                 "scorecard", "window", "load"):
         assert key in doc
@@ -190,13 +192,13 @@ def test_the_json_has_the_contracted_keys_and_check_schema():
 def test_the_text_fits_its_width(width):
     claims = [{"metric": "mfu", "value": 0.0632, "unit": "fraction", "counts": "", "where": "/a/very/long/" * 9
                + "hand.log:3", "n": 1, "statistic": "value"}]
-    text = build_answer(_hand_run(claims=claims)).to_text(width=width)
+    text = answer_text(build_answer(_hand_run(claims=claims)), width=width)
     assert max(len(line) for line in text.splitlines()) <= width
     assert "e-0" not in text and "nan" not in text.lower().replace("n/a", "")
 
 
 def test_sections_are_in_reading_order():
-    heads = [h for h, _ in build_answer(_hand_run()).sections()]
+    heads = [h for h, _ in answer_sections(build_answer(_hand_run()))]
     assert heads == ["The answer", "Largest losses", "Stragglers", "Checks", "Facts used", "Waterfall",
                      "Scorecard", "Steady-state window"]
 
@@ -235,7 +237,7 @@ def _bare_run() -> Run:
 def test_the_json_asks_in_the_interfaces_terms(interface, flops, count):
     # Before, summary.reasons carried "set meta.model_flops_per_step" and
     # "resolve it with meta.with_accelerator(name, dtype)" in every front end.
-    doc = build_answer(_bare_run(), interface=interface).to_dict()
+    doc = answer_dict(build_answer(_bare_run(), interface=interface))
     text = json.dumps(doc)
     for internal in ("meta.", "set meta", "with_accelerator", "resolve it with"):
         assert internal not in text, internal
@@ -265,7 +267,7 @@ def test_the_denominator_says_where_each_part_came_from():
                    "dtype": "default (bf16 assumed; give DTYPE=DTYPE)",
                    "peak": "https://www.nvidia.com/en-us/data-center/h100/"}
     assert {f["name"]: f["where"] for f in a.facts}["dtype"] == "default (bf16 assumed; give DTYPE=DTYPE)"
-    assert "dtype default (bf16 assumed; give DTYPE=DTYPE)" in " ".join(a.to_text().split())
+    assert "dtype default (bf16 assumed; give DTYPE=DTYPE)" in " ".join(answer_text(a).split())
 
 
 def _per_rank_run(n_ranks: int) -> Run:

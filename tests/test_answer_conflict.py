@@ -12,6 +12,7 @@ from _samples import T0_MS, mllog, write_mlperf
 
 from mfu_toolkit.analysis import build_answer
 from mfu_toolkit.io import load_run
+from mfu_toolkit.render import answer_dict, answer_text
 from mfu_toolkit.report import html_report
 
 
@@ -39,7 +40,7 @@ TRUE_RATE = 750_000 / 33  # hand: the samples of the timed run over its 33 s
 def test_a_claim_off_by_2x_puts_the_conflict_beside_the_first_mfu(tmp_path):
     ans = build_answer(load_run(_log(tmp_path, 2 * TRUE_RATE), **FACTS))
     assert ans.conflict is not None and ans.conflict["ratios"] == [pytest.approx(0.5)]
-    text = ans.to_text().splitlines()
+    text = answer_text(ans).splitlines()
     first = next(i for i, line in enumerate(text) if line.startswith("Steady-state MFU"))
     assert "in conflict with the log's own claim" in " ".join(text[first:first + 2])
     assert "samples_per_s ours/log 0.50" in " ".join(x.strip() for x in text[first:first + 2])
@@ -47,8 +48,8 @@ def test_a_claim_off_by_2x_puts_the_conflict_beside_the_first_mfu(tmp_path):
 
 def test_an_agreeing_claim_leaves_the_headline_plain(tmp_path):
     ans = build_answer(load_run(_log(tmp_path, TRUE_RATE), **FACTS))
-    assert ans.conflict is None and "conflict" not in ans.to_text()
-    assert ans.to_dict()["conflict"] is None
+    assert ans.conflict is None and "conflict" not in answer_text(ans)
+    assert answer_dict(ans)["conflict"] is None
 
 
 def test_the_html_title_block_carries_the_conflict(tmp_path):
@@ -87,7 +88,7 @@ def test_a_stall_loss_names_the_steps_it_came_from(tmp_path):
     ans = build_answer(run)
     (stall,) = [x for x in ans.losses if x["category"] == "stall"]
     assert stall["seconds"] == pytest.approx(49.0) and "step 5" in stall["detail"]  # 50 s less the 1 s ideal
-    assert "stall: 49" in ans.to_text()
+    assert "stall: 49" in answer_text(ans)
 
 
 def test_a_ratio_thousands_off_is_never_shown_as_zero(tmp_path):

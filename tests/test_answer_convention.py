@@ -32,7 +32,8 @@ def _answer(path):
 
 def test_a_claim_made_under_megatrons_count_agrees_once_counted_so(tmp_path):
     # hand: what Megatron-LM's formula prints for this job (the convention reproduces its source)
-    theirs = model_flops("llama3-8b", seq_len=SEQ, convention="megatron").training_per_sample * GBS / STEP_S / GPUS / 1e12
+    per_sample = model_flops("llama3-8b", seq_len=SEQ, convention="megatron").training_per_sample
+    theirs = per_sample * GBS / STEP_S / GPUS / 1e12
     ours = model_flops("llama3-8b", seq_len=SEQ).training_per_sample * GBS / STEP_S / GPUS / 1e12
     assert ours / theirs > 1.1  # at 32K context the causal halving alone is beyond the 10 % tolerance
     check = _answer(_log(tmp_path, theirs))
@@ -43,13 +44,15 @@ def test_a_claim_made_under_megatrons_count_agrees_once_counted_so(tmp_path):
 
 
 def test_a_claim_off_under_both_counts_still_warns(tmp_path):
-    theirs = model_flops("llama3-8b", seq_len=SEQ, convention="megatron").training_per_sample * GBS / STEP_S / GPUS / 1e12
+    per_sample = model_flops("llama3-8b", seq_len=SEQ, convention="megatron").training_per_sample
+    theirs = per_sample * GBS / STEP_S / GPUS / 1e12
     check = _answer(_log(tmp_path, theirs / 2))
     assert check.status == "warn" and check.ratio == pytest.approx(2.0, abs=0.02)
 
 
 def test_a_log_dated_before_megatrons_2025_formula_is_counted_with_the_older_one(tmp_path):
-    theirs = model_flops("llama3-8b", seq_len=SEQ, convention="megatron-2024").training_per_sample * GBS / STEP_S / GPUS / 1e12
+    per_sample = model_flops("llama3-8b", seq_len=SEQ, convention="megatron-2024").training_per_sample
+    theirs = per_sample * GBS / STEP_S / GPUS / 1e12
     check = _answer(_log(tmp_path, theirs, day="2024-04-06"))
     assert "convention megatron-2024" in check.message and check.status == "ok"
 

@@ -37,7 +37,8 @@ def _registry_dense(name: str, dtype: str) -> float:
 
 def _titan(path: Path, device: str | None, tflops: str, mfu: str, steps: int = 4) -> Path:
     """A torchtitan-format log: an optional capacity line, then ``steps`` step lines."""
-    lines = [f"[titan] 2025-01-01 00:00:00,000 - root - INFO - CUDA capacity: {device} with 79.10GiB memory"] if device else []
+    lines = ([f"[titan] 2025-01-01 00:00:00,000 - root - INFO - CUDA capacity: {device} with 79.10GiB memory"]
+             if device else [])
     for s in range(1, steps + 1):
         lines.append(f"[titan] 2025-01-01 00:00:{s:02d},000 - root - INFO - step: {s:2d}  loss:  {8 - s * 0.1:.4f}  "
                      f"memory: 10.00GiB(12.63%)  tps: 1,000  tflops: {tflops}  mfu: {mfu}")

@@ -74,7 +74,8 @@ def test_per_rank_steps_split_stragglers_and_data_waits():
     for k in range(4):
         t = k * 1.75
         for r, c in enumerate([1.0, 1.0, 1.5]):
-            rows.append({"step": k, "rank": r, "start_s": t, "end_s": t + 0.25 + c, "data_wait_s": 0.25, "compute_s": c})
+            rows.append({"step": k, "rank": r, "start_s": t, "end_s": t + 0.25 + c, "data_wait_s": 0.25,
+                         "compute_s": c})
     run = Run.build(pd.DataFrame(rows))
     sec = _sec(_assert_sums(run))
     assert run.wall_seconds == pytest.approx(7.0)

@@ -211,7 +211,8 @@ def test_per_rank_flags_of_another_format_and_a_saved_run(tmp_path):
 def flagged_runs(draw) -> Run:
     n = draw(st.integers(1, 12))
     d = draw(st.lists(st.floats(0.0, 20.0), min_size=n, max_size=n))
-    f = draw(st.lists(st.sampled_from(["", "", "", "compile", "async_dispatch", "outlier", "outlier,compile", None, True]),
+    f = draw(st.lists(st.sampled_from(["", "", "", "compile", "async_dispatch", "outlier", "outlier,compile", None,
+                                       True]),
                       min_size=n, max_size=n))
     lost_tail = draw(st.integers(0, 2))
     run = _run(d, f, RunMeta())  # no FLOPs: steps of any length are fine (no MFU above 100 %)

@@ -43,7 +43,8 @@ def test_12_check_a_claim_runs_and_shows_its_tables(lab, page, tmp_path):
     open_and_run_all(page, lab, "12_check_a_claim.ipynb")
     tables = page.locator("table.dataframe")
     expect(tables.first).to_be_visible(timeout=20_000)
-    # the recomputed MI350X MFU: 1.52 × 312 / 2,306.9 (the registry's AMD figure) = 0.206 (the notebook's table, 3 decimals)
+    # the recomputed MI350X MFU: 1.52 × 312 / 2,306.9 (the registry's AMD figure) = 0.206
+    # (the notebook's table, 3 decimals)
     expect(page.locator("table.dataframe", has_text="MI350X, Llama 3 8B")).to_contain_text("0.206")
     page.screenshot(path=str(tmp_path / "12_check_a_claim.png"), full_page=False)
     assert not errors, errors

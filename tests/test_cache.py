@@ -140,7 +140,8 @@ def test_beside_only_when_asked_and_the_user_dir_where_the_folder_is_read_only(t
     os.chmod(ro, 0o555)
     try:
         key = kineto_ranks.cache_key(plain / "t.json", "s")
-        assert kineto_ranks.write_cache(plain / "t.json", key, part, where="beside") == plain / ".mfu_cache" / "t.json.parquet"
+        assert (kineto_ranks.write_cache(plain / "t.json", key, part, where="beside")
+                == plain / ".mfu_cache" / "t.json.parquet")
         assert kineto_ranks.read_cache(plain / "t.json", key, where="beside").columns["a"].tolist() == [0, 1, 2]
         assert kineto_ranks.read_cache(plain / "t.json", key) is None  # the default looks in the user dir only
         key = kineto_ranks.cache_key(ro / "t.json", "s")

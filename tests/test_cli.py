@@ -83,13 +83,19 @@ def test_sparse_is_explicit_and_said(capsys):
 @pytest.mark.parametrize(
     "argv, fragment",
     [
-        (["calc", "--model-flops-per-step", "-5", "--step-seconds", "1", "--gpus", "8", "--peak-tflops-per-gpu", "1"], "--model-flops-per-step"),
-        (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "0", "--peak-tflops-per-gpu", "1"], "--gpus"),
+        (["calc", "--model-flops-per-step", "-5", "--step-seconds", "1", "--gpus", "8", "--peak-tflops-per-gpu", "1"],
+         "--model-flops-per-step"),
+        (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "0", "--peak-tflops-per-gpu", "1"],
+         "--gpus"),
         (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "8"], "peak is missing"),
-        (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "8", "--accelerator", "H1OO"], "H100"),
-        (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "8", "--accelerator", "V100", "--dtype", "bf16"], "fp16"),
-        (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "8", "--accelerator", "H100", "--peak-tflops-per-gpu", "1"], "not both"),
-        (["calc", "--model-flops-per-step", "abc", "--step-seconds", "1", "--gpus", "8", "--peak-tflops-per-gpu", "1"], "expected a number"),
+        (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "8", "--accelerator", "H1OO"],
+         "H100"),
+        (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "8", "--accelerator", "V100",
+          "--dtype", "bf16"], "fp16"),
+        (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "8", "--accelerator", "H100",
+          "--peak-tflops-per-gpu", "1"], "not both"),
+        (["calc", "--model-flops-per-step", "abc", "--step-seconds", "1", "--gpus", "8", "--peak-tflops-per-gpu", "1"],
+         "expected a number"),
     ],
 )
 def test_user_errors_are_one_line_exit_2(capsys, argv, fragment):
@@ -116,7 +122,8 @@ def test_calc_imports_no_heavy_modules():
     # `mfu calc` must start as fast as a bare script: no pandas, seaborn, ipywidgets, numpy.
     code = (
         "import sys\nfrom mfu_toolkit.cli import main\n"
-        "main(['calc','--model-flops-per-step','2.4e15','--step-seconds','1.2','--gpus','128','--accelerator','H100'])\n"
+        "main(['calc','--model-flops-per-step','2.4e15','--step-seconds','1.2','--gpus','128',"
+        "'--accelerator','H100'])\n"
         "print(sorted(m for m in ('pandas','seaborn','ipywidgets','matplotlib','numpy') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -122,7 +122,8 @@ def test_range_clauses_put_every_row_in_exactly_one(lo, hi, n):
 
     clauses = range_clauses("v", lo, hi, n)
     assert 1 <= len(clauses) <= n
-    probe = sorted({lo, hi, lo + 1, hi - 1, (lo + hi) // 2, 2**53, 2**53 + 1, -(2**63), 2**63 - 1} & set(range(lo, hi + 1))
+    probe = sorted({lo, hi, lo + 1, hi - 1, (lo + hi) // 2, 2**53, 2**53 + 1, -(2**63), 2**63 - 1}
+                   & set(range(lo, hi + 1))
                    if hi - lo < 10**6 else {lo, hi, (lo + hi) // 2, 2**53 + 1, min(hi, 2**62)})
     con = duckdb.connect()
     for v in probe:  # a float edge would drop 2**53 + 1 or the top of the range

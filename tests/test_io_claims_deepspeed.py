@@ -30,7 +30,8 @@ SFT = "deepspeedai_DeepSpeedExamples_dschat_step1_sft_opt-1.3b_gbs128.log"
 DPO = "deepspeedai_DeepSpeedExamples_dschat_step2_dpo_opt-350M_gbs32.log"
 REWARD = "deepspeedai_DeepSpeedExamples_dschat_step2_reward_opt-350m_gbs64.log"
 MOE = "HaibaraAiChan_megatron-deepspeed-moe-bak_gpt-0.125B-gpus-4-MoE-64.log"
-NEW_RE = re.compile(r"epoch=\d+/micro_step=\d+/global_step=\d+, RunningAvgSamplesPerSec=([^,]+), CurrSamplesPerSec=([^,]+),")
+NEW_RE = re.compile(r"epoch=\d+/micro_step=\d+/global_step=\d+, RunningAvgSamplesPerSec=([^,]+), "
+                    r"CurrSamplesPerSec=([^,]+),")
 OLD_RE = re.compile(r"\] \d+/\d+, RunningAvgSamplesPerSec=([^,]+), CurrSamplesPerSec=([^,]+),")
 
 
@@ -101,20 +102,24 @@ def test_real_megatron_deepspeed_rates_disagree_and_each_says_why(realdata):  # 
     # DeepSpeed 0.7: micro batch × data-parallel size (4 × 4 = 16 samples) over the span from the last
     # micro-batch's forward to the end of step(): (forward + backward) / 16 micro-batches + optimizer
     n_micro = gbs // (micro * dp)
-    span_s = ((float(timers["forward-compute"]) + float(timers["backward-compute"])) / n_micro + float(timers["optimizer"])) / 1000
+    span_s = ((float(timers["forward-compute"]) + float(timers["backward-compute"])) / n_micro
+              + float(timers["optimizer"])) / 1000
     assert micro * dp / curr[0] == pytest.approx(span_s, rel=0.02)
     for fmt in ("megatron", "deepspeed"):
         run = _load(path, format=fmt)
         c, r = _timer(run)
-        assert (c["value"], r["value"], c["where"]) == (pytest.approx(statistics.median(curr)), running[-1], f"{path}:{first}")
+        assert (c["value"], r["value"], c["where"]) == (pytest.approx(statistics.median(curr)), running[-1],
+                                                        f"{path}:{first}")
         for claim in (c, r):
             assert "train_micro_batch_size_per_gpu × data-parallel size" in claim["counts"]
             assert "DeepSpeed 0.7 ThroughputTimer" in claim["counts"]
             assert "from the batch's last forward() to the end of step()" in claim["counts"]
     run = _load(path)
     assert run.meta.source_format == "megatron"
-    (mg,) = [c for c in run.meta.claims if c["metric"] == "samples_per_s" and "Megatron-DeepSpeed prints" in c["counts"]]
-    assert mg["value"] == pytest.approx(statistics.median(float(v) for v in re.findall(r"samples per second: ([0-9.]+)", text)))
+    (mg,) = [c for c in run.meta.claims
+             if c["metric"] == "samples_per_s" and "Megatron-DeepSpeed prints" in c["counts"]]
+    assert mg["value"] == pytest.approx(
+        statistics.median(float(v) for v in re.findall(r"samples per second: ([0-9.]+)", text)))
     assert "global batch" in mg["counts"] and "mean iteration time" in mg["counts"]
 
 
@@ -133,20 +138,24 @@ def _ts(s: int) -> str:
 
 def _timer_line(form: str, n: int, running: str, curr: str, s: int) -> str:
     if form == "global_step":
-        body = f"epoch=0/micro_step={2 * n}/global_step={n}, RunningAvgSamplesPerSec={running}, CurrSamplesPerSec={curr}, "
+        body = (f"epoch=0/micro_step={2 * n}/global_step={n}, RunningAvgSamplesPerSec={running}, "
+                f"CurrSamplesPerSec={curr}, ")
         return f"{_ts(s)} [INFO] [timer.py:199:stop] {body}MemAllocated=1.5GB, MaxMemAllocated=2.5GB"
     if form == "micro_step":
-        body = f"0/{n}, RunningAvgSamplesPerSec={running}, CurrSamplesPerSec={curr}, MemAllocated=1.5GB, MaxMemAllocated=2.5GB"
+        body = (f"0/{n}, RunningAvgSamplesPerSec={running}, CurrSamplesPerSec={curr}, "
+                "MemAllocated=1.5GB, MaxMemAllocated=2.5GB")
         return f"{_ts(s)} [INFO] [timer.py:207:stop] {body}"
     if form == "running_only_mem":  # DeepSpeed 0.6
-        return f"{_ts(s)} [INFO] [timer.py:181:stop] 0/{n}, SamplesPerSec={running}, MemAllocated=1.5GB, MaxMemAllocated=2.5GB"
+        return (f"{_ts(s)} [INFO] [timer.py:181:stop] 0/{n}, SamplesPerSec={running}, "
+                "MemAllocated=1.5GB, MaxMemAllocated=2.5GB")
     return f"{_ts(s)} [INFO] [timer.py:154:stop] 0/{n}, SamplesPerSec={running}"  # DeepSpeed 0.3 to 0.5
 
 
 def _engine_log(form: str, rates: list[tuple[str, str]], prefix: str = "") -> str:
     lines = [f"{_ts(0)} [INFO] [launch.py:164:main] dist_world_size=2"]
     for i, (running, curr) in enumerate(rates, start=1):
-        lines.append(f"{_ts(10 * i)} [INFO] [logging.py:96:log_dist] [Rank 0] step={10 * i}, skipped=0, lr=[0.1], mom=[(0.9, 0.95)]")
+        lines.append(f"{_ts(10 * i)} [INFO] [logging.py:96:log_dist] [Rank 0] step={10 * i}, skipped=0, "
+                     "lr=[0.1], mom=[(0.9, 0.95)]")
         lines.append(_timer_line(form, 10 * i, running, curr, 10 * i))
     return "\n".join(prefix + ln for ln in lines) + "\n"
 
@@ -169,7 +178,8 @@ def test_each_spelling_says_what_it_counts(tmp_path, form, version, prefix):
     c, r = _timer(run)
     assert (c["value"], c["n"], c["where"]) == (10.0, 3, f"{p}:3")  # median of 12, 9, 10
     assert (r["value"], r["n"], r["statistic"]) == (10.5, 3, "last")
-    what = "train_batch_size (the global batch" if form == "global_step" else "train_micro_batch_size_per_gpu × data-parallel"
+    what = ("train_batch_size (the global batch" if form == "global_step"
+            else "train_micro_batch_size_per_gpu × data-parallel")
     assert all(what in x["counts"] and version in x["counts"] for x in (c, r))
     assert not run.meta.report.skipped
 
@@ -222,7 +232,8 @@ def test_two_releases_in_one_log_give_a_pair_of_claims_each(tmp_path):
     p = _write(tmp_path, old + "cmd = deepspeed train.py\n" + new)
     run = _load(p)
     mine = [c for c in run.meta.claims if c["metric"] == "samples_per_s"]
-    assert [(c["value"], c["statistic"]) for c in mine] == [(60.0, "value"), (50.0, "last"), (10.5, "median"), (11.0, "last")]
+    assert [(c["value"], c["statistic"]) for c in mine] == [(60.0, "value"), (50.0, "last"), (10.5, "median"),
+                                                            (11.0, "last")]
     assert ["DeepSpeed >= 0.8" in c["counts"] for c in mine] == [True, True, False, False]
 
 
@@ -236,7 +247,8 @@ def test_both_formats_claim_the_same_for_a_megatron_deepspeed_log(tmp_path, form
     claims = {}
     for fmt in ("megatron", "deepspeed"):
         run = _load(p, format=fmt)
-        claims[fmt] = [c for c in run.meta.claims if c["metric"] == "samples_per_s" and "DeepSpeed engine" in c["counts"]]
+        claims[fmt] = [c for c in run.meta.claims
+                       if c["metric"] == "samples_per_s" and "DeepSpeed engine" in c["counts"]]
         assert all("the batch's last forward() to the end of step()" in c["counts"] for c in claims[fmt])
     assert claims["megatron"] == claims["deepspeed"] and len(claims["megatron"]) == (1 if form == "running_only" else 2)
 

@@ -75,7 +75,8 @@ def test_real_alcf_training_log_tflops_is_megatron_lm_model_flops(realdata):  # 
     assert "[megatron/training_log:402:training_log]" in text.splitlines()[first - 1]  # the logger that printed it
     run = _load(path)
     (c,) = _claims(run, "tflops_per_accelerator")
-    assert (c["value"], c["n"], c["where"]) == (pytest.approx(statistics.median(values)), len(values), f"{path}:{first}")
+    assert (c["value"], c["n"], c["where"]) == (pytest.approx(statistics.median(values)), len(values),
+                                                f"{path}:{first}")
     assert c["counts"].startswith("TFLOPs= as ALCF's training_log.py prints it") and "model FLOPs" in c["counts"]
     assert statistics.median(values) == 53.66
 
@@ -86,7 +87,8 @@ def test_real_colon_tflops_is_the_throughput_calculator(realdata, folder, name):
     text = path.read_text()
     values, first = _raw(text, r"\| TFLOPs: ([0-9.]+) \|")
     (c,) = _claims(_load(path), "tflops_per_accelerator")
-    assert (c["value"], c["n"], c["where"]) == (pytest.approx(statistics.median(values)), len(values), f"{path}:{first}")
+    assert (c["value"], c["n"], c["where"]) == (pytest.approx(statistics.median(values)), len(values),
+                                                f"{path}:{first}")
     assert c["counts"].startswith("TFLOPs: per GPU by Megatron-DeepSpeed's throughput calculator")
     assert c["basis"] == "steady" and c["unit"] == "TFLOP/s per GPU"
 
@@ -106,7 +108,8 @@ def test_real_samples_per_second_and_tgs_say_what_they_count(realdata):  # noqa:
 
 # --- ALCF TFLOPs= variants ----------------------------------------------------------------------
 def _alcf_line(it: int, head: str, tflops_field: str) -> str:
-    return (f"{head} iteration=  {it:6d}/  1000 | consumed_samples=   {it * 8} | elapsed_time_per_iteration_ms=1000.0 | "
+    return (f"{head} iteration=  {it:6d}/  1000 | consumed_samples=   {it * 8} | "
+            "elapsed_time_per_iteration_ms=1000.0 | "
             f"global_batch_size=  8 | lm loss=2.5 | samples_per_second=8.0 | {tflops_field} |")
 
 
@@ -167,7 +170,8 @@ def test_neox_line_claims_flops_mfu_and_samples(tmp_path, prefix):
     assert (tf["value"], tf["unit"], tf["n"], tf["where"]) == (pytest.approx(152.3), "TFLOP/s per GPU", 3, f"{p}:1")
     assert tf["counts"].startswith("GPT-NeoX approx flops per GPU") and "activation checkpointing" in tf["counts"]
     (mfu,) = _claims(run, "mfu")
-    assert (mfu["value"], mfu["unit"]) == (pytest.approx(0.4881), "fraction") and "peak_theoretical_tflops" in mfu["counts"]
+    assert ((mfu["value"], mfu["unit"]) == (pytest.approx(0.4881), "fraction")
+            and "peak_theoretical_tflops" in mfu["counts"])
     (sps,) = _claims(run, "samples_per_s")
     assert sps["value"] == 98.765 and sps["counts"].startswith("GPT-NeoX samples/sec: train_batch_size (global)")
     logged = run.steps[run.steps["logged"]]

@@ -100,7 +100,8 @@ def test_doc_example_values_sentinel_and_scrapes(realdata):  # noqa: F811
     row = m[(m["hostname"] == "ub20-a100-k8s") & (m["kind"] == "gpu")]
     assert len(row) == 1
     row = row.iloc[0]
-    assert row["gr_engine_active"] == whole["DCGM_FI_PROF_GR_ENGINE_ACTIVE"] and round(row["gr_engine_active"], 3) == 0.996
+    assert (row["gr_engine_active"] == whole["DCGM_FI_PROF_GR_ENGINE_ACTIVE"]
+            and round(row["gr_engine_active"], 3) == 0.996)
     assert row["tensor_active"] == whole["DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"] and round(row["tensor_active"], 3) == 0.929
     assert row["dram_active"] == whole["DCGM_FI_PROF_DRAM_ACTIVE"] and round(row["dram_active"], 2) == 0.69
     assert row["power_w"] == whole["DCGM_FI_DEV_POWER_USAGE"] and round(row["power_w"], 1) == 409.7
@@ -178,7 +179,8 @@ def test_issue244_na_is_missing_and_multiplexed_rows_repeat(realdata):  # noqa: 
     assert len(rows) == 10 and all(r[2:] == ["N/A"] * 8 for r in rows[:8])  # first sample all N/A
     run = _load(path)
     m = run.tables["gpu_metrics"]
-    metrics = ["gr_engine_active", "sm_active", "sm_occupancy", "tensor_active", "dram_active", "fp64_active", "fp32_active", "fp16_active"]
+    metrics = ["gr_engine_active", "sm_active", "sm_occupancy", "tensor_active", "dram_active", "fp64_active",
+               "fp32_active", "fp16_active"]
     assert len(m) == 10 and m["sample"].tolist() == [1] * 8 + [2] * 2
     assert m.iloc[:8][metrics].isna().all().all()
     # "GPU 0      0.888        N/A          N/A          0.178        N/A          N/A          N/A          0.001"
@@ -201,7 +203,8 @@ def test_issue272_lower_case_names_and_label_aliases(realdata):  # noqa: F811
     m = run.tables["gpu_metrics"].set_index("gpu")
     assert m.loc[4, "uuid"] == raw[1][2]["uuid"] and m.loc[4, "gr_engine_active"] == float(raw[1][3]) == 0.008246
     assert (m.loc[4, "pod"], m.loc[4, "namespace"], m.loc[4, "container"]) == (
-        raw[1][2]["pod_name"], raw[1][2]["pod_namespace"], raw[1][2]["container_name"]) == ("d85np-t6mdg", "ai-1", "-grpc-pod")
+        raw[1][2]["pod_name"], raw[1][2]["pod_namespace"], raw[1][2]["container_name"]) == (
+        "d85np-t6mdg", "ai-1", "-grpc-pod")
     assert m.loc[3, "kind"] == "mig" and m.loc[3, "mig_profile"] == raw[0][2]["GPU_I_PROFILE"] == "4g.40gb"
     assert run.meta.n_accelerators == 1  # gpu 4 is whole; gpu 3 is seen only through MIG instance 1
     assert {f["name"]: f["value"] for f in run.meta.facts}["accelerator"] == "NVIDIA A100 80GB PCIe"
@@ -329,12 +332,14 @@ def test_mig_instances_never_count_as_whole_gpus(tmp_path):
     assert run.meta.extra["mig_profiles"] == ["3g.40gb"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert load_run(_write(tmp_path, only_mig, "mig2.txt"), n_accelerators=1, accelerator="H100").meta.n_accelerators == 1
+        assert load_run(_write(tmp_path, only_mig, "mig2.txt"), n_accelerators=1,
+                        accelerator="H100").meta.n_accelerators == 1
 
 
 def test_lower_case_names_aliases_and_timestamps(tmp_path):
     text = (
-        'dcgm_fi_prof_sm_active{gpu="0",uuid="GPU-a",pod_name="p",pod_namespace="ns",container_name="c"} 0.25 1700000000000\n'
+        'dcgm_fi_prof_sm_active{gpu="0",uuid="GPU-a",pod_name="p",pod_namespace="ns",container_name="c"} '
+        '0.25 1700000000000\n'
         'Dcgm_Fi_Dev_Gpu_Util{gpu="0",UUID="GPU-a"} 97 1700000000000\n'
         'dcgm_fi_prof_sm_active{gpu="0",uuid="GPU-a"} 0.5 1700000015000\n'
     )
@@ -436,7 +441,8 @@ def test_long_lines_are_linear(tmp_path, name):
     ratio = growth(load, 80_000)  # lines of 80 KB and of 320 KB
     assert ratio < linear_bound(), explain(ratio)
     assert runs[320_000].tables["gpu_metrics"]["sm_clock_mhz"].tolist()[-1] == 1
-    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()  # both sizes take the same path
+    # both sizes take the same path
+    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()
 
 
 # --- damage: seeded mutations of two real files ------------------------------------------------
@@ -469,7 +475,8 @@ def _mutate(data: bytes, rng: random.Random) -> bytes:
     elif kind == 7:
         return data.decode("utf-8").encode("utf-16") if rng.random() < 0.5 else data.replace(b"a", b"\xe9")
     elif kind == 8:
-        lines.insert(rng.randrange(len(lines) + 1), rng.choice([b"x", b"DCGM_FI_X{gpu=\"0\"} ", b"GPU 0 "]) * rng.randint(1, 20_000))
+        lines.insert(rng.randrange(len(lines) + 1),
+                     rng.choice([b"x", b"DCGM_FI_X{gpu=\"0\"} ", b"GPU 0 "]) * rng.randint(1, 20_000))
     else:
         lines.insert(rng.randrange(len(lines) + 1), b"\x00" * rng.randint(1, 50))
     return b"\n".join(lines)

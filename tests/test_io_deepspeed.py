@@ -115,7 +115,8 @@ def test_sft_steps_overflows_and_facts_from_the_raw_lines(realdata):  # noqa: F8
     assert _fact(run, "micro_batch") == int(re.search(r"--per_device_train_batch_size (\d+)", cmd).group(1)) == 8
     assert _fact(run, "seq_len") == int(re.search(r"--max_seq_len (\d+)", cmd).group(1)) == 512
     assert _fact(run, "framework") == "DeepSpeed-Chat"
-    assert "dist_world_size" not in path.read_text() and _fact(run, "n_ranks") is None and _fact(run, "global_batch") is None
+    assert ("dist_world_size" not in path.read_text() and _fact(run, "n_ranks") is None
+            and _fact(run, "global_batch") is None)
     # evaluations between printed steps flag their interval
     evals = [i + 1 for i, t in enumerate(lines) if "***** Evaluating" in t and raw[0][0] < i + 1 < raw[-1][0]]
     assert steps.loc[steps["logged"], "includes_eval"].sum() == len(evals) == 15
@@ -180,7 +181,8 @@ def test_rlhf_steps_are_the_e2e_latency_with_phases_as_columns(realdata):  # noq
     assert len(steps) == len(e2e)
     # the first breakdown, as printed: |E2E latency=7.99s |Gather latency=0.00s (0.00%) |Generate
     # time=5.26s (65.81%) |Training time=2.52s (31.46%) |Others=0.22 (2.73%)
-    assert "|E2E latency=7.99s |Gather latency=0.00s (0.00%) |Generate time=5.26s (65.81%) |Training time=2.52s (31.46%) |Others=0.22" in e2e[0][1]
+    assert ("|E2E latency=7.99s |Gather latency=0.00s (0.00%) |Generate time=5.26s (65.81%) "
+            "|Training time=2.52s (31.46%) |Others=0.22" in e2e[0][1])
     row = steps.iloc[0]
     assert row["end_s"] - row["start_s"] == pytest.approx(7.99)
     assert (row["gather_s"], row["generate_s"], row["training_s"], row["others_s"]) == (0.0, 5.26, 2.52, 0.22)
@@ -191,7 +193,8 @@ def test_rlhf_steps_are_the_e2e_latency_with_phases_as_columns(realdata):  # noq
     assert (steps["generate_s"] > steps["training_s"]).mean() > 0.9
     cur = [float(re.search(r"CurSamplesPerSec=([0-9.]+)", t).group(1)) for _, t in e2e]
     claim = _claims(run, "samples_per_s")[0]
-    assert "DeepSpeed-Chat CurSamplesPerSec" in claim["counts"] and claim["value"] == pytest.approx(statistics.median(cur))
+    assert ("DeepSpeed-Chat CurSamplesPerSec" in claim["counts"]
+            and claim["value"] == pytest.approx(statistics.median(cur)))
     avg = [c for c in _claims(run, "samples_per_s") if "AvgSamplesPerSec" in c["counts"]][0]
     assert avg["value"] == float(re.search(r"AvgSamplesPerSec=([0-9.]+)", e2e[-1][1]).group(1)) == 16.79
     # actor and critic print the same step numbers one after the other: engines 0 and 1
@@ -207,7 +210,8 @@ def test_rlhf_steps_are_the_e2e_latency_with_phases_as_columns(realdata):  # noq
     # the last PPO step line has no E2E line after it: said so, not a row
     assert any("step 476" in n and str(ppo[-1][0]) in n for n in run.meta.report.notes)
     args = lines[0]
-    seq = int(re.search(r"--max_prompt_seq_len (\d+)", args).group(1)) + int(re.search(r"--max_answer_seq_len (\d+)", args).group(1))
+    seq = (int(re.search(r"--max_prompt_seq_len (\d+)", args).group(1))
+           + int(re.search(r"--max_answer_seq_len (\d+)", args).group(1)))
     assert _fact(run, "seq_len") == seq == 512
     assert _fact(run, "parallelism") == "actor ZeRO stage 2, critic ZeRO stage 2"
 
@@ -221,7 +225,8 @@ def test_flops_profiler_excerpt_gives_what_it_has(realdata):  # noqa: F811
     assert _fact(run, "micro_batch") == int(re.search(r"batch size per GPU:\s+(\d+)", text).group(1)) == 8
     dp = re.search(r"data parallel size:\s+(\d+)", text).group(1)
     mp = re.search(r"model parallel size:\s+(\d+)", text).group(1)
-    assert _fact(run, "parallelism") == f"data parallel {dp}, model parallel {mp}" == "data parallel 16, model parallel 8"
+    assert (_fact(run, "parallelism") == f"data parallel {dp}, model parallel {mp}"
+            == "data parallel 16, model parallel 8")
     # cut short before the FLOPS lines: no throughput claim is invented
     assert "FLOPS per GPU" not in text and run.meta.claim("tflops_per_accelerator") is None
     assert run.meta.extra["flops_profiler"]["params_per_gpu"] == pytest.approx(2318.53e6)
@@ -278,13 +283,15 @@ def test_a_lost_engine_line_stays_one_row(realdata):  # noqa: F811
     row = run.steps[run.steps["step"] == 150].iloc[0]
     assert row["interval_steps"] == 20 and not (run.steps["step"].between(131, 149)).any()
     assert len(run.steps) == raw[-1] - raw[1] - 19  # every step after step=10, less the 19 lumped into 150
-    assert any("1 intervals between printed steps are longer than the log interval (10)" in n for n in run.meta.report.notes)
+    assert any("1 intervals between printed steps are longer than the log interval (10)" in n
+               for n in run.meta.report.notes)
 
 
 def test_line_ends_and_bom_do_not_change_the_run(realdata, tmp_path):  # noqa: F811
     data = (realdata / "deepspeed" / SFT).read_bytes()
     base_run = _load(realdata / "deepspeed" / SFT)
-    for name, variant in (("crlf", data.replace(b"\n", b"\r\n")), ("cr", data.replace(b"\n", b"\r")), ("bom", b"\xef\xbb\xbf" + data)):
+    for name, variant in (("crlf", data.replace(b"\n", b"\r\n")), ("cr", data.replace(b"\n", b"\r")),
+                          ("bom", b"\xef\xbb\xbf" + data)):
         p = tmp_path / f"{name}.log"
         p.write_bytes(variant)
         run = _load(p)
@@ -325,7 +332,8 @@ def test_negative_comm_latency_is_rejected_on_the_real_table(realdata):  # noqa:
 
 
 def test_no_other_format_file_is_taken_for_deepspeed(realdata):  # noqa: F811
-    others = [p for p in sorted(realdata.rglob("*")) if p.is_file() and "deepspeed" not in p.relative_to(realdata).parts[:1]]
+    others = [p for p in sorted(realdata.rglob("*"))
+              if p.is_file() and "deepspeed" not in p.relative_to(realdata).parts[:1]]
     assert len(others) > 50
     for path in others:
         try:
@@ -342,13 +350,17 @@ ENGINE = """\
 [2024-01-01 00:00:00,000] [INFO] [launch.py:164:main] dist_world_size=2
 [2024-01-01 00:00:01,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=0, skipped=0, lr=[0.0], mom=[(0.9, 0.95)]
 [2024-01-01 00:00:10,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=2, skipped=0, lr=[0.1], mom=[(0.9, 0.95)]
-[2024-01-01 00:00:10,010] [INFO] [timer.py:199:stop] epoch=0/micro_step=2/global_step=2, RunningAvgSamplesPerSec=10.0, CurrSamplesPerSec=10.0, MemAllocated=1.5GB, MaxMemAllocated=2.5GB
-[2024-01-01 00:00:11,000] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768
+[2024-01-01 00:00:10,010] [INFO] [timer.py:199:stop] epoch=0/micro_step=2/global_step=2, RunningAvgSamplesPerSec=10.0, \
+CurrSamplesPerSec=10.0, MemAllocated=1.5GB, MaxMemAllocated=2.5GB
+[2024-01-01 00:00:11,000] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. \
+Attempted loss scale: 65536, reducing to 32768
 [2024-01-01 00:00:14,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=4, skipped=1, lr=[0.2], mom=[(0.9, 0.95)]
-[2024-01-01 00:00:14,010] [INFO] [timer.py:199:stop] epoch=0/micro_step=4/global_step=4, RunningAvgSamplesPerSec=9.0, CurrSamplesPerSec=8.0, MemAllocated=1.5GB, MaxMemAllocated=2.5GB
+[2024-01-01 00:00:14,010] [INFO] [timer.py:199:stop] epoch=0/micro_step=4/global_step=4, RunningAvgSamplesPerSec=9.0, \
+CurrSamplesPerSec=8.0, MemAllocated=1.5GB, MaxMemAllocated=2.5GB
 ***** Evaluating perplexity, Epoch 1/1 *****
 [2024-01-01 00:00:20,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=6, skipped=1, lr=[0.3], mom=[(0.9, 0.95)]
-[2024-01-01 00:00:20,010] [INFO] [timer.py:199:stop] epoch=0/micro_step=6/global_step=6, RunningAvgSamplesPerSec=8.5, CurrSamplesPerSec=7.0, MemAllocated=1.5GB, MaxMemAllocated=2.5GB
+[2024-01-01 00:00:20,010] [INFO] [timer.py:199:stop] epoch=0/micro_step=6/global_step=6, RunningAvgSamplesPerSec=8.5, \
+CurrSamplesPerSec=7.0, MemAllocated=1.5GB, MaxMemAllocated=2.5GB
 """
 
 
@@ -364,7 +376,8 @@ def test_engine_records_are_paired_and_spread_over_their_steps(tmp_path):
     s = run.steps
     # anchor step=2 at 10 s (t0 = the first line, 00:00:00); 3,4 share 10..14 s, 5,6 share 14..20 s
     assert s["step"].tolist() == [3, 4, 5, 6]
-    assert s["start_s"].tolist() == pytest.approx([10, 12, 14, 17]) and s["end_s"].tolist() == pytest.approx([12, 14, 17, 20])
+    assert (s["start_s"].tolist() == pytest.approx([10, 12, 14, 17])
+            and s["end_s"].tolist() == pytest.approx([12, 14, 17, 20]))
     assert s["interval_steps"].tolist() == [2, 2, 2, 2] and s["logged"].tolist() == [False, True, False, True]
     logged = s[s["logged"]]
     assert logged["skipped_steps"].tolist() == [1.0, 0.0] and logged["overflow_lines"].tolist() == [1.0, 0.0]
@@ -422,16 +435,21 @@ def test_bad_values_are_counted_with_line_and_field(tmp_path):
 
 
 RLHF_TEXT = """\
-cmd = deepspeed main.py --actor_model_name_or_path a/b --critic_model_name_or_path c/d --per_device_training_batch_size 4
+cmd = deepspeed main.py --actor_model_name_or_path a/b --critic_model_name_or_path c/d \
+--per_device_training_batch_size 4
 epoch: 0|step: 0|ppo_ep: 1|act_loss: 0.5|cri_loss: -0.25|unsuper_loss: 0.0
 average reward score: -1.5
 -------------------------------------------------------------------------------------
-|E2E latency=4.00s |Gather latency=0.50s (12.50%) |Generate time=2.50s (62.50%) |Training time=0.75s (18.75%) |Others=0.25 (6.25%)|CurSamplesPerSec=16.00 |AvgSamplesPerSec=16.00
+|E2E latency=4.00s |Gather latency=0.50s (12.50%) |Generate time=2.50s (62.50%) |Training time=0.75s (18.75%) \
+|Others=0.25 (6.25%)|CurSamplesPerSec=16.00 |AvgSamplesPerSec=16.00
 epoch: 0|step: 1|ppo_ep: 1|act_loss: nan|cri_loss: 0.1|unsuper_loss: 0.0
-|E2E latency=-2.00s |Gather latency=0.00s (0.00%) |Generate time=1.00s (50.00%) |Training time=1.00s (50.00%) |Others=0.00 (0.00%)|CurSamplesPerSec=32.00 |AvgSamplesPerSec=21.33
-|E2E latency=3.00s |Gather latency=0.00s (0.00%) |Generate time=2.00s (66.67%) |Training time=1.00s (33.33%) |Others=0.00 (0.00%)|CurSamplesPerSec=21.33 |AvgSamplesPerSec=18.00
+|E2E latency=-2.00s |Gather latency=0.00s (0.00%) |Generate time=1.00s (50.00%) |Training time=1.00s (50.00%) \
+|Others=0.00 (0.00%)|CurSamplesPerSec=32.00 |AvgSamplesPerSec=21.33
+|E2E latency=3.00s |Gather latency=0.00s (0.00%) |Generate time=2.00s (66.67%) |Training time=1.00s (33.33%) \
+|Others=0.00 (0.00%)|CurSamplesPerSec=21.33 |AvgSamplesPerSec=18.00
 epoch: 0|step: 2|ppo_ep: 1|act_loss: 0.1|cri_loss: 0.1|unsuper_loss: 0.0
-|E2E latency=2.00s |Gather latency=0.00s (0.00%) |Generate time=1.50s (75.00%) |Training time=0.50s (25.00%) |Others=0.00 (0.00%)|CurSamplesPerSec=32.00 |AvgSamplesPerSec=21.33
+|E2E latency=2.00s |Gather latency=0.00s (0.00%) |Generate time=1.50s (75.00%) |Training time=0.50s (25.00%) \
+|Others=0.00 (0.00%)|CurSamplesPerSec=32.00 |AvgSamplesPerSec=21.33
 """
 
 
@@ -452,12 +470,16 @@ def test_rlhf_breakdown_by_hand(tmp_path):
 
 COMMS = """\
 [2024-01-01 00:00:00,000] [INFO] [launch.py:164:main] dist_world_size=8
-Comm. Op            Message Size        Count               Total Latency(ms)   Avg Latency(ms)     tput_avg (Gbps)     busbw_avg (Gbps)
+Comm. Op            Message Size        Count               Total Latency(ms)   Avg Latency(ms)     tput_avg (Gbps)\
+     busbw_avg (Gbps)
 all_reduce
-                    4.0 B               10                  5.00                0.50                0.00                0.00
-                    2.0 MB              4                   -8.00               2.00                8.39                14.68
+                    4.0 B               10                  5.00                0.50                0.00\
+                0.00
+                    2.0 MB              4                   -8.00               2.00                8.39\
+                14.68
 barrier
-                    0B                  2                   1.50                0.75                0.00                -1.00
+                    0B                  2                   1.50                0.75                0.00\
+                -1.00
 after the table
 """
 
@@ -583,14 +605,16 @@ def _long_line(unit: str, zeros: bool, n: int) -> str:
 
 
 @pytest.mark.parametrize("unit, zeros", [(c, False) for c in LONG] + [(f, False) for f in FRAGMENTS]
-                         + [(f, True) for f in FRAGMENTS], ids=lambda v: ("then zeros" if v else "repeated") if isinstance(v, bool) else repr(v[:12]))
+                         + [(f, True) for f in FRAGMENTS],
+                         ids=lambda v: ("then zeros" if v else "repeated") if isinstance(v, bool) else repr(v[:12]))
 def test_long_lines_take_linear_time(tmp_path, unit, zeros):
     runs = {}
 
     def load(n: int):
         line = _long_line(unit, zeros, n)
         # each line also sits inside a comms table and a profiler block, where other rules read it
-        p = _write(tmp_path, "Comm. Op  Message Size  Count  Total Latency(ms)\n" + line + "\nDeepSpeed Flops Profiler\n" + line + "\n" + ENGINE,
+        p = _write(tmp_path, "Comm. Op  Message Size  Count  Total Latency(ms)\n" + line
+                   + "\nDeepSpeed Flops Profiler\n" + line + "\n" + ENGINE,
                    f"ds{n}.log")
 
         def work():
@@ -602,7 +626,8 @@ def test_long_lines_take_linear_time(tmp_path, unit, zeros):
 
     ratio = growth(load, 80_000)  # lines of 80 KB and of 320 KB
     assert ratio < linear_bound(), explain(ratio)
-    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()  # both sizes take the same path
+    # both sizes take the same path
+    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()
 
 
 def _mutate(data: bytes, rng: random.Random) -> bytes:

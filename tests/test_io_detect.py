@@ -180,7 +180,8 @@ def test_a_missing_format_module_is_an_error_naming_it(tmp_path, monkeypatch):
     monkeypatch.setattr(detect, "FORMATS", (*detect.FORMATS, "not_written_yet"))
     assert "not_written_yet" not in detect.available_formats()
     with pytest.raises(LoadError, match="format 'not_written_yet' is broken in this installation "
-                                        "\\(ModuleNotFoundError: No module named 'mfu_toolkit.io.formats.not_written_yet'\\)"):
+                                        "\\(ModuleNotFoundError: No module named "
+                                        "'mfu_toolkit.io.formats.not_written_yet'\\)"):
         sniff_all(write_mlperf(tmp_path))
     with pytest.raises(LoadError, match="format 'not_written_yet' is not available"):
         detect.get_loader("not_written_yet")
@@ -221,7 +222,8 @@ def test_load_table_and_write_goodput_are_exported():
 def test_every_real_file_of_my_formats_loads_with_auto(realdata):  # noqa: F811
     import warnings
 
-    expected = {"mlperf": {"mlperf"}, "megatron": {"megatron", "megatron_json"}, "tensorboard": {"tensorboard"}, "slurm": {"sacct"}}
+    expected = {"mlperf": {"mlperf"}, "megatron": {"megatron", "megatron_json"}, "tensorboard": {"tensorboard"},
+                "slurm": {"sacct"}}
     # `sacct --json` output is no format's yet: it is refused (tests/test_io_detect_corpus.py pins that)
     unread = {"meekrob_slurmdog_sacct_json_slurm23.02_cpu_job.json"}
     for folder, fmts in expected.items():
@@ -266,7 +268,8 @@ def test_real_runs_round_trip_through_run_parquet(realdata, tmp_path):  # noqa: 
     import warnings
 
     for folder in ("mlperf", "megatron", "tensorboard", "slurm"):
-        for path in sorted(p for p in (realdata / folder).iterdir() if not p.name.endswith("_sacct_json_slurm23.02_cpu_job.json")):
+        for path in sorted(p for p in (realdata / folder).iterdir()
+                           if not p.name.endswith("_sacct_json_slurm23.02_cpu_job.json")):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 run = load_run(path)

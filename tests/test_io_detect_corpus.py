@@ -105,10 +105,14 @@ DETECTED = {
     "tensorboard/megatron_deepseek_mtp_dummy/events.out.tfevents.1769037870.pool0-01476.3253909.0": "tensorboard",
     "tensorboard/megatron_deepseek_mtp_dummy/events.out.tfevents.1769037919.pool0-01476.3254808.0": "tensorboard",
     "tensorboard/megatron_noua_1n_gbs16_localattn": "tensorboard",
-    "tensorboard/megatron_noua_1n_gbs16_localattn/events.out.tfevents.1774437444.ip-26-0-168-34.3758117.0": "tensorboard",
-    "tensorboard/megatron_noua_1n_gbs16_localattn/events.out.tfevents.1774437717.ip-26-0-168-34.3760666.0": "tensorboard",
-    "tensorboard/megatron_noua_1n_gbs16_localattn/events.out.tfevents.1774437869.ip-26-0-168-34.3763426.0": "tensorboard",
-    "tensorboard/megatron_noua_1n_gbs16_localattn/events.out.tfevents.1774437971.ip-26-0-168-34.3765754.0": "tensorboard",
+    "tensorboard/megatron_noua_1n_gbs16_localattn/events.out.tfevents.1774437444.ip-26-0-168-34.3758117.0":
+        "tensorboard",
+    "tensorboard/megatron_noua_1n_gbs16_localattn/events.out.tfevents.1774437717.ip-26-0-168-34.3760666.0":
+        "tensorboard",
+    "tensorboard/megatron_noua_1n_gbs16_localattn/events.out.tfevents.1774437869.ip-26-0-168-34.3763426.0":
+        "tensorboard",
+    "tensorboard/megatron_noua_1n_gbs16_localattn/events.out.tfevents.1774437971.ip-26-0-168-34.3765754.0":
+        "tensorboard",
     "torchtitan/pytorch-torchtitan_pr1437_rank0_prefixed.log": "torchtitan",
     "torchtitan/pytorch-torchtitan_pr2389_all_ranks_unprefixed.log": "torchtitan",
     "torchtitan/pytorch-torchtitan_pr3393_rank0_steps22-29.log": "torchtitan",

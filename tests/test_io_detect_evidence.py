@@ -77,7 +77,8 @@ def test_a_launcher_line_does_not_outweigh_a_hundred_step_lines(tmp_path, kind):
     assert run.meta.source_format == "torchtitan" and run.steps["step"].tolist() == list(range(22, 127))
     note = next(n for n in run.meta.report.notes if n.startswith("format detection:"))
     assert "torchtitan (score 0.95; read 105 step rows" in note and "deepspeed (score" in note
-    assert ("only what it states" in note) if kind == "facts" else ("refused" in note and "no DeepSpeed records" in note)
+    assert (("only what it states" in note) if kind == "facts"
+            else ("refused" in note and "no DeepSpeed records" in note))
 
 
 @pytest.mark.parametrize("variant", [
@@ -144,7 +145,8 @@ def test_load_run_tries_the_next_candidate_and_says_why(tmp_path, monkeypatch, k
     note = next(n for n in run.meta.report.notes if n.startswith("format: "))
     assert note.startswith("format: deepspeed (score") and "was tried first and passed over" in note
     assert note.endswith("read as torchtitan")
-    why = "it read no records, only what the log states" if kind == "facts" else "it refused the input: no DeepSpeed records"
+    why = ("it read no records, only what the log states" if kind == "facts"
+           else "it refused the input: no DeepSpeed records")
     assert why in note
 
 

@@ -82,14 +82,16 @@ def test_the_callers_accelerator_wins_and_the_conflict_is_noted(tmp_path):
     m = run.meta
     assert m.accelerator == "TPU v6e" and "stated in the log" not in (m.peak_source or "")
     assert m.peak_flops_per_accelerator == 918e12  # TPU v6e bf16 (Google Cloud TPU v6e page)
-    assert [(f["value"], f["source"]) for f in m.facts if f["name"] == "accelerator"] == [("tpu-v5p", "stated"), ("TPU v6e", "given")]
+    assert ([(f["value"], f["source"]) for f in m.facts if f["name"] == "accelerator"]
+            == [("tpu-v5p", "stated"), ("TPU v6e", "given")])
     assert any(n.startswith("conflict: accelerator given as 'TPU v6e'") and "result.txt:4" in n for n in m.report.notes)
 
 
 def test_the_same_accelerator_under_another_spelling_is_no_conflict(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", LoadWarning)
-        run = assemble(_parsed(("accelerator", "NVIDIA H100 80GB HBM3", "log.txt:3"), ("dtype", "bfloat16", "log.txt:4")),
+        run = assemble(_parsed(("accelerator", "NVIDIA H100 80GB HBM3", "log.txt:3"),
+                               ("dtype", "bfloat16", "log.txt:4")),
                        Reader(tmp_path / "log.txt", "test"), {"accelerator": "H100", "dtype": "bf16"})
     assert not any(n.startswith("conflict") for n in run.meta.report.notes)
 
@@ -97,7 +99,8 @@ def test_the_same_accelerator_under_another_spelling_is_no_conflict(tmp_path):
 def test_the_callers_dtype_with_the_stated_accelerator(tmp_path):
     run = _run(tmp_path, ("accelerator", "H100", "log.txt:3"), dtype="fp8")
     assert (run.meta.accelerator, run.meta.peak_flops_per_accelerator) == ("H100 SXM", H100_FP8)
-    with pytest.raises(hardware.DtypeNotAvailableError, match=r"dtype 'fp8' given, but the log states accelerator .*log.txt:3"):
+    with pytest.raises(hardware.DtypeNotAvailableError,
+                       match=r"dtype 'fp8' given, but the log states accelerator .*log.txt:3"):
         _run(tmp_path, ("accelerator", "A100", "log.txt:3"), dtype="fp8")
 
 
@@ -105,7 +108,8 @@ def test_the_callers_accelerator_with_the_stated_dtype(tmp_path):
     run = _run(tmp_path, ("dtype", "fp8", "log.txt:9"), accelerator="H100")
     assert (run.meta.dtype, run.meta.peak_flops_per_accelerator) == ("fp8", H100_FP8)
     assert "dtype fp8" in run.meta.peak_source
-    with pytest.raises(hardware.DtypeNotAvailableError, match=r"accelerator 'A100' given, but the log states dtype 'fp8'"):
+    with pytest.raises(hardware.DtypeNotAvailableError,
+                       match=r"accelerator 'A100' given, but the log states dtype 'fp8'"):
         _run(tmp_path, ("dtype", "fp8", "log.txt:9"), accelerator="A100")
 
 
@@ -130,7 +134,8 @@ def test_nodes_times_accelerators_per_node_with_both_lines(tmp_path):
 def test_an_unknown_dtype_spelling_is_noted_not_used(tmp_path):
     run = _run(tmp_path, ("accelerator", "H100", "log.txt:3"), ("dtype", "mixed", "log.txt:4"))
     assert run.meta.dtype == "bf16" and "bf16 assumed" in run.meta.peak_source
-    assert any("'mixed' stated in the log at log.txt:4 is not a dtype the peak registry knows" in n for n in run.meta.report.notes)
+    assert any("'mixed' stated in the log at log.txt:4 is not a dtype the peak registry knows" in n
+               for n in run.meta.report.notes)
 
 
 def test_a_very_long_accelerator_name_is_not_looked_up(tmp_path):
@@ -187,4 +192,5 @@ def test_a_given_count_that_contradicts_nodes_times_per_node_is_a_conflict(tmp_p
         run = assemble(_parsed(("n_nodes", 64, "r.txt:581"), ("accelerators_per_node", 8, "r.txt:581")),
                        Reader(tmp_path / "r.txt", "test"), {"n_accelerators": 256})
     assert run.meta.n_accelerators == 256
-    assert [(f["value"], f["source"]) for f in run.meta.facts if f["name"] == "n_accelerators"] == [(256, "given"), (512, "stated")]
+    assert ([(f["value"], f["source"]) for f in run.meta.facts if f["name"] == "n_accelerators"]
+            == [(256, "given"), (512, "stated")])

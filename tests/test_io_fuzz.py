@@ -56,7 +56,8 @@ def _write(folder: Path, name: str, data: bytes) -> Path:
 
 
 @FUZZ
-@given(data=st.binary(max_size=4096), name=st.sampled_from(["log.txt", "x.json", "t.csv", "r.parquet", "events.out.tfevents.1.h.1.0"]))
+@given(data=st.binary(max_size=4096),
+       name=st.sampled_from(["log.txt", "x.json", "t.csv", "r.parquet", "events.out.tfevents.1.h.1.0"]))
 def test_random_bytes_through_load_run(data, name):
     with tempfile.TemporaryDirectory() as d:
         p = _write(Path(d), name, data)
@@ -77,7 +78,8 @@ def test_random_bytes_in_a_tensorboard_dir(data):
 @FUZZ
 @given(
     text=st.text(alphabet=st.characters(codec="utf-8"), max_size=600),
-    prefix=st.sampled_from([":::MLLOG ", " iteration 1/ 10 | ", "JobID|", '{"job_name": "x", "step_start_time": ', "step,start_s,end_s\n", ""]),
+    prefix=st.sampled_from([":::MLLOG ", " iteration 1/ 10 | ", "JobID|", '{"job_name": "x", "step_start_time": ',
+                            "step,start_s,end_s\n", ""]),
 )
 def test_random_text_with_format_markers(text, prefix):
     with tempfile.TemporaryDirectory() as d:

@@ -43,7 +43,8 @@ def test_blocking_activities_cut_the_step(tmp_path):
         {**j, "step_count": 1, "step_start_time": GP_T0 + 1},
         {**j, "custom_badput_event_type": "eval", "custom_badput_event_start_time": GP_T0 + 2},
         {**j, "custom_badput_event_type": "eval", "custom_badput_event_end_time": GP_T0 + 4},
-        {**j, "step": 1, "event_type": "save", "directory": "gs://b", "checkpoint_manager_blocking_start_time": GP_T0 + 4, "checkpoint_manager_blocking_duration_secs": 1.5},
+        {**j, "step": 1, "event_type": "save", "directory": "gs://b",
+         "checkpoint_manager_blocking_start_time": GP_T0 + 4, "checkpoint_manager_blocking_duration_secs": 1.5},
         {**j, "step_count": 2, "step_start_time": GP_T0 + 5.5},
         {**j, "data_loading_start_time": GP_T0 + 6},
         {**j, "data_loading_end_time": GP_T0 + 6.5},
@@ -112,7 +113,8 @@ def test_no_records_is_an_error(tmp_path):
 
 # --- export -----------------------------------------------------------------------------------------
 def _run() -> Run:
-    steps = {"step": [1, 2, 3, 4], "start_s": [10.0, 12.0, 14.0, 20.0], "end_s": [12.0, 14.0, 16.0, 22.0], "rank": [0, 0, 0, 0]}
+    steps = {"step": [1, 2, 3, 4], "start_s": [10.0, 12.0, 14.0, 20.0], "end_s": [12.0, 14.0, 16.0, 22.0],
+             "rank": [0, 0, 0, 0]}
     events = [
         {"kind": "init", "start_s": 0.0, "end_s": 8.0, "detail": "tpu_init"},
         {"kind": "data_load", "start_s": 8.0, "end_s": 10.0, "detail": ""},
@@ -126,7 +128,8 @@ def test_write_then_read_gives_the_same_timeline(tmp_path):
     run = _run()
     p = write_goodput(run, tmp_path / "g.jsonl")
     back = load_run(p)
-    assert back.steps[["step", "start_s", "end_s"]].values.tolist() == run.steps[["step", "start_s", "end_s"]].values.tolist()
+    assert (back.steps[["step", "start_s", "end_s"]].values.tolist()
+            == run.steps[["step", "start_s", "end_s"]].values.tolist())
     got = back.events[back.events["end_s"] > back.events["start_s"]][["kind", "start_s", "end_s"]].values.tolist()
     assert got == run.events[["kind", "start_s", "end_s"]].values.tolist()
     assert back.meta.extra["t0_epoch_s"] == 1.7e9 and back.meta.name == "job1"
@@ -220,15 +223,18 @@ def test_back_to_back_evals_that_overlap_by_float_noise_stay_two(tmp_path):
     back = load_run(p)
     assert back.meta.report.total_skipped == 0
     assert _evals(back) == pytest.approx(_evals(run), abs=1e-9)
-    assert back.steps[["step", "start_s", "end_s"]].values.tolist() == run.steps[["step", "start_s", "end_s"]].values.tolist()
+    assert (back.steps[["step", "start_s", "end_s"]].values.tolist()
+            == run.steps[["step", "start_s", "end_s"]].values.tolist())
 
 
 
 @pytest.mark.parametrize(
     ("first", "second", "named"),
     [
-        (("eval", 1.0, 20.0, ""), ("eval", 10.0, 29.0, ""), "eval event 1.0-20.0 s and eval event 10.0-29.0 s of attempt 0"),
-        (("init", 1.0, 29.0, "tpu_init"), ("init", 5.0, 6.0, "tpu_init"), "init event 1.0-29.0 s and init event 5.0-6.0 s"),
+        (("eval", 1.0, 20.0, ""), ("eval", 10.0, 29.0, ""),
+         "eval event 1.0-20.0 s and eval event 10.0-29.0 s of attempt 0"),
+        (("init", 1.0, 29.0, "tpu_init"), ("init", 5.0, 6.0, "tpu_init"),
+         "init event 1.0-29.0 s and init event 5.0-6.0 s"),
         (("eval", 1.0, 20.0, ""), ("other", 19.0, 29.0, "eval"), "eval event 1.0-20.0 s and other event 19.0-29.0 s"),
     ],
 )
@@ -266,7 +272,9 @@ def test_real_hf_run_round_trips_with_all_its_evals(realdata, tmp_path):  # noqa
 def _steady(n: int = 50) -> list[dict]:
     """A job of steps 1..n-1, one per second from GP_T0 + 1, ending at GP_T0 + n + 10."""
     j = {"job_name": "g"}
-    return [{**j, "job_start_time": GP_T0}, *({**j, "step_count": s, "step_start_time": GP_T0 + s} for s in range(1, n)), {**j, "job_end_time": GP_T0 + n + 10}]
+    return [{**j, "job_start_time": GP_T0},
+            *({**j, "step_count": s, "step_start_time": GP_T0 + s} for s in range(1, n)),
+            {**j, "job_end_time": GP_T0 + n + 10}]
 
 
 @pytest.mark.parametrize(("bad", "reason"), [
@@ -345,7 +353,8 @@ def test_long_lines_of_one_character_are_quick(tmp_path, char):
     ratio = growth(load, 80_000)  # a line of 80 KB and of 320 KB
     assert ratio < linear_bound(), explain(ratio)
     assert len(runs[320_000].steps) == 7
-    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()  # both sizes take the same path
+    # both sizes take the same path
+    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()
 
 
 def test_options_are_checked():
@@ -356,7 +365,8 @@ def test_options_are_checked():
 
 def test_damaged_copies_of_a_real_run_load_or_fail_cleanly(realdata, tmp_path):  # noqa: F811
     # no goodput log is among the real files: a real Hugging Face run written in the format is
-    src = write_goodput(load_run(realdata / "hf_trainer" / "Jaong_Checkpoint-of-CPT_trainer_state.json"), tmp_path / "src.jsonl")
+    src = write_goodput(load_run(realdata / "hf_trainer" / "Jaong_Checkpoint-of-CPT_trainer_state.json"),
+                        tmp_path / "src.jsonl")
     for seed in range(2):
         for kind, data in mutations(src.read_bytes(), random.Random(f"goodput:{seed}")):
             p = tmp_path / "g.jsonl"

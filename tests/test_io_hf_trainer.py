@@ -176,10 +176,12 @@ def test_negative_or_nan_runtimes_are_bad_records(tmp_path):
 def stdout_text(n: int = 6, every: int = 5) -> str:
     lines = ["Some launcher banner", "  0%|          | 0/30 [00:00<?, ?it/s]"]
     for i in range(1, n + 1):
-        lines.append(f" 10%|█         | {i * every}/30 [00:10<00:50]{{'loss': {2.0 - i / 10:.2f}, 'learning_rate': 1e-05, 'epoch': {i / n:.2f}}}")
+        lines.append(f" 10%|█         | {i * every}/30 [00:10<00:50]{{'loss': {2.0 - i / 10:.2f}, "
+                     f"'learning_rate': 1e-05, 'epoch': {i / n:.2f}}}")
         if i == 3:
             lines.append("{'eval_loss': 1.2, 'eval_runtime': 12.5, 'eval_samples_per_second': 8.0, 'epoch': 0.5}")
-    lines.append(f"{{'train_runtime': 72.5, 'train_samples_per_second': 3.3, 'train_steps_per_second': {n * every / 72.5:.3f}, 'train_loss': 1.6, 'epoch': 1.0}}")
+    lines.append(f"{{'train_runtime': 72.5, 'train_samples_per_second': 3.3, "
+                 f"'train_steps_per_second': {n * every / 72.5:.3f}, 'train_loss': 1.6, 'epoch': 1.0}}")
     return "\n".join(lines) + "\n"
 
 
@@ -231,7 +233,8 @@ def test_two_trainings_in_one_stdout_are_two_attempts(tmp_path):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.one_of(st.binary(max_size=400), st.text(alphabet="{}'\":,0123456789.e- abnlos_[]()", max_size=300).map(str.encode)))
+@given(st.one_of(st.binary(max_size=400),
+                 st.text(alphabet="{}'\":,0123456789.e- abnlos_[]()", max_size=300).map(str.encode)))
 def test_random_bytes_raise_only_load_error(data):
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "x.txt"
@@ -350,7 +353,8 @@ def test_total_flos_of_zero_is_a_note_not_a_claim(tmp_path):
 
 
 # --- one bad record no longer refuses the file ------------------------------------------------------
-RESULTS_BYTES = b'{\n  "epoch": 1.0,\n  "run_tag": "fsdp\xff8",\n  "train_runtime": 250.0,\n  "train_samples_per_second": 6.4\n}\n'
+RESULTS_BYTES = (b'{\n  "epoch": 1.0,\n  "run_tag": "fsdp\xff8",\n  "train_runtime": 250.0,\n'
+                 b'  "train_samples_per_second": 6.4\n}\n')
 
 
 def test_a_non_utf8_byte_in_a_results_file_is_counted_and_the_file_kept(tmp_path):
@@ -372,7 +376,8 @@ def test_a_non_utf8_byte_in_a_results_file_is_counted_and_the_file_kept(tmp_path
 
 
 def test_an_entry_nested_too_deeply_is_passed_over(tmp_path):
-    text = state(HISTORY).replace('"log_history": [', '"log_history": [\n  {"deep": ' + "[" * 100_000 + "]" * 100_000 + "},", 1)
+    text = state(HISTORY).replace(
+        '"log_history": [', '"log_history": [\n  {"deep": ' + "[" * 100_000 + "]" * 100_000 + "},", 1)
     p = tmp_path / "trainer_state.json"
     p.write_text(text)
     run = load_quiet(p)
@@ -434,7 +439,8 @@ def test_many_entries_are_read_in_linear_time(tmp_path):
     assert ratio < linear_bound(), explain(ratio, what="the entries")
     n = 20_000
     run, text = runs[n], paths[n].read_text()
-    assert len(run.steps) == n and run.tables["log_history"]["line"].iloc[-1] == text.count("\n", 0, text.rindex("{")) + 1
+    assert (len(run.steps) == n
+            and run.tables["log_history"]["line"].iloc[-1] == text.count("\n", 0, text.rindex("{")) + 1)
 
 
 # --- saved Runs and damaged copies --------------------------------------------------------------------
@@ -450,7 +456,8 @@ def test_every_real_file_reads_back_equal_after_save_run(tmp_path):
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("name", ["Jaong_Checkpoint-of-CPT_trainer_state.json", "alpaca7b_fsdp8xA100_run-v7i3k2p0_trainer_stdout_dicts.txt"])
+@pytest.mark.parametrize("name", ["Jaong_Checkpoint-of-CPT_trainer_state.json",
+                                  "alpaca7b_fsdp8xA100_run-v7i3k2p0_trainer_stdout_dicts.txt"])
 def test_damaged_copies_of_real_logs_load_or_fail_cleanly(tmp_path, name):
     import random
 

@@ -237,11 +237,13 @@ def test_synchronised_or_jittery_clocks_are_not_flagged(tmp_path, shifts):
         warnings.simplefilter("error", LoadWarning)
         run = kineto.load(_ranks(tmp_path / "ok", shifts), strict=True)
     assert not _clock_notes(run) and run.meta.extra["clock_offsets_s"] == []
-    assert run.steps.groupby("rank")["start_s"].min().tolist() == pytest.approx([(x - min(shifts)) / 1e6 for x in shifts])
+    assert (run.steps.groupby("rank")["start_s"].min().tolist()
+            == pytest.approx([(x - min(shifts)) / 1e6 for x in shifts]))
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.one_of(st.binary(max_size=300), st.text(alphabet='{}[]":,0123456789.-eXphtsdur ', max_size=300).map(str.encode)))
+@given(st.one_of(st.binary(max_size=300),
+                 st.text(alphabet='{}[]":,0123456789.-eXphtsdur ', max_size=300).map(str.encode)))
 def test_random_bytes_raise_only_load_error(data):
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "t.json"
@@ -319,7 +321,8 @@ def test_two_ranks_of_the_128_rank_job_load_as_one_run(tmp_path):
     assert len(run.steps) == sum(
         1 for p in ranks for e in _raw(p)["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")
     )
-    t0 = min(e["ts"] for p in ranks for e in _raw(p)["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#"))
+    t0 = min(e["ts"] for p in ranks for e in _raw(p)["traceEvents"]
+             if str(e.get("name", "")).startswith("ProfilerStep#"))
     assert run.meta.extra["t0_trace_us"] == t0
     assert any("2 of 128 ranks" in n for n in run.meta.report.notes)
     # The whole real folder mixes three jobs: refused with the reason, not merged.
@@ -437,7 +440,8 @@ def test_a_profiler_step_number_beyond_float_precision_is_counted(tmp_path):
 def test_a_value_nested_too_deeply_is_counted_by_the_full_parse(tmp_path):
     evs = events()
     evs.insert(4, ev("cpu_op", "aten::deep", 1020, 5))
-    text = json.dumps({"traceEvents": evs}, indent=1).replace('"aten::deep"', '"aten::deep", "x": ' + "[" * 100_000 + "]" * 100_000)
+    text = json.dumps({"traceEvents": evs}, indent=1).replace(
+        '"aten::deep"', '"aten::deep", "x": ' + "[" * 100_000 + "]" * 100_000)
     p = tmp_path / "deep.json"
     p.write_text(text)
     assert load_quiet(p).meta.report.skipped == {}  # the selective read never decodes a CPU op
@@ -481,7 +485,8 @@ def test_pathological_traces_are_read_in_linear_time(tmp_path):
         assert ratio < linear_bound(), (name, explain(ratio))
         for run in runs.values():
             assert run.steps["step"].tolist() == [1, 2]
-        assert runs[n].meta.report.skipped.keys() == runs[4 * n].meta.report.skipped.keys()  # both sizes take the same path
+        # both sizes take the same path
+        assert runs[n].meta.report.skipped.keys() == runs[4 * n].meta.report.skipped.keys()
 
 
 # --- saved Runs ---------------------------------------------------------------------------------------
@@ -534,7 +539,8 @@ def test_damaged_copies_of_a_real_trace_load_or_fail_cleanly(tmp_path, seed):
     save_run(load_run(src), tmp_path / "undamaged.parquet")  # the children fork with pyarrow ready
     rng = random.Random(f"kineto:{seed}")
     problems = []
-    for kind, data in mutations(src.read_bytes(), rng):  # truncation, flips, NaN/huge numbers, NUL, CR, BOM, gzip damage, ...
+    # truncation, flips, NaN/huge numbers, NUL, CR, BOM, gzip damage, ...
+    for kind, data in mutations(src.read_bytes(), rng):
         verdict = check(materialise(src, kind, data, tmp_path), "kineto")
         if verdict != "ok":
             problems.append(f"{kind}: {verdict}")
@@ -542,7 +548,8 @@ def test_damaged_copies_of_a_real_trace_load_or_fail_cleanly(tmp_path, seed):
 
 
 # --- regexes ------------------------------------------------------------------------------------------
-ANCHORED = {"_COLON_RE", "_COLON_B_RE", "_WS_RE", "_EVENT_HEAD_RE", "_TRACE_EVENTS_B_RE"}  # applied with match/fullmatch at one position only
+# applied with match/fullmatch at one position only
+ANCHORED = {"_COLON_RE", "_COLON_B_RE", "_WS_RE", "_EVENT_HEAD_RE", "_TRACE_EVENTS_B_RE"}
 
 
 @pytest.mark.parametrize("ch", list('[0 {"\\,:a\n-'))
@@ -624,7 +631,8 @@ def test_a_cpu_only_rank_leaves_device_time_unknown(tmp_path):
 
 def test_a_kineto_header_with_long_metadata_is_recognised(tmp_path):
     # newer PyTorch writes every process group's config into distributedInfo before traceEvents
-    doc = json.loads(gzip.decompress(realdata_dir("kineto", "HTA_trace_filter_sampled_rank-0_ws128.json.gz").read_bytes()))
+    doc = json.loads(gzip.decompress(
+        realdata_dir("kineto", "HTA_trace_filter_sampled_rank-0_ws128.json.gz").read_bytes()))
     head = {"schemaVersion": 1, "deviceProperties": [], "distributedInfo": dict(doc["distributedInfo"])}
     head["distributedInfo"]["pg_config"] = [{"pg_name": str(i), "pg_desc": "undefined", "backend_config": "cuda:nccl",
                                              "pg_size": 128, "ranks": list(range(128))} for i in range(40)]
@@ -632,7 +640,8 @@ def test_a_kineto_header_with_long_metadata_is_recognised(tmp_path):
     p.write_text(json.dumps({**head, "traceEvents": doc["traceEvents"]}, indent=2))
     assert p.read_bytes().index(b'"traceEvents"') > 8192
     assert kineto.sniff(p, read_head(p)) >= 0.9 and kineto.sniff(tmp_path, b"") >= 0.85
-    assert len(load_quiet(tmp_path, cache=False).steps) == len(load_quiet(realdata_dir("kineto", "HTA_trace_filter_sampled_rank-0_ws128.json.gz"), cache=False).steps)
+    assert len(load_quiet(tmp_path, cache=False).steps) == len(
+        load_quiet(realdata_dir("kineto", "HTA_trace_filter_sampled_rank-0_ws128.json.gz"), cache=False).steps)
 
 
 def _mtia_trace(path: Path, props: list, backend: str = "mtia:hccl,cpu:gloo") -> Path:
@@ -653,7 +662,8 @@ def _mtia_trace(path: Path, props: list, backend: str = "mtia:hccl,cpu:gloo") ->
     return path
 
 
-ARTEMIS = {"id": 17, "name": "ARTEMIS", "runtimeMajorVersion": 1, "runtimeMinorVersion": 30, "maxGridHeight": 8, "maxGridWidth": 8}
+ARTEMIS = {"id": 17, "name": "ARTEMIS", "runtimeMajorVersion": 1, "runtimeMinorVersion": 30, "maxGridHeight": 8,
+           "maxGridWidth": 8}
 
 
 @pytest.mark.parametrize("fast", [True, False])

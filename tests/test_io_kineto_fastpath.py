@@ -183,7 +183,8 @@ def test_a_gzip_bomb_is_refused_naming_the_file(tmp_path):
     # 80 MiB of spaces in a 80 KB gzip stream: past the reading limit (64 MiB for so small a file).
     z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     chunk = b" " * (1 << 20)
-    data = b"".join([z.compress(b'{"traceEvents": [')] + [z.compress(chunk) for _ in range(80)] + [z.compress(b"]}"), z.flush()])
+    data = b"".join([z.compress(b'{"traceEvents": [')] + [z.compress(chunk) for _ in range(80)]
+                    + [z.compress(b"]}"), z.flush()])
     p = tmp_path / "bomb.json.gz"
     p.write_bytes(data)
     with pytest.raises(LoadError, match="decompression bomb") as exc:
@@ -223,7 +224,8 @@ def test_real_traces_give_the_same_run_both_ways():
 def _odd_events() -> list[dict]:
     """The profiler's layout and others: key orders, spacing, escapes, bad values, many steps."""
     evs = _events()
-    evs.append({"dur": 30, "ts": BASE + 1200, "name": "k_keys_reversed", "cat": "kernel", "ph": "X", "pid": 0, "tid": 7})
+    evs.append({"dur": 30, "ts": BASE + 1200, "name": "k_keys_reversed", "cat": "kernel", "ph": "X", "pid": 0,
+                "tid": 7})
     evs.append(_ev("kernel", 'quoted "nccl" \\ name', 1300, 20))
     evs.append(_ev("KERNEL", "ncclKernel_upper_cat", 1320, 5))
     evs.append(_ev("gpu_memset", "Memset (Device) é", 1340, 2))  # a non-ASCII name
@@ -243,7 +245,8 @@ def _texts() -> list[bytes]:
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 4, 5, 7, 13, 31, 64, 101, 4093])
 def test_chunk_boundaries_anywhere_give_the_one_piece_read(chunk):
-    gpu = [e for e in _odd_events() if e.get("ph") == "X" and e["cat"].lower() in ("kernel", "gpu_memcpy", "gpu_memset")]
+    gpu = [e for e in _odd_events()
+           if e.get("ph") == "X" and e["cat"].lower() in ("kernel", "gpu_memcpy", "gpu_memset")]
     for data in _texts():
         whole = kineto._scan(data, chunk=len(data))
         assert whole is not None

@@ -152,7 +152,8 @@ def test_clock_and_duration_errors_name_the_line(tmp_path):
     run = load_quiet(d.parent)
     assert run.meta.report.first_lines == {"negative duration": ["version_0/metrics.csv:4"]}  # two files: named
     assert run.steps["step"].tolist() == [1]
-    assert "1 of 2 metrics file(s) without step times, not attempts: version_1 (no 'step_time' column)" in run.meta.report.notes
+    assert ("1 of 2 metrics file(s) without step times, not attempts: version_1 (no 'step_time' column)"
+            in run.meta.report.notes)
     with pytest.raises(LoadError) as exc:
         lightning.load(d.parent, strict=True)
     assert (exc.value.path, exc.value.line, exc.value.field) == (str(d / "metrics.csv"), 4, "step_time")
@@ -170,10 +171,12 @@ def test_versions_without_step_times_take_no_attempt_number(tmp_path, kind):
     assert run.steps.groupby("attempt")["step"].apply(list).to_dict() == {0: [4, 5], 1: [7]}
     m = run.tables["metrics"]
     assert m["version"].tolist() == ["version_0", "version_2", "version_2", "version_3", "version_3"]
-    assert m["attempt"].tolist()[1:] == [0, 0, 1, 1] and m["attempt"].isna().tolist() == [True, False, False, False, False]
+    assert (m["attempt"].tolist()[1:] == [0, 0, 1, 1]
+            and m["attempt"].isna().tolist() == [True, False, False, False, False])
     notes = run.meta.report.notes
     assert (
-        f"2 of 4 metrics file(s) without step times, not attempts: version_0 (no {kind!r} column); version_1 (no {kind!r} value)"
+        f"2 of 4 metrics file(s) without step times, not attempts: version_0 (no {kind!r} column); "
+        f"version_1 (no {kind!r} value)"
         in notes
     )
     assert "4 version_N folders read as attempts 0..1 (those with step times)" in notes
@@ -275,7 +278,8 @@ def test_a_few_aliases_are_fine_and_a_self_reference_or_deep_nesting_is_counted(
     assert lightning.load(ok).meta.extra["hparams"] == {
         "base": {"lr": 0.1, "wd": 0.01}, "run": {"lr": 0.1, "wd": 0.01}, "other": {"lr": 0.2, "wd": 0.01}}
     loop = make_version(tmp_path / "loop", 0, hparams="lr: 0.1\nx: &x [1, *x]\n")
-    assert load_quiet(loop).meta.report.first_lines == {"unreadable hparams.yaml (an alias refers to the node that contains it)": [2]}
+    assert load_quiet(loop).meta.report.first_lines == {
+        "unreadable hparams.yaml (an alias refers to the node that contains it)": [2]}
     deep = f"unreadable hparams.yaml (nested deeper than {lightning.MAX_YAML_DEPTH} levels)"
 
     def block(n: int) -> str:  # about n characters: the depth is about sqrt(2n)
@@ -286,7 +290,8 @@ def test_a_few_aliases_are_fine_and_a_self_reference_or_deep_nesting_is_counted(
     for name, text, n, at in (("flow", lambda n: "lr: 1\nx: " + "[" * n + "]" * n + "\n", 80_000, 2),
                               # the document's mapping is level 1; level n >= 2 begins on line n - 1
                               ("block", block, 20_000, 64),
-                              ("quoted", lambda n: "x: '" + "[" * n + "'\n", 80_000, None)):  # brackets in a string are text
+                              # brackets in a string are text
+                              ("quoted", lambda n: "x: '" + "[" * n + "'\n", 80_000, None)):
         reports = {}
 
         def load(n: int, name: str = name, text=text, reports: dict = reports):
@@ -374,14 +379,16 @@ def test_long_cells_of_one_character_read_in_linear_time(tmp_path, body):
 
     def load(n: int):
         filler = body * (n // len(body))
-        d = make_version(tmp_path / str(n), 0, "epoch,step,loss,timestamp\n0,0," + filler + ",100\n0,1,2,101\n" + filler + "\n",
+        d = make_version(tmp_path / str(n), 0,
+                         "epoch,step,loss,timestamp\n0,0," + filler + ",100\n0,1,2,101\n" + filler + "\n",
                          hparams="lr: 0.1\nx: " + filler + "\n" + filler + "\n")
         return lambda: runs.__setitem__(n, load_quiet(d))
 
     # cells of 30 KB and of 120 KB: under the CSV reader's field limit (128 KiB), past which a row is refused unread
     ratio = growth(load, 30_000)
     assert ratio < linear_bound(), explain(ratio)
-    assert runs[30_000].meta.report.skipped.keys() == runs[120_000].meta.report.skipped.keys()  # both sizes take the same path
+    # both sizes take the same path
+    assert runs[30_000].meta.report.skipped.keys() == runs[120_000].meta.report.skipped.keys()
 
 
 # --- the real run ---------------------------------------------------------------------------------

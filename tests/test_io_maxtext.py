@@ -31,10 +31,14 @@ I0317 09:59:16.242800 1253 pyconfig.py:413] Config param max_target_length: 4096
 Per train step:
  Total TFLOPs: 102.77
  split as 97.29% learnable weight flops and 2.71% attention flops
-I0317 10:00:13.224641 1253 metric_logger.py:181] completed step: 0, seconds: 31.731, TFLOP/s/device: 3.239, Tokens/s/device: 129.087, total_weights: 30193, loss: 12.938
-I0317 10:00:13.658792 1253 metric_logger.py:181] completed step: 1, seconds: 0.500, TFLOP/s/device: 205.5, Tokens/s/device: 16384.0, total_weights: 31850, loss: 12.939
-I0317 10:00:14.093450 1253 metric_logger.py:181] completed step: 2, seconds: 0.400, TFLOP/s/device: 256.9, Tokens/s/device: 20480.0, total_weights: 27633, loss: nan
-I0317 10:00:14.526789 1253 metric_logger.py:181] completed step: 3, seconds: 0.450, TFLOP/s/device: 228.4, Tokens/s/device: 18204.4, total_weights: 29413, loss: nan
+I0317 10:00:13.224641 1253 metric_logger.py:181] completed step: 0, seconds: 31.731, TFLOP/s/device: 3.239, \
+Tokens/s/device: 129.087, total_weights: 30193, loss: 12.938
+I0317 10:00:13.658792 1253 metric_logger.py:181] completed step: 1, seconds: 0.500, TFLOP/s/device: 205.5, \
+Tokens/s/device: 16384.0, total_weights: 31850, loss: 12.939
+I0317 10:00:14.093450 1253 metric_logger.py:181] completed step: 2, seconds: 0.400, TFLOP/s/device: 256.9, \
+Tokens/s/device: 20480.0, total_weights: 27633, loss: nan
+I0317 10:00:14.526789 1253 metric_logger.py:181] completed step: 3, seconds: 0.450, TFLOP/s/device: 228.4, \
+Tokens/s/device: 18204.4, total_weights: 29413, loss: nan
 """
 
 
@@ -70,7 +74,8 @@ def test_new_form_steps_facts_and_claims(tmp_path):
 
 
 def test_restart_and_duplicate(tmp_path):
-    text = NEW_FORM + NEW_FORM.splitlines()[-1] + "\n" + "completed step: 0, seconds: 30.0, TFLOP/s/device: 3.0, loss: 13.0\n"
+    text = (NEW_FORM + NEW_FORM.splitlines()[-1] + "\n"
+            + "completed step: 0, seconds: 30.0, TFLOP/s/device: 3.0, loss: 13.0\n")
     run = _quiet(load_run, _write(tmp_path, text))
     assert run.meta.report.skipped == {"duplicate record (kept the first)": 1}
     assert run.meta.report.first_lines["duplicate record (kept the first)"] == [12]
@@ -78,7 +83,8 @@ def test_restart_and_duplicate(tmp_path):
 
 
 def test_bad_values_are_counted_and_strict_names_the_line(tmp_path):
-    text = NEW_FORM + "completed step: 4, seconds: abc, TFLOP/s/device: 1.0, loss: 1.0\ncompleted step: x5, seconds: 1.0\n"
+    text = NEW_FORM + ("completed step: 4, seconds: abc, TFLOP/s/device: 1.0, loss: 1.0\n"
+                       "completed step: x5, seconds: 1.0\n")
     p = _write(tmp_path, text)
     run = _quiet(load_run, p)
     skipped = run.meta.report.skipped
@@ -148,7 +154,8 @@ def test_real_nan_loss_run(realdata):  # noqa: F811
     assert n_nan > 0 and int(run.steps["loss"].isna().sum()) == n_nan
     devices = int(re.search(r"Num_devices: (\d+)", text).group(1))
     assert run.meta.n_accelerators == devices == 8
-    assert run.meta.fact("accelerator")["value"] == re.search(r"^TFRT (TPU.*?)\s*$", text, re.M).group(1) == "TPU v6 lite"
+    assert (run.meta.fact("accelerator")["value"] == re.search(r"^TFRT (TPU.*?)\s*$", text, re.M).group(1)
+            == "TPU v6 lite")
     assert run.meta.fact("model")["value"] == "brahmai-4b"
     tflop = float(re.search(r"Total TFLOPs: ([0-9.]+)", text).group(1))
     assert run.meta.claim("model_flops_per_step")["value"] == pytest.approx(tflop * 1e12)
@@ -222,7 +229,8 @@ def test_garbled_numbers_cost_one_step_and_a_saved_run_reads_back_equal(tmp_path
     # saved Run read back different) and 'seconds: 1e308' put every later step at infinity.
     from mfu_toolkit.run import save_run
 
-    text = NEW_FORM.replace("per_device_batch_size: 2", "per_device_batch_size: nan").replace("seconds: 0.400", "seconds: 1e308")
+    text = (NEW_FORM.replace("per_device_batch_size: 2", "per_device_batch_size: nan")
+            .replace("seconds: 0.400", "seconds: 1e308"))
     run = _quiet(load_run, _write(tmp_path, text))
     assert run.steps["step"].tolist() == [0, 1, 3]
     assert run.meta.report.skipped == {"value out of range": 1}

@@ -1,4 +1,5 @@
-"""Megatron-LM stdout logs: synthetic cases, then the real files (the CI golden-values JSON: test_io_megatron_json.py)."""
+"""Megatron-LM stdout logs: synthetic cases, then the real files \
+(the CI golden-values JSON: test_io_megatron_json.py)."""
 
 from __future__ import annotations
 
@@ -130,8 +131,10 @@ def test_strict_raises_with_line_and_field(tmp_path):
 
 def test_straggler_and_memory_lines_are_tables(tmp_path):
     lines = [
-        "0: INFO:megatron.core.utils:[2024-03-14 23:07:56] | MnRtt/Rnk: 3453.08ms/8 | MxRtt/Rnk: 3468.20ms/0 | MnUtl/Rnk: 97%/8 | MxUtl/Rnk: 100%/6",
-        "[Rank 1] (after 1 iterations) memory (MB) | allocated: 100.5 | max allocated: 200.0 | reserved: 300.0 | max reserved: 300.0",
+        "0: INFO:megatron.core.utils:[2024-03-14 23:07:56] | MnRtt/Rnk: 3453.08ms/8 | MxRtt/Rnk: 3468.20ms/0 | "
+        "MnUtl/Rnk: 97%/8 | MxUtl/Rnk: 100%/6",
+        "[Rank 1] (after 1 iterations) memory (MB) | allocated: 100.5 | max allocated: 200.0 | reserved: 300.0 | "
+        "max reserved: 300.0",
         megatron_line(1, 1000.0, ts="2024-03-14 23:08:00"),
     ]
     run = load_run(write_megatron(tmp_path, lines=lines))
@@ -190,7 +193,8 @@ def test_real_timestamped_log_places_steps_at_their_timestamps(realdata):  # noq
     assert [round(e - ends[0] - t, 4) for e, t in zip(ends, secs, strict=True)] == [0.0, 0.4106, 0.0, 0.5338, 0.2524]
     its = [int(x) for x in re.findall(r"iteration\s+(\d+)/", path.read_text())]
     missing = sum(b - a - 1 for a, b in zip(its, its[1:], strict=False))
-    assert f"{missing} iterations between logged lines are not in the log (an excerpt, or lost lines)" in run.meta.report.notes
+    assert (f"{missing} iterations between logged lines are not in the log (an excerpt, or lost lines)"
+            in run.meta.report.notes)
     assert run.meta.global_batch == float(re.search(r"global batch size:\s+(\d+)", path.read_text()).group(1))
 
 
@@ -260,7 +264,8 @@ def test_two_lines_a_billion_steps_apart_are_two_rows(tmp_path):
     assert (run.steps["interval_steps"] == 1).all()
     assert run.meta.report.first_lines == {
         "step gap too long to be one log interval (record kept as one step)": [2]}
-    assert "999999999 iterations between logged lines are not in the log (an excerpt, or lost lines)" in run.meta.report.notes
+    assert ("999999999 iterations between logged lines are not in the log (an excerpt, or lost lines)"
+            in run.meta.report.notes)
 
 
 def test_a_long_gap_among_short_ones_keeps_the_interval(tmp_path):
@@ -314,7 +319,8 @@ def test_a_damaged_step_number_is_counted(tmp_path):
 
 def test_huge_skipped_iteration_counts_are_no_internal_error(tmp_path):
     # 1e308 + 1e308 overflows to infinity; the old loader's int() of the total raised OverflowError
-    lines = [megatron_line(i, 1000.0).replace("number of skipped iterations:   0", "number of skipped iterations: 1e308")
+    lines = [megatron_line(i, 1000.0).replace("number of skipped iterations:   0",
+                                              "number of skipped iterations: 1e308")
              for i in (1, 2)]
     run = load_run(write_megatron(tmp_path, lines=lines))
     assert "Megatron reported inf skipped and 0 nan iterations; kept as steps (they took time)" in run.meta.report.notes
@@ -451,7 +457,8 @@ def _tflops_line(it: int, tflops: float) -> str:
 
 
 def test_banner_facts_name_their_lines(tmp_path):
-    p = write_megatron(tmp_path, lines=[*_BANNER, _tflops_line(1, 100.0), _tflops_line(2, 300.0), _tflops_line(3, 200.0)])
+    p = write_megatron(tmp_path, lines=[*_BANNER, _tflops_line(1, 100.0), _tflops_line(2, 300.0),
+                                        _tflops_line(3, 200.0)])
     run = load_run(p)
     facts = {f["name"]: f for f in run.meta.facts}
     # line numbers: the banner above, counted from 1
@@ -466,7 +473,8 @@ def test_banner_facts_name_their_lines(tmp_path):
     assert (run.meta.n_accelerators, run.meta.global_batch, run.meta.seq_len) == (16, 64.0, 4096)
     (claim,) = run.meta.claims
     # median of 100, 300, 200
-    assert (claim["metric"], claim["value"], claim["n"], claim["statistic"]) == ("tflops_per_accelerator", 200.0, 3, "median")
+    assert ((claim["metric"], claim["value"], claim["n"], claim["statistic"])
+            == ("tflops_per_accelerator", 200.0, 3, "median"))
     assert claim["unit"] == "TFLOP/s per GPU" and "Megatron's own formula" in claim["counts"]
     assert claim["where"] == f"{p}:15"
 
@@ -487,7 +495,8 @@ def test_values_that_differ_between_launches_are_noted_not_stated(tmp_path):
              "  world_size ...................................... 8", megatron_line(1, 1000.0)]
     run = load_run(write_megatron(tmp_path, lines=lines))
     assert run.meta.fact("n_accelerators") is None and run.n_attempts == 2
-    assert "the world size is printed with different values: 16 (line 1), 8 (line 4) (several launches?); not stated as a fact" in run.meta.report.notes
+    assert ("the world size is printed with different values: 16 (line 1), 8 (line 4) (several launches?); "
+            "not stated as a fact" in run.meta.report.notes)
 
 
 def _line_no(text: str, pattern: str) -> tuple[int, re.Match]:
@@ -522,10 +531,12 @@ def test_real_megatron_deepspeed_log_states_its_job(realdata):  # noqa: F811
     ln, m = _line_no(text, r"^using world size: (\d+), data-parallel-size: (\d+), tensor-model-parallel size: (\d+), "
                            r"pipeline-model-parallel size: (\d+)")
     _, ep = _line_no(text, r"^  moe_expert_parallel_size \.+ (\d+)$")
-    assert facts["n_accelerators"]["value"] == int(m.group(1)) == 4 and facts["n_accelerators"]["where"] == f"{path}:{ln}"
+    assert (facts["n_accelerators"]["value"] == int(m.group(1)) == 4
+            and facts["n_accelerators"]["where"] == f"{path}:{ln}")
     assert facts["parallelism"]["value"] == {"dp": int(m.group(2)), "tp": int(m.group(3)), "pp": int(m.group(4)),
                                              "ep": int(ep.group(1))}
-    for fact, arg in (("global_batch", "global_batch_size"), ("micro_batch", "micro_batch_size"), ("seq_len", "seq_length")):
+    for fact, arg in (("global_batch", "global_batch_size"), ("micro_batch", "micro_batch_size"),
+                      ("seq_len", "seq_length")):
         ln, m = _line_no(text, rf"^  {arg} \.+ (\d+)$")
         assert (facts[fact]["value"], facts[fact]["where"]) == (int(m.group(1)), f"{path}:{ln}"), fact
     ln, _ = _line_no(text, r"^  fp16 \.+ True$")
@@ -543,7 +554,8 @@ def test_real_megatron_deepspeed_log_states_its_job(realdata):  # noqa: F811
     (mg,) = [c for c in claims if c["metric"] == "samples_per_s" and "Megatron-DeepSpeed prints" in c["counts"]]
     (ds,) = [c for c in claims if c["metric"] == "samples_per_s" and "running average" in c["counts"]]
     (cur,) = [c for c in claims if c["metric"] == "samples_per_s" and c["counts"].startswith("CurrSamplesPerSec")]
-    assert (tf["value"], tf["n"]) == (pytest.approx(_median(tflops)), len(tflops)) and "throughput calculator" in tf["counts"]
+    assert ((tf["value"], tf["n"]) == (pytest.approx(_median(tflops)), len(tflops))
+            and "throughput calculator" in tf["counts"])
     assert (mg["value"], mg["n"]) == (pytest.approx(_median(megatron_sps)), len(megatron_sps))
     assert (ds["value"], ds["n"], ds["statistic"]) == (float(ds_sps[-1]), len(ds_sps), "last")  # a running average
     assert (cur["value"], cur["n"]) == (pytest.approx(_median(ds_curr)), len(ds_curr))
@@ -631,7 +643,8 @@ def _iteration_lines(data: bytes) -> list[int]:
     return found
 
 
-def test_mutated_logs_give_a_run_or_a_load_error_and_count_every_dropped_line(tmp_path, monkeypatch, realdata):  # noqa: F811
+def test_mutated_logs_give_a_run_or_a_load_error_and_count_every_dropped_line(
+        tmp_path, monkeypatch, realdata):  # noqa: F811
     import random
     import warnings
 
@@ -675,7 +688,8 @@ def test_mutated_logs_give_a_run_or_a_load_error_and_count_every_dropped_line(tm
 
 
 # --- every real file this format reads -----------------------------------------------------------------
-_ANY_RECORD = re.compile(r"iteration(?:\s+|=\s*)(\d+)\s*/\s*\d+\s*\|.*?elapsed[ _]time[ _]per[ _]iteration(?: \(ms\):|_ms=)\s*([0-9.]+)")
+_ANY_RECORD = re.compile(r"iteration(?:\s+|=\s*)(\d+)\s*/\s*\d+\s*\|.*?"
+                         r"elapsed[ _]time[ _]per[ _]iteration(?: \(ms\):|_ms=)\s*([0-9.]+)")
 
 
 def _my_real_files(realdata):  # noqa: F811
@@ -700,5 +714,6 @@ def test_every_real_file_gives_a_row_per_iteration_line(realdata):  # noqa: F811
         assert run.meta.source_format == "megatron", path.name
         logged = run.steps[run.steps["logged"]] if len(run.steps) else run.steps
         assert logged["step"].tolist() == [it for it, _ in found], path.name
-        assert (logged["end_s"] - logged["start_s"]).tolist() == pytest.approx([ms / 1000 for _, ms in found]), path.name
+        assert (logged["end_s"] - logged["start_s"]).tolist() == pytest.approx(
+            [ms / 1000 for _, ms in found]), path.name
         assert run.meta.report.skipped == {}, (path.name, run.meta.report.skipped)

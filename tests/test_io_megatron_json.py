@@ -96,7 +96,8 @@ def test_config_yaml_loads_its_values(tmp_path):
 # --- one bad value never refuses the file ----------------------------------------------------------
 def _lm(tmp_path, values, name="g.json"):
     p = tmp_path / name
-    p.write_text(json.dumps({"iteration-time": {"start_step": 1, "end_step": 3, "step_interval": 1, "values": values}}, indent=4))
+    p.write_text(json.dumps({"iteration-time": {"start_step": 1, "end_step": 3, "step_interval": 1, "values": values}},
+                            indent=4))
     return p
 
 
@@ -135,8 +136,10 @@ def test_line_numbers_are_found_in_one_pass(tmp_path):
     runs = {}
 
     def load(n: int):
-        doc = {f"m{k}": {"start_step": 1, "end_step": 5, "step_interval": 1, "values": {str(s): 1.0 for s in range(1, 6)}} for k in range(n)}
-        doc["iteration-time"] = {"start_step": 1, "end_step": 5, "step_interval": 1, "values": {str(s): 0.5 for s in range(1, 6)}}
+        doc = {f"m{k}": {"start_step": 1, "end_step": 5, "step_interval": 1,
+                         "values": {str(s): 1.0 for s in range(1, 6)}} for k in range(n)}
+        doc["iteration-time"] = {"start_step": 1, "end_step": 5, "step_interval": 1,
+                                 "values": {str(s): 0.5 for s in range(1, 6)}}
         p = tmp_path / str(n) / "g.json"
         p.parent.mkdir()
         p.write_text(json.dumps(doc, indent=4))
@@ -170,7 +173,8 @@ def test_long_lines_of_one_character_are_quick(tmp_path, char):
     assert ratio < linear_bound(), explain(ratio)
     for run in runs.values():
         assert run.steps["step"].tolist() == [2] and run.meta.fact("global_batch") is None
-    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()  # both sizes take the same path
+    # both sizes take the same path
+    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()
 
 
 # --- Megatron-LM layout: the real files ---------------------------------------------------------
@@ -229,14 +233,16 @@ def _config_line(cfg, key):
     raise AssertionError(f"{key} not in {cfg}")
 
 
-@pytest.mark.parametrize(("pattern", "dtype_key", "dtype"), [("*fp8*", "--fp8-format", "fp8"), ("*resume*", "--fp16", "fp16")])
+@pytest.mark.parametrize(("pattern", "dtype_key", "dtype"),
+                         [("*fp8*", "--fp8-format", "fp8"), ("*resume*", "--fp16", "fp16")])
 def test_real_config_facts(realdata, pattern, dtype_key, dtype):  # noqa: F811
     (path,) = files(realdata / "megatron", pattern + ".json")
     (cfg,) = files(realdata / "megatron", pattern + "model_config.yaml")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LoadWarning)
         run = load_run(path)
-    for key, name in (("--global-batch-size", "global_batch"), ("--seq-length", "seq_len"), ("--micro-batch-size", "micro_batch")):
+    for key, name in (("--global-batch-size", "global_batch"), ("--seq-length", "seq_len"),
+                      ("--micro-batch-size", "micro_batch")):
         ln, value, line = _config_line(cfg, key)
         fact = run.meta.fact(name)
         assert (fact["value"], fact["where"], fact["text"]) == (int(value), f"{cfg}:{ln}", line), name
@@ -246,7 +252,8 @@ def test_real_config_facts(realdata, pattern, dtype_key, dtype):  # noqa: F811
     assert par["value"] == {"tp": int(tp), "pp": int(pp)} and par["where"] == f"{cfg}:{tp_ln}"
     assert par["text"] == f"{tp_line.strip()}; {pp_line.strip()}"
     ln, _, line = _config_line(cfg, dtype_key)
-    assert run.meta.fact("dtype") == {"name": "dtype", "value": dtype, "source": "stated", "where": f"{cfg}:{ln}", "text": line}
+    assert run.meta.fact("dtype") == {"name": "dtype", "value": dtype, "source": "stated", "where": f"{cfg}:{ln}",
+                                      "text": line}
     assert run.meta.fact("n_accelerators") is None  # the config does not say how many GPUs
 
 
@@ -294,7 +301,8 @@ def test_real_bridge_golden_values(realdata):  # noqa: F811
     assert metrics["lm loss"].tolist() == [raw[s]["lm loss"][0] for s in range(50)]
     assert metrics["GPU utilization"].tolist() == tf
     # alloc / max_alloc: GB at the top level
-    assert m.extra["totals"] == {"alloc": top["alloc"], "max_alloc": top["max_alloc"]} == {"alloc": 81.904, "max_alloc": 93.2}
+    assert (m.extra["totals"] == {"alloc": top["alloc"], "max_alloc": top["max_alloc"]}
+            == {"alloc": 81.904, "max_alloc": 93.2})
     assert m.fact("n_accelerators") is None and m.facts == []  # the file states no GPU count
 
 
@@ -319,7 +327,8 @@ def test_bridge_bad_values_are_counted_with_their_line(tmp_path):
 
 
 # --- damaged copies of the real files ----------------------------------------------------------------
-@pytest.mark.parametrize("name", ["megatron/megatron_golden_values_gpt3_tp4_pp1_resume_torch_dist_dgx_h100.json", f"nemo/{BRIDGE}"])
+@pytest.mark.parametrize("name", ["megatron/megatron_golden_values_gpt3_tp4_pp1_resume_torch_dist_dgx_h100.json",
+                                  f"nemo/{BRIDGE}"])
 def test_damaged_real_files_load_or_fail_cleanly(realdata, tmp_path, name):  # noqa: F811
     src = realdata / name
     for seed in range(2):

@@ -24,8 +24,9 @@ def _block(*timers: tuple[str, float, float], prefix: str = "") -> list[str]:
 def test_a_minmax_block_fills_its_interval(tmp_path):
     lines = [
         megatron_line(10, 1000.0),
-        *_block(("forward-backward", 900.0, 950.0), ("forward-compute", 300.0, 320.0), ("backward-compute", 500.0, 540.0),
-                ("batch-generator", 10.0, 30.0), ("grads-all-reduce", 40.0, 45.0), ("forward-send-backward-recv", 5.0, 8.0),
+        *_block(("forward-backward", 900.0, 950.0), ("forward-compute", 300.0, 320.0),
+                ("backward-compute", 500.0, 540.0), ("batch-generator", 10.0, 30.0), ("grads-all-reduce", 40.0, 45.0),
+                ("forward-send-backward-recv", 5.0, 8.0),
                 ("optimizer", 60.0, 61.0), prefix="INFO:megatron.core.timers:"),
         megatron_line(20, 1000.0),
     ]
@@ -37,7 +38,8 @@ def test_a_minmax_block_fills_its_interval(tmp_path):
     assert s.loc[1:10, "data_wait_s"].tolist() == pytest.approx([30.0 / 1000] * 10)
     assert s.loc[11:20, ["compute_s", "comm_s", "data_wait_s"]].isna().all().all()  # no block after 20
     t = run.tables["timers"].set_index("timer")
-    assert len(t) == 7 and (t["step"] == 10).all() and (t["interval_steps"] == 10).all() and (t["source"] == "megatron").all()
+    assert (len(t) == 7 and (t["step"] == 10).all() and (t["interval_steps"] == 10).all()
+            and (t["source"] == "megatron").all())
     assert t.loc["batch-generator", ["min_ms", "max_ms", "spread_ms"]].tolist() == [10.0, 30.0, 20.0]
     assert run.meta.extra["timer_spread_ms"]["forward-backward"] == 50.0
 
@@ -46,7 +48,8 @@ def test_the_old_one_line_timers_and_parents_left_out(tmp_path):
     lines = [
         megatron_line(1, 1000.0),
         "time (ms) | forward-compute: 58.16 | backward-compute: 42.66 | backward-params-all-reduce: 21.43 | "
-        "backward-embedding-all-reduce: 0.03 | backward-reduce-model-grads: 21.52 | optimizer: 57.50 | batch-generator: 5.24",
+        "backward-embedding-all-reduce: 0.03 | backward-reduce-model-grads: 21.52 | optimizer: 57.50 | "
+        "batch-generator: 5.24",
         megatron_line(2, 1000.0),
     ]
     run = load_run(write_megatron(tmp_path, lines=lines), log_interval=1)
@@ -60,7 +63,8 @@ def test_the_old_one_line_timers_and_parents_left_out(tmp_path):
 
 
 def test_deepspeed_timers_belong_to_the_next_line_and_yield_to_megatron(tmp_path):
-    ds = "[2024-01-01 00:00:00,100] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | fwd: 100.00 | bwd: 300.00 | bwd_inner: 250.00 | bwd_allreduce: 50.00 | step: 10.00"
+    ds = ("[2024-01-01 00:00:00,100] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | fwd: 100.00 | "
+          "bwd: 300.00 | bwd_inner: 250.00 | bwd_allreduce: 50.00 | step: 10.00")
     lines = [
         ds, megatron_line(1, 1000.0),  # DeepSpeed prints before the iteration line it times
         ds, megatron_line(2, 1000.0),

@@ -254,7 +254,8 @@ def test_real_mlperf_files_load_with_auto(realdata):  # noqa: F811
         # init: the earliest init_start to init_stop
         init = run.events[run.events["kind"] == "init"].iloc[0]
         t0 = min(r["time_ms"] for r in recs)
-        assert init["start_s"] == pytest.approx((min(r["time_ms"] for r in recs if r["key"] == "init_start") - t0) / 1000)
+        assert init["start_s"] == pytest.approx(
+            (min(r["time_ms"] for r in recs if r["key"] == "init_start") - t0) / 1000)
         assert init["end_s"] == pytest.approx((_first(recs, "init_stop")["time_ms"] - t0) / 1000)
         # evals: one event per eval_start/eval_stop pair, durations match
         starts = [r["time_ms"] for r in recs if r["key"] == "eval_start"]
@@ -292,7 +293,8 @@ def test_real_mlperf_blocks_are_steps(realdata):  # noqa: F811
             assert (run.steps["end_s"] - run.steps["start_s"]).sum() == pytest.approx(dur - tail)
             assert run.meta.extra.get("untrained_segments") == 1, path.name
         # nothing counted twice: steps and events never overlap
-        spans = sorted([*zip(run.steps["start_s"], run.steps["end_s"], strict=True), *zip(run.events["start_s"], run.events["end_s"], strict=True)])
+        spans = sorted([*zip(run.steps["start_s"], run.steps["end_s"], strict=True),
+                        *zip(run.events["start_s"], run.events["end_s"], strict=True)])
         assert all(b0 >= a1 - 1e-9 for (_, a1), (b0, _) in zip(spans, spans[1:], strict=False)), path.name
 
 
@@ -319,7 +321,8 @@ def test_real_gpt3_collapses_512_init_starts_and_counts_tokens(realdata):  # noq
 
 def test_real_sysjson_gives_accelerator_count(realdata):  # noqa: F811
     (path,) = files(realdata / "mlperf", "*SYSJSON*")
-    sysj = [json.loads(line.split(":::SYSJSON", 1)[1]) for line in path.read_text().splitlines() if ":::SYSJSON" in line]
+    sysj = [json.loads(line.split(":::SYSJSON", 1)[1]) for line in path.read_text().splitlines()
+            if ":::SYSJSON" in line]
     run = load_run(path)
     want = int(sysj[0]["number_of_nodes"]) * int(sysj[0]["accelerators_per_node"])
     assert run.meta.n_accelerators == want
@@ -349,10 +352,12 @@ def test_real_gpt3_facts(realdata):  # noqa: F811
     run = load_run(path)
     ln, line, value = _raw(path, "submission_platform")
     assert value == "64xNVIDIA DGX H100"
-    assert _fact(run, "platform") == {"name": "platform", "value": value, "source": "stated", "where": f"{path}:{ln}", "text": line[:200]}
+    assert _fact(run, "platform") == {"name": "platform", "value": value, "source": "stated", "where": f"{path}:{ln}",
+                                      "text": line[:200]}
     nodes = _fact(run, "n_nodes")
     assert nodes["value"] == int(re.match(r"(\d+)x", value).group(1)) == 64 and nodes["where"] == f"{path}:{ln}"
-    for key, name, want in (("submission_benchmark", "model", "gpt3"), ("global_batch_size", "global_batch", 2048), ("max_sequence_length", "seq_len", 2048)):
+    for key, name, want in (("submission_benchmark", "model", "gpt3"), ("global_batch_size", "global_batch", 2048),
+                            ("max_sequence_length", "seq_len", 2048)):
         ln, line, value = _raw(path, key)
         f = _fact(run, name)
         assert (f["value"], f["where"], f["text"]) == (value, f"{path}:{ln}", line[:200]) and value == want, name
@@ -382,7 +387,8 @@ def test_real_sysjson_facts(realdata):  # noqa: F811
 
     run = load_run(path)
     want = {
-        "accelerator": (re.search(r'"accelerator_model_name":"([^"]*)"', raw).group(1), stated("accelerator_model_name")),
+        "accelerator": (re.search(r'"accelerator_model_name":"([^"]*)"', raw).group(1),
+                        stated("accelerator_model_name")),
         "framework": (re.search(r'"framework":"([^"]*)"', raw).group(1), stated("framework")),
         "accelerators_per_node": (8, stated("accelerators_per_node")),
         "n_accelerators": (8, f"{stated('number_of_nodes')} x {stated('accelerators_per_node')}"),
@@ -406,7 +412,8 @@ def test_real_submission_facts_of_every_file(realdata):  # noqa: F811
         assert (_fact(run, "seq_len") or {}).get("value") == (seq[2] if seq else None), path.name
         # the "NxSYSTEM" form states the node count; "tpu-v5p" does not
         m = re.fullmatch(r"(\d+)x.+", _raw(path, "submission_platform")[2])
-        platform_nodes = [f["value"] for f in run.meta.facts if f["name"] == "n_nodes" and "submission_platform" in f["text"]]
+        platform_nodes = [f["value"] for f in run.meta.facts
+                          if f["name"] == "n_nodes" and "submission_platform" in f["text"]]
         assert platform_nodes == ([int(m.group(1))] if m else []), path.name
 
 
@@ -434,7 +441,8 @@ def test_real_throughput_claims_and_their_unit(realdata):  # noqa: F811
     # BERT: samples (epoch_num counts samples) over the time between records
     path = mlp / "v4.1_NVIDIA_h200_ngc23.09_pytorch_bert_result_0.txt"
     stats = [s for s in _stats(path) if "epoch_num" in s[2]]
-    rates = [(b[2]["epoch_num"] - a[2]["epoch_num"]) / ((b[0] - a[0]) / 1000) for a, b in zip(stats, stats[1:], strict=False)]
+    rates = [(b[2]["epoch_num"] - a[2]["epoch_num"]) / ((b[0] - a[0]) / 1000)
+             for a, b in zip(stats, stats[1:], strict=False)]
     assert [s[1] for s in stats[1:]] == pytest.approx(rates, rel=1e-3)
     assert load_run(path).meta.claims[0]["metric"] == "samples_per_s"
     # GPT-3 counts tokens: tokens since the first block over the seconds since it
@@ -504,11 +512,14 @@ def test_a_garbled_time_skips_its_record_only(realdata, tmp_path):  # noqa: F811
     with pytest.warns(LoadWarning):
         run = load_run(p)
     # the old loader skipped every record after it as non-monotonic (885 records, no steps left)
-    assert run.meta.report.first_lines == {f"{rules.NON_MONOTONIC} (far ahead of the records before and after it)": [200]}
+    assert run.meta.report.first_lines == {
+        f"{rules.NON_MONOTONIC} (far ahead of the records before and after it)": [200]}
     assert run.steps.equals(load_run(realdata / "mlperf" / GPT3).steps)
 
 
-@pytest.mark.parametrize(("value", "why"), [(b"1e308", rules.VALUE_OUT_OF_RANGE), (b'"' + b"1" * 5000 + b'"', rules.VALUE_OUT_OF_RANGE), (b'"many"', rules.NON_NUMERIC)])
+@pytest.mark.parametrize(("value", "why"), [(b"1e308", rules.VALUE_OUT_OF_RANGE),
+                                            (b'"' + b"1" * 5000 + b'"', rules.VALUE_OUT_OF_RANGE),
+                                            (b'"many"', rules.NON_NUMERIC)])
 def test_a_bad_global_batch_is_counted_not_used(realdata, tmp_path, value, why):  # noqa: F811
     lines = _gpt3_lines(realdata)
     i = next(k for k, t in enumerate(lines) if b'"key": "global_batch_size"' in t)
@@ -542,7 +553,8 @@ def test_many_evaluations_are_matched_in_linear_time(tmp_path):
         for i in range(n):
             lines += [mllog("block_start", t, samples_count=10 * i), mllog("eval_accuracy", t, 0.5)]
             t += 100
-            lines += [mllog("block_stop", t, samples_count=10 * i + 10), mllog("eval_start", t, samples_count=10 * i + 10)]
+            lines += [mllog("block_stop", t, samples_count=10 * i + 10),
+                      mllog("eval_start", t, samples_count=10 * i + 10)]
             t += 10
             lines.append(mllog("eval_stop", t, samples_count=10 * i + 10))
         lines.append(mllog("run_stop", t))
@@ -561,7 +573,8 @@ def test_long_lines_of_one_character_are_quick(tmp_path, char):
 
     def load(n: int):
         text = char * n
-        lines = [mllog("submission_platform", T0_MS, "1x" + text + "b"), ":::MLLOG " + text, ":::SYSJSON " + text, *mlperf_lines(sysjson=False)]
+        lines = [mllog("submission_platform", T0_MS, "1x" + text + "b"), ":::MLLOG " + text, ":::SYSJSON " + text,
+                 *mlperf_lines(sysjson=False)]
         p = write_mlperf(tmp_path, f"result_{n}.txt", lines=lines)
 
         def work():
@@ -573,7 +586,8 @@ def test_long_lines_of_one_character_are_quick(tmp_path, char):
     ratio = growth(load, 80_000)  # lines of 80 KB and of 320 KB
     assert ratio < linear_bound(), explain(ratio)
     assert len(runs[320_000].steps) == 3
-    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()  # both sizes take the same path
+    # both sizes take the same path
+    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()
 
 
 def test_options_are_checked():
@@ -607,7 +621,8 @@ def test_real_gpt3_uses_the_platform_for_the_peak(realdata):  # noqa: F811
     ln = _raw(path, "submission_platform")[0]
     m = run.meta
     # H100 SXM bf16 dense: 989.4 TFLOP/s (NVIDIA H100 datasheet, 1,979 with sparsity / 2)
-    assert (m.accelerator, m.n_accelerators, m.dtype, m.peak_flops_per_accelerator) == ("H100 SXM", 512, "bf16", 989.4e12)
+    assert ((m.accelerator, m.n_accelerators, m.dtype, m.peak_flops_per_accelerator)
+            == ("H100 SXM", 512, "bf16", 989.4e12))
     assert f"stated in the log at {path}:{ln}" in m.peak_source and "bf16 assumed" in m.peak_source
     assert any("matches the 512 ranks that logged init_start" in n for n in m.report.notes)
 
@@ -622,7 +637,8 @@ def test_platform_count_and_rank_count_disagreeing_is_noted(tmp_path):
     ]
     run = load_run(write_mlperf(tmp_path, lines=lines))
     assert run.meta.n_accelerators == 16  # 2 x 8 per DGX H100, never the 3 ranks
-    assert any("2 nodes x 8 accelerators = 16" in n and "but 3 ranks logged init_start" in n for n in run.meta.report.notes)
+    assert any("2 nodes x 8 accelerators = 16" in n and "but 3 ranks logged init_start" in n
+               for n in run.meta.report.notes)
 
 
 def test_a_system_without_a_source_states_no_count(tmp_path):
@@ -678,8 +694,10 @@ def test_real_wall_starts_at_the_first_cache_clear(realdata):  # noqa: F811
     ev = run.events
     (clear,) = ev[ev["detail"].str.startswith("cache_clear")].itertuples()
     # from the first cache_clear (line 1) to the first init_start (line 65): 15.326 s of start-up
-    assert clear.kind == "other" and (clear.start_s, clear.end_s) == (0.0, pytest.approx((first_init - min(clears)) / 1000))
-    assert clear.end_s == pytest.approx(15.326) and "lines 1-64; then the launch until init_start at line 65" in clear.detail
+    assert (clear.kind == "other"
+            and (clear.start_s, clear.end_s) == (0.0, pytest.approx((first_init - min(clears)) / 1000)))
+    assert (clear.end_s == pytest.approx(15.326)
+            and "lines 1-64; then the launch until init_start at line 65" in clear.detail)
     init = ev[ev["kind"] == "init"].iloc[0]
     assert init["start_s"] == pytest.approx(clear.end_s)
     from mfu_toolkit.analysis.accounting import account

@@ -172,7 +172,8 @@ def test_real_dlrm_throughput_is_reproduced_over_the_timed_run(realdata):  # noq
 
 
 def _short_run(t_ms: int) -> list[str]:
-    return [mllog("init_start", t_ms, event_type="INTERVAL_START"), mllog("init_stop", t_ms + 1000, event_type="INTERVAL_END"),
+    return [mllog("init_start", t_ms, event_type="INTERVAL_START"),
+            mllog("init_stop", t_ms + 1000, event_type="INTERVAL_END"),
             mllog("run_start", t_ms + 1000, event_type="INTERVAL_START"),
             mllog("block_start", t_ms + 1000, event_type="INTERVAL_START", first_epoch_num=0, samples_count=0),
             mllog("block_stop", t_ms + 5000, event_type="INTERVAL_END", first_epoch_num=0, samples_count=64),
@@ -199,7 +200,8 @@ def test_early_records_followed_by_the_main_timeline_are_bad_records(tmp_path):
 def test_shell_trace_lines_are_not_malformed_records(tmp_path):
     # bash -x prints the echo of a record, quotes and all, before the record itself
     sysjson = json.dumps({"number_of_nodes": "1", "accelerators_per_node": "4", "accelerator_model_name": "H100"})
-    lines = [f"+ echo ':::SYSJSON {sysjson}'", f":::SYSJSON {sysjson}", "++ echo ':::MLLOG {\"x\": 1}'", *_short_run(T0_MS)]
+    lines = [f"+ echo ':::SYSJSON {sysjson}'", f":::SYSJSON {sysjson}", "++ echo ':::MLLOG {\"x\": 1}'",
+             *_short_run(T0_MS)]
     run = load_run(write_mlperf(tmp_path, lines=lines))
     assert not run.meta.report.skipped and run.meta.n_accelerators == 4
     assert any("2 lines are commands the shell traced" in n for n in run.meta.report.notes)

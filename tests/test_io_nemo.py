@@ -37,7 +37,8 @@ CELL_LOGS = {
 }
 GOLDEN_JSON = "NVIDIA-NeMo_Megatron-Bridge_golden_values_deepseek_pretrain_fsdp_gb200.json"  # megatron_json's
 
-LINE = "Training epoch 0, iteration {i}/99 | lr: 1e-05 | global_batch_size: 8 | global_step: {i} | reduced_train_loss: {loss} | train_step_timing in s: {t}"
+LINE = ("Training epoch 0, iteration {i}/99 | lr: 1e-05 | global_batch_size: 8 | global_step: {i} | "
+        "reduced_train_loss: {loss} | train_step_timing in s: {t}")
 
 
 def _write(tmp_path: Path, text: str, name: str = "train.log") -> Path:
@@ -153,7 +154,8 @@ def test_progress_bar_form(tmp_path):
 def test_restart_starts_an_attempt_and_duplicates_are_counted(tmp_path):
     lines = _lines(5)
     # Regression: a bare 'Exception: ...' (no prefix before 'Exception') was not taken as the message.
-    text = "\n".join(lines[:4] + [lines[3]] + ["[rank0]: Traceback (most recent call last):", "[rank0]: Exception: boom"]
+    text = "\n".join(lines[:4] + [lines[3]]
+                     + ["[rank0]: Traceback (most recent call last):", "[rank0]: Exception: boom"]
                      + lines[2:]) + "\n"
     run = _quiet(load_run, _write(tmp_path, text))
     assert run.steps["step"].tolist() == [0, 1, 2, 3, 2, 3, 4]
@@ -245,7 +247,8 @@ def test_straggler_reports_and_world_size(tmp_path):
         "ining-demo/0 [default0]:      Rank=0 Node=n1 Score=bad",
         "ining-demo/0 [default0]:    GPU individual performance:",
         "ining-demo/0 [default0]:      Rank=0 Node=n1 Score=1.00",
-        "ining-demo/0 [default0]:[NeMo E 2025-03-07 22:43:58 straggler_det_callback:239] Detected stragglers. Terminating training...",
+        "ining-demo/0 [default0]:[NeMo E 2025-03-07 22:43:58 straggler_det_callback:239] Detected stragglers. "
+        "Terminating training...",
     ]) + "\n"
     run = _quiet(load_run, _write(tmp_path, text))
     tab = run.tables["straggler_scores"]
@@ -327,7 +330,8 @@ def test_long_lines_of_one_character_are_fast(tmp_path):
 
         def load(n: int, unit: str = unit, runs: dict = runs):
             body = unit * (n // len(unit))
-            p = _write(tmp_path, body + "\n" + text + "\n" + LINE.format(i=5, loss=1, t=1) + " | " + body + "\n", f"long{n}.log")
+            p = _write(tmp_path, body + "\n" + text + "\n" + LINE.format(i=5, loss=1, t=1) + " | " + body + "\n",
+                       f"long{n}.log")
 
             def work():
                 runs[n] = _quiet(load_run, p, format="nemo")
@@ -336,7 +340,8 @@ def test_long_lines_of_one_character_are_fast(tmp_path):
 
         ratio = growth(load, 80_000)  # lines of 80 KB and of 320 KB
         assert ratio < linear_bound(), (unit, explain(ratio))
-        assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys(), unit  # both sizes take the same path
+        # both sizes take the same path
+        assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys(), unit
 
 
 # --- the real logs -----------------------------------------------------------------------------
@@ -481,7 +486,8 @@ def test_deeplink_qwen_readme_broken_prefix_and_val_loss(realdata):  # noqa: F81
 
 def test_skypilot_excerpt_uses_global_step_not_iteration(realdata):  # noqa: F811
     path = realdata / "nemo" / "aws-samples_awsome-distributed-training_nemo2_kubernetes_README_L636-692.excerpt.md"
-    pairs = re.findall(r"\(pretraining, pid=4112\) Training epoch (\d+), iteration (\d+)/999 \|[^\n]*?global_step: (\d+)",
+    pairs = re.findall(r"\(pretraining, pid=4112\) Training epoch (\d+), iteration (\d+)/999 "
+                       r"\|[^\n]*?global_step: (\d+)",
                        path.read_text())
     run = load_run(path)
     assert run.steps["step"].tolist() == [int(g) for _, _, g in pairs] == [19, 29, 45, 46, 48]
@@ -575,7 +581,8 @@ def _mutate_outputs(data: bytes, rng: random.Random, op: int) -> bytes:
     return json.dumps(nb, indent=1, ensure_ascii=False).encode()
 
 
-@pytest.mark.parametrize("name,inside", [(CELL_LOGS[22], False), ("NVIDIA_NeMo_E2E-Embedding-Finetuning_2gpu.ipynb", False),
+@pytest.mark.parametrize("name,inside", [(CELL_LOGS[22], False),
+                                         ("NVIDIA_NeMo_E2E-Embedding-Finetuning_2gpu.ipynb", False),
                                          ("NVIDIA_NeMo_E2E-Embedding-Finetuning_2gpu.ipynb", True)])
 def test_mutations_never_raise_foreign_errors(realdata, tmp_path, name, inside):  # noqa: F811
     base = (realdata / "nemo" / name).read_bytes()

@@ -179,7 +179,8 @@ def test_deeply_nested_json_is_a_reason_not_a_recursion_error():
 
 
 def _mfu(*args: str, stdin: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mfu_toolkit", *args], input=stdin, capture_output=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "mfu_toolkit", *args], input=stdin, capture_output=True,
+                          timeout=timeout)
 
 
 def test_mfu_analyze_reads_standard_input(tmp_path):
@@ -191,7 +192,8 @@ def test_mfu_analyze_reads_standard_input(tmp_path):
 
 def test_load_run_reads_dev_stdin_and_process_substitution(tmp_path):
     text = write_sacct(tmp_path).read_bytes()
-    code = "from mfu_toolkit.io import load_run; import sys; r = load_run(sys.argv[1]); print(r.meta.source_format, r.meta.source_path, len(r.events))"
+    code = ("from mfu_toolkit.io import load_run; import sys; r = load_run(sys.argv[1]); "
+            "print(r.meta.source_format, r.meta.source_path, len(r.events))")
     r = subprocess.run([sys.executable, "-c", code, "/dev/stdin"], input=text, capture_output=True, timeout=60)
     assert r.returncode == 0 and r.stdout.split()[:2] == [b"sacct", b"/dev/stdin"], r.stderr.decode()
     expected = load_run(tmp_path / "sacct.txt")
@@ -215,7 +217,8 @@ def test_a_fifo_with_format_is_read_once(tmp_path):
     t.start()
     run = load_run(fifo, format="sacct")
     t.join(10)
-    assert run.meta.source_path == str(fifo) and len(run.tables["jobs"]) == len(load_run(tmp_path / "sacct.txt").tables["jobs"])
+    assert (run.meta.source_path == str(fifo)
+            and len(run.tables["jobs"]) == len(load_run(tmp_path / "sacct.txt").tables["jobs"]))
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")

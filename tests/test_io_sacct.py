@@ -49,7 +49,8 @@ def test_parsable_with_trailing_pipe(tmp_path):
 
 def test_bad_lines_are_counted(tmp_path):
     text = SACCT_TIMES + "garbage|line\nabc|x|COMPLETED|0:0|Unknown|Unknown|Unknown|Unknown|00:00:00|\n"
-    text += "9|x|COMPLETED|0:0|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T02:00:00|2024-01-01T01:00:00|00:00:00|\n"
+    text += ("9|x|COMPLETED|0:0|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T02:00:00|2024-01-01T01:00:00|"
+             "00:00:00|\n")
     text += "10|x|COMPLETED|0:0|yesterday|Unknown|Unknown|Unknown|00:00:00|\n"
     with pytest.warns(LoadWarning):
         run = load_run(write_sacct(tmp_path, text))

@@ -135,7 +135,8 @@ def test_bad_rows_are_counted_with_lines_or_raised(tmp_path):
     with pytest.raises(LoadError) as exc:
         straggler_ops.load(p, strict=True)
     assert (exc.value.line, exc.value.field) == (3, "duration") and "trace-TOY.csv" in str(exc.value)
-    short_first = write_csv(tmp_path, [r for i, r in enumerate(rows) if i not in (1, 3)], name="trace-B.csv", meta=False)
+    short_first = write_csv(tmp_path, [r for i, r in enumerate(rows) if i not in (1, 3)], name="trace-B.csv",
+                            meta=False)
     with pytest.raises(LoadError) as exc:
         straggler_ops.load(short_first, strict=True)
     assert (exc.value.line, exc.value.field) == (5, "row")
@@ -167,7 +168,8 @@ def test_an_80_kb_line_of_one_character_is_quick(tmp_path, char):
     for run in runs.values():
         assert len(run.tables["ops"]) == len(ROWS)  # the long line is one bad row, counted
         assert run.meta.report.total_skipped == 1
-    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()  # both sizes take the same path
+    # both sizes take the same path
+    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()
 
 
 def test_huge_negative_or_fractional_integers_are_counted_not_wrapped(tmp_path):
@@ -424,7 +426,8 @@ def test_real_traces_state_their_world_size_and_parallel_sizes(job):
     value, line, text = said["world_size"]
     for name in ("n_accelerators", "n_ranks"):
         fact = run.meta.fact(name)
-        assert (fact["value"], fact["where"], fact["text"], fact["source"]) == (int(value), f"{yaml_path}:{line}", text, "stated")
+        assert ((fact["value"], fact["where"], fact["text"], fact["source"])
+                == (int(value), f"{yaml_path}:{line}", text, "stated"))
     parallel = {k: v for k, v in said.items() if k.endswith("_size") and k != "world_size"}
     par = run.meta.fact("parallelism")
     assert par["value"] == {k.removesuffix("_size"): int(v) for k, (v, _, _) in parallel.items()}

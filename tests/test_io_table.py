@@ -46,7 +46,8 @@ def test_duration_only_is_placed_back_to_back(tmp_path):
     assert any("back to back" in n for n in run.meta.report.notes)
 
 
-@pytest.mark.parametrize("unit,factor", [("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("min", 60.0), ("h", 3600.0)])
+@pytest.mark.parametrize("unit,factor", [("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("min", 60.0),
+                                         ("h", 3600.0)])
 def test_relative_units(tmp_path, unit, factor):
     run = load_table(write_table(tmp_path, "step,start_s,end_s,compute_s\n1,10,20,5\n"), time_unit=unit)
     row = run.steps.iloc[0]
@@ -155,7 +156,8 @@ def test_strict_raises_on_the_first_bad_row_in_file_order(tmp_path):
 
 
 def test_missing_column_lists_what_the_file_has(tmp_path):
-    with pytest.raises(LoadError, match=r"missing column 'iteration' \(mapped to 'step'\); the file has: iter, t0, t1, gpu, loss"):
+    with pytest.raises(LoadError,
+                       match=r"missing column 'iteration' \(mapped to 'step'\); the file has: iter, t0, t1, gpu, loss"):
         load_table(write_table(tmp_path), columns={"step": "iteration", "start_s": "t0", "end_s": "t1"})
     with pytest.raises(LoadError, match="missing column 'step'"):
         load_table(write_table(tmp_path), columns={"start_s": "t0", "end_s": "t1"})
@@ -231,7 +233,8 @@ def test_steps_ranks_and_attempts_that_do_not_fit_are_counted_not_wrapped(tmp_pa
     assert run.steps["step"].tolist() == [1, 3] and run.steps["rank"].tolist() == [0, 0]
     # the largest int64 step, in a column of integers (CSV text or Parquet int64), is exact
     top = 2**63 - 1
-    assert load_table(write_table(tmp_path, f"step,start_s,end_s\n1,0,1\n{top},1,2\n", "top.csv")).steps["step"].tolist() == [1, top]
+    assert load_table(write_table(tmp_path, f"step,start_s,end_s\n1,0,1\n{top},1,2\n",
+                                  "top.csv")).steps["step"].tolist() == [1, top]
     exact = tmp_path / "exact.parquet"
     pd.DataFrame({"step": np.array([1, top]), "start_s": [0.0, 1.0], "end_s": [1.0, 2.0]}).to_parquet(exact)
     assert load_table(exact).steps["step"].tolist() == [1, top]
@@ -294,13 +297,15 @@ def test_wide_tables_load_in_work_linear_in_their_columns(tmp_path):
 def test_an_80_kb_line_of_one_character_is_quick(tmp_path, char):
     from _timing import explain, growth, linear_bound
 
-    forms = {"t.csv": ("step,start_s,end_s\n", "{s},{s},{e}\n"), "t.jsonl": ("", '{{"step": {s}, "start_s": {s}, "end_s": {e}}}\n')}
+    forms = {"t.csv": ("step,start_s,end_s\n", "{s},{s},{e}\n"),
+             "t.jsonl": ("", '{{"step": {s}, "start_s": {s}, "end_s": {e}}}\n')}
     for name, (header, row) in forms.items():
         runs = {}
 
         def load(n: int, name: str = name, header: str = header, row: str = row, runs: dict = runs):
             (tmp_path / str(n)).mkdir(exist_ok=True)
-            p = write_table(tmp_path / str(n), header + row.format(s=1, e=2) + char * n + "\n" + row.format(s=2, e=3), name)
+            p = write_table(tmp_path / str(n),
+                            header + row.format(s=1, e=2) + char * n + "\n" + row.format(s=2, e=3), name)
 
             def work():
                 with warnings.catch_warnings():
@@ -308,7 +313,8 @@ def test_an_80_kb_line_of_one_character_is_quick(tmp_path, char):
                     runs[n] = load_table(p)
             return work
 
-        # a line of 30 KB and of 120 KB: under the CSV reader's field limit (128 KiB), past which a row is refused unread
+        # a line of 30 KB and of 120 KB: under the CSV reader's field limit (128 KiB),
+        # past which a row is refused unread
         ratio = growth(load, 30_000)
         assert ratio < linear_bound(), (name, explain(ratio))
         for run in runs.values():
@@ -316,7 +322,8 @@ def test_an_80_kb_line_of_one_character_is_quick(tmp_path, char):
             # a line of spaces (or, in a CSV, of empty fields) holds no record; any other is one bad record
             blank = char == " " or (char == "," and name == "t.csv")
             assert run.meta.report.total_skipped == (0 if blank else 1), name
-        assert runs[30_000].meta.report.skipped.keys() == runs[120_000].meta.report.skipped.keys()  # both sizes take the same path
+        # both sizes take the same path
+        assert runs[30_000].meta.report.skipped.keys() == runs[120_000].meta.report.skipped.keys()
 
 
 def _loads_or_refuses(path, **kw) -> str:
@@ -347,7 +354,8 @@ def test_seeded_mutations_load_or_fail_cleanly(tmp_path):
 
     csv_text = "step,start_s,end_s,rank,loss,data_wait_s\n" + "".join(
         f"{s},{s}.0,{s}.9,{r},{2.0 - s / 10},0.01\n" for s in range(1, 6) for r in range(2))
-    jsonl = "".join(json.dumps({"step": s, "start_s": s, "end_s": s + 0.9, "rank": 0, "loss": 1.0}) + "\n" for s in range(5))
+    jsonl = "".join(json.dumps({"step": s, "start_s": s, "end_s": s + 0.9, "rank": 0, "loss": 1.0}) + "\n"
+                    for s in range(5))
     pq_path = tmp_path / "src.parquet"
     pd.read_csv(write_table(tmp_path, csv_text, "src.csv")).to_parquet(pq_path)
     sources = {"t.csv": csv_text.encode(), "t.csv.gz": gzip.compress(csv_text.encode()), "t.jsonl": jsonl.encode(),

@@ -94,7 +94,8 @@ def test_half_written_last_record_and_bad_checksum(tmp_path):
     assert run.steps["step"].tolist() == [1, 2, 3]
     rep = run.meta.report
     n = 2 + 2 * 3  # records before the damage
-    assert rep.first_lines == {"record checksum mismatch": [n + 1], "truncated record (half-written end of file)": [n + 2]}
+    assert rep.first_lines == {"record checksum mismatch": [n + 1],
+                               "truncated record (half-written end of file)": [n + 2]}
 
 
 def test_corrupt_length_header_stops_reading(tmp_path):
@@ -102,7 +103,8 @@ def test_corrupt_length_header_stops_reading(tmp_path):
     p.write_bytes(p.read_bytes() + b"\x05" * 20)
     with pytest.warns(LoadWarning):
         run = tensorboard.load(p)
-    assert list(run.meta.report.skipped) == ["corrupt record header (length checksum mismatch); rest of file unreadable"]
+    assert list(run.meta.report.skipped) == [
+        "corrupt record header (length checksum mismatch); rest of file unreadable"]
 
 
 def test_nan_and_negative_iteration_time(tmp_path):
@@ -116,7 +118,8 @@ def test_nan_and_negative_iteration_time(tmp_path):
     with pytest.warns(LoadWarning):
         run = tensorboard.load(d)
     assert run.steps["step"].tolist() == [3]
-    assert run.meta.report.skipped == {f"{rules.NON_FINITE_TIME} (iteration-time)": 1, f"{rules.NEGATIVE_DURATION} (iteration-time)": 1}
+    assert run.meta.report.skipped == {f"{rules.NON_FINITE_TIME} (iteration-time)": 1,
+                                       f"{rules.NEGATIVE_DURATION} (iteration-time)": 1}
     with pytest.raises(LoadError) as info:
         tensorboard.load(d, strict=True)
     assert info.value.line == 2 and info.value.field == "iteration-time"
@@ -154,7 +157,8 @@ def test_skipped_records_of_a_folder_name_their_event_file(tmp_path):
 
 def test_malformed_protobuf_is_skipped(tmp_path):
     p = tmp_path / "events.out.tfevents.1.h.1.0"
-    p.write_bytes(frame(event(1.0, file_version="brain.Event:2")) + frame(b"\x0a\xff\xff\xff") + frame(event(2.0, 1, scalars={"iteration-time": 0.5})))
+    p.write_bytes(frame(event(1.0, file_version="brain.Event:2")) + frame(b"\x0a\xff\xff\xff")
+                  + frame(event(2.0, 1, scalars={"iteration-time": 0.5})))
     with pytest.warns(LoadWarning):
         run = tensorboard.load(p)
     assert len(run.steps) == 1
@@ -167,7 +171,8 @@ def test_no_event_files(tmp_path):
         tensorboard.load(tmp_path)
     garbage = tmp_path / "events.out.tfevents.1.h.1.0"
     garbage.write_bytes(b"\x00" * 7)
-    with pytest.raises(LoadError, match=r"no readable TensorBoard events in 1 file\(s\) \(1 × truncated record header"):
+    with pytest.raises(LoadError,
+                       match=r"no readable TensorBoard events in 1 file\(s\) \(1 × truncated record header"):
         tensorboard.load(tmp_path)
 
 
@@ -191,7 +196,8 @@ def test_runs_in_different_folders_are_not_merged(tmp_path):
         with pytest.raises(LoadError) as info:
             load_run(path)
         msg = str(info.value)
-        assert "2 TensorBoard runs" in msg and "job_a (1 event files, first 2023-11-14" in msg and "job_b (2 event files" in msg
+        assert ("2 TensorBoard runs" in msg and "job_a (1 event files, first 2023-11-14" in msg
+                and "job_b (2 event files" in msg)
         assert f"load_run({str(a)!r})" in msg and "1 other file(s), not TensorBoard" in msg
     # each folder on its own is one run; restarts in one folder stay attempts of it
     assert tensorboard.load(a).n_attempts == 1
@@ -295,7 +301,8 @@ def test_a_log_interval_within_the_bound_still_expands(tmp_path):
     # the bound is MAX_LOG_INTERVAL steps: an interval of exactly that many is expanded row by row
     p = tmp_path / "events.out.tfevents.1.h.1.0"
     n = rules.MAX_LOG_INTERVAL
-    p.write_bytes(frame(event(0.0, file_version="brain.Event:2")) + frame(event(10.0, n, scalars={"iteration-time": 1e-4})))
+    p.write_bytes(frame(event(0.0, file_version="brain.Event:2"))
+                  + frame(event(10.0, n, scalars={"iteration-time": 1e-4})))
     run = tensorboard.load(p, log_interval=n)
     assert len(run.steps) == n and run.steps["step"].iloc[0] == 1 and not run.meta.report.skipped
 

@@ -26,7 +26,8 @@ from mfu_toolkit.run import LoadError, LoadWarning, SchemaError
 ESC = "\x1b"
 
 
-def line(step: int, t: str, *, prefix: str = "", tps: str = "tps: 10,000", mfu: str = "mfu: 40.00%", loss: float = 3.0) -> str:
+def line(step: int, t: str, *, prefix: str = "", tps: str = "tps: 10,000", mfu: str = "mfu: 40.00%",
+         loss: float = 3.0) -> str:
     return (
         f"{prefix}[titan] 2025-01-01 00:00:{t} - root - INFO - {ESC}[31mstep: {step:2d}{ESC}[39m  "
         f"loss: {loss:.4f}  memory: 10.00GiB(12.50%)  {tps}  tflops: 300.00  {mfu}\n"
@@ -282,10 +283,12 @@ def test_start_up_lines_are_facts_with_their_lines(tmp_path):
 
 @pytest.mark.realdata
 def test_real_start_up_excerpt_is_a_run_with_facts_and_no_steps():
-    p = realdata_dir("accelerator_info", "pytorch_torchtitan_issue1570_deepseek_v3_671b_256gpu_cuda_capacity.excerpt.log")
+    p = realdata_dir("accelerator_info",
+                     "pytorch_torchtitan_issue1570_deepseek_v3_671b_256gpu_cuda_capacity.excerpt.log")
     raw = p.read_text().splitlines()
     assert not any(_STEP.search(ln) for ln in raw)
-    at = {k: n for n, ln in enumerate(raw, start=1) for k in ("CUDA capacity", "Building", "Total parameter") if k in ln}
+    at = {k: n for n, ln in enumerate(raw, start=1) for k in ("CUDA capacity", "Building", "Total parameter")
+          if k in ln}
     name = re.search(r"CUDA capacity: (.+) with ([\d.]+)GiB memory", raw[at["CUDA capacity"] - 1])
     model = re.search(r"Building (\S+) (\S+) with", raw[at["Building"] - 1])
     seq = re.search(r"max_seq_len=(\d+)", raw[at["Building"] - 1])
@@ -404,7 +407,8 @@ def test_long_lines_of_one_character_read_in_linear_time(tmp_path, body):
     # lines of 80 KB and of 320 KB: 4x the input
     ratio = growth(load, 80_000)
     assert ratio < linear_bound(), explain(ratio)
-    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()  # both sizes take the same path
+    # both sizes take the same path
+    assert runs[80_000].meta.report.skipped.keys() == runs[320_000].meta.report.skipped.keys()
     # the sniff, on a head of 8 KB (as detection reads it) and of 32 KB: one long line of the filler
     p = log(80_000)
     data = p.read_bytes()
@@ -451,7 +455,8 @@ def _mutate_text(rng: random.Random, data: bytes) -> tuple[str, bytes]:
 @pytest.mark.realdata
 def test_mutations_of_a_real_log_give_a_run_or_a_load_error(tmp_path):
     src = realdata_dir("torchtitan", "pytorch-torchtitan_pr2389_all_ranks_unprefixed.log").read_bytes()
-    src += realdata_dir("accelerator_info", "pytorch_torchtitan_issue1570_deepseek_v3_671b_256gpu_cuda_capacity.excerpt.log").read_bytes()
+    src += realdata_dir("accelerator_info",
+                        "pytorch_torchtitan_issue1570_deepseek_v3_671b_256gpu_cuda_capacity.excerpt.log").read_bytes()
     failures = []
     for seed in range(80):
         rng = random.Random(seed)

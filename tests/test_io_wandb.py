@@ -258,14 +258,16 @@ def test_real_metadata_facts_match_the_raw_bytes():
 
 
 def _metadata(tmp_path: Path, **fields) -> Path:
-    doc = {"os": "Linux", "python": "3.11.9", "startedAt": "2025-01-01T00:00:00.000000Z", "program": "train.py", **fields}
+    doc = {"os": "Linux", "python": "3.11.9", "startedAt": "2025-01-01T00:00:00.000000Z", "program": "train.py",
+           **fields}
     p = tmp_path / "wandb-metadata.json"
     p.write_text(json.dumps(doc, indent=4))
     return p
 
 
 def test_newer_metadata_schema_and_odd_gpu_counts(tmp_path):
-    nvidia = [{"name": "NVIDIA H100 80GB HBM3", "memoryTotal": "85520809984", "cudaCores": 16896, "architecture": "Hopper"}] * 4
+    nvidia = [{"name": "NVIDIA H100 80GB HBM3", "memoryTotal": "85520809984", "cudaCores": 16896,
+               "architecture": "Hopper"}] * 4
     p = _metadata(tmp_path, gpu="NVIDIA H100 80GB HBM3", gpu_count=4, gpu_nvidia=nvidia)
     run = wandb.load(p)
     assert run.meta.fact("accelerator")["value"] == "NVIDIA H100 80GB HBM3" and run.meta.n_accelerators == 4
@@ -285,7 +287,8 @@ def test_newer_metadata_schema_and_odd_gpu_counts(tmp_path):
         p = _metadata(tmp_path, gpu="NVIDIA H100 80GB HBM3", gpu_count=bad)
         run = load_quiet(p)
         assert run.meta.report.skipped == {"value out of range": 1} and run.meta.n_accelerators is None
-        assert run.meta.report.first_lines["value out of range"] == [p.read_text().count("\n", 0, p.read_text().index('"gpu_count"')) + 1]
+        assert run.meta.report.first_lines["value out of range"] == [
+            p.read_text().count("\n", 0, p.read_text().index('"gpu_count"')) + 1]
 
 
 @pytest.mark.realdata
@@ -465,7 +468,8 @@ def test_damaged_copies_of_real_exports_load_or_fail_cleanly(tmp_path, folder, n
 
 
 # --- regexes ------------------------------------------------------------------------------------------
-ANCHORED = {"_GPU_RE", "_GPU_PROC_RE", "_RUNTIME_COL_RE", "_PAIR_RE"}  # applied with match/fullmatch only (to a column or file name)
+# applied with match/fullmatch only (to a column or file name)
+ANCHORED = {"_GPU_RE", "_GPU_PROC_RE", "_RUNTIME_COL_RE", "_PAIR_RE"}
 
 
 @pytest.mark.parametrize("ch", list('[0 {"\\,:a\n-'))
@@ -485,7 +489,8 @@ def _gpu_rows(system_text: str) -> int:
 
 
 def _beside_note(run) -> str:
-    return next((n for n in run.meta.report.notes if "system stats beside the history" in n or "system-stats file" in n), "")
+    return next((n for n in run.meta.report.notes
+                 if "system stats beside the history" in n or "system-stats file" in n), "")
 
 
 def test_the_real_history_file_reads_its_system_stats_beside_it():
@@ -500,7 +505,8 @@ def test_the_real_history_file_reads_its_system_stats_beside_it():
     note = _beside_note(run)
     # the run id both file names carry, read from the raw names here
     rid = re.search(r"run-([a-z0-9]{8})", hist_p.name).group(1)
-    assert note.startswith(f"read the system stats beside the history: {sys_p.name}") and f"run id {rid} in both names" in note
+    assert (note.startswith(f"read the system stats beside the history: {sys_p.name}")
+            and f"run id {rid} in both names" in note)
     assert run.meta.extra["files"]["system"] == str(sys_p)
 
 

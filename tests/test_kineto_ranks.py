@@ -74,7 +74,8 @@ def test_a_changed_trace_or_a_corrupt_cache_is_parsed_again_and_rewritten(tmp_pa
     assert cache.parent == tmp_path / "user_cache" / "kineto"
     cache.write_bytes(b"PAR1 not really parquet")
     _same(changed, _load(folder))  # ignored, re-parsed ...
-    assert cache.read_bytes()[:4] == b"PAR1" and kineto_ranks.read_cache(trace, _key_of(trace, folder)) is not None  # ... rewritten
+    # ... rewritten
+    assert cache.read_bytes()[:4] == b"PAR1" and kineto_ranks.read_cache(trace, _key_of(trace, folder)) is not None
 
 
 def _key_of(trace: Path, root: Path) -> dict:

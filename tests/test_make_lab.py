@@ -17,8 +17,9 @@ import pytest
 from _procs import read_until, stop_process_group
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("make") is None or not (ROOT / ".venv" / "bin" / "python").exists(),
-                                reason="needs make and the project's .venv (make venv)")]
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("make") is None or not (ROOT / ".venv" / "bin" / "python").exists(),
+                                 reason="needs make and the project's .venv (make venv)")]
 
 
 def _free_port() -> int:

@@ -250,7 +250,8 @@ def test_analyze_takes_the_logs_world_size_as_devices(capsys):
     code, out, _ = _analyze(capsys, "--accelerator", "MI250X")
     assert code == 0
     flat = " ".join(out.split())  # the answer wraps at 100 columns
-    assert "denominator: 2 × 191.5 TFLOP/s = 383 TFLOP/s (MI250X bf16 dense, per device: 383 TFLOP/s per MI250X package" in flat
+    assert ("denominator: 2 × 191.5 TFLOP/s = 383 TFLOP/s (MI250X bf16 dense, "
+            "per device: 383 TFLOP/s per MI250X package" in flat)
     code, out, _ = _analyze(capsys, "--accelerator", "MI250X", "--json")
     summary = json.loads(out)["summary"]
     assert summary["peak_per"] == "device"

@@ -27,6 +27,7 @@ from mfu_toolkit.analysis.reasons import (
     peak_unknown,
     work_unknown,
 )
+from mfu_toolkit.render import answer_dict
 from mfu_toolkit.run import LoadError, Run, RunMeta
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mfu_toolkit"
@@ -93,7 +94,7 @@ def test_joined_reasons_phrase_each_part_and_survive_pickling():
 
 
 def test_the_json_carries_codes_and_fields_beside_the_phrased_text():
-    doc = json.loads(json.dumps(build_answer(_bare_run(), interface="cli").to_dict()))
+    doc = json.loads(json.dumps(answer_dict(build_answer(_bare_run(), interface="cli"))))
     coded = doc["summary"]["reason_codes"]["steady_state_mfu"]
     assert coded["codes"] == ["flops_unknown", "peak_unknown"]
     assert {"field": "model_flops_per_step", "unit": "step"} in coded["missing"]
@@ -141,7 +142,7 @@ def test_no_library_sentence_is_read_back_by_a_regular_expression():
 
 
 def test_missing_facts_and_checks_carry_fields_in_the_json():
-    doc = build_answer(_bare_run(), interface="make").to_dict()
+    doc = answer_dict(build_answer(_bare_run(), interface="make"))
     fields = [(m["field"], m.get("unit")) for m in doc["missing_fields"]]
     assert fields == [("model_flops_per_step", "step"), ("n_accelerators", None), ("peak_flops_per_accelerator", None)]
     assert [m["text"] for m in doc["missing_fields"]] == doc["missing"]

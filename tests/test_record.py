@@ -270,11 +270,13 @@ def test_bad_records_are_counted_with_file_and_line(tmp_path):
     rep = run.meta.report
     assert run.steps["step"].tolist() == [0, 2]
     assert run.steps["samples"].isna().tolist() == [True, True]
-    assert rep.first_lines["malformed JSON record (Expecting property name enclosed in double quotes)"] == ["rank00000.attempt000.jsonl:3"]
+    assert rep.first_lines["malformed JSON record (Expecting property name enclosed in double quotes)"] == [
+        "rank00000.attempt000.jsonl:3"]
     assert rep.first_lines["step is not a non-negative integer"] == ["rank00000.attempt000.jsonl:4"]
     assert rep.first_lines["negative duration"] == ["rank00000.attempt000.jsonl:5"]
     assert rep.first_lines["duplicate record (kept the first)"] == ["rank00000.attempt000.jsonl:7"]
-    assert rep.first_lines["record of no known kind (step, event, gpu_step, beat, dropped, close)"] == ["rank00000.attempt000.jsonl:8"]
+    assert rep.first_lines["record of no known kind (step, event, gpu_step, beat, dropped, close)"] == [
+        "rank00000.attempt000.jsonl:8"]
     assert rep.first_lines["non-numeric value (left missing, record kept)"] == ["rank00000.attempt000.jsonl:9"]
     assert rep.first_lines["file without a record header on line 1 (left out)"] == ["rank00001.attempt000.jsonl:1"]
     assert any(k.startswith("value out of range (event kind") for k in rep.skipped)

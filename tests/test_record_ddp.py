@@ -3,7 +3,8 @@
 Two CPU processes under ``torchrun`` (gloo) train a tiny model with Lightning's DDP strategy,
 again with the Hugging Face Trainer (which wraps the model in DDP through Accelerate), and in a
 plain loop over an FSDP model recorded with the callbacks' ``GradientSync`` (Lightning's FSDP
-strategy and the Trainer's FSDP need CUDA); one rank sleeps ``SLEEP_S`` in every training step. Each launch trains three times in the same processes,
+strategy and the Trainer's FSDP need CUDA); one rank sleeps ``SLEEP_S`` in every training step. \
+Each launch trains three times in the same processes,
 each into its own folder: rank 1 slowed, rank 0 slowed (so that naming rank 1 cannot happen by
 accident, e.g. because rank 0 does extra work), and rank 1 slowed with the gradient-sync timing
 switched off (the recorder as it was without it: no ``comm`` at all).
@@ -77,7 +78,8 @@ def _lightning_fit(folder: Path, slow: int, timed: bool, steps: int, sleep_s: fl
     torch.manual_seed(0)
     model = Tiny()
     g = torch.Generator().manual_seed(0)
-    data = torch.utils.data.TensorDataset(torch.randn(steps * 8, 8, generator=g), torch.randn(steps * 8, 1, generator=g))
+    data = torch.utils.data.TensorDataset(torch.randn(steps * 8, 8, generator=g),
+                                          torch.randn(steps * 8, 1, generator=g))
     trainer = pl.Trainer(max_steps=steps, accelerator="cpu", devices=2, strategy="ddp", logger=False,
                          enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False,
                          callbacks=[RecorderCallback(folder, time_gradient_sync=timed)])
@@ -180,7 +182,8 @@ def _require(module: str):
     except ImportError as exc:
         if os.environ.get(REQUIRE_ENV) == "1":
             pytest.fail(f"{REQUIRE_ENV}=1 but {module} cannot be imported: {exc}", pytrace=False)
-        pytest.skip(f"{module} is not installed (pip install 'mfu_toolkit[record]'); set {REQUIRE_ENV}=1 to fail instead")
+        pytest.skip(f"{module} is not installed (pip install 'mfu_toolkit[record]'); "
+                    f"set {REQUIRE_ENV}=1 to fail instead")
 
 
 def _launch(kind: str, out: Path) -> Path:

@@ -27,7 +27,8 @@ def _require(module: str, extra: str = "record"):
     except ImportError as exc:
         if os.environ.get(REQUIRE_ENV) == "1":
             pytest.fail(f"{REQUIRE_ENV}=1 but {module} cannot be imported: {exc}", pytrace=False)
-        pytest.skip(f"{module} is not installed (pip install 'mfu_toolkit[{extra}]'); set {REQUIRE_ENV}=1 to fail instead")
+        pytest.skip(f"{module} is not installed (pip install 'mfu_toolkit[{extra}]'); "
+                    f"set {REQUIRE_ENV}=1 to fail instead")
 
 
 def _load(path):

@@ -97,7 +97,8 @@ def test_a_hook_given_to_the_framework_is_wrapped_and_still_runs(tmp_path, group
     sync = GradientSync()
     ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1))
     ddp.register_comm_hook(None, fp16_compress_wrapper(sync.timed(my_hook)))
-    assert sync.attach(ddp) == "ddp comm hook (timed_my_hook inside fp16_compress_wrapper.<locals>.fp16_compress_wrapper_hook)"
+    assert sync.attach(ddp) == ("ddp comm hook (timed_my_hook inside "
+                                "fp16_compress_wrapper.<locals>.fp16_compress_wrapper_hook)")
     rec = StepRecorder(tmp_path / "job2")
     sync.bind(rec)
     assert _one_step(rec, ddp, torch)["comm"] > 0

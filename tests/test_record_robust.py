@@ -203,7 +203,8 @@ def _head(rank, world, attempt=0, t0=T0, **kw):
 
 
 def _steps(first, n, at=0.0, dur=1.0):
-    return [{"step": s, "start": at + (s - first) * dur, "end": at + (s - first + 1) * dur} for s in range(first, first + n)]
+    return [{"step": s, "start": at + (s - first) * dur, "end": at + (s - first + 1) * dur}
+            for s in range(first, first + n)]
 
 
 def test_a_writer_stamps_monotonic_and_wall_pairs_and_beats(tmp_path):

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from _steplog import N_RANKS, SLOW_RANK, write_step_log
 
+from mfu_toolkit.render import answer_sections
+
 # --------------------------------------------------------------------------------------------
 # mfu_toolkit.report.html_report: the same Answer as `mfu analyze`, with figures
 
@@ -45,7 +47,7 @@ def test_html_report_renders_the_answer_first_with_its_numerator(tmp_path):
     assert title.startswith("MFU report: team.csv (table log), report of ")
     # the same text as the terminal answer, section by section
     answer = build_answer(run)
-    for heading, fragment in answer.sections():
+    for heading, fragment in answer_sections(answer):
         assert fragment in body, heading
     # 1.5e12 FLOPs per sample × 256 samples per step = 384 TFLOP per step
     assert "numerator: 384 TFLOP model FLOPs per step, from apply_inputs(flops_per_sample=...)" in body

@@ -117,7 +117,8 @@ def test_meta_checks_timing_and_counts():
 
 def test_facts_wall_attempts_ranks():
     r = Run.build(
-        {"attempt": [0, 0, 1], "step": [1, 1, 1], "rank": [0, 1, 0], "start_s": [2.0, 2.0, 10.0], "end_s": [3.0, 3.5, 11.0]},
+        {"attempt": [0, 0, 1], "step": [1, 1, 1], "rank": [0, 1, 0], "start_s": [2.0, 2.0, 10.0],
+         "end_s": [3.0, 3.5, 11.0]},
         [{"kind": "init", "start_s": 0.0, "end_s": 2.0}],
     )
     assert r.n_attempts == 2 and r.ranks == [0, 1]
@@ -294,7 +295,8 @@ def _run_with_facts_and_claims() -> Run:
     run = _rich_run()
     facts = [
         {"name": "n_accelerators", "value": 16, "source": "stated", "where": "a.log:3", "text": "world size: 16"},
-        {"name": "parallelism", "value": {"dp": 4, "tp": 4}, "source": "stated", "where": "a.log:4", "text": "dp 4 tp 4"},
+        {"name": "parallelism", "value": {"dp": 4, "tp": 4}, "source": "stated", "where": "a.log:4",
+         "text": "dp 4 tp 4"},
         {"name": "accelerator", "value": "H100", "source": "given", "where": "load_run keyword", "text": ""},
     ]
     claims = [{"metric": "tflops_per_accelerator", "value": 412.5, "unit": "TFLOP/s", "counts": "model FLOPs per GPU",
@@ -356,7 +358,8 @@ def test_an_integer_beyond_64_bits_is_refused_naming_table_and_column(tmp_path):
     huge = 2**70
     steps = Run.build({"step": [1, 2], "start_s": [0.0, 1.0], "end_s": [1.0, 2.0],
                        "flops": pd.Series([1, huge], dtype=object)})
-    with pytest.raises(SchemaError, match=rf"steps: column 'flops' holds an integer beyond 64 bits at row 1 \({huge}\)"):
+    with pytest.raises(SchemaError,
+                       match=rf"steps: column 'flops' holds an integer beyond 64 bits at row 1 \({huge}\)"):
         save_run(steps, tmp_path / "s.parquet")
     table = Run.build(tables={"kernels": pd.DataFrame({"calls": pd.Series([huge], dtype=object)})})
     with pytest.raises(SchemaError, match="table 'kernels': column 'calls' holds an integer beyond 64 bits"):

@@ -43,7 +43,8 @@ def test_scaling_from_simulated_runs():
     assert tp == pytest.approx(128.0) and why == ""
     tp, why = run_throughput(small, metric="tokens_per_s")
     assert tp is None and "seq_len" in why
-    with pytest.raises(ValueError, match=r"metric must be one of samples_per_s, tokens_per_s, flops_per_s, steps_per_s; got 'mfu'"):
+    with pytest.raises(ValueError,
+                       match=r"metric must be one of samples_per_s, tokens_per_s, flops_per_s, steps_per_s; got 'mfu'"):
         run_throughput(small, metric="mfu")
     with pytest.raises(ValueError, match="has no meta.n_accelerators"):
         scaling_from_runs([Run.build({"step": [0, 1], "start_s": [0, 1], "end_s": [1, 2]})])

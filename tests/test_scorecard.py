@@ -60,7 +60,8 @@ def test_unknowns_carry_a_note():
     run = Run.build({"step": [0, 1, 2], "start_s": [0, 1, 2], "end_s": [1, 2, 3]})
     sc = scorecard(run).set_index("metric")
     assert np.isnan(sc.loc["steady_state_mfu", "value"]) and "FLOPs" in sc.loc["steady_state_mfu", "note"]
-    assert np.isnan(sc.loc["samples_per_s_steady", "value"]) and "global_batch" in sc.loc["samples_per_s_steady", "note"]
+    assert (np.isnan(sc.loc["samples_per_s_steady", "value"])
+            and "global_batch" in sc.loc["samples_per_s_steady", "note"])
     assert "others=" in sc.loc["scaling_efficiency", "note"]
     assert "others=" in sc.loc["scaling_efficiency_actual", "note"]
     assert "no accelerator utilisation trace" in sc.loc["gpu_idle_share", "note"]

@@ -227,7 +227,8 @@ def test_a_run_that_fails_says_why_in_one_line(tmp_path):
     (n_accelerators='abc'), so the notebook itself raises.
     """
     wrapper = tmp_path / "py"
-    wrapper.write_text(f'#!/bin/sh\nif [ "$2" = papermill ]; then exec {sys.executable} "$@" -p n_accelerators abc; fi\n'
+    wrapper.write_text(f'#!/bin/sh\nif [ "$2" = papermill ]; then '
+                       f'exec {sys.executable} "$@" -p n_accelerators abc; fi\n'
                        f'exec {sys.executable} "$@"\n')
     wrapper.chmod(0o755)
     log, out = write_step_log(tmp_path / "steps.csv"), tmp_path / "reports"

@@ -82,7 +82,8 @@ def test_gap_explorer_headline_follows_the_sliders(capsys):
     want = gap_scenario(stragglers=3, slowdown=1.5).headline
     assert headline_of(box) == explorer_headline_html(want)
     c["failures"].value = False
-    assert headline_of(box) == explorer_headline_html(gap_scenario(stragglers=3, slowdown=1.5, mtbf_hours=None).headline)
+    assert headline_of(box) == explorer_headline_html(
+        gap_scenario(stragglers=3, slowdown=1.5, mtbf_hours=None).headline)
     capsys.readouterr()
     five_updates_keep_figures(box, c["jitter (σ)"], [0.0, 0.05, 0.1, 0.15, 0.2], capsys)
     assert headline_of(box) == explorer_headline_html(

@@ -15,16 +15,14 @@
    terms of the interface in use (:func:`mfu_toolkit.analysis.inputs.ask`);
 5. the detail: waterfall table, scorecard, steady-state window.
 
-Every front end renders the same Answer (:meth:`Answer.to_text`, :meth:`Answer.to_dict`,
-:meth:`Answer.sections`), so they cannot disagree.
+Every front end renders the same Answer (:mod:`mfu_toolkit.render`: ``answer_text``,
+``answer_dict``, ``answer_sections``), so they cannot disagree; this module draws nothing.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import html
 import math
-import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import facts
+from .. import facts, readable
 from ..run import Run
 from .accounting import Accounting, accounted
 from .breakdown import breakdown, mfu_summary
@@ -48,7 +46,7 @@ _CLAIM_METRICS = ("tflops_per_accelerator", "mfu", "tokens_per_s_per_accelerator
                   "steps_per_s")
 _AGREE = 0.10  # a claim within 10 % of ours agrees
 _NEAR = 0.06  # a ratio within 6 % of a named cause is that cause
-_FOLD = 1e-6  # a category below this share of the wall time is float noise, folded
+FOLD_SHARE = 1e-6  # a category below this share of the wall time is float noise, folded
 _POINTER = "n/a: missing facts (listed above)"
 _POINTER_BELOW = "needs the missing facts listed below"
 
@@ -102,135 +100,6 @@ class Check:
         if self.ratio is not None:
             out["ratio"] = self.ratio
         return out
-
-
-# --------------------------------------------------------------------------------------------
-# formatting (one place, so every front end prints numbers the same way)
-
-
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None or not math.isfinite(v) else f"{v:.2%}"
-
-
-def _secs(v: float | None) -> str:
-    if v is None or not math.isfinite(v):
-        return "n/a"
-    a = abs(v)
-    if a == 0:
-        return "0 s"
-    if a >= 100:
-        return f"{v:,.1f} s"
-    if a >= 1:
-        return f"{v:.3f} s"
-    if a >= 1e-3:
-        return f"{v * 1e3:.3f} ms"
-    return f"{v * 1e6:.3f} µs"
-
-
-def _si(v: float | None, unit: str) -> str:
-    """1.234e15 FLOP -> '1.234 PFLOP'; 9.894e14 FLOP/s -> '989.4 TFLOP/s'."""
-    if v is None or not math.isfinite(v):
-        return "n/a"
-    for scale, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= scale:
-            return f"{v / scale:,.4g} {prefix}{unit}"
-    return f"{v:,.4g} {unit}"
-
-
-def _brief(text: str, limit: int = 180) -> str:
-    """A long source (a preset's citation) cut for the headline; JSON keeps it whole."""
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _first(text: str | None) -> str:
-    """The first clause of a source (its URL), without what follows a semicolon."""
-    return (text or "unknown").split(";")[0].strip()
-
-
-def _tflops(v: float | None) -> str:
-    """A peak as the registry prints it: ``989.4 TFLOP/s``."""
-    return "unknown" if not v else f"{v / 1e12:,.6g} TFLOP/s"
-
-
-def _num(v: Any) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "n/a"
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, (int, np.integer)):
-        return f"{int(v):,}"
-    if isinstance(v, (float, np.floating)):
-        v = float(v)
-        if v.is_integer() and abs(v) < 1e15:
-            return f"{int(v):,}"
-        if abs(v) >= 1e6:
-            return _si(v, "").strip()
-        if abs(v) >= 1000:
-            return f"{v:,.0f}"
-        return f"{v:.4g}" if abs(v) >= 1e-3 else f"{v:.8f}".rstrip("0")
-    return str(v)
-
-
-def _value(v: Any, unit: str) -> str:
-    """A scorecard value with its unit: fractions as percentages, seconds with units."""
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "n/a"
-    if unit == "fraction":
-        return _pct(float(v))
-    if unit == "s":
-        return _secs(float(v))
-    if unit == "FLOP/s":
-        return _si(float(v), "FLOP/s")
-    if unit == "ratio":
-        return f"{float(v):.3f}"
-    if unit == "count":
-        return _num(v)
-    return f"{_num(v)} {unit}".strip()
-
-
-def _short_where(where: Any) -> str:
-    """``/long/path/train.log:12`` -> ``train.log:12`` (the file's name and line)."""
-    text = str(where or "")
-    head, sep, tail = text.rpartition(":")
-    if sep and tail.isdigit():
-        return f"{Path(head).name}:{tail}"
-    return Path(text).name if "/" in text else text
-
-
-def _wrap(text: str, width: int, indent: str = "", hang: str = "  ") -> list[str]:
-    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent + hang,
-                         break_long_words=True, break_on_hyphens=False) or [indent]
-
-
-def _table(rows: list[list[str]], head: list[str], width: int, *, wrap: bool = False) -> list[str]:
-    """A plain text table that fits ``width``: its last column wrapped (``wrap``) or truncated
-    with an ellipsis."""
-    if not rows:
-        return []
-    cols = list(zip(head, *rows, strict=True))
-    widths = [max(len(c) for c in col) for col in cols]
-    fixed = sum(widths[:-1]) + 2 * (len(widths) - 1)
-    widths[-1] = max(min(widths[-1], width - fixed), 8)
-    for i in range(len(widths) - 1):  # a wide middle column gives way too
-        over = sum(widths) + 2 * (len(widths) - 1) - width
-        if over > 0 and widths[i] > 24:
-            widths[i] = max(24, widths[i] - over)
-
-    def cut(s: str, w: int) -> str:
-        return s if len(s) <= w else s[: max(w - 1, 0)] + "…"
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(cut(c, w).ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
-
-    out = [line(head), line(["-" * w for w in widths])]
-    for r in rows:
-        if not wrap or len(r[-1]) <= widths[-1]:
-            out.append(line(r))
-            continue
-        pieces = textwrap.wrap(r[-1], width=widths[-1], break_long_words=True) or [""]
-        out.append(line([*r[:-1], pieces[0]]))
-        out += [line([""] * (len(r) - 1) + [p]) for p in pieces[1:]]
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -380,8 +249,9 @@ def _checkpoint_advice(acc: Accounting, interface: str, write_s: float | None, e
     out["expected_overhead_optimal"] = checkpoint_overhead(interval_s=daly, checkpoint_s=delta, mtbf_s=mtbf,
                                                            restart_s=restart)["total"]
     steps = f" (about {daly / step_s:,.0f} steps)" if step_s else ""
-    text = (f"Daly's optimum: checkpoint every {_secs(daly)} of compute{steps}, with a {_secs(delta)} write "
-            f"and an MTBF of {_secs(mtbf)} ({out['mtbf_source']}); Young: {_secs(young)}")
+    text = (f"Daly's optimum: checkpoint every {readable.secs(daly)} of compute{steps}, "
+            f"with a {readable.secs(delta)} write "
+            f"and an MTBF of {readable.secs(mtbf)} ({out['mtbf_source']}); Young: {readable.secs(young)}")
     if interval is not None:
         tau = max(interval - delta, 1e-9)
         ratio = tau / daly
@@ -390,8 +260,9 @@ def _checkpoint_advice(acc: Accounting, interface: str, write_s: float | None, e
                                                             restart_s=restart)["total"]
         verdict = ("checkpoint more often" if ratio > 1.5 else "checkpoint less often" if ratio < 1 / 1.5
                    else "close to the optimum")
-        text += (f". The run checkpoints every {_secs(interval)} ({ratio:.2f} × the optimum): {verdict}; "
-                 f"expected overhead {_pct(out['expected_overhead_used'])} vs {_pct(out['expected_overhead_optimal'])}"
+        text += (f". The run checkpoints every {readable.secs(interval)} ({ratio:.2f} × the optimum): {verdict}; "
+                 f"expected overhead {readable.pct(out['expected_overhead_used'])} "
+                 f"vs {readable.pct(out['expected_overhead_optimal'])}"
                  " at the optimum")
     out["advice"] = text
     return out
@@ -525,7 +396,7 @@ def _claim_cause(metric: str, ratio: float, acc: Accounting) -> str:
     if _near(ratio, 2.0) or _near(ratio, 0.5):
         more = "twice" if ratio > 1 else "half"
         causes.append(f"the sequence length or the batch: ours counts {more} the work per step "
-                      f"(seq_len {m.seq_len or 'unknown'}, global batch {_num(m.global_batch)})")
+                      f"(seq_len {m.seq_len or 'unknown'}, global batch {readable.num(m.global_batch)})")
     if not causes:
         causes.append("the model FLOPs count (preset, sequence length, causal mask, recomputation) or the "
                       "step time the framework measured")
@@ -576,8 +447,8 @@ def _claim_checks(acc: Accounting, summ: Any) -> list[Check]:
         theirs = float(c["value"])
         basis = c.get("basis", "steady")
         ours, why = _ours(metric, acc, summ, basis, str(c.get("statistic", "value")))
-        shown = _pct(theirs) if metric == "mfu" else f"{_num(theirs)} {c.get('unit', '')}".strip()
-        where = _short_where(c.get("where"))
+        shown = readable.pct(theirs) if metric == "mfu" else f"{readable.num(theirs)} {c.get('unit', '')}".strip()
+        where = readable.short_where(c.get("where"))
         stat = f" ({c.get('statistic')} of {c.get('n')})" if c.get("n", 1) > 1 else ""
         name = f"claim {metric}"
         if ours is None:
@@ -585,7 +456,7 @@ def _claim_checks(acc: Accounting, summ: Any) -> list[Check]:
                              code="claim.not_compared", field=metric))
             continue
         ratio = ours / theirs
-        mine = _pct(ours) if metric == "mfu" else f"{_num(ours)}"
+        mine = readable.pct(ours) if metric == "mfu" else f"{readable.num(ours)}"
         text = f"the log claims {shown}{stat} at {where}; ours {mine} (ratio {_ratio(ratio)})"
         if basis not in ("steady", "partial"):
             words = _BASIS_WORDS.get(basis, basis)
@@ -642,11 +513,12 @@ def _plausibility_check(acc: Accounting, summ: Any) -> list[Check]:
         return [Check("plausibility", "ok", p.message, code="plausibility.ok", field="mfu")]
     causes = "; ".join(f"({i}) {c}" for i, c in enumerate(p.causes[:3], 1))
     if p.ceiling is not None and best > p.ceiling.fraction:
-        return [Check("plausibility", "warn", f"MFU {_pct(best)} is above what this accelerator's matmuls achieve: "
+        return [Check("plausibility", "warn",
+                      f"MFU {readable.pct(best)} is above what this accelerator's matmuls achieve: "
                       f"{p.ceiling.describe()}. Likely causes: {causes}", code="plausibility.above_matmul",
                       field="mfu")]
     ref = f": {p.reference.describe()}" if p.reference is not None else ""
-    return [Check("plausibility", "warn", f"MFU {_pct(best)} is above the {p.basis}{ref}. Not an error, but no "
+    return [Check("plausibility", "warn", f"MFU {readable.pct(best)} is above the {p.basis}{ref}. Not an error, but no "
                   f"published training run reaches it. Likely causes: {causes}", code="plausibility.above_published",
                   field="mfu")]
 
@@ -658,7 +530,7 @@ def _fact_checks(meta: Any) -> list[Check]:
     compared, conflicts = facts.compare_given(meta.facts)
     out = [Check(f"fact {g.get('name')}", "warn",
                  f"{g.get('name')} given as {g.get('value')!r} ({g.get('where')}), but the log states "
-                 f"{s.get('value')!r} at {_short_where(s.get('where'))}; the given value is used",
+                 f"{s.get('value')!r} at {readable.short_where(s.get('where'))}; the given value is used",
                  code="facts.conflict", field=g.get("name")) for g, s in conflicts]
     if not out:
         out.append(Check("facts", "ok", f"the given values agree with the log's ({compared} compared)"
@@ -674,23 +546,25 @@ def _accounting_checks(acc: Accounting, summ: Any) -> list[Check]:
     out = []
     parts = sum(v for k, v in sec.items() if k not in ("jitter", "unaccounted"))
     if parts > wall * (1 + 1e-9):
-        out.append(Check("accounting", "warn", f"the categories other than jitter add up to {_secs(parts)}, more "
-                         f"than the wall time {_secs(wall)}: steps overlap or events double-count",
+        out.append(Check("accounting", "warn",
+                         f"the categories other than jitter add up to {readable.secs(parts)}, more "
+                         f"than the wall time {readable.secs(wall)}: steps overlap or events double-count",
                          code="accounting.over_wall"))
     if math.isfinite(acc.goodput) and acc.goodput > 1 + 1e-9:
-        out.append(Check("accounting", "warn", f"goodput {_pct(acc.goodput)} is above 100%: the ideal step "
+        out.append(Check("accounting", "warn", f"goodput {readable.pct(acc.goodput)} is above 100%: the ideal step "
                          "time exceeds what the steps took (too few steps in the steady-state window?)",
                          code="accounting.goodput_above_1", field="goodput"))
     if sec["jitter"] < -0.01 * wall:
-        out.append(Check("accounting", "warn", f"negative jitter ({_secs(sec['jitter'])}): steps outside the "
+        out.append(Check("accounting", "warn", f"negative jitter ({readable.secs(sec['jitter'])}): steps outside the "
                          "window ran faster than the window's median", code="accounting.negative_jitter"))
     if summ.window_mfu and summ.steady_state_mfu and summ.window_mfu > summ.steady_state_mfu * (1 + 1e-6):
-        out.append(Check("accounting", "warn", f"window MFU {_pct(summ.window_mfu)} is above the ideal-step MFU "
-                         f"{_pct(summ.steady_state_mfu)}: the steps overlap or their durations are anchored on "
+        out.append(Check("accounting", "warn",
+                         f"window MFU {readable.pct(summ.window_mfu)} is above the ideal-step MFU "
+                         f"{readable.pct(summ.steady_state_mfu)}: the steps overlap or their durations are anchored on "
                          "coarse timestamps", code="accounting.window_above_ideal", field="window_mfu"))
     if not out:
-        out.append(Check("accounting", "ok", f"the categories sum to the wall time ({_secs(wall)}); goodput "
-                         f"{_pct(acc.goodput)}", code="accounting.sums"))
+        out.append(Check("accounting", "ok", f"the categories sum to the wall time ({readable.secs(wall)}); goodput "
+                         f"{readable.pct(acc.goodput)}", code="accounting.sums"))
     return out
 
 
@@ -724,7 +598,7 @@ def _fact_where(meta: Any, name: str, value: Any, interface: str = "python") -> 
     FILE:LINE, or a default (with how to give it)."""
     found = facts.source_of(meta.facts, name, value)
     if found is not None:
-        return found[1] if found[0] == facts.GIVEN else f"stated in the log at {_short_where(found[1])}"
+        return found[1] if found[0] == facts.GIVEN else f"stated in the log at {readable.short_where(found[1])}"
     if name == "dtype" and _dtype_assumed(meta):
         return f"default ({value} assumed; give {ask('dtype', interface)})"
     if name in meta.extra.get("defaults", []):
@@ -770,7 +644,7 @@ def _facts_used(acc: Accounting, summ: Any, interface: str) -> list[dict[str, An
         rows.append({"name": name, "value": value, "where": _fact_where(m, name, value, interface)})
     if m.peak_flops_per_accelerator:
         rows.append({"name": "peak_flops_per_accelerator", "value": m.peak_flops_per_accelerator,
-                     "where": _first(m.peak_source) if m.peak_source else "the run's metadata"})
+                     "where": readable.first(m.peak_source) if m.peak_source else "the run's metadata"})
     if acc.flops_per_unit is not None:
         rows.append({"name": f"model_flops_per_{acc.work_unit}", "value": acc.flops_per_unit,
                      "where": acc.flops_source or "the run's metadata"})
@@ -896,200 +770,6 @@ class Answer:
     def timed(self) -> bool:
         return bool(self.headline.get("timed_steps"))
 
-    # -- JSON --------------------------------------------------------------------------------
-
-    def to_dict(self) -> dict[str, Any]:
-        """The answer as JSON-able data (NaN and infinities as None)."""
-        doc = {
-            "title": self.title, "log_name": self.log_name, "date": self.date, "interface": self.interface,
-            "conflict": self.conflict, "headline": self.headline, "losses": list(self.losses),
-            "stragglers": self.stragglers,
-            "checkpoint": self.checkpoint, "checks": [c.to_dict() for c in self.checks],
-            "facts": list(self.facts), "missing": list(self.missing), "missing_fields": list(self.missing_fields),
-            "breakdown": self.breakdown.to_dict(orient="records"),
-            "scorecard": self.scorecard.to_dict(orient="records"),
-            "window": self.window, "load": self.load, "holds": self.holds, "summary": self.summary,
-        }
-        return _jsonable(doc)
-
-    def facts_shown(self) -> list[dict[str, str]]:
-        """The facts used with their values formatted (``989.4 TFLOP/s``, ``2,048``)."""
-        return [{"name": f["name"], "shown": _fact_value(f), "where": str(f["where"])} for f in self.facts]
-
-    # -- text --------------------------------------------------------------------------------
-
-    def _headline_lines(self) -> list[str]:
-        h = self.headline
-        if not self.timed:
-            return ["MFU: not measurable: the log has no timed steps (see the load note below)."]
-        num, den = h["numerator"], h["denominator"]
-        reason = h["reasons"]
-        lines = []
-        for key, label, what in (("steady_state_mfu", "Steady-state MFU", "ideal step"),
-                                 ("end_to_end_mfu", "End-to-end MFU", "whole wall time")):
-            v = h[key]
-            flag = f"; {self.conflict['text']}" if self.conflict and v is not None and not lines else ""
-            lines.append(f"{label}: {_pct(v)} ({what}){flag}" if v is not None
-                         else f"{label}: unknown: {reason.get(key) or 'n/a'}")
-        if h.get("window_mfu") is not None:
-            lines.append(f"Steady-window MFU: {_pct(h['window_mfu'])} (mean actual step in the window)")
-        if h.get("steady_state_hfu") is not None:
-            lines.append(f"Steady-state HFU: {_pct(h['steady_state_hfu'])}; "
-                         f"end-to-end HFU: {_pct(h['end_to_end_hfu'])}")
-        if num.get("model_flops_per_step") is not None:
-            per_unit = ("" if num["work_unit"] == "step"
-                        else f" ({_si(num['flops_per_unit'], 'FLOP')} per {num['work_unit']})")
-            lines.append(f"  numerator: {_si(num['model_flops_per_step'], 'FLOP')} model FLOPs per step"
-                         f"{per_unit}, from {_brief(num['source'])}")
-        else:
-            lines.append("  numerator: model FLOPs unknown")
-        lines.append(f"  step: ideal {_secs(h['ideal_step_s'])}, {h['useful_steps']:,} useful steps, wall time "
-                     f"{_secs(h['wall_s'])}, goodput {_pct(h['goodput'])}")
-        if den.get("cluster_peak_flops"):
-            lines.append(f"  denominator: {den['n_accelerators']:,} × {_tflops(den['peak_flops_per_accelerator'])} "
-                         f"= {_si(den['cluster_peak_flops'], 'FLOP/s')} ({den['accelerator']} {den['dtype']}"
-                         f"{', sparse' if den['sparse'] else ' dense'}, {den['per_text']})")
-        else:
-            n = den.get("n_accelerators")
-            peak = _tflops(den.get("peak_flops_per_accelerator"))
-            named = f" ({den['accelerator']} {den['dtype'] or ''})" if den.get("accelerator") else ""
-            lines.append(f"  denominator: unknown (N = {n if n else 'unknown'}; peak {peak}{named})")
-        sources = den.get("sources") or {}
-        if sources:
-            lines.append("  from: " + "; ".join(f"{k} {v}" for k, v in sources.items()))
-        if h.get("time_to_train_s") is not None:
-            lines.append(f"Time to train (MLPerf run_start to run_stop): {_secs(h['time_to_train_s'])}")
-        return lines
-
-    def _loss_lines(self) -> list[str]:
-        if not self.losses:
-            return ["No loss above float noise."]
-        return [f"{i}. {loss['category']}: {_secs(loss['seconds'])} ({_pct(loss['share'])} of wall time)"
-                + (f": {loss['detail']}" if loss.get("detail") else "")
-                for i, loss in enumerate(self.losses, 1)]
-
-    def _straggler_lines(self) -> list[str]:
-        s = self.stragglers
-        lines = [f"Verdict: {s['verdict']}", f"Culprit: {s['culprit']}"]
-        if s.get("share") is not None and s.get("kind") != "unknown":
-            lines.append(f"Waiting for the slowest rank: {_secs(s['seconds'])} ({_pct(s['share'])} of wall time)")
-        lines.append(f"Basis: {s['basis']}")
-        return lines
-
-    def _holds_lines(self) -> list[str]:
-        h = self.holds
-        lines = [f"Steps: {h['step_rows']:,} rows ({h['timed_step_rows']:,} timed)"]
-        if h["events"]:
-            lines.append("Events: " + ", ".join(f"{k} × {v}" for k, v in h["events"].items()))
-        if h["tables"]:
-            tables = ", ".join(f"{k} ({r:,} rows × {c} columns)" for k, (r, c) in h["tables"].items())
-            lines.append("Tables: " + tables)
-        lines.append(f"Facts stated: {h['facts_stated']}; claims: {h['claims']}")
-        return lines
-
-    def _blocks(self) -> list[tuple[str, list[str], list[list[str]] | None, list[str] | None]]:
-        """(heading, lines, table rows, table head) in reading order; shared by text and HTML."""
-        out: list[tuple[str, list[str], list[list[str]] | None, list[str] | None]] = []
-        out.append(("The answer", self._headline_lines(), None, None))
-        if self.missing:
-            out.append(("Missing facts", [f"- {m}" for m in self.missing], None, None))
-        if self.timed:
-            out.append(("Largest losses", self._loss_lines(), None, None))
-        out.append(("Stragglers", self._straggler_lines(), None, None))
-        if self.checkpoint is not None:
-            out.append(("Checkpoint interval", [self.checkpoint["advice"]], None, None))
-        out.append(("Checks", [], [[c.status.upper(), c.name, c.message] for c in self.checks],
-                    ["status", "check", "message"]))
-        out.append(("Facts used", [] if self.facts else ["none"],
-                    [[f["name"], _fact_value(f), str(f["where"])] for f in self.facts] or None,
-                    ["fact", "value", "from"]))
-        if not self.timed:
-            out.append(("What the log holds", self._holds_lines(), None, None))
-            return out
-        rows, folded = _waterfall_rows(self.breakdown, self.headline["wall_s"])
-        out.append(("Waterfall", [f"Folded (0 s or float noise): {', '.join(folded)}"] if folded else [],
-                    rows, ["category", "seconds", "share", "efficiency after", "MFU after"]))
-        out.append(("Scorecard", [], [[r["family"], r["metric"], _value(r["value"], r["unit"]), str(r["note"])]
-                                      for r in self.scorecard.to_dict("records")],
-                    ["family", "metric", "value", "note"]))
-        w = self.window
-        out.append(("Steady-state window", [f"{w.get('n_steps', 0):,} steps: {w.get('reason', '')}"], None, None))
-        return out
-
-    def to_text(self, *, width: int = 100) -> str:
-        """The answer for a terminal: every line at most ``width`` characters."""
-        if isinstance(width, bool) or not isinstance(width, int) or width < 40:
-            raise ValueError(f"width must be an integer >= 40; got {width!r}")
-        out = _wrap(self.title, width)
-        for heading, lines, rows, head in self._blocks():
-            out += ["", heading, "-" * min(len(heading), width)]
-            for line in lines:
-                indent = line[: len(line) - len(line.lstrip())]
-                out += _wrap(line.strip(), width, indent=indent, hang="  " if not line.startswith("-") else "  ")
-            if rows and head:
-                out += _table(rows, head, width, wrap=heading in ("Checks", "Facts used"))
-        return "\n".join(line[:width] for line in out)
-
-    # -- HTML --------------------------------------------------------------------------------
-
-    def sections(self) -> list[tuple[str, str]]:
-        """``(heading, HTML fragment)`` pairs in reading order (the answer first)."""
-        out = []
-        for heading, lines, rows, head in self._blocks():
-            parts = []
-            items = [line.strip() for line in lines]
-            if items and all(i.startswith("- ") for i in items):
-                parts.append("<ul>" + "".join(f"<li>{html.escape(i[2:])}</li>" for i in items) + "</ul>")
-            else:
-                parts += [f"<p>{html.escape(i)}</p>" for i in items]
-            if rows and head:
-                parts.append(_html_table(head, rows, status=heading == "Checks"))
-            out.append((heading, "\n".join(parts)))
-        return out
-
-
-def _fact_value(f: dict[str, Any]) -> str:
-    v = f["value"]
-    if f["name"].startswith("model_flops"):
-        return _si(float(v), "FLOP")
-    if f["name"] == "peak_flops_per_accelerator":
-        return _tflops(float(v))
-    return _num(v)
-
-
-def _waterfall_rows(bd: pd.DataFrame, wall: float) -> tuple[list[list[str]], list[str]]:
-    rows, folded = [], []
-    for r in bd.to_dict("records"):
-        if r["category"] != "ideal_compute" and abs(r["seconds"]) <= max(_FOLD * wall, 1e-9):
-            folded.append(r["category"])
-            continue
-        rows.append([r["category"], _secs(r["seconds"]), _pct(r["share"]), _pct(r["efficiency_after"]),
-                     _pct(r["mfu_after"])])
-    return rows, folded
-
-
-def _html_table(head: list[str], rows: list[list[str]], *, status: bool = False) -> str:
-    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = []
-    for r in rows:
-        cls = f" class='check-{html.escape(r[0].lower())}'" if status else ""
-        body.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, np.generic):
-        return _jsonable(v.item())
-    if isinstance(v, pd.Timestamp):
-        return v.isoformat()
-    return v
-
 
 # --------------------------------------------------------------------------------------------
 # the builder
@@ -1164,7 +844,7 @@ def _denominator_sources(m: Any, interface: str) -> dict[str, str]:
         if value is not None:
             out[label] = _fact_where(m, name, value, interface)
     if m.peak_flops_per_accelerator:
-        out["peak"] = _first(m.peak_source) if m.peak_source else "the run's metadata"
+        out["peak"] = readable.first(m.peak_source) if m.peak_source else "the run's metadata"
     return out
 
 
@@ -1203,7 +883,7 @@ def _top_losses(bd: pd.DataFrame, details: dict[str, str], wall: float) -> list[
         {"category": r["category"], "seconds": float(r["seconds"]), "share": float(r["share"]),
          **({"detail": details[r["category"]]} if r["category"] in details else {})}
         for r in bd.to_dict("records")
-        if r["category"] != "ideal_compute" and r["seconds"] > max(_FOLD * wall, 1e-9)
+        if r["category"] != "ideal_compute" and r["seconds"] > max(FOLD_SHARE * wall, 1e-9)
     ][:3]
 
 

@@ -17,8 +17,10 @@ from .common import apply_inputs, error, interface_in_use, load, parse_numbers
 
 def _validate_text(answer: Any) -> str:
     """What ``--validate`` prints: the facts that would be used and what is missing."""
+    from ..render import facts_shown
+
     lines = [f"{answer.log_name}: {'timed steps found' if answer.timed else 'no timed steps'}"]
-    lines += [f"  {f['name']} = {f['shown']} (from {f['where']})" for f in answer.facts_shown()] or ["  no facts"]
+    lines += [f"  {f['name']} = {f['shown']} (from {f['where']})" for f in facts_shown(answer)] or ["  no facts"]
     lines += [f"  missing: {m}" for m in answer.missing] or ["  missing: nothing"]
     return "\n".join(lines)
 
@@ -32,6 +34,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     from ..analysis.accounting import account
     from ..analysis.answer import build_answer
     from ..formulas import MFUAbove100Error
+    from ..render import answer_dict, answer_text
     from ..run import LoadError, SchemaError
 
     interface = interface_in_use()
@@ -57,10 +60,10 @@ def run_analyze(args: argparse.Namespace) -> int:
 
         return error("analyze", phrase_error(exc, interface))
     if args.json:
-        doc = {"run": repr(run), **answer.to_dict()}
+        doc = {"run": repr(run), **answer_dict(answer)}
         print(json.dumps(doc, indent=2))
     else:
-        print(answer.to_text(width=100))
+        print(answer_text(answer, width=100))
         if args.html:
             print(f"\nwrote {args.html}")
     if args.strict and answer.warnings:

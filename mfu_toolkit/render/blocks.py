@@ -1,0 +1,142 @@
+"""The answer's blocks in reading order, shared by the text and HTML renderings.
+
+Each block is ``(heading, lines, table rows, table head)``: the answer first (MFU with its
+numerator and denominator), then missing facts, losses, stragglers, checkpoint advice, checks,
+facts used, and the detail.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ..analysis.answer import FOLD_SHARE, Answer
+from ..readable import brief, num, pct, secs, si, tflops, value
+
+__all__ = ["blocks", "fact_value", "facts_shown"]
+
+
+def facts_shown(answer: Answer) -> list[dict[str, str]]:
+    """The facts used with their values formatted (``989.4 TFLOP/s``, ``2,048``)."""
+    return [{"name": f["name"], "shown": fact_value(f), "where": str(f["where"])} for f in answer.facts]
+
+
+
+def fact_value(f: dict[str, Any]) -> str:
+    v = f["value"]
+    if f["name"].startswith("model_flops"):
+        return si(float(v), "FLOP")
+    if f["name"] == "peak_flops_per_accelerator":
+        return tflops(float(v))
+    return num(v)
+
+
+def _waterfall_rows(bd: pd.DataFrame, wall: float) -> tuple[list[list[str]], list[str]]:
+    rows, folded = [], []
+    for r in bd.to_dict("records"):
+        if r["category"] != "ideal_compute" and abs(r["seconds"]) <= max(FOLD_SHARE * wall, 1e-9):
+            folded.append(r["category"])
+            continue
+        rows.append([r["category"], secs(r["seconds"]), pct(r["share"]), pct(r["efficiency_after"]),
+                     pct(r["mfu_after"])])
+    return rows, folded
+
+
+def _headline_lines(answer: Answer) -> list[str]:
+    h = answer.headline
+    if not answer.timed:
+        return ["MFU: not measurable: the log has no timed steps (see the load note below)."]
+    num, den = h["numerator"], h["denominator"]
+    reason = h["reasons"]
+    lines = []
+    for key, label, what in (("steady_state_mfu", "Steady-state MFU", "ideal step"),
+                             ("end_to_end_mfu", "End-to-end MFU", "whole wall time")):
+        v = h[key]
+        flag = f"; {answer.conflict['text']}" if answer.conflict and v is not None and not lines else ""
+        lines.append(f"{label}: {pct(v)} ({what}){flag}" if v is not None
+                     else f"{label}: unknown: {reason.get(key) or 'n/a'}")
+    if h.get("window_mfu") is not None:
+        lines.append(f"Steady-window MFU: {pct(h['window_mfu'])} (mean actual step in the window)")
+    if h.get("steady_state_hfu") is not None:
+        lines.append(f"Steady-state HFU: {pct(h['steady_state_hfu'])}; "
+                     f"end-to-end HFU: {pct(h['end_to_end_hfu'])}")
+    if num.get("model_flops_per_step") is not None:
+        per_unit = ("" if num["work_unit"] == "step"
+                    else f" ({si(num['flops_per_unit'], 'FLOP')} per {num['work_unit']})")
+        lines.append(f"  numerator: {si(num['model_flops_per_step'], 'FLOP')} model FLOPs per step"
+                     f"{per_unit}, from {brief(num['source'])}")
+    else:
+        lines.append("  numerator: model FLOPs unknown")
+    lines.append(f"  step: ideal {secs(h['ideal_step_s'])}, {h['useful_steps']:,} useful steps, wall time "
+                 f"{secs(h['wall_s'])}, goodput {pct(h['goodput'])}")
+    if den.get("cluster_peak_flops"):
+        lines.append(f"  denominator: {den['n_accelerators']:,} × {tflops(den['peak_flops_per_accelerator'])} "
+                     f"= {si(den['cluster_peak_flops'], 'FLOP/s')} ({den['accelerator']} {den['dtype']}"
+                     f"{', sparse' if den['sparse'] else ' dense'}, {den['per_text']})")
+    else:
+        n = den.get("n_accelerators")
+        peak = tflops(den.get("peak_flops_per_accelerator"))
+        named = f" ({den['accelerator']} {den['dtype'] or ''})" if den.get("accelerator") else ""
+        lines.append(f"  denominator: unknown (N = {n if n else 'unknown'}; peak {peak}{named})")
+    sources = den.get("sources") or {}
+    if sources:
+        lines.append("  from: " + "; ".join(f"{k} {v}" for k, v in sources.items()))
+    if h.get("time_to_train_s") is not None:
+        lines.append(f"Time to train (MLPerf run_start to run_stop): {secs(h['time_to_train_s'])}")
+    return lines
+
+def _loss_lines(answer: Answer) -> list[str]:
+    if not answer.losses:
+        return ["No loss above float noise."]
+    return [f"{i}. {loss['category']}: {secs(loss['seconds'])} ({pct(loss['share'])} of wall time)"
+            + (f": {loss['detail']}" if loss.get("detail") else "")
+            for i, loss in enumerate(answer.losses, 1)]
+
+def _straggler_lines(answer: Answer) -> list[str]:
+    s = answer.stragglers
+    lines = [f"Verdict: {s['verdict']}", f"Culprit: {s['culprit']}"]
+    if s.get("share") is not None and s.get("kind") != "unknown":
+        lines.append(f"Waiting for the slowest rank: {secs(s['seconds'])} ({pct(s['share'])} of wall time)")
+    lines.append(f"Basis: {s['basis']}")
+    return lines
+
+def _holds_lines(answer: Answer) -> list[str]:
+    h = answer.holds
+    lines = [f"Steps: {h['step_rows']:,} rows ({h['timed_step_rows']:,} timed)"]
+    if h["events"]:
+        lines.append("Events: " + ", ".join(f"{k} × {v}" for k, v in h["events"].items()))
+    if h["tables"]:
+        tables = ", ".join(f"{k} ({r:,} rows × {c} columns)" for k, (r, c) in h["tables"].items())
+        lines.append("Tables: " + tables)
+    lines.append(f"Facts stated: {h['facts_stated']}; claims: {h['claims']}")
+    return lines
+
+def blocks(answer: Answer) -> list[tuple[str, list[str], list[list[str]] | None, list[str] | None]]:
+    """(heading, lines, table rows, table head) in reading order; shared by text and HTML."""
+    out: list[tuple[str, list[str], list[list[str]] | None, list[str] | None]] = []
+    out.append(("The answer", _headline_lines(answer), None, None))
+    if answer.missing:
+        out.append(("Missing facts", [f"- {m}" for m in answer.missing], None, None))
+    if answer.timed:
+        out.append(("Largest losses", _loss_lines(answer), None, None))
+    out.append(("Stragglers", _straggler_lines(answer), None, None))
+    if answer.checkpoint is not None:
+        out.append(("Checkpoint interval", [answer.checkpoint["advice"]], None, None))
+    out.append(("Checks", [], [[c.status.upper(), c.name, c.message] for c in answer.checks],
+                ["status", "check", "message"]))
+    out.append(("Facts used", [] if answer.facts else ["none"],
+                [[f["name"], fact_value(f), str(f["where"])] for f in answer.facts] or None,
+                ["fact", "value", "from"]))
+    if not answer.timed:
+        out.append(("What the log holds", _holds_lines(answer), None, None))
+        return out
+    rows, folded = _waterfall_rows(answer.breakdown, answer.headline["wall_s"])
+    out.append(("Waterfall", [f"Folded (0 s or float noise): {', '.join(folded)}"] if folded else [],
+                rows, ["category", "seconds", "share", "efficiency after", "MFU after"]))
+    out.append(("Scorecard", [], [[r["family"], r["metric"], value(r["value"], r["unit"]), str(r["note"])]
+                                  for r in answer.scorecard.to_dict("records")],
+                ["family", "metric", "value", "note"]))
+    w = answer.window
+    out.append(("Steady-state window", [f"{w.get('n_steps', 0):,} steps: {w.get('reason', '')}"], None, None))
+    return out
