@@ -1,5 +1,8 @@
 """Rules every format shares: the skip reasons, and the interval, attempt and clock rules.
 
+How a field's text or JSON value becomes a number or a timestamp is :mod:`.values`
+(``as_number`` is re-exported here).
+
 Skip reasons are the keys of :attr:`LoadReport.skipped`. Every format spells a shared reason
 with the constant here, so reports compare across formats (``"non-numeric value"`` means the
 same thing in a Megatron log and in a W&B history). A format may add detail after the constant
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..run import LoadError
+from .values import as_number  # re-exported: the number rules live in values.py
 
 __all__ = [
     "NON_NUMERIC",
@@ -152,17 +156,6 @@ def as_step(value: Any) -> int | None:
     if out != value or out < 0 or out > MAX_INT64:
         return None
     return out
-
-
-def as_number(value: Any) -> float:
-    """A finite float from a number or numeric string, else NaN (never raises)."""
-    if isinstance(value, bool):
-        return math.nan
-    try:
-        out = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return math.nan
-    return out if math.isfinite(out) else math.nan
 
 
 class Clock:

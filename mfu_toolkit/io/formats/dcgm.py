@@ -64,6 +64,7 @@ import pandas as pd
 from .. import rules
 from ..base import Parsed, loader_for
 from ..reading import Reader
+from ..values import number
 
 NAME = "dcgm"
 
@@ -145,7 +146,6 @@ _SUMMARY_ID = ("entity", "kind", "gpu", "gpu_instance", "compute_instance", "mig
 
 _SENTINEL_MIN = 9.2e18  # DCGM_INT64_BLANK = 2**63 - 16 and the codes above it
 _FP64_BLANKS = frozenset(140737488355328.0 + i for i in range(4))  # DCGM_FP64_BLANK, NOT_FOUND, ...
-_NUM_CHARS = frozenset("0123456789.eE+-")
 _MAX_METRICS = 512
 _MAX_LISTED = 64
 _MAX_TS_MS = 10**15
@@ -198,27 +198,6 @@ def sniff(path: Path, head: bytes) -> float:
 
 
 # --- values ----------------------------------------------------------------------------------
-
-
-def _number(tok: str) -> tuple[float | None, str]:
-    """``(value, "")`` or ``(None, why)``; why is ``na``, ``nan``, ``blank``, ``inf`` or ``bad``."""
-    low = tok.lower()
-    if low == "n/a":
-        return None, "na"
-    if not tok or any(c not in _NUM_CHARS for c in tok):
-        word = low.lstrip("+-")
-        if word == "nan":
-            return None, "nan"
-        return (None, "inf") if word in ("inf", "infinity") else (None, "bad")
-    try:
-        v = float(tok)
-    except ValueError:
-        return None, "bad"
-    if math.isinf(v):
-        return None, "inf"
-    if v >= _SENTINEL_MIN or v in _FP64_BLANKS:
-        return None, "blank"
-    return v, ""
 
 
 def _index(text: str) -> int | None:
@@ -402,15 +381,32 @@ class _Collector:
         return True
 
     def value(self, tok: str, column: str, line: int, field: str, example: str) -> float | None:
-        """The number in ``tok``; None for N/A, NaN, a blank sentinel or a counted bad value."""
-        v, why = _number(tok)
-        if why == "bad":
-            self.bad(rules.NON_NUMERIC, line, field, example)
-        elif why == "inf":
+        """The number in ``tok``; None for N/A, NaN, a blank sentinel or a counted bad value.
+
+        A value is a plain decimal (``values.number(plain=True)``: no words, no whitespace); the
+        words ``N/A``, ``nan`` (any signs before it) and ``inf``/``infinity`` are named and counted.
+        """
+        low = tok.lower()
+        if low == "n/a":
+            self.count("na", line)
+            return None
+        v = number(tok, plain=True, nonfinite="keep")
+        if v is None:
+            word = low.lstrip("+-")
+            if word == "nan":
+                self.count("nan", line)
+            elif word in ("inf", "infinity"):
+                self.bad(f"{rules.VALUE_OUT_OF_RANGE} (infinite)", line, field, example)
+            else:
+                self.bad(rules.NON_NUMERIC, line, field, example)
+            return None
+        if math.isinf(v):
             self.bad(f"{rules.VALUE_OUT_OF_RANGE} (infinite)", line, field, example)
-        elif why:
-            self.count(why, line)
-        elif v < 0 and column in _NON_NEGATIVE:
+            return None
+        if v >= _SENTINEL_MIN or v in _FP64_BLANKS:
+            self.count("blank", line)
+            return None
+        if v < 0 and column in _NON_NEGATIVE:
             self.bad(f"{rules.VALUE_OUT_OF_RANGE} (negative)", line, field, example)
             return None
         return v

@@ -86,6 +86,7 @@ from .. import rules
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader, read_head
 from ..throughput_timer import TIMER_COUNTS, UNDER_MEGATRON
+from ..values import number, timestamp
 
 NAME = "deepspeed"
 
@@ -110,7 +111,7 @@ class Options:
 
 
 # Every capture is bounded, so no pattern backtracks over a long line more than linearly.
-_TS = re.compile(r"\[(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[,.](\d{1,6}))?\]")
+_TS = re.compile(r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d{1,6})?)\]")
 _TS_SPAN = 96  # a timestamp is looked for in the first characters of a line only
 _STEP = re.compile(r"(?<![\w/])step=([^,\s]{0,64}), skipped=([^,\s]{0,64})")
 _RANK = re.compile(r"\[Rank (\d{1,9})\]")
@@ -277,33 +278,31 @@ class _Scan:
 
 
 def _stamp(scan: _Scan, ln: int, text: str, *, count: bool = True) -> float | None:
-    """The line's leading ``[YYYY-mm-dd HH:MM:SS,fff]`` in seconds (naive local time), else None."""
+    """The line's leading ``[YYYY-mm-dd HH:MM:SS,fff]`` in seconds (naive local time, read as UTC:
+    ``values.timestamp``), else None; a stamp that is no date-time is counted when ``count``."""
     m = _TS.search(text, 0, _TS_SPAN)
     if m is None:
         return None
-    y, mo, d, h, mi, s, frac = m.groups()
-    try:
-        dt = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s))
-    except ValueError:
+    t = timestamp(m.group(1))
+    if t is None:
         if count:
             scan.reader.bad("unreadable timestamp", line=ln, field="timestamp", example=m.group(0))
         return None
-    t = (dt - _EPOCH).total_seconds() + (int(frac) / 10 ** len(frac) if frac else 0.0)
     if scan.t_first is None or t < scan.t_first:
         scan.t_first = t
     return t
 
 
-def _num(scan: _Scan, raw: str | None, ln: int, name: str, *, kind: str = "value") -> float:
-    """A numeric field's value; NaN, counted with line and field, when it is not usable.
+def _checked(scan: _Scan, raw: str | None, ln: int, name: str, *, kind: str = "value") -> float:
+    """A numeric field's value (``values.number``, Python's float grammar); NaN, counted with line
+    and field, when it is not usable.
 
     ``kind``: ``"value"`` (finite, >= 0), ``"duration"`` (the same, a negative one is a negative
     duration), ``"any"`` (any float, NaN and infinity included: a loss may diverge).
     """
     text = (raw or "").strip()
-    try:
-        v = float(text)
-    except ValueError:
+    v = number(text, nonfinite="keep")
+    if v is None:
         why = rules.MISSING_FIELD if not text else rules.NON_NUMERIC
         scan.reader.bad(why, line=ln, field=name, example=f"{name}={text}"[:160])
         return math.nan
@@ -349,7 +348,7 @@ def _record_line(scan: _Scan, ln: int, text: str) -> bool:
     elif "|step: " in text and "epoch: " in text:
         _ppo_step(scan, ln, text)
     elif "average reward score:" in text and scan.ppo and "e2e_s" not in scan.ppo[-1]:
-        scan.ppo[-1]["reward"] = _num(scan, text.rpartition(":")[2], ln, "average reward score", kind="any")
+        scan.ppo[-1]["reward"] = _checked(scan, text.rpartition(":")[2], ln, "average reward score", kind="any")
     elif "Model Parameters:" in text and "Latency:" in text:
         _dschat_throughput(scan, ln, text)
     else:
@@ -440,7 +439,7 @@ def _engine_step(scan: _Scan, ln: int, text: str) -> None:
         rec = _new_record(scan, ln, step, int(rank_m.group(1)) if rank_m else 0, _stamp(scan, ln, text))
     rec["skipped"] = skipped
     lr = _LR.search(text)
-    rec["learning_rate"] = _num(scan, lr.group(1), ln, "lr") if lr else math.nan
+    rec["learning_rate"] = _checked(scan, lr.group(1), ln, "lr") if lr else math.nan
 
 
 def _engine_timer(scan: _Scan, ln: int, text: str) -> None:
@@ -476,14 +475,14 @@ def _engine_timer(scan: _Scan, ln: int, text: str) -> None:
         "epoch": int(epoch),
         "micro_step": int(micro) if micro is not None else None,
         "timer_step": step,
-        "samples_per_s_running": _num(scan, values.get(running_key), ln, running_key),
+        "samples_per_s_running": _checked(scan, values.get(running_key), ln, running_key),
         # DeepSpeed before 0.7 printed the running average only: no CurrSamplesPerSec to miss
-        "samples_per_s": math.nan if form == "running_only" else _num(scan, values.get("CurrSamplesPerSec"), ln,
-                                                                       "CurrSamplesPerSec"),
+        "samples_per_s": math.nan if form == "running_only" else _checked(scan, values.get("CurrSamplesPerSec"), ln,
+                                                                           "CurrSamplesPerSec"),
     })
     for key, col in (("MemAllocated", "mem_allocated_gb"), ("MaxMemAllocated", "max_mem_allocated_gb")):
         if key in values:
-            rec[col] = _num(scan, values[key].removesuffix("GB"), ln, key)
+            rec[col] = _checked(scan, values[key].removesuffix("GB"), ln, key)
 
 
 def _overflow(scan: _Scan, ln: int, text: str) -> None:
@@ -493,7 +492,7 @@ def _overflow(scan: _Scan, ln: int, text: str) -> None:
         scan.other += 1
         return
     rec = {"line": ln, "ts": _stamp(scan, ln, text), "rank": int(m.group(1)) if m.group(1) else 0,
-           "loss_scale": _num(scan, m.group(2).rstrip("."), ln, "Attempted loss scale"), "engine_step": None,
+           "loss_scale": _checked(scan, m.group(2).rstrip("."), ln, "Attempted loss scale"), "engine_step": None,
            "ppo_step": None}
     scan.overflow.append(rec)
     scan.pending.append(rec)
@@ -530,7 +529,7 @@ def _ppo_step(scan: _Scan, ln: int, text: str) -> None:
     for part in m.group(3).split("|"):
         key, sep, value = part.partition(":")
         if sep and key.strip() in _PPO_FIELDS:
-            rec[_PPO_FIELDS[key.strip()]] = _num(scan, value, ln, key.strip(), kind="any")
+            rec[_PPO_FIELDS[key.strip()]] = _checked(scan, value, ln, key.strip(), kind="any")
     scan.ppo.append(rec)
 
 
@@ -549,7 +548,8 @@ def _e2e(scan: _Scan, ln: int, text: str) -> None:
             continue
         token = value.strip().split(" ", 1)[0].split("(", 1)[0]
         kind = "duration" if name.endswith("_s") and not name.endswith("per_s") else "value"
-        last[name] = _num(scan, token.removesuffix("s") if kind == "duration" else token, ln, key.strip(), kind=kind)
+        token = token.removesuffix("s") if kind == "duration" else token
+        last[name] = _checked(scan, token, ln, key.strip(), kind=kind)
     if "e2e_s" not in last:
         scan.reader.bad(rules.MISSING_FIELD, line=ln, field="E2E latency", example=text[:160])
         last["e2e_s"] = math.nan
@@ -570,7 +570,7 @@ def _dschat_throughput(scan: _Scan, ln: int, text: str) -> None:
             token = token.removesuffix("s")
         if name == "params_b" and token == "NA":
             continue
-        row[name] = _num(scan, token, ln, key.strip())
+        row[name] = _checked(scan, token, ln, key.strip())
     scan.dschat_tp.append(row)
 
 
@@ -668,13 +668,13 @@ def _profiler_line(scan: _Scan, ln: int, text: str) -> bool:
     if name is None:
         return False  # notation lines, or another record printed while the block was open
     parts = value.split()
-    number = _num(scan, parts[0] if parts else "", ln, key)
+    amount = _checked(scan, parts[0] if parts else "", ln, key)
     unit = parts[1] if len(parts) > 1 else ""
     if name.endswith("latency_s") and unit not in _SECONDS:
         scan.reader.bad(f"unknown time unit {unit!r}", line=ln, field=key, example=text[:160])
         return True
     scale = _SECONDS[unit] if name.endswith("latency_s") else _SI[unit[:1] if unit[:1] in "KMGTP" else ""]
-    scan.profiler.setdefault(name, (number * scale, unit, ln, text))
+    scan.profiler.setdefault(name, (amount * scale, unit, ln, text))
     return True
 
 
@@ -702,24 +702,16 @@ def _comms_row(scan: _Scan, ln: int, text: str) -> bool:
     if count is None:
         scan.reader.bad(rules.NON_NUMERIC, line=ln, field="Count", example=text[:160])
     row = {"op": scan.comm_op, "message_size": f"{size} {unit}", "count": count, "line": ln,
-           "message_bytes": _num(scan, size, ln, "Message Size") * 1024.0 ** _SIZE_UNITS[unit]}
+           "message_bytes": _checked(scan, size, ln, "Message Size") * 1024.0 ** _SIZE_UNITS[unit]}
     for raw, (col, name, kind) in zip(rest[1:], _COMMS_COLUMNS, strict=True):
-        value = float(raw) if _is_float(raw) else None
+        value = number(raw, nonfinite="keep")
         if value is not None and value < 0:  # the comms logger's counters wrap: a negative total is no time
             scan.reader.bad(f"{rules.NEGATIVE_DURATION if kind == 'duration' else rules.VALUE_OUT_OF_RANGE} "
                             "(counter overflow)", line=ln, field=name, example=text.strip()[:160])
             row[col] = math.nan
         else:
-            row[col] = _num(scan, raw, ln, name, kind=kind)
+            row[col] = _checked(scan, raw, ln, name, kind=kind)
     scan.comms.append(row)
-    return True
-
-
-def _is_float(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
     return True
 
 

@@ -69,6 +69,7 @@ import pandas as pd
 from .. import rules
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader, parse_json, read_head
+from ..values import number
 
 NAME = "hf_trainer"
 
@@ -177,14 +178,9 @@ def sniff(path: Path, head: bytes) -> float:
 
 
 # --- values and entries -----------------------------------------------------------------------
-def _num(v: Any) -> float:
-    """A number as a float (NaN for anything else, and for an int too large for a float)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return math.nan
-    try:
-        return float(v)
-    except OverflowError:
-        return math.nan
+# A value of the JSON log: a JSON number (a quoted "12" is no number; NaN and infinity, which
+# Python's json writes, kept), else NaN.
+_JSON_NUMBER: dict[str, Any] = {"text": False, "nonfinite": "keep", "default": math.nan}
 
 
 def _count(v: Any) -> int | None:
@@ -223,7 +219,7 @@ def _check_entry(reader: Reader, e: Any, line: int | None, *, need_step: bool) -
         return None
     for k, v in e.items():
         if k.endswith("_runtime"):
-            f = _num(v)
+            f = number(v, **_JSON_NUMBER)
             if not math.isfinite(f):
                 reader.bad(rules.NON_FINITE_TIME, line=line, field=k, example=repr(e)[:160])
                 return None
@@ -261,7 +257,9 @@ def _n_steps(seg: _Segment, reader: Reader, *, global_step: tuple[int, int | Non
     if stdout:
         k = 1.0
         if finals and train:
-            rt, sps = _num(finals[-1][1].get("train_runtime")), _num(finals[-1][1].get("train_steps_per_second"))
+            final = finals[-1][1]
+            rt = number(final.get("train_runtime"), **_JSON_NUMBER)
+            sps = number(final.get("train_steps_per_second"), **_JSON_NUMBER)
             if math.isfinite(sps) and math.isfinite(rt) and sps > 0:
                 k = max(1.0, rt * sps / len(train))
         if not (math.isfinite(k) and rules.interval_ok(round(k))):
@@ -296,7 +294,7 @@ def _eval_places(seg: _Segment, n_steps: int) -> tuple[list[int], list[float], l
         if kind == "eval":
             key, rt = _eval_runtime(e)
             afters.append(done)
-            runtimes.append(_num(rt))
+            runtimes.append(number(rt, **_JSON_NUMBER))
             keys.append(key)
     return afters, runtimes, keys
 
@@ -307,7 +305,7 @@ def _attempt_rows(seg: _Segment, attempt: int, t: float, n_steps: int, reader: R
     if n_steps < 0:  # not expanded (counted or noted already)
         return t
     final = next((e for _, e in reversed(seg) if _entry_kind(e) == "final"), None)
-    runtime = _num(final.get("train_runtime")) if final is not None else math.nan
+    runtime = number(final.get("train_runtime"), **_JSON_NUMBER) if final is not None else math.nan
     if not math.isfinite(runtime) or n_steps <= 0:
         if seg:
             reader.note(
@@ -341,7 +339,7 @@ def _attempt_rows(seg: _Segment, attempt: int, t: float, n_steps: int, reader: R
     cols["end_s"].extend((step_start + tau).tolist())
     cols["logged"].extend([s in values for s in steps])
     for f in _POINT_FIELDS:
-        cols[f].extend([_num(values[s].get(f)) if s in values else math.nan for s in steps])
+        cols[f].extend([number(values[s].get(f), **_JSON_NUMBER) if s in values else math.nan for s in steps])
     return t + n_steps * tau + float(cum[-1])
 
 
@@ -356,7 +354,8 @@ def _timeline(
     for attempt, seg in enumerate(segments):
         for _, e in seg:
             if _entry_kind(e) == "final":
-                facts.setdefault("final", []).append({k: v for k, v in e.items() if _num(v) == _num(v)})
+                facts.setdefault("final", []).append({k: v for k, v in e.items()
+                                                      if not math.isnan(number(v, **_JSON_NUMBER))})
                 break
         last = attempt == len(segments) - 1
         n = _n_steps(seg, reader, global_step=global_step if last else None, stdout=stdout, facts=facts)
@@ -604,9 +603,9 @@ def _final_values(finals: list[_Final], key: str) -> list[tuple[float, str]]:
     got = [f for f in finals if f.values.get(key) is not None]
     if not got:
         return []
-    finite = [f for f in got if math.isfinite(_num(f.values[key]))]
+    finite = [f for f in got if number(f.values[key], text=False) is not None]
     first = (finite or got)[0]
-    return [(_num(f.values[key]), f.where(key)) for f in got if f.file == first.file]
+    return [(number(f.values[key], **_JSON_NUMBER), f.where(key)) for f in got if f.file == first.file]
 
 
 def _is_rate(v: float) -> bool:
@@ -796,7 +795,7 @@ def _from_entries(reader: Reader, sub: Reader, doc: dict[str, Any], raw: list[tu
         _note_left_out(reader.path, [sub.path, *result_files], reader)
     finals = _finals(segments, sub, text, spans)
     for f in finals:
-        if _num(f.values.get("total_flos")) == _num(f.values.get("total_flos")):  # a number, not NaN
+        if not math.isnan(number(f.values.get("total_flos"), **_JSON_NUMBER)):  # a number, not NaN
             extra.setdefault("total_flos", f.values["total_flos"])
     finals += [_Final(str(sub.path.parent / name), 1, values, rtext) for name, (values, rtext) in results.items()]
     if "total_flos" in extra:

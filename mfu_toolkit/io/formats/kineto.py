@@ -106,6 +106,7 @@ from .. import rules
 from ..base import Parsed, loader_for
 from ..cache import cache_dir
 from ..reading import Limits, Reader, iter_chunks, read_head
+from ..values import number
 
 NAME = "kineto"
 
@@ -176,7 +177,7 @@ _MTIA_MEM_PREFIX = "dma"
 # tests/data/mtia_inference_trace/mtia_inference_rank_0.json.gz: {"id": 17, "name": "ARTEMIS",
 # "runtimeMajorVersion": 1, "runtimeMinorVersion": 30, "maxGridHeight": 8, "maxGridWidth": 8}.
 _MTIA_PROP_KEYS = ("runtimeMajorVersion", "maxGridHeight", "maxGridWidth")
-_TABLES_VERSION = 2  # bumps the rank caches when what a rank's table holds changes
+_TABLES_VERSION = 3  # bumps the rank caches when what a rank's table holds changes
 _MEM_CATS = {"gpu_memcpy", "gpu_memset", "memcpy", "memset"}
 _RANK_NAME_RE = re.compile(r"rank[-_]?(\d{1,9})(?!\d)", re.IGNORECASE)
 _WS_RE = re.compile(r"[\s,]*")
@@ -243,22 +244,6 @@ def _step_number(text: str) -> int | None:
     return int(text)
 
 
-def _time_value(v: Any) -> float | None:
-    """A finite ``ts``/``dur`` (a number, or a number written as a string), else None."""
-    if isinstance(v, str):
-        try:
-            v = float(v)
-        except ValueError:
-            return None
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-        return None
-    try:
-        f = float(v)
-    except OverflowError:  # an integer too large for a float
-        return None
-    return f if math.isfinite(f) else None
-
-
 def _hook(d: dict[str, Any]) -> Any:
     """Compact each trace event as soon as it is decoded; other objects pass through."""
     ph = d.get("ph")
@@ -289,7 +274,7 @@ def _hook(d: dict[str, Any]) -> Any:
         code, extra = _STEP, n
     else:
         return None
-    ts, dur = _time_value(d.get("ts")), _time_value(d.get("dur"))
+    ts, dur = number(d.get("ts")), number(d.get("dur"))  # finite; a number or a number written as text
     if ts is None:
         return (_BAD, f"{rules.NON_FINITE_TIME} (ts)", "ts", 0)
     if dur is None:

@@ -53,6 +53,7 @@ import pandas as pd
 from .. import rules
 from ..base import Parsed, loader_for
 from ..reading import Reader
+from ..values import number
 
 NAME = "lightning"
 
@@ -375,12 +376,11 @@ def _hparams(csv_path: Path, reader: Reader, root: Path | None, out: Parsed) -> 
 def _cells(reader: Reader, ln: int, header: list[str], row: list[str]) -> list[float]:
     vals: list[float] = []
     for h, c in zip(header, row, strict=True):
-        c = c.strip()
-        try:
-            vals.append(float(c) if c else math.nan)
-        except ValueError:
+        v = number(c, nonfinite="keep") if c.strip() else math.nan  # an empty cell is a missing value
+        if v is None:
             reader.bad(rules.NON_NUMERIC, line=ln, field=h, example=",".join(row)[:160])
-            vals.append(math.nan)
+            v = math.nan
+        vals.append(v)
     return vals
 
 

@@ -47,6 +47,7 @@ from typing import Any
 from .. import rules
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader
+from ..values import number
 
 NAME = "maxtext"
 
@@ -101,14 +102,6 @@ def _clean(text: str) -> str:
     return t[m.end():] if m else t
 
 
-def _number(text: str) -> float | None:
-    """A float (``nan`` and ``inf`` included), or None when the text is no number."""
-    try:
-        return float(text.rstrip(","))
-    except ValueError:
-        return None
-
-
 def _step_record(reader: Reader, ln: int, body: str, raw: str) -> dict[str, Any] | None:
     m = _STEP.search(body)
     step = rules.as_step(m.group(1)) if m else None
@@ -122,7 +115,7 @@ def _step_record(reader: Reader, ln: int, body: str, raw: str) -> dict[str, Any]
             if part.strip():
                 reader.bad(rules.NON_NUMERIC, line=ln, field=part.strip()[:40], example=raw)
             continue
-        key, value = f.group(1), _number(f.group(2))
+        key, value = f.group(1), number(f.group(2), nonfinite="keep")
         name = _FIELDS.get(key, re.sub(r"[^0-9a-z]+", "_", key.lower()).strip("_"))
         if value is None:
             reader.bad(rules.NON_NUMERIC, line=ln, field=key, example=raw)
@@ -143,9 +136,9 @@ def _header_line(out: Parsed, state: dict[str, Any], reader: Reader, ln: int, bo
     """Facts and claims from a non-step line."""
     where = f"{reader.name}:{ln}"
     if m := _PER_STEP.search(body):
-        state.setdefault("tflop_step", (_number(m.group(1)), where, raw))
+        state.setdefault("tflop_step", (number(m.group(1), nonfinite="keep"), where, raw))
     elif state.get("per_step_next") == ln - 1 and (m := _TOTAL.match(body)):
-        state.setdefault("tflop_step", (_number(m.group(1)), where, raw))
+        state.setdefault("tflop_step", (number(m.group(1), nonfinite="keep"), where, raw))
     elif body.startswith("Per train step:"):
         state["per_step_next"] = ln
     elif m := _DEVICES.search(body):
@@ -170,9 +163,10 @@ def _config_facts(out: Parsed, state: dict[str, Any]) -> None:
     if "max_target_length" in cfg and (n := rules.as_count(cfg["max_target_length"][0])):
         out.fact("seq_len", n, cfg["max_target_length"][1], cfg["max_target_length"][2])
     if "per_device_batch_size" in cfg:
-        per = _number(cfg["per_device_batch_size"][0])
+        # A config value may end in a comma (a printed list's separator): it is no part of the number.
+        per = number(cfg["per_device_batch_size"][0].rstrip(","), nonfinite="keep")
         out.fact("micro_batch", per, cfg["per_device_batch_size"][1], cfg["per_device_batch_size"][2])
-        accum = _number(cfg.get("gradient_accumulation_steps", ("1",))[0]) or 1.0
+        accum = number(cfg.get("gradient_accumulation_steps", ("1",))[0].rstrip(","), nonfinite="keep") or 1.0
         if per and per > 0 and state.get("devices") and math.isfinite(accum) and accum > 0:
             gbs = per * state["devices"] * accum
             text = (f"per_device_batch_size {per:g} × Num_devices {state['devices']} "

@@ -101,6 +101,7 @@ from .. import rules
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader, read_head
 from ..throughput_timer import TIMER_COUNTS, UNDER_MEGATRON
+from ..values import number, timestamp
 
 NAME = "megatron"
 
@@ -307,28 +308,11 @@ def _count(text: str) -> int | None:
     return value if value is not None and rules.as_count(value) is not None else None
 
 
-def _number(text: str) -> float | None:
-    """A float (non-finite as NaN), or None when the text is not a number."""
-    try:
-        value = float(text)
-    except (ValueError, OverflowError):
-        head = text.split("/", 1)[0].strip()
-        if head == text:
-            return None
-        try:
-            value = float(head)
-        except (ValueError, OverflowError):
-            return None
-    return value if math.isfinite(value) else math.nan
-
-
-def _parse_ts(text: str) -> float | None:
-    try:
-        dt = datetime.fromisoformat(text.replace("T", " ").replace(",", "."))
-    except ValueError:
-        return None
-    # Naive local time: only differences matter; a fixed reference keeps them exact.
-    return (dt - datetime(1970, 1, 1)).total_seconds()
+def _before_slash(text: str) -> str:
+    """The text of a field's number: all of it, or what precedes a ``/`` (a value printed as
+    ``a/b`` reads as ``a``). Its number is ``values.number(..., nonfinite="nan")``: a float, NaN
+    for a printed NaN or infinity (there but unusable), None for text that is no number."""
+    return text.partition("/")[0]
 
 
 def _snake(key: str) -> str:
@@ -448,7 +432,7 @@ def _elapsed(reader: Reader, ln: int, key: str, column: str, raw: str, text: str
     if unit not in _UNITS:
         reader.bad(f"unknown time unit {unit!r} in elapsed time per iteration", line=ln, field=key, example=text)
         return None
-    value = _number(raw)
+    value = number(_before_slash(raw), nonfinite="nan")
     if value is None or math.isnan(value):
         reader.bad(f"{rules.NON_FINITE_TIME} (elapsed time per iteration)", line=ln, field=key, example=text)
         return None
@@ -485,14 +469,9 @@ def _fields(reader: Reader, st: _State, ln: int, rest: str,
                 return None
             dur, unit = got
             continue
-        try:  # the common case first: float() takes the surrounding spaces
-            value: float | None = float(raw)
-            if not math.isfinite(value):
-                value = math.nan
-        except ValueError:
-            value = _number(raw.strip())
-            if value is None and column in ("approx_flops_per_gpu", "mfu", "hfu"):
-                column, value = _unit_value(column, raw.strip())
+        value = number(_before_slash(raw), nonfinite="nan")
+        if value is None and column in ("approx_flops_per_gpu", "mfu", "hfu"):
+            column, value = _unit_value(column, raw.strip())
         if value is not None:
             values[column] = value
             if column not in st.first_raw and len(st.first_raw) < _MAX_COLUMNS:
@@ -509,12 +488,12 @@ def _unit_value(column: str, raw: str) -> tuple[str, float | None]:
     (column ``mfu_pct``, in percent as printed); ``None`` when the text is neither."""
     if column == "approx_flops_per_gpu":
         m = _HUMAN_FLOPS.fullmatch(raw)
-        value = _number(m.group(1)) if m else None
+        value = number(m.group(1), nonfinite="nan") if m else None
         if m is None or value is None:
             return column, None
         return column, value * (1e24 if m.group(3) else _FLOPS_PREFIX[m.group(2) or ""])
     if raw.endswith("%"):
-        return f"{column}_pct", _number(raw[:-1].strip())
+        return f"{column}_pct", number(_before_slash(raw[:-1]), nonfinite="nan")
     return column, None
 
 
@@ -565,7 +544,7 @@ def _iteration(reader: Reader, st: _State, opts: Options, ln: int, text: str, m:
                    field="elapsed time per iteration", example=text)
         got = None
     tsm = _TS_RE.search(text, 0, m.start())
-    ts = _parse_ts(tsm.group(1)) if tsm else None
+    ts = timestamp(tsm.group(1)) if tsm else None
     if got is None or not _new_attempt(reader, st, opts, ln, it, ts, text):
         _flush_pending(reader, st, None)
         return
@@ -602,7 +581,7 @@ def _claim_fields(reader: Reader, st: _State, ln: int, text: str, m: re.Match[st
     (``:`` upstream, ``=`` by ALCF's training.py or training_log.py: different counts, see _TFLOPS_COUNTS)."""
     head = text[: m.start()]
     if "samples/sec:" in head and (sm := _NEOX_SPS.search(head)) is not None:
-        value = _number(sm.group(1))
+        value = number(_before_slash(sm.group(1)), nonfinite="nan")
         if value is None:
             reader.bad(rules.NON_NUMERIC, line=ln, field="samples/sec", example=sm.group(0)[:200])
         else:
@@ -663,7 +642,7 @@ def _add_timer(reader: Reader, st: _State, ln: int, source: str, name: str, lo: 
 
 def _timer_value(reader: Reader, ln: int, name: str, raw: str) -> float:
     """A timer value in ms; a text, non-finite or negative value is counted and left missing (NaN)."""
-    value = _number(raw.strip())
+    value = number(_before_slash(raw), nonfinite="nan")
     if value is None:
         reader.bad(rules.NON_NUMERIC, line=ln, field=name, example=f"{name}: {raw}"[:200])
         return math.nan
@@ -763,7 +742,7 @@ def _datetime_line(st: _State, ln: int, text: str) -> bool:
     opening = text.rfind("[", 0, close) if close >= 0 else -1
     if m is None or opening < 0 or text[close + 1:at].strip():
         return False
-    t = _parse_ts(m.group(1))
+    t = timestamp(m.group(1))
     if t is None:
         return False
     st.datetimes.append((text[opening + 1:close], t, st.marker_attempt()))
@@ -877,14 +856,14 @@ def _straggler(reader: Reader, st: _State, ln: int, text: str) -> bool:
         token, _, rank_text = part[m.end():].strip().rpartition("/")
         token, which = token.strip(), "min" if mnmx == "Mn" else "max"
         vu = _VALUE_UNIT_RE.match(token)
-        row = by_metric.setdefault(metric, {"line": ln, "time": _parse_ts(tsm.group(1)) if tsm else None,
+        row = by_metric.setdefault(metric, {"line": ln, "time": timestamp(tsm.group(1)) if tsm else None,
                                             "metric": metric, "unit": vu.group(2) if vu else ""})
         if vu is None:  # 'nanms', 'N/A': the pair's rank stays, its value does not
             reader.bad(rules.NON_NUMERIC, line=ln, field=f"{mnmx}{metric}/Rnk",
                        example=f"{mnmx}{metric}/Rnk: {token}/{rank_text}"[:200])
         elif not row["unit"]:
             row["unit"] = vu.group(2)
-        value = _number(vu.group(1)) if vu else None
+        value = number(vu.group(1), nonfinite="nan") if vu else None
         row[which] = math.nan if value is None else value
         rank = _step(rank_text)
         if rank is None:
@@ -911,7 +890,7 @@ def _memory(reader: Reader, st: _State, ln: int, text: str) -> bool:
             key = key.strip()
             if not (sep and key):
                 continue
-            value = _number(raw.strip())
+            value = number(_before_slash(raw), nonfinite="nan")
             if value is None:
                 reader.bad(rules.NON_NUMERIC, line=ln, field=key, example=part.strip()[:200])
             row[_snake(key) + "_mb"] = math.nan if value is None else value
@@ -922,7 +901,7 @@ def _memory(reader: Reader, st: _State, ln: int, text: str) -> bool:
 def _ds_rate(reader: Reader, ln: int, text: str, values: dict[str, str], key: str) -> float:
     """One throughput-timer value; NaN, counted with its line and field, when missing or not a rate."""
     raw = values.get(key)
-    value = _number(raw) if raw is not None else None
+    value = number(_before_slash(raw), nonfinite="nan") if raw is not None else None
     if value is None:
         reader.bad(rules.MISSING_FIELD if raw is None else rules.NON_NUMERIC, line=ln, field=key, example=text[:200])
         return math.nan

@@ -61,6 +61,7 @@ import pandas as pd
 from .. import rules
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader, read_head
+from ..values import number, numeral
 
 NAME = "mlperf"
 
@@ -450,24 +451,15 @@ def _first(tl: _Timeline, key: str) -> _Rec | None:
     return lst[0] if lst else None
 
 
-def _is_number(value: Any) -> bool:
-    """Whether ``value`` reads as a number at all (however large, or NaN)."""
-    if isinstance(value, bool):
-        return False
-    try:
-        float(value)
-    except (TypeError, ValueError, OverflowError):
-        return False
-    return True
-
-
 def _count_fact(out: Parsed, reader: Reader, r: _Rec | None, name: str) -> int | None:
     """A positive count stated by record ``r`` as fact ``name``; a bad value is counted, not used."""
     if r is None or r.value is None:
         return None
     n = rules.as_count(r.value)
     if n is None:
-        why = rules.VALUE_OUT_OF_RANGE if _is_number(r.value) else rules.NON_NUMERIC
+        # a number at all (NaN, infinity, a numeral too long to read included) is out of range
+        is_number = number(r.value, nonfinite="keep") is not None or numeral(r.value)
+        why = rules.VALUE_OUT_OF_RANGE if is_number else rules.NON_NUMERIC
         reader.bad(f"{why} ({r.key})", line=r.line, field=r.key, example=str(r.value)[:80])
         return None
     out.fact(name, n, f"{reader.name}:{r.line}", r.text)

@@ -61,7 +61,6 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +69,7 @@ import pandas as pd
 from .. import rules
 from ..base import Claim, Parsed, loader_for
 from ..reading import ANSI_RE, Reader, read_head
+from ..values import number, timestamp
 
 NAME = "nemo"
 
@@ -192,17 +192,6 @@ _MAX_EXTRA_COLUMNS = 32
 _MAX_STEP_S = 1e7  # a step longer than ~4 months is no step time
 
 
-def _num(text: str) -> float | None:
-    """A float (``nan``/``inf`` included) or None when the text is no number."""
-    t = text.strip()
-    if not t or len(t) > 64:
-        return None
-    try:
-        return float(t)
-    except ValueError:
-        return None
-
-
 def _fields(body: str) -> tuple[dict[str, str], tuple[int, int] | None]:
     """``{key: raw value}`` of a step line (first occurrence wins) and its (epoch, iteration)."""
     if _BAR_FORM.search(body):
@@ -247,7 +236,7 @@ def _step_time(reader: Reader, ln: int, fields: dict[str, str], body: str) -> fl
     if key not in fields:
         reader.bad(f"{rules.MISSING_FIELD} (step dropped)", line=ln, field=key, example=body)
         return None
-    dur = _num(fields[key])
+    dur = number(fields[key], nonfinite="keep")
     if dur is None or not math.isfinite(dur):
         reader.bad(f"{rules.NON_FINITE_TIME} (step dropped)", line=ln, field=key, example=body)
     elif dur < 0:
@@ -276,7 +265,7 @@ def _step_record(reader: Reader, st: _State, ln: int, body: str, info: dict[str,
     for key, value in fields.items():
         if key in ("global_step", "train_step_timing in s"):
             continue
-        x = _num(value)
+        x = number(value, nonfinite="keep")
         if x is None:
             if key in _KNOWN:
                 reader.bad(rules.NON_NUMERIC, line=ln, field=key, example=body)
@@ -391,7 +380,7 @@ def _straggler(reader: Reader, st: _State, ln: int, body: str) -> bool:
     if m is None:
         st.strag_kind = None
         return False
-    rank, score = rules.as_step(m.group(1)), _num(m.group(3))
+    rank, score = rules.as_step(m.group(1)), number(m.group(3), nonfinite="keep")
     if rank is None or rank > 10_000_000:
         reader.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field="Rank", example=body)
         return True
@@ -642,28 +631,19 @@ def _is_notebook(reader: Reader) -> bool:
 # --- records to a Run ------------------------------------------------------------------------
 
 
-def _epoch_seconds(text: str) -> tuple[float, bool] | None:
-    """Seconds of an ISO timestamp and whether it carried a zone (None when unreadable)."""
-    try:
-        dt = datetime.fromisoformat(text.replace(",", "."))
-        if dt.tzinfo is not None:
-            return dt.timestamp(), True
-    except (ValueError, OverflowError, OSError):
-        return None
-    return (dt - datetime(1970, 1, 1)).total_seconds(), False
-
-
 def _exact_ends(reader: Reader, records: list[dict[str, Any]]) -> list[float] | None:
     """Each step's end from its line's timestamp, or None when they cannot all be used."""
     if not records or any(r["ts"] is None for r in records):
         if any(r["ts"] is not None for r in records):
             reader.note("only some step lines carry a timestamp: steps are placed back to back from their durations")
         return None
-    stamps = [_epoch_seconds(r["ts"]) for r in records]
-    if any(s is None for s in stamps) or len({s[1] for s in stamps}) > 1:
+    # All stamps with a zone (UTC), else all without one (naive local time read as UTC).
+    ends = [timestamp(r["ts"], offset="required") for r in records]
+    if any(t is None for t in ends):
+        ends = [timestamp(r["ts"], offset="forbidden") for r in records]
+    if any(t is None for t in ends):
         reader.note("step-line timestamps unreadable or mixed with and without a zone: steps placed back to back")
         return None
-    ends = [s[0] for s in stamps]
     back = [r for r, a, b in zip(records[1:], ends, ends[1:], strict=False) if b < a]
     for r in back:
         reader.bad(f"{rules.NON_MONOTONIC} (timestamps not used)", line=r["line"], field="timestamp", example=r["ts"])

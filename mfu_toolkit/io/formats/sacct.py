@@ -36,6 +36,7 @@ import pandas as pd
 from .. import rules
 from ..base import Parsed, loader_for
 from ..reading import Reader
+from ..values import timestamp
 
 NAME = "sacct"
 
@@ -68,20 +69,6 @@ def sniff(path: Path, head: bytes) -> float:
     if "|" in first:
         return 0.9
     return 0.0
-
-
-def _parse_time(text: str) -> float | None:
-    """Seconds (naive local time, fixed reference) or None for Unknown/None/blank."""
-    t = text.strip()
-    if t.lower() in _NO_TIME:
-        return None
-    try:
-        dt = datetime.fromisoformat(t)
-    except ValueError:
-        return math.nan
-    if dt.tzinfo is not None:
-        return dt.timestamp()
-    return (dt - datetime(1970, 1, 1)).total_seconds()
 
 
 def _parse_elapsed(text: str) -> float:
@@ -145,10 +132,11 @@ def _record(reader: Reader, ln: int, text: str, rec: dict[str, str]) -> dict[str
     }
     for col in ("submit", "eligible", "start", "end"):
         if col in rec:
-            t = _parse_time(rec[col])
-            if t is not None and math.isnan(t):
-                reader.bad(f"unreadable {col} time", line=ln, field=col.capitalize(), example=rec[col])
-                t = None
+            t = None  # Unknown, None, blank: no time
+            if rec[col].strip().lower() not in _NO_TIME:
+                t = timestamp(rec[col])  # YYYY-MM-DDTHH:MM:SS, naive local time (read as UTC)
+                if t is None:
+                    reader.bad(f"unreadable {col} time", line=ln, field=col.capitalize(), example=rec[col])
             row[f"{col}_abs"] = t
     if "elapsed" in rec:
         row["elapsed_s"] = _parse_elapsed(rec["elapsed"])

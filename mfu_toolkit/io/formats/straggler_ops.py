@@ -48,6 +48,7 @@ import pandas as pd
 from .. import rules
 from ..base import Parsed, loader_for
 from ..reading import Reader, read_head
+from ..values import number
 
 NAME = "straggler_ops"
 
@@ -284,26 +285,14 @@ def _judge(value: Any, lowest: int, highest: int) -> tuple[int, int]:
         return 0, _MISSING
     n = rules.as_step(value)
     if n is None and lowest < 0 and not isinstance(value, bool):
-        n = -1 if _number(value) == -1.0 else None
+        n = -1 if number(value, nonfinite="keep", overflow="inf") == -1.0 else None
     if n is not None:
         return (n, _OK) if n <= highest else (0, _HIGH)
-    x = _number(value)
+    x = number(value, nonfinite="keep", overflow="inf")  # an int beyond float range is ±inf: a number
     if x is None:
         return 0, _TEXT
     big = x > highest and (x == int(x) if np.isfinite(x) else False)
     return 0, _HIGH if big else _WRONG
-
-
-def _number(value: Any) -> float | None:
-    """``value`` as a float (ints beyond float range as inf), or None for text and booleans."""
-    if isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except OverflowError:  # a Python int beyond the float range
-        return float("inf") if value > 0 else float("-inf")
-    except (TypeError, ValueError):
-        return None
 
 
 def _integers(s: pd.Series, lowest: int, highest: int) -> tuple[np.ndarray, np.ndarray]:
@@ -396,8 +385,8 @@ def _report_bad_rows(
     """
     if reader.strict:
         _raise_first(reader, checks, lines, df, unsplit)
-    for number, text in unsplit:
-        reader.bad(rules.WRONG_FIELD_COUNT, line=number, field="row", example=text)
+    for line_no, text in unsplit:
+        reader.bad(rules.WRONG_FIELD_COUNT, line=line_no, field="row", example=text)
     which = np.full(len(df), -1)
     for j, (mask, _, _, drops) in enumerate(checks):
         if drops:

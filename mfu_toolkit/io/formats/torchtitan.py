@@ -61,7 +61,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +69,7 @@ import numpy as np
 from .. import rules
 from ..base import Claim, Parsed, loader_for
 from ..reading import ANSI_RE, Reader
+from ..values import number, timestamp
 
 NAME = "torchtitan"
 
@@ -80,7 +80,7 @@ class Options:
 
 
 _PREFIX_RE = re.compile(r"^\s*(?:\[(?:rank|default)(\d{1,9})\]:|(\d{1,9}):\s)")
-_TS_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[,.](\d{1,6}))?")
+_TS_RE = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d{1,6})?")
 _STEP_RE = re.compile(r"\bstep:\s*(\d+)\s+(.*)$")
 # The lookbehind keeps a name from starting inside a longer word (linear on any line).
 _FIELD_RE = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*):\s*(\S+)")
@@ -137,27 +137,6 @@ def sniff(path: Path, head: bytes) -> float:
     return 0.0
 
 
-def _parse_ts(text: str) -> tuple[float, str] | None:
-    """Seconds on a fixed reference (naive local time: only differences matter) and the text."""
-    m = _TS_RE.search(text)
-    if not m:
-        return None
-    y, mo, d, h, mi, s, frac = m.groups()
-    try:
-        dt = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s))
-    except ValueError:
-        return None
-    f = float("0." + frac) if frac else 0.0
-    return (dt - datetime(1970, 1, 1)).total_seconds() + f, m.group(0)
-
-
-def _number(raw: str) -> float | None:
-    try:
-        return float(raw.replace(",", "").rstrip("%"))
-    except ValueError:
-        return None
-
-
 def _parse_fields(rest: str) -> tuple[dict[str, float], list[str]]:
     """``name: value`` pairs → floats, and the names whose value is not a number (left NaN)."""
     out: dict[str, float] = {}
@@ -168,12 +147,16 @@ def _parse_fields(rest: str) -> tuple[dict[str, float], list[str]]:
         missing = val.lower() in _MISSING
         if key == "memory":
             m = None if missing else _MEM_RE.match(val)
-            out["memory_gib"] = float(m.group(1)) if m and _number(m.group(1)) is not None else math.nan
-            out["memory_pct"] = float(m.group(2)) if m and _number(m.group(2)) is not None else math.nan
+            gib = number(m.group(1), nonfinite="keep") if m else None
+            pct = number(m.group(2), nonfinite="keep") if m else None
+            out["memory_gib"] = math.nan if gib is None else gib
+            out["memory_pct"] = math.nan if pct is None else pct
             if not missing and math.isnan(out["memory_gib"]):
                 bad.append(key)
             continue
-        num = None if missing else _number(val)
+        # A rate with thousands separators (``tps: 12,345``), a percentage (``mfu: 45.2%``): the
+        # trailing ``%`` and commas go, the other commas are thousands separators.
+        num = None if missing else number(val.rstrip("%,"), thousands=True, nonfinite="keep")
         out[key] = math.nan if num is None else num
         if num is None and not missing:
             bad.append(key)
@@ -195,7 +178,7 @@ def _capacity(out: Parsed, where: str, text: str) -> None:
         return
     name = _DEVICE_INDEX_RE.sub("", name.strip())
     out.fact("accelerator", name, where, text.strip())
-    out.extra.setdefault("accelerator_memory_gib", _number(mem.group(1)))
+    out.extra.setdefault("accelerator_memory_gib", number(mem.group(1), nonfinite="keep"))
 
 
 def _mesh(out: Parsed, where: str, text: str) -> None:
@@ -231,7 +214,7 @@ def _counts(out: Parsed, where: str, text: str) -> None:
         dense, sparse, active = (_int(g) for g in m.groups())
         out.extra.setdefault("parameters", {"dense": dense, "sparse": sparse, "active": active, "where": where})
     if m := _PEAK_RE.search(text):
-        out.extra.setdefault("peak_flops_assumed", _number(m.group(1)))
+        out.extra.setdefault("peak_flops_assumed", number(m.group(1), nonfinite="keep"))
 
 
 def _trainer(out: Parsed, where: str, text: str) -> None:
@@ -288,11 +271,11 @@ class _Scanner:
             return
         pm = _PREFIX_RE.match(text)
         key = int(pm.group(1) or pm.group(2)) if pm else None
-        stamp = _parse_ts(text)
-        ts = None if stamp is None else stamp[0]
+        tm = _TS_RE.search(text)  # the logger's local time (naive, read as UTC: only differences matter)
+        ts = timestamp(tm.group(0)) if tm else None
         if ts is not None:
             if self.t0 is None:
-                self.t0, self.t0_text = stamp
+                self.t0, self.t0_text = ts, tm.group(0)
             self.t_last = ts if self.t_last is None else max(self.t_last, ts)
         sm = _START_RE.search(text)
         if sm and "step:" not in text:

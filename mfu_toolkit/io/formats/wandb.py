@@ -68,6 +68,7 @@ import pandas as pd
 from .. import rules
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader, parse_json, read_head
+from ..values import number
 
 NAME = "wandb"
 
@@ -254,17 +255,6 @@ def _system_beside(path: Path, reader: Reader) -> tuple[Path, str] | None:
 
 
 # --- CSV --------------------------------------------------------------------------------------
-def _cell(c: str) -> float | None:
-    """A CSV cell as a float: NaN when empty, None when it is not a number."""
-    c = c.strip()
-    if not c:
-        return math.nan
-    try:
-        return float(c)
-    except ValueError:
-        return None
-
-
 def _finite(v: float | None) -> bool:
     return v is not None and math.isfinite(v)
 
@@ -307,7 +297,8 @@ def _read_csv(path: Path, reader: Reader, required: str) -> tuple[pd.DataFrame, 
         sub.bad(rules.NON_NUMERIC, line=ln, field=header[j], example=cell.strip()[:160])
 
     for ln, row in rows:
-        vals = [_cell(c) for c in row]
+        # A cell: NaN when empty, else a number (NaN and infinity kept), None when it is none.
+        vals = [number(c, nonfinite="keep") if c.strip() else math.nan for c in row]
         if not _finite(vals[idx]):
             sub.bad(f"{rules.NON_FINITE_TIME} ({required})", line=ln, field=required, example=",".join(row)[:160])
             continue
@@ -362,19 +353,9 @@ def _summary(path: Path, reader: Reader) -> tuple[dict[str, Any], str]:
     for k, v in got[0].items():
         if isinstance(v, (int, float, str, bool)) and not (isinstance(v, float) and not math.isfinite(v)):
             out[k] = v if not isinstance(v, int) or abs(v) < 2**63 else float(v)
-        elif k == "_wandb" and isinstance(v, dict) and math.isfinite(_num(v.get("runtime"))):
+        elif k == "_wandb" and isinstance(v, dict) and number(v.get("runtime"), text=False) is not None:
             out["_wandb.runtime"] = v["runtime"]
     return out, got[1]
-
-
-def _num(v: Any) -> float:
-    """A number as a float; NaN for anything else (and for an int too large for a float)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return math.nan
-    try:
-        return float(v)
-    except OverflowError:
-        return math.nan
 
 
 def _plain(v: Any) -> bool:
@@ -383,7 +364,8 @@ def _plain(v: Any) -> bool:
         return True
     if isinstance(v, list):
         return all(isinstance(x, str) for x in v)
-    return not isinstance(v, bool) and isinstance(v, (int, float)) and abs(_num(v)) < 2**53
+    x = number(v, text=False)  # a JSON number, finite
+    return x is not None and abs(x) < 2**53
 
 
 def _line_text(text: str, pos: int) -> tuple[int, str]:
@@ -651,7 +633,7 @@ def _edge_events(steps: pd.DataFrame, hist: pd.DataFrame, summary: dict[str, Any
              "detail": "run start to the first logged step (setup and the first logging interval; "
              "the log does not separate them)"}
         )
-    run_end = _num(summary.get("_wandb.runtime"))
+    run_end = number(summary.get("_wandb.runtime"), text=False, default=math.nan)
     last_end = float(steps["end_s"].max())
     if math.isfinite(run_start + run_end) and run_start + run_end > last_end:
         events.append(
@@ -670,8 +652,8 @@ def _claims(out: Parsed, sources: list[tuple[dict[str, Any], str]], reader: Read
     def first(*keys: str) -> tuple[float, str] | None:
         for values, where in sources:
             for k in keys:
-                v = _num(values.get(k))
-                if math.isfinite(v):
+                v = number(values.get(k), text=False)
+                if v is not None:
                     return v, where(k) if callable(where) else where
         return None
 
