@@ -580,3 +580,16 @@ def test_the_system_file_loaded_alone_does_not_pick_up_the_history(tmp_path):
     (tmp_path / "jobA_system.csv").write_text(SYSTEM)
     run = load_quiet(tmp_path / "jobA_system.csv")
     assert run.steps.empty and len(run.tables["gpu_util"]) == 4
+
+
+def test_a_summary_integer_past_the_float_range_is_left_out_with_a_note(tmp_path):
+    # JSON integers have no size limit: 10**400 has no float (float() raises OverflowError), while
+    # 2**64, past int64, is the float 1.8446744073709552e19 exactly
+    d = make_dir(tmp_path)
+    (d / "wandb-summary.json").write_text('{"_wandb": {"runtime": 40}, "big": 1' + "0" * 400
+                                          + ', "past_int64": 18446744073709551616, "loss": 1.5}')
+    run = load_quiet(d)
+    summary = run.meta.extra["summary"]
+    assert "big" not in summary and summary["past_int64"] == 2.0**64 and summary["loss"] == 1.5
+    assert any("summary value 'big' is an integer of 1,329 bits, beyond the float range; left out" in n
+               for n in run.meta.report.notes)

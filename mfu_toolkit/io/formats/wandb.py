@@ -351,8 +351,15 @@ def _summary(path: Path, reader: Reader) -> tuple[dict[str, Any], str]:
         return {}, ""
     out: dict[str, Any] = {}
     for k, v in got[0].items():
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 2**63:  # past int64: a float, if it fits
+            big = number(v, text=False)
+            if big is None:
+                reader.note(f"summary value {k!r} is an integer of {v.bit_length():,} bits, beyond the float "
+                            "range; left out")
+                continue
+            v = big
         if isinstance(v, (int, float, str, bool)) and not (isinstance(v, float) and not math.isfinite(v)):
-            out[k] = v if not isinstance(v, int) or abs(v) < 2**63 else float(v)
+            out[k] = v
         elif k == "_wandb" and isinstance(v, dict) and number(v.get("runtime"), text=False) is not None:
             out["_wandb.runtime"] = v["runtime"]
     return out, got[1]
