@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import stat
-import struct
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -45,7 +44,7 @@ import numpy as np
 
 from ..run import LoadError, LoadReport
 from .cache import cache_dir, fingerprint
-from .reading import GZIP_MAGIC, Limits
+from .tracejson import inflated_size as inflated_size  # the inflated bytes: the cost rule's input
 
 __all__ = ["COST_FACTOR", "COST_FLOOR", "RankPart", "default_budget", "estimated_cost", "map_files",
            "merge_report", "parse_budget", "read_cache", "spark_map", "write_cache"]
@@ -123,22 +122,6 @@ def default_budget() -> int:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
     except (ValueError, OSError, AttributeError):
         return 4 * 2**30
-
-
-def inflated_size(path: Path, limits: Limits) -> int:
-    """The bytes a file holds once inflated (see the module docstring for gzip's trailer)."""
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as f:
-            if f.read(2) != GZIP_MAGIC or size < 18:
-                return size
-            f.seek(-4, os.SEEK_END)
-            est = struct.unpack("<I", f.read(4))[0]
-    except OSError:  # unreadable: its parse reports it; it costs nothing to schedule
-        return 0
-    while est < size:
-        est += 2**32
-    return min(est, limits.inflate_limit(size))
 
 
 def estimated_cost(inflated: int) -> int:

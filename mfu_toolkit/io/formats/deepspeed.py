@@ -72,7 +72,6 @@ import base64
 import binascii
 import math
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -82,7 +81,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import rules
+from .. import rules, timeline
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader, read_head
 from ..throughput_timer import TIMER_COUNTS, UNDER_MEGATRON
@@ -726,12 +725,11 @@ def _log_interval(scan: _Scan, options: Options, recs: list[dict[str, Any]]) -> 
         value = rules.as_count(scan.config["steps_per_print"][0], upper=rules.MAX_LOG_INTERVAL)
         if value is not None:
             return value, "steps_per_print in the config dump"
-    gaps = Counter(b["step"] - a["step"] for a, b in zip(recs, recs[1:], strict=False) if a["launch"] == b["launch"])
-    gaps = Counter({g: n for g, n in gaps.items() if rules.interval_ok(g)})
-    if not gaps:
+    common = timeline.log_interval(np.array([r["step"] for r in recs], dtype=np.int64),
+                                   np.array([r["launch"] for r in recs], dtype=np.int64))
+    if common is None:
         return 1, "default (one printed record per launch)"
-    top = max(gaps.values())
-    return min(g for g, n in gaps.items() if n == top), "the most common gap between printed steps"
+    return common, "the most common gap between printed steps"
 
 
 def _intervals(scan: _Scan, recs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:

@@ -36,7 +36,8 @@ agree on it, and ``n_accelerators`` the same number: a PyTorch world size counts
 devices, one per GPU but two per MI250X/MI250 package (one per GCD), as the fact's text says.
 
 Speed and memory: a step table needs only the kernels, memory copies and ``ProfilerStep#N``
-spans, a tenth of a typical trace's events. So a trace is first read selectively, as a stream:
+spans, a tenth of a typical trace's events. So a trace is first read selectively, as a stream
+(by :mod:`mfu_toolkit.io.tracejson`, given the selection below):
 a thread inflates the file chunk by chunk (zlib releases the GIL) into one buffer, preallocated
 to the size gzip's trailer states when that is within the reading limits; the reading thread
 meanwhile checks each chunk with numpy word compares (NUL bytes, UTF-8, brace balance, each
@@ -86,13 +87,9 @@ naming the ranks and offsets, since the cross-rank analyses would be wrong.
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import queue
 import re
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,10 +99,10 @@ import pandas as pd
 
 from ...run import LoadError, LoadReport, Run
 from .. import kineto_ranks as kr
-from .. import rules
+from .. import rules, tracejson
 from ..base import Parsed, loader_for
 from ..cache import cache_dir
-from ..reading import Limits, Reader, iter_chunks, read_head
+from ..reading import Limits, Reader, read_head
 from ..values import number
 
 NAME = "kineto"
@@ -162,7 +159,7 @@ class Options:
             raise ValueError(f"engine must be one of 'local', 'spark'; got {self.engine!r}")
 
 
-_STEP, _COMPUTE, _COMM, _MEM, _BAD = 0, 1, 2, 3, 9
+_STEP, _COMPUTE, _COMM, _MEM = 0, 1, 2, 3
 _CATEGORIES = ("compute", "comm", "memory")
 _COMM_WORDS = ("nccl", "rccl", "hccl")  # in a kernel's name, any case: a communication kernel
 _STEP_CATS = {"user_annotation", "cpu_op", "operator", "python_function"}
@@ -180,7 +177,6 @@ _MTIA_PROP_KEYS = ("runtimeMajorVersion", "maxGridHeight", "maxGridWidth")
 _TABLES_VERSION = 3  # bumps the rank caches when what a rank's table holds changes
 _MEM_CATS = {"gpu_memcpy", "gpu_memset", "memcpy", "memset"}
 _RANK_NAME_RE = re.compile(r"rank[-_]?(\d{1,9})(?!\d)", re.IGNORECASE)
-_WS_RE = re.compile(r"[\s,]*")
 _MAX_RANK = 10_000_000  # ranks and world sizes above this are not a job's
 _MAX_STEP_DIGITS = 15  # ProfilerStep numbers are kept exactly in float64 below 2**53
 _CLOCK_MIN_S = 1.0  # a rank's clock offset above max(this, _CLOCK_STEPS × median step) is flagged
@@ -270,513 +266,51 @@ def _hook(d: dict[str, Any]) -> Any:
             return None
         n = _step_number(name[13:])
         if n is None:
-            return (_BAD, f"{rules.BAD_STEP} (ProfilerStep#N)", "name", 0)
+            return tracejson.Bad("name", f"{rules.BAD_STEP} (ProfilerStep#N)")
         code, extra = _STEP, n
     else:
         return None
     ts, dur = number(d.get("ts")), number(d.get("dur"))  # finite; a number or a number written as text
     if ts is None:
-        return (_BAD, f"{rules.NON_FINITE_TIME} (ts)", "ts", 0)
+        return tracejson.Bad("ts", f"{rules.NON_FINITE_TIME} (ts)")
     if dur is None:
-        return (_BAD, f"{rules.NON_FINITE_TIME} (dur)", "dur", 0)
+        return tracejson.Bad("dur", f"{rules.NON_FINITE_TIME} (dur)")
     if dur < 0:
-        return (_BAD, rules.NEGATIVE_DURATION, "dur", 0)
+        return tracejson.Bad("dur", rules.NEGATIVE_DURATION)
     return (code, ts, dur, extra)
 
 
 # --- the selective read -------------------------------------------------------------------------
 FAST_PATH = True  # the selective read; tests switch it off to compare it with the full parse
-_TRACE_EVENTS_RE = re.compile(r'"traceEvents"\s*:\s*\[')
-_TRACE_EVENTS_B_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
-_COLON_RE = re.compile(r"\s*:\s*")
-_COLON_B_RE = re.compile(rb"\s*:\s*")
-_DOC_KEYS = ("distributedInfo", "deviceProperties", "baseTimeNanoseconds")
-_STEP_MARK = b"ProfilerStep#"
-_CAT = b'"cat"'
-# Texts counted over the whole file (guards of the selective read; "ph" counts the events read),
-# found by the four bytes that end them: a vectorised compare of the file's 4-byte words (at each
-# of the four alignments), each hit then checked against the whole text.
-_KEYS_B = (b'"traceEvents"', *(f'"{k}"'.encode() for k in _DOC_KEYS))
-_COUNTED = (b'"ph"', *_KEYS_B)
-_GRAMS = tuple(int.from_bytes(k[-4:], "little") for k in _COUNTED)
-_CAT_GRAM = int.from_bytes(b'cat"', "little")
-# A GPU event's category; then, optionally, the rest of the layout the profiler writes, up to
-# "dur" (no escapes in the name, plain numbers), read without decoding the event. Events in any
-# other layout are decoded.
-_NUM = rb"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
-_GPU_CAT_RE = re.compile(
-    rb'"cat"\s*:\s*"((?i:kernel|mtia_ccp_events|gpu_memcpy|gpu_memset|memcpy|memset))"'
-    rb'(?:\s*,\s*"name"\s*:\s*"([^"\\]*)"\s*,'
-    rb'\s*"pid"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,\s*"tid"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,'
-    rb'\s*"ts"\s*:\s*(' + _NUM + rb')\s*,\s*"dur"\s*:\s*(' + _NUM + rb')\s*[,}])?'
-)
-_EVENT_HEAD_RE = re.compile(rb'\{\s*"ph"\s*:\s*"X"\s*,\s*')
-_HEAD = b'{"ph": "X", '  # the profiler's own event head (json.dumps spacing), checked without a regex
-_WINDOW = 4096  # bytes first decoded around an event; quadrupled while the value runs past it
-
-_Picked = tuple[dict[str, Any], list[tuple], list[tuple[int, tuple]], int, dict[str, int]]
 
 
-def _quick(buf: bytearray, s: int, h: int, g: re.Match[bytes]) -> tuple | None:
-    """The compact tuple of a GPU event in the profiler's own layout, read from its bytes."""
-    cat, name, ts, dur = g.groups()
-    if dur is None or (h - s != len(_HEAD) and not _EVENT_HEAD_RE.fullmatch(buf, s, h)):
-        return None
-    t, d = float(ts), float(dur)
-    if not (math.isfinite(t) and math.isfinite(d) and d >= 0):
-        return None
+def _quick(cat: bytes, name: bytes, ts: float, dur: float) -> tuple:
+    """The compact tuple of a GPU event read from its bytes (finite times, ``dur >= 0``), as :func:`_hook`."""
     low_cat = cat.lower()
     if low_cat == b"kernel" or low_cat == b"mtia_ccp_events":
         if low_cat != b"kernel" and name.startswith(b"dma"):  # _MTIA_MEM_PREFIX
-            return (_MEM, t, d, 0)
+            return (_MEM, ts, dur, 0)
         if name.isascii():
             low = name.lower()
             comm = b"nccl" in low or b"rccl" in low or b"hccl" in low  # _COMM_WORDS
         else:
             comm = _is_comm(name.decode("utf-8"))
-        return (_COMM if comm else _COMPUTE, t, d, 0)
-    return (_MEM, t, d, 0)
+        return (_COMM if comm else _COMPUTE, ts, dur, 0)
+    return (_MEM, ts, dur, 0)
 
 
-def _decode_value(buf: bytearray, n: int, at: int, dec: json.JSONDecoder) -> tuple[Any, int]:
-    """The JSON value starting at byte ``at`` of ``buf[:n]`` and the byte where it ends.
-
-    Only a window around it is decoded (UTF-8 is checked for the whole file beforehand, so
-    ``ignore`` drops at most a character cut at the window's end); a value running past the
-    window is decoded again from a window four times larger.
-    """
-    w = _WINDOW
-    while True:
-        e = min(n, at + w)
-        text = buf[at:e].decode("utf-8", errors="ignore")
-        try:
-            obj, end = dec.raw_decode(text)
-        except json.JSONDecodeError:
-            if e >= n:
-                raise
-            w *= 4
-            continue
-        if end >= len(text) and e < n:  # a number may go on past the window
-            w *= 4
-            continue
-        return obj, at + (end if text.isascii() else len(text[:end].encode("utf-8")))
+# What a rank's table needs of a trace: the GPU events (located by category; those in the profiler's
+# own layout read without decoding) and the ProfilerStep#N spans (located by their mark), and the
+# top-level facts with their lines.
+_SELECTION = tracejson.Selection(
+    hook=_hook, categories=("kernel", "mtia_ccp_events", "gpu_memcpy", "gpu_memset", "memcpy", "memset"),
+    mark=b"ProfilerStep#", quick=_quick, doc_keys=("distributedInfo", "deviceProperties", "baseTimeNanoseconds"),
+    line_keys=("distributedInfo", "deviceProperties"), inner_lines=(("world_size", "distributedInfo"),))
 
 
-class _Guards:
-    """What the selective read requires of the whole file, checked chunk by chunk as inflated.
-
-    No NUL byte, UTF-8, braces balanced, ``"traceEvents"`` and each top-level fact key at most
-    once (their first offsets kept), the count of ``"ph"`` (the events read), and where a
-    ``"cat"`` may hold a GPU category. Each chunk is checked in the reading thread before the
-    selective read takes it (in the inflating thread it waited for the GIL between numpy calls,
-    and the whole read was slower).
-    """
-
-    def __init__(self) -> None:
-        self.ok, self.n, self.braces, self.tail = True, 0, 0, b""  # braces: opening minus closing
-        self.counts = dict.fromkeys(_COUNTED, 0)
-        self.first: dict[bytes, int] = {}
-        self.utf8: Any = None  # an incremental decoder, once a byte is not ASCII
-        self.cands: list[list[int]] = []  # per chunk: offsets of "cat" that may be a GPU event's
-
-    def feed(self, chunk: bytes) -> None:
-        try:
-            if self.ok:
-                self._check(chunk)
-        except Exception:  # not UTF-8, or any surprise: the full parse decides
-            self.ok = False
-        self.n += len(chunk)
-        self.tail = (self.tail + chunk)[-32:]
-
-    def _check(self, chunk: bytes) -> None:
-        if b"\x00" in chunk:
-            self.ok = False
-            return
-        byte = np.frombuffer(chunk, np.uint8)
-        self.braces += int(np.count_nonzero(byte == 123)) - int(np.count_nonzero(byte == 125))
-        del byte
-        seg = self.tail + chunk  # a text may end in this chunk but start before it
-        base, t = self.n - len(self.tail), len(self.tail)
-        cats = []
-        for k in range(min(4, len(seg) - 3)):
-            words = np.frombuffer(seg, "<u4", count=(len(seg) - k) // 4, offset=k)
-            new = max(0, (t - k - 4) // 4 + 1)  # the first word that ends in this chunk
-            for pat, gram in zip(_COUNTED, _GRAMS, strict=True):
-                if pat == b'"ph"':
-                    self.counts[pat] += int(np.count_nonzero(words[new:] == gram))
-                    continue
-                for j in np.flatnonzero(words == gram).tolist():
-                    at = k + 4 * j + 4 - len(pat)  # where the text starts in seg
-                    if at >= 0 and j >= new and seg.startswith(pat, at):
-                        self.counts[pat] += 1
-                        self.first[pat] = min(self.first.get(pat, base + at), base + at)
-            cats.append(np.flatnonzero(words[new:] == _CAT_GRAM) * 4 + (k + 4 * new))
-            del words
-        if cats:
-            self._candidates(np.frombuffer(seg, np.uint8), np.sort(np.concatenate(cats)), base)
-        if any(self.counts[p] > 1 for p in _KEYS_B):
-            self.ok = False
-        if self.utf8 is not None or not chunk.isascii():
-            if self.utf8 is None:
-                import codecs
-
-                self.utf8 = codecs.getincrementaldecoder("utf-8")()
-            self.utf8.decode(chunk)
-
-    def _candidates(self, a: np.ndarray, i: np.ndarray, base: int) -> None:
-        """Offsets of the ``"cat"`` texts whose value may be a GPU category (a superset: the
-        value's first letter, any case, is k, g or m, or the spacing is not ``: "`` / ``:"``)."""
-        i = i[(i > 0) & (a[np.maximum(i - 1, 0)] == 34)] - 1  # the opening quote of "cat"
-        if not len(i):
-            return
-        end = len(a)
-        after = [a[np.minimum(i + d, end - 1)] for d in (5, 6, 7)]
-        fits = i + 9 <= end  # the bytes up to the value's first letter are in this chunk
-        spaced = fits & (after[0] == 58) & (after[1] == 32) & (after[2] == 34)  # : "
-        tight = fits & (after[0] == 58) & (after[1] == 34)  # :"
-        first = np.where(spaced, a[np.minimum(i + 8, end - 1)], after[2]) | 32
-        letter = (first == 107) | (first == 103) | (first == 109)  # k g m
-        keep = ~(spaced | tight) | letter
-        self.cands.append((i[keep] + base).tolist())
-
-    def whole(self) -> bool:
-        """Every chunk passed, and the last one ends the UTF-8 text."""
-        if self.ok and self.utf8 is not None:
-            try:
-                self.utf8.decode(b"", True)
-            except UnicodeDecodeError:
-                self.ok = False
-        return self.ok and self.braces == 0
-
-
-class _Scan:
-    """The selective read over a trace's inflated bytes, fed chunk by chunk as they are inflated.
-
-    The bytes are kept in one buffer (``buf[:n]``; grown in place, or preallocated to the size
-    gzip's trailer states), which the full parse reads when the selective read does not apply.
-    While chunks arrive, the guard texts are counted and the events the loader needs are located
-    and, in the profiler's own layout, read; the others are decoded at the end (:meth:`result`).
-    A match is taken only once the bytes after it cannot change it: a GPU category before the
-    last ``"cat"`` seen (a category's text cannot hold another), a step mark whole.
-    """
-
-    def __init__(self, guards: _Guards, size: int = 0, scan: bool = True) -> None:
-        self.buf, self.n, self.ok, self.guards = bytearray(size), 0, scan, guards
-        self.chunk = self.at = 0  # the next of the guards' candidates
-        self.pos = self.step_pos = 0  # GPU categories / step marks before these are located
-        self.steps: list[int] = []
-        self.prev_h = self.prev_s = -1
-        self.starts: dict[int, int] = {}  # event start -> its last match
-        self.quick: dict[int, tuple] = {}  # event start -> tuple read without decoding
-
-    def feed(self, chunk: bytes) -> None:
-        old, end = self.n, self.n + len(chunk)
-        if end <= len(self.buf):
-            self.buf[old:end] = chunk
-        else:
-            del self.buf[old:]
-            self.buf += chunk
-        self.n = end
-        if self.ok and not self.guards.ok:
-            self.ok = False
-        if self.ok:
-            try:
-                self._locate(final=False)
-            except Exception:  # any surprise: the full parse decides
-                self.ok = False
-
-    def bytes(self) -> bytearray:
-        """The whole inflated file (the buffer trimmed to its length)."""
-        del self.buf[self.n:]
-        return self.buf
-
-    def _locate(self, final: bool) -> None:
-        """Match the GPU categories and step marks that are decided, and read their events.
-
-        A category before the last ``"cat"`` in the buffer is decided (a category's text cannot
-        hold another); a step mark, once whole. Matches are read in file order."""
-        buf, n = self.buf, self.n
-        lim = n if final else n - len(_STEP_MARK) + 1  # a mark starting before lim is whole
-        r = buf.rfind(_CAT, self.pos, n)
-        cut = n if final else min(lim, r if r >= 0 else max(self.pos, n - len(_CAT) + 1))
-        at = buf.find(_STEP_MARK, self.step_pos, n)
-        while at != -1:
-            self.steps.append(at)
-            self.step_pos = at + len(_STEP_MARK)
-            at = buf.find(_STEP_MARK, self.step_pos, n)
-        self.step_pos = max(self.step_pos, n - len(_STEP_MARK) + 1)  # a mark may start after this
-        steps, si = self.steps, 0
-        cands = self.guards.cands  # offsets in file order, found by the guards
-        while self.chunk < len(cands) and self.ok:
-            todo = cands[self.chunk]
-            while self.at < len(todo) and todo[self.at] < cut and self.ok:
-                x = todo[self.at]
-                self.at += 1
-                g = _GPU_CAT_RE.match(buf, x, n) if x >= self.pos else None
-                if g is not None:
-                    while si < len(steps) and steps[si] < x:
-                        self._hit(steps[si], None)
-                        si += 1
-                    self._hit(x, g)
-                    self.pos = g.end()
-            if self.at < len(todo):
-                break
-            self.chunk, self.at = self.chunk + 1, 0
-        while si < len(steps) and steps[si] < cut:
-            self._hit(steps[si], None)
-            si += 1
-        self.steps = steps[si:]
-        self.pos = max(self.pos, cut)
-
-    def _hit(self, h: int, g: re.Match[bytes] | None) -> None:
-        """A match at ``h`` to the event (``{``) that holds it: the profiler's own head
-        (``{"ph": "X", "cat": ...``) is recognised in place; otherwise the last brace since the
-        previous match (linear: each search goes back to the previous match only)."""
-        if self.prev_h < 0 and not self._begin(h):
-            return
-        buf, head = self.buf, _HEAD
-        if h - len(head) >= self.prev_h and buf.startswith(head, h - len(head)):
-            s = h - len(head)
-        else:
-            s = buf.rfind(b"{", self.prev_h, h)
-            if s < 0:
-                s = self.prev_s  # no brace since the previous match: the same event
-            if s < 0:
-                self.ok = False
-                return
-        self.prev_h = h
-        if s == self.prev_s:
-            self.quick.pop(s, None)  # two matches in one event: decode it
-            self.starts[s] = max(self.starts[s], h)
-            return
-        self.prev_s = s
-        self.starts[s] = h
-        q = _quick(buf, s, h, g) if g is not None else None
-        if q is not None:
-            self.quick[s] = q
-
-    def _begin(self, first_hit: int) -> bool:
-        """Matches are searched for from the end of the ``"traceEvents"`` key, which comes first."""
-        key = self.guards.first.get(b'"traceEvents"')
-        if key is None or first_hit < key:
-            self.ok = False  # a match before traceEvents: the full parse decides
-            return False
-        self.prev_h = key + len(b'"traceEvents"')
-        return True
-
-    def result(self) -> _Picked | None:
-        """The selective read's events, facts and counts; None when it does not apply."""
-        if not self.ok:
-            return None
-        try:
-            self._locate(final=True)
-            if not self.ok or not self._whole():
-                return None
-            doc = self._doc_keys()
-            return None if doc is None else self._events(doc)
-        except Exception:  # any surprise: the full parse decides
-            return None
-
-    def _whole(self) -> bool:
-        """A complete document: one object, braces balanced, one traceEvents array, UTF-8."""
-        buf, n = self.buf, self.n
-        if not self.guards.whole():
-            return False
-        first = 3 if buf.startswith(b"\xef\xbb\xbf") else 0
-        while first < n and buf[first] in b" \t\r\n,":
-            first += 1
-        last = n - 1
-        while last > first and buf[last] in b" \t\r\n":
-            last -= 1
-        if first >= n or buf[first] != ord("{") or buf[last] != ord("}"):
-            return False
-        key = self.guards.first.get(b'"traceEvents"')
-        return key is not None and _TRACE_EVENTS_B_RE.match(buf, key, n) is not None
-
-    def _doc_keys(self) -> dict[str, Any] | None:
-        """The top-level facts (``distributedInfo``, ...) decoded alone (each key is there once)."""
-        plain = json.JSONDecoder()
-        doc: dict[str, Any] = {}
-        for key in _DOC_KEYS:
-            at = self.guards.first.get(f'"{key}"'.encode())
-            if at is None:
-                continue
-            at += len(key) + 2
-            colon = _COLON_B_RE.match(self.buf, at, self.n)
-            if colon is None or colon.end() == at:
-                return None
-            doc[key], _ = _decode_value(self.buf, self.n, colon.end(), plain)
-        return doc
-
-    def _events(self, doc: dict[str, Any]) -> _Picked | None:
-        """The located events in file order: read ones as they are, the others decoded."""
-        dec = json.JSONDecoder(object_hook=_hook)
-        kept: list[tuple] = []
-        bad: list[tuple[int, tuple]] = []
-        line, counted_to = 1, 0  # line numbers of bad events, counted forward once
-        for s in sorted(self.starts):
-            q = self.quick.get(s)
-            if q is not None:
-                kept.append(q)
-                continue
-            obj, end = _decode_value(self.buf, self.n, s, dec)
-            if end <= self.starts[s] or not (obj is None or isinstance(obj, tuple)):
-                return None  # the match was not inside the event found: the layout is unusual
-            if obj is None:
-                continue
-            if obj[0] == _BAD:
-                line += self.buf.count(b"\n", counted_to, s)
-                counted_to = s
-                bad.append((line, obj))
-            else:
-                kept.append(obj)
-        return doc, kept, bad, self.guards.counts[b'"ph"'], self._key_lines()
-
-    def _key_lines(self) -> dict[str, int]:
-        """Line of the first ``"distributedInfo"`` / ``"deviceProperties"`` / ``"world_size"``."""
-        first = self.guards.first
-        pos = {k: first[f'"{k}"'.encode()] for k in ("distributedInfo", "deviceProperties")
-               if f'"{k}"'.encode() in first}
-        if "distributedInfo" in pos:
-            at = self.buf.find(b'"world_size"', pos["distributedInfo"], self.n)
-            if at >= 0:
-                pos["world_size"] = at
-        return {k: self.buf.count(b"\n", 0, i) + 1 for k, i in pos.items()}
-
-
-def _scan(data: bytes, chunk: int = 1 << 16) -> _Picked | None:
+def _scan(data: bytes, chunk: int = 1 << 16) -> tracejson.Events | None:
     """The selective read of a file's bytes fed in ``chunk``-byte pieces (for tests)."""
-    guards = _Guards()
-    sc = _Scan(guards)
-    for i in range(0, len(data), chunk):
-        guards.feed(data[i : i + chunk])
-        sc.feed(data[i : i + chunk])
-    return sc.result()
-
-
-# --- the full parse -----------------------------------------------------------------------------
-def _line_at(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
-
-
-def _decode_at(dec: json.JSONDecoder, text: str, pos: int) -> tuple[Any, int, str | None]:
-    """``(value, end, None)`` or ``(None, pos, why)``: a broken or too deeply nested value."""
-    try:
-        obj, end = dec.raw_decode(text, pos)
-    except json.JSONDecodeError as exc:
-        return None, pos, f"{rules.MALFORMED_JSON} (truncated or broken: {exc.msg}; read up to it)"
-    except RecursionError:
-        return None, pos, f"{rules.JSON_TOO_DEEP} (read up to it)"
-    except ValueError as exc:  # an integer with too many digits
-        return None, pos, f"{rules.MALFORMED_JSON} ({exc}; read up to it)"
-    return obj, end, None
-
-
-def _salvage_array(text: str, pos: int, dec: json.JSONDecoder, reader: Reader) -> tuple[list[Any], int, bool]:
-    """The events of a ``[`` ... array up to its end or its first broken event (counted)."""
-    out: list[Any] = []
-    pos += 1
-    while True:
-        pos = _WS_RE.match(text, pos).end()  # type: ignore[union-attr]
-        if pos >= len(text):
-            reader.bad(f"{rules.MALFORMED_JSON} (truncated: the trace ends inside traceEvents)",
-                       line=_line_at(text, pos), field="traceEvents")
-            return out, pos, False
-        if text[pos] == "]":
-            return out, pos + 1, True
-        obj, pos, why = _decode_at(dec, text, pos)
-        if why is not None:
-            reader.bad(why, line=_line_at(text, pos), field="traceEvents", example=text[pos : pos + 80])
-            return out, pos, False
-        out.append(obj)
-
-
-def _salvage(text: str, reader: Reader) -> Any:
-    """Read a damaged trace object up to its first broken value (counted, with its line)."""
-    dec = json.JSONDecoder(object_hook=_hook)
-    pos = _WS_RE.match(text, 0).end()  # type: ignore[union-attr]
-    if pos >= len(text) or text[pos] not in "{[":
-        reader.fail("not a Chrome trace: the file does not start with a JSON object or array", line=_line_at(text, pos))
-    if text[pos] == "[":
-        return _salvage_array(text, pos, dec, reader)[0]
-    doc: dict[str, Any] = {}
-    pos += 1
-    while True:
-        pos = _WS_RE.match(text, pos).end()  # type: ignore[union-attr]
-        if pos >= len(text) or text[pos] == "}":
-            if pos >= len(text):
-                reader.bad(f"{rules.MALFORMED_JSON} (truncated: the trace object is not closed)",
-                           line=_line_at(text, pos))
-            return doc
-        key, end, why = _decode_at(dec, text, pos)
-        colon = _COLON_RE.match(text, end) if why is None else None
-        if why is None and (not isinstance(key, str) or colon is None or ":" not in colon.group()):
-            why = f"{rules.MALFORMED_JSON} (expected a key and ':'; read up to it)"
-        if why is not None:
-            reader.bad(why, line=_line_at(text, pos), example=text[pos : pos + 80])
-            return doc
-        pos = colon.end()  # type: ignore[union-attr]
-        if key == "traceEvents" and text[pos : pos + 1] == "[":
-            doc[key], pos, ok = _salvage_array(text, pos, dec, reader)
-            if not ok:
-                return doc
-            continue
-        doc[key], pos, why = _decode_at(dec, text, pos)
-        if why is not None:
-            reader.bad(why, line=_line_at(text, pos), field=str(key)[:80], example=text[pos : pos + 80])
-            return doc
-
-
-def _event_lines(text: str, wanted: list[int]) -> dict[int, int]:
-    """Line numbers of the events at the given traceEvents indices (error path only)."""
-    out: dict[int, int] = {}
-    m = _TRACE_EVENTS_RE.search(text) if wanted else None
-    if not m:
-        return out
-    dec = json.JSONDecoder()
-    pos, i, last = m.end(), 0, max(wanted)
-    want = set(wanted)
-    line, counted_to = 1, 0
-    while i <= last:
-        pos = _WS_RE.match(text, pos).end()  # type: ignore[union-attr]
-        if pos >= len(text) or text[pos] == "]":
-            break
-        if i in want:
-            line += text.count("\n", counted_to, pos)
-            counted_to = pos
-            out[i] = line
-        _, pos, why = _decode_at(dec, text, pos)
-        if why is not None:
-            break
-        i += 1
-    return out
-
-
-def _parse_all(reader: Reader, raw: bytes) -> tuple[dict[str, Any], list[tuple], int]:
-    """The full parse: every event decoded (through the hook), damage salvaged or raised."""
-    try:
-        doc = json.loads(raw, object_hook=_hook)
-    except (ValueError, RecursionError) as exc:  # JSON or UTF-8 damage, or nesting too deep
-        text = raw.decode("utf-8", errors="replace")
-        if reader.strict:
-            line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
-            why = rules.JSON_TOO_DEEP if isinstance(exc, RecursionError) else f"invalid or truncated JSON ({exc})"
-            reader.fail(why, line=line, field="traceEvents")
-        doc = _salvage(text, reader)
-        del text
-    if isinstance(doc, list):
-        doc = {"traceEvents": doc}
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        reader.fail("not a Chrome trace: no traceEvents list", field="traceEvents")
-    events = doc.pop("traceEvents")
-    bad = [(i, e) for i, e in enumerate(events) if isinstance(e, tuple) and e[0] == _BAD]
-    if bad:
-        need = [i for i, _ in bad[:5]] if not reader.strict else [bad[0][0]]
-        lines = _event_lines(raw.decode("utf-8", errors="replace"), need)
-        for i, e in bad:
-            reader.bad(e[1], line=lines.get(i), field=f"traceEvents[{i}].{e[2]}")
-    kept = [e for e in events if isinstance(e, tuple) and e[0] != _BAD]
-    return doc, kept, len(events)
+    return tracejson.scan_bytes(data, _SELECTION, chunk=chunk)
 
 
 # --- one trace ----------------------------------------------------------------------------------
@@ -799,98 +333,14 @@ class _Trace:
     mtia: list[str] = field(default_factory=list)  # device names whose properties are an MTIA device's
 
 
-def _key_lines(raw: bytes | bytearray) -> dict[str, int]:
-    """Line of the first ``"distributedInfo"`` / ``"deviceProperties"`` / ``"world_size"``."""
-    out: dict[str, int] = {}
-    info = raw.find(b'"distributedInfo"')
-    for key, start in (("distributedInfo", 0), ("deviceProperties", 0), ("world_size", max(info, 0))):
-        i = raw.find(b'"' + key.encode() + b'"', start) if key != "world_size" or info >= 0 else -1
-        if i >= 0:
-            out[key] = raw.count(b"\n", 0, i) + 1
-    return out
-
-
-_END = object()  # the end of the inflated chunks
-
-
-def _inflated_ahead(reader: Reader) -> Iterator[bytes]:
-    """The file's bytes in chunks, inflated (within the reading limits) by a thread one chunk
-    ahead of the caller: zlib releases the GIL while it inflates, so the selective read of one
-    chunk overlaps the inflation of the next. A LoadError of the reading is raised here."""
-    q: queue.Queue[Any] = queue.Queue(maxsize=2)
-    stop = threading.Event()
-
-    def put(item: Any) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def run() -> None:
-        try:
-            for chunk in iter_chunks(reader.path, reader.limits):
-                if not put(chunk):
-                    return
-            put(_END)
-        except BaseException as exc:  # handed to the caller, raised there
-            put(exc)
-
-    worker = threading.Thread(target=run, name="mfu-kineto-inflate", daemon=True)
-    worker.start()
-    try:
-        while (item := q.get()) is not _END:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        worker.join()
-
-
-def _scanned(reader: Reader) -> _Scan:
-    """The file inflated into one buffer, read selectively as it arrives (unless strict)."""
-    size = kr.inflated_size(reader.path, reader.limits)
-    trusted = 0 < size < reader.limits.inflate_limit(reader.path.stat().st_size)  # else a trailer's claim
-    fast = FAST_PATH and not reader.strict
-    guards = _Guards()
-    sc = _Scan(guards, size if trusted else 0, scan=fast)
-    for chunk in _inflated_ahead(reader):
-        if fast:
-            guards.feed(chunk)
-        sc.feed(chunk)
-    return sc
-
-
-def _events_of(reader: Reader, sc: _Scan) -> tuple[dict[str, Any], list[tuple], int, dict[str, int]]:
-    """The selective read when it applies, else the full parse."""
-    picked = sc.result()
-    if picked is not None:
-        doc, kept, bad_lines, n_read, lines = picked
-        for line, e in bad_lines:
-            reader.bad(e[1], line=line, field=f"traceEvents.{e[2]}")
-        return doc, kept, n_read, lines
-    raw = sc.bytes()
-    lines = _key_lines(raw)
-    return (*_parse_all(reader, raw), lines)
-
-
 def _read_trace(reader: Reader) -> _Trace:
-    sc = _scanned(reader)
-    raw = sc.bytes()
-    if not raw or raw.isspace():
-        reader.fail("empty file")
-    del raw
-    doc, kept, n_read, lines = _events_of(reader, sc)
-    del sc
-    reader.report.lines_read += n_read
-    arr = np.array(kept, dtype=np.float64).reshape(-1, 4)
-    del kept
+    ev = tracejson.read_events(reader, _SELECTION, selective=FAST_PATH)
+    reader.report.lines_read += ev.n_events
+    arr = np.array(ev.kept, dtype=np.float64).reshape(-1, 4)
+    del ev.kept[:]
     tr = _Trace(reader.path, reader.name, arr[:, 0].astype(np.int8), arr[:, 1], arr[:, 2],
-                arr[:, 3].astype(np.int64), lines=lines)
-    _doc_facts(tr, doc, reader)
+                arr[:, 3].astype(np.int64), lines=ev.lines)
+    _doc_facts(tr, ev.doc, reader)
     return tr
 
 

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import rules
+from .. import rules, timeline
 from ..base import Parsed, loader_for
 from ..reading import Reader
 from ..values import number
@@ -466,21 +466,14 @@ def _clock_rows(steps: np.ndarray, v: np.ndarray, ln: np.ndarray, attempt: int, 
                 reader: Reader) -> pd.DataFrame:
     """Rows from a clock or elapsed counter: each point ends the interval since the previous one."""
     n, rows = _interval_rows(steps, v, ln, reader)
-    extra = int(rows.sum()) - len(rows)
-    if extra and not rules.take_rows(extra):  # the load's budget of invented rows (see rules)
-        rows = np.ones_like(rows)
-        reader.note(f"log intervals not expanded: one row per logged record (the steps between are counted in "
-                    f"interval_steps) — expanding them would add {extra:,} rows, over this load's budget")
+    rows = timeline.within_budget(rows, reader)
     t_start = np.concatenate([[v[0]], v[:-1]])
-    share = (v - t_start) / n
-    within = np.arange(int(rows.sum()), dtype=np.int64) - np.repeat(np.cumsum(rows) - rows, rows)
-    first = np.where(rows == n, t_start, v - share)  # a point kept as one row: its last step
-    start = np.repeat(first, rows) + within * np.repeat(share, rows)
+    ex = timeline.expand(steps, n, rows, t_start, place="even", end=v)
     return pd.DataFrame({
         "attempt": attempt,
-        "step": np.repeat(steps, rows) - np.repeat(rows - 1, rows) + within,
-        "start_s": start + offset,
-        "end_s": start + np.repeat(share, rows) + offset,
+        "step": ex.step,
+        "start_s": ex.start + offset,
+        "end_s": ex.start + ex.share + offset,
         "interval_steps": np.repeat(n, rows),
         "interval_known": np.repeat(np.arange(len(v)) > 0, rows),
     })

@@ -97,7 +97,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import rules
+from .. import rules, timeline
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader, read_head
 from ..throughput_timer import TIMER_COUNTS, UNDER_MEGATRON
@@ -963,15 +963,6 @@ class _Intervals:
     timestamped: bool
 
 
-def _common_gap(gaps: np.ndarray) -> int | None:
-    """The most common step gap that can be a log interval (ties: the smallest)."""
-    ok = gaps[(gaps > 0) & (gaps <= rules.MAX_LOG_INTERVAL)]
-    if not len(ok):
-        return None
-    values, counts = np.unique(ok, return_counts=True)
-    return int(values[counts == counts.max()].min())
-
-
 def _rows_per_record(reader: Reader, st: _State, given: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """``(iteration, attempt, rows per record, log interval)``; a gap too long is one row (counted)."""
     rec = st.rec
@@ -982,7 +973,7 @@ def _rows_per_record(reader: Reader, st: _State, given: int | None) -> tuple[np.
     gap = np.zeros(len(it), dtype=np.int64)
     gap[1:] = it[1:] - it[:-1]
     inner = gap[~first]
-    inferred = _common_gap(inner)
+    inferred = timeline.log_interval(it, att)
     log_interval = given or inferred or 1
     if given is None and inferred is None and len(it):
         if len(inner):
@@ -1105,28 +1096,17 @@ def _timer_columns(st: _State, n_records: int) -> dict[str, np.ndarray]:
     return out
 
 
-def _rows(reader: Reader, iv: _Intervals) -> np.ndarray:
-    """Rows per record: its interval's steps, or 1 each when the load's row budget is spent."""
-    extra = int(iv.n.sum()) - len(iv.n) if len(iv.n) else 0
-    if extra and not rules.take_rows(extra):  # the load's budget of invented rows (see rules)
-        reader.note(f"log intervals not expanded: one row per logged record (the steps between are counted in "
-                    f"interval_steps) — expanding them would add {extra:,} rows, over this load's budget")
-        return np.ones_like(iv.n)
-    return iv.n
-
-
 def _steps(reader: Reader, st: _State, iv: _Intervals) -> pd.DataFrame:
     """One row per step: each record's interval expanded (its point values on the logged row)."""
-    n, n_rec = _rows(reader, iv), len(iv.n)
+    n, n_rec = timeline.within_budget(iv.n, reader), len(iv.n)
     total = int(n.sum()) if n_rec else 0
-    rec_of_row = np.repeat(np.arange(n_rec), n)
+    ex = timeline.expand(iv.it, iv.n, n, iv.start, place="duration", share=iv.dur)
+    rec_of_row = ex.record
     first_row = np.cumsum(n) - n
-    rows = n[rec_of_row]
-    off = np.arange(total) - first_row[rec_of_row] + (iv.n[rec_of_row] - rows)  # step of the interval, from 0
-    dur, start = iv.dur[rec_of_row], iv.start[rec_of_row]
+    off = ex.within + (iv.n - n)[rec_of_row]  # step of the interval, from 0
     cols: dict[str, Any] = {
-        "attempt": iv.attempt[rec_of_row], "step": iv.it[rec_of_row] - iv.n[rec_of_row] + 1 + off,
-        "start_s": start + off * dur, "end_s": start + (off + 1) * dur,
+        "attempt": iv.attempt[rec_of_row], "step": ex.step,
+        "start_s": ex.start, "end_s": iv.start[rec_of_row] + (off + 1) * ex.share,
         "interval_steps": iv.n[rec_of_row], "logged": off == iv.n[rec_of_row] - 1,
     }
     last_row = first_row + n - 1

@@ -66,7 +66,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import rules
+from .. import rules, timeline
 from ..base import Claim, Parsed, loader_for
 from ..reading import ANSI_RE, Reader
 from ..values import number, timestamp
@@ -382,33 +382,26 @@ def _columns(records: list[dict[str, Any]], names: dict[str, None], t_origin: fl
              reader: Reader) -> dict[str, np.ndarray]:
     """One row per step of each logged interval, with an equal share of its wall time."""
     n, rows = _interval_counts(records, reader)
-    extra = int(rows.sum()) - len(rows)
-    if extra and not rules.take_rows(extra):  # the load's budget of invented rows (see rules)
-        rows = np.ones_like(rows)
-        reader.note(f"log intervals not expanded: one row per logged record (the steps between are counted in "
-                    f"interval_steps) — expanding them would add {extra:,} rows, over this load's budget")
-    total = int(rows.sum())
+    rows = timeline.within_budget(rows, reader)
 
     def rep(values: list[Any], dtype: Any = None) -> np.ndarray:
         return np.repeat(np.array(values, dtype=dtype), rows)
 
-    offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(rows) - rows, rows)  # 0..rows-1
-    end = rep([r["end"] for r in records], float)
-    begin = rep([r["start"] for r in records], float)
-    share = (end - begin) / np.repeat(n, rows)
-    start = np.where(np.repeat(rows == n, rows), begin, end - share)  # one row: its last step's share
-    is_logged = offs == np.repeat(rows - 1, rows)
+    ex = timeline.expand(np.array([r["step"] for r in records], np.int64), n, rows,
+                         np.array([r["start"] for r in records], float), place="even",
+                         end=np.array([r["end"] for r in records], float), origin=t_origin)
+    is_logged = ex.logged
     cols: dict[str, np.ndarray] = {
         "attempt": rep([r["attempt"] for r in records], np.int64),
         "rank": rep([-1 if r["key"] is None else r["key"] for r in records], np.int64),
         "interval_steps": np.repeat(n, rows),
         "interval_known": rep([r["known"] for r in records], bool),
         "n_reports": rep([r["n_reports"] for r in records], np.int64),
-        "step": rep([r["step"] for r in records], np.int64) - np.repeat(rows - 1, rows) + offs,
-        "start_s": start - t_origin + offs * share,
+        "step": ex.step,
+        "start_s": ex.start,
         "logged": is_logged,
     }
-    cols["end_s"] = cols["start_s"] + share
+    cols["end_s"] = cols["start_s"] + ex.share
     for f in names:
         vals = rep([r["fields"].get(f, math.nan) for r in records], float)
         if f not in _RATE_FIELDS:
