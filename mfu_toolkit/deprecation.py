@@ -37,7 +37,6 @@ def renamed(**old_to_new: str) -> Callable[[F], F]:
                 kwargs[new] = kwargs.pop(old)
             return fn(*args, **kwargs)
 
-        call.renamed = dict(old_to_new)  # type: ignore[attr-defined]
         return call  # type: ignore[return-value]
 
     return wrap

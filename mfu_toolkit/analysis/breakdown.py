@@ -149,8 +149,8 @@ def _unknown_why(acc: Accounting) -> Reason | str:
     return why
 
 
-def _steady_result(acc: Accounting) -> tuple[MFUResult, float | None]:
-    """The steady-state MFU of the ideal step (formulas.compute_mfu) and the hardware FLOPs per
+def _steady_result(acc: Accounting) -> MFUResult:
+    """The steady-state MFU of the ideal step (formulas.compute_mfu), with the hardware FLOPs per
     step where the run gives the recomputation ratio (hardware / model FLOPs per step)."""
     m = acc.run.meta
     fpu, rho = acc.flops_per_unit, acc.rho
@@ -175,7 +175,7 @@ def _steady_result(acc: Accounting) -> tuple[MFUResult, float | None]:
         sparse=m.peak_sparse,
         peak_source=m.peak_source,
     )
-    return res, hw_step
+    return res
 
 
 def _window_mfu(acc: Accounting) -> float | None:
@@ -194,7 +194,7 @@ def _known_figures(acc: Accounting, useful_flops: float | None) -> tuple[dict[st
     those still unknown (no useful time; no recomputation ratio for HFU)."""
     m = acc.run.meta
     n, p = m.n_accelerators, m.peak_flops_per_accelerator
-    steady_res, hw_step = _steady_result(acc)
+    steady_res = _steady_result(acc)
     out: dict[str, Any] = dict.fromkeys(_MFU_FIELDS)
     out.update(steady=steady_res, steady_state_mfu=steady_res.mfu, window_mfu=_window_mfu(acc))
     reasons: dict[str, Reason] = {}
@@ -209,8 +209,8 @@ def _known_figures(acc: Accounting, useful_flops: float | None) -> tuple[dict[st
         return out, reasons
     out["steady_state_hfu"] = steady_res.hfu
     if out["end_to_end_mfu"] is not None:
-        step_flops = acc.flops_per_unit * acc.useful_work / acc.useful_steps
-        out["end_to_end_hfu"] = float(hfu(hardware_flops_per_step=useful_flops * hw_step / step_flops,
+        hw_useful = useful_flops * steady_res.hardware_flops_per_step / steady_res.model_flops_per_step
+        out["end_to_end_hfu"] = float(hfu(hardware_flops_per_step=hw_useful,
                                           step_s=acc.wall_s, n_accelerators=n, peak_flops_per_accelerator=p))
     return out, reasons
 

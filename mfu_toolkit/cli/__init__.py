@@ -31,12 +31,14 @@ class CommandInfo:
         return f"CommandInfo({self.module!r}, {self.summary!r})"
 
 
-COMMANDS: dict[str, CommandInfo] = {
+COMMANDS: dict[str, CommandInfo] = {  # the summary is the command's line in `mfu --help`
     "calc": CommandInfo("mfu_toolkit.cli.calc", "compute MFU (and HFU) from FLOPs, step time, GPU count and peak"),
     "accelerators": CommandInfo("mfu_toolkit.cli.accelerators", "list the peak-FLOPs registry with sources"),
-    "flops": CommandInfo("mfu_toolkit.cli.flops", "a model's FLOPs breakdown, totals and conventions"),
-    "analyze": CommandInfo("mfu_toolkit.cli.analyze", "the MFU of a training log, where the rest goes, and checks"),
-    "audit": CommandInfo("mfu_toolkit.cli.audit", "referee the MFU each log claims for itself"),
+    "flops": CommandInfo("mfu_toolkit.cli.flops", "model FLOPs per token/sample/step of a preset or a TOML config"),
+    "analyze": CommandInfo("mfu_toolkit.cli.analyze",
+                           "the MFU of a training log, where the rest goes, and checks of both"),
+    "audit": CommandInfo("mfu_toolkit.cli.audit",
+                         "referee the MFU each log claims for itself: the peak it implies, ours, the cause"),
     "simulate": CommandInfo("mfu_toolkit.cli.simulate", "write a synthetic Run (Parquet) for what-ifs"),
     "cache": CommandInfo("mfu_toolkit.cli.cache", "where cached parses are kept; their size; clear them"),
 }
@@ -89,6 +91,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
+class _Commands:
+    """The subcommands' argparse action as a command module sees it: each command's help is its
+    summary in :data:`COMMANDS`, written once."""
+
+    def __init__(self, sub: Any) -> None:
+        self._sub = sub
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return self._sub.add_parser(name, help=COMMANDS[name].summary, **kwargs)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The ``mfu`` parser; ``only`` limits the imports to the one subcommand being run."""
     parser = _Parser(prog="mfu", description="Measure and explain Model FLOPs Utilization (MFU).")
@@ -97,7 +110,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub.required = True
     for name, info in COMMANDS.items():
         if only is None or only == name:
-            importlib.import_module(info.module).add_parser(sub)
+            importlib.import_module(info.module).add_parser(_Commands(sub))
     return parser
 
 

@@ -8,7 +8,7 @@ from . import EXIT_OK, UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("accelerators", help="list the peak-FLOPs registry with sources",
+    p = sub.add_parser("accelerators",
                        description="Dense peaks per dtype from vendor datasheets; sparse shown apart.")
     p.add_argument("--dtype", help="only this dtype (e.g. bf16)")
     p.add_argument("--vendor", help="only this vendor (e.g. NVIDIA, AMD, Google, Intel, AWS)")

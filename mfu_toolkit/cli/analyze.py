@@ -78,7 +78,6 @@ def add_parser(subparsers: Any) -> None:
     """Add the ``analyze`` subcommand to an argparse subparsers object."""
     a = subparsers.add_parser(
         "analyze",
-        help="the MFU of a training log, where the rest goes, and checks of both",
         description=(
             "Load a training log (or a Run saved as Parquet), then print the answer first (steady-state "
             "and end-to-end MFU with numerator and denominator, the largest losses, the straggler "

@@ -69,7 +69,6 @@ def add_parser(subparsers: Any) -> None:
     """The ``audit`` subcommand's parser."""
     u = subparsers.add_parser(
         "audit",
-        help="referee the MFU each log claims for itself: the peak it implies, ours, the cause",
         description=(
             "One row per log: the framework, the device it states, the TFLOP/s and MFU it prints, the peak "
             "they imply (TFLOP/s / MFU) matched to the registry (sparse peak as dense, another dtype's, "

@@ -9,7 +9,7 @@ from ..io.cache import cache_dir, clear, info
 
 def add_parser(subparsers: Any) -> None:
     """Add ``mfu cache info|clear`` to an argparse subparsers object."""
-    p = subparsers.add_parser("cache", help="where cached parses are kept; their size; clear them",
+    p = subparsers.add_parser("cache",
                               description="The user cache directory ($MFU_CACHE_DIR, else $XDG_CACHE_HOME/mfu_toolkit, "
                                           "else ~/.cache/mfu_toolkit): `info` prints its location, entries and size; "
                                           "`clear` removes the entries.")

@@ -45,7 +45,6 @@ _RECOMPUTE_MODES = ("none", "selective", "selective-eq8", "full")
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "calc",
-        help="compute MFU (and HFU) from FLOPs, step time, GPU count and peak",
         description=(
             "MFU = model FLOPs per step / step time / (GPUs x peak per GPU). Give the peak with "
             "--peak-tflops-per-gpu, or name the accelerator (--accelerator, --dtype) to take it, "

@@ -25,7 +25,6 @@ def add_parser(subparsers: Any) -> None:
 
     p = subparsers.add_parser(
         "flops",
-        help="model FLOPs per token/sample/step of a preset or a TOML config",
         description=(
             "Print the FLOPs breakdown of a model: forward FLOPs by component, training (model) "
             "FLOPs = 3 x forward, hardware FLOPs with recomputation, parameter counts, and the "

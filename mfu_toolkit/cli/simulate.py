@@ -98,7 +98,6 @@ def add_parser(subparsers: Any) -> None:
     """Add the ``simulate`` subcommand to an argparse subparsers object."""
     s = subparsers.add_parser(
         "simulate",
-        help="write a synthetic Run (Parquet) for what-ifs",
         description="Simulate a synchronous training job and write it as a Run Parquet file.",
     )
     dest = s.add_mutually_exclusive_group(required=True)

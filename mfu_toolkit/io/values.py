@@ -103,21 +103,8 @@ def number(
             return default
     elif cls is float:
         out = value
-    elif cls is str:
-        if not text:
-            return default
-        out = _text(value, plain, thousands)
-        if out is None:
-            return default
-    elif cls is int:
-        try:
-            out = float(value)
-        except OverflowError:
-            if overflow == "refuse":
-                return default
-            out = _overflowed(value, overflow)
     else:
-        out = _other(value, text, plain, thousands, overflow)
+        out = _convert(value, text, plain, thousands, overflow)
         if out is None:
             return default
     if out - out == 0.0:  # finite: inf - inf and nan - nan are NaN
@@ -137,8 +124,9 @@ def _overflowed(value: int, overflow: str) -> float:
     return math.inf if value > 0 else -math.inf
 
 
-def _other(value: Any, text: bool, plain: bool, thousands: bool, overflow: str) -> float | None:
-    """:func:`number` before its non-finite rule, for a value that is not exactly a str, int or float."""
+def _convert(value: Any, text: bool, plain: bool, thousands: bool, overflow: str) -> float | None:
+    """:func:`number` before its non-finite rule, for any value but a plain float or a text on the
+    common path (bool, str with options, int, their subclasses, numpy scalars, bytes)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
