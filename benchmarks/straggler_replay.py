@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from mfu_toolkit.analysis import straggler_whatif
-from mfu_toolkit.analysis.replay import _prepare
+from mfu_toolkit.scenarios.replay import _prepare
 
 
 def synthetic(dp: int, pp: int, mbs: int, steps: int, seed: int = 0) -> pd.DataFrame:

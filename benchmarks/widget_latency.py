@@ -1,7 +1,7 @@
 """Callback latency of the what-if explorers at their default sizes, against a baseline.
 
 One explorer update is what the widget's callback runs: the pure function
-(``mfu_toolkit.analysis.whatif``), ``widgets.render_explorer`` (headline HTML, the figure rendered
+(``mfu_toolkit.scenarios.whatif``), ``widgets.render_explorer`` (headline HTML, the figure rendered
 to PNG once, the small table), then ``widgets.show_outputs`` (the PNG base64-encoded and the table
 as HTML, assigned to an ``ipywidgets.Output``) and the headline assigned to an ``HTML`` widget. \
 The baseline, measured in the
@@ -30,7 +30,7 @@ def _cases() -> dict[str, Callable[[], object]]:
     import seaborn as sns
 
     from mfu_toolkit import widgets as w
-    from mfu_toolkit.analysis.whatif import (
+    from mfu_toolkit.scenarios.whatif import (
         checkpoint_scenario,
         gap_scenario,
         gem_scenario,

@@ -8,7 +8,8 @@ Public map (each room has one job; dependencies point one way):
 - ``mfu_toolkit.run``        the ``Run`` schema every loader returns and every analysis takes.
 - ``mfu_toolkit.io``         loaders for real training logs (``load_run``).
 - ``mfu_toolkit.analysis``   breakdown, stragglers, checkpoints, scaling, scorecard, compare.
-- ``mfu_toolkit.simulate``   synthetic runs for what-ifs.
+- ``mfu_toolkit.scenarios``  what a job would do: synthetic runs (``simulate``, public name
+  ``mfu_toolkit.simulate``), trace replay, order statistics and the explorers' what-ifs.
 - ``mfu_toolkit.plots`` / ``mfu_toolkit.widgets``  seaborn figures and ipywidgets explorers.
 - ``mfu_toolkit.cli``        the ``mfu`` command.
 
@@ -40,7 +41,7 @@ _LAZY = {
     "LoadError": "mfu_toolkit.run",
     "load_run": "mfu_toolkit.io",
     "load_table": "mfu_toolkit.io",
-    "SimConfig": "mfu_toolkit.simulate",
+    "SimConfig": "mfu_toolkit.scenarios.simulate",
     "breakdown": "mfu_toolkit.analysis",
     "mfu_summary": "mfu_toolkit.analysis",
     "scorecard": "mfu_toolkit.analysis",

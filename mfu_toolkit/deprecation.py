@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["renamed"]
+__all__ = ["moved", "renamed"]
 
 
 def renamed(**old_to_new: str) -> Callable[[F], F]:
@@ -40,3 +40,23 @@ def renamed(**old_to_new: str) -> Callable[[F], F]:
         return call  # type: ignore[return-value]
 
     return wrap
+
+
+def moved(old_module: str, new_homes: dict[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that finds each moved name in its new module, with a warning.
+
+    ``__getattr__ = moved(__name__, {"apply_inputs": "mfu_toolkit.inputs"})`` keeps
+    ``from mfu_toolkit.analysis import apply_inputs`` working for one release; the new module is
+    imported only when the old name is used, so the old one does not depend on it.
+    """
+
+    def getattr_(name: str) -> Any:
+        if name not in new_homes:
+            raise AttributeError(f"module {old_module!r} has no attribute {name!r}")
+        import importlib
+
+        warnings.warn(f"{old_module}.{name} moved to {new_homes[name]}.{name}; the old name goes in the next "
+                      "release", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(new_homes[name]), name)
+
+    return getattr_

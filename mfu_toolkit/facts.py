@@ -19,14 +19,16 @@ peak per device or per package as the run's N counts. :func:`compare_given` and
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .run import RunMeta
 
-__all__ = ["FACT_NAMES", "GIVEN", "LoaderArgumentError", "STATED", "PACKAGE_COUNTS", "Fact", "Resolved", "apply_given",
-           "comparable", "compare_given", "given", "mark_given", "resolve", "same", "source_of", "trace_peak"]
+__all__ = ["FACT_NAMES", "GIVEN", "InputError", "LoaderArgumentError", "STATED", "PACKAGE_COUNTS", "Fact", "Resolved",
+           "apply_given", "check_value", "comparable", "compare_given", "given", "mark_given", "resolve", "same",
+           "source_of", "trace_peak"]
 
 GIVEN, STATED = "given", "stated"
 
@@ -34,6 +36,43 @@ GIVEN, STATED = "given", "stated"
 class LoaderArgumentError(TypeError):
     """A loader was called with a keyword argument it does not know, or keywords that contradict
     the run (a caller's mistake)."""
+
+
+class InputError(ValueError):
+    """A user's input is wrong or missing: one line naming the input, the value and what was expected.
+
+    ``field``, ``value`` and ``expected`` say it as data, so a front end can name the input in its
+    own terms (``--gpus abc``, ``GPUS=abc``) without reading the sentence back."""
+
+    def __init__(self, message: str, *, field: str | None = None, value: Any = None,
+                 expected: str | None = None) -> None:
+        super().__init__(message)
+        self.field, self.value, self.expected = field, value, expected
+
+
+#: what each numeric input takes, and the words for it
+EXPECTED = {"count": "a whole number >= 1", "whole": "a whole number >= 0", "positive": "a finite number > 0"}
+VALUE_KINDS = {"n_accelerators": "count", "packages": "count", "seq_len": "count", "warmup_steps": "whole",
+               "global_batch": "positive", "flops_per_sample": "positive", "flops_per_token": "positive",
+               "flops_per_step": "positive", "checkpoint_write_s": "positive", "checkpoint_every_steps": "positive",
+               "mtbf_hours": "positive"}
+
+
+def check_value(field: str, value: Any) -> int | float:
+    """A numeric input checked against what ``field`` takes (a count, a whole number >= 0 or a
+    finite number > 0); counts come back as ``int``. A wrong one raises :class:`InputError`
+    (``warmup_steps=-1: expected a whole number >= 0``), its field, value and expectation attached."""
+    if field not in VALUE_KINDS:
+        raise ValueError(f"field must be one of {', '.join(sorted(VALUE_KINDS))}; got {field!r}")
+    kind = VALUE_KINDS[field]
+    number = not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
+    if kind == "positive" and number and value > 0:
+        return float(value)
+    if kind != "positive" and number and float(value).is_integer() and value >= (1 if kind == "count" else 0):
+        return int(value)
+    raise InputError(f"{field}={value!r}: expected {EXPECTED[kind]}", field=field, value=value,
+                     expected=EXPECTED[kind])
+
 
 Note = Callable[[str], None]
 

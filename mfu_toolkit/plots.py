@@ -52,12 +52,12 @@ from .analysis import (
     scaling_table,
     steady_state_window,
     step_spread,
-    sync_step_time,
     young_interval,
 )
 from .analysis.checkpoint import CHECKPOINT_MODES, checkpoint_overhead
-from .analysis.stragglers import DISTRIBUTIONS, _rank_matrix
+from .analysis.stragglers import _rank_matrix
 from .run import Run
+from .scenarios.order_stats import DISTRIBUTIONS, sync_step_time
 
 __all__ = [
     "waterfall",

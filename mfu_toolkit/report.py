@@ -22,9 +22,9 @@ from . import plots
 from .analysis.accounting import Accounting, accounted
 from .analysis.answer import Answer, build_answer
 from .analysis.breakdown import breakdown
-from .analysis.inputs import phrase
 from .analysis.reasons import Reason
 from .render import answer_sections
+from .render.vocabulary import check_interface, phrase
 from .run import Run
 
 __all__ = ["figure_to_base64", "report_figures", "html_report"]
@@ -114,21 +114,22 @@ def html_report(run: Run | Accounting, *, path: str | Path | None = None, title:
     advice, checks, facts used; then the waterfall with its figure, the scorecard, the other
     figures and the steady-state window. A run without timed steps gets the answer's account of
     what the log holds and no figures. An undated log's title carries ``report_date`` (default:
-    today).
+    today). Missing facts are asked for in ``interface``'s terms ("python", "cli" or "make").
     """
     if not isinstance(run, (Run, Accounting)):
         raise TypeError(f"run must be a Run or an Accounting; got {type(run).__name__}")
     acc = accounted(run)
     if answer is None:
-        answer = build_answer(acc, interface=interface, title=title,
-                              report_date=datetime.date.today() if report_date is None else report_date)
+        day = datetime.date.today() if report_date is None else report_date
+        answer = build_answer(acc, title=title, report_date=day)
     elif not isinstance(answer, Answer):
         raise TypeError(f"answer must be an Answer (analysis.build_answer) or None; got {type(answer).__name__}")
+    check_interface(interface)
     name = title or answer.title
     figs: list[tuple[str, Figure]] = []
     notes: list[str] = []
     if answer.timed:
-        figs, notes = report_figures(acc, interface=answer.interface)
+        figs, notes = report_figures(acc, interface=interface)
     first = figs[:1] if figs and figs[0][0].startswith("Waterfall") else []
     rest = figs[len(first):]
     parts = [
@@ -138,7 +139,7 @@ def html_report(run: Run | Accounting, *, path: str | Path | None = None, title:
         *([f"<p class='conflict'><strong>{html.escape(answer.conflict['text'])}</strong></p>"]
           if answer.conflict else []),
     ]
-    for heading, fragment in answer_sections(answer):
+    for heading, fragment in answer_sections(answer, interface=interface):
         if heading == "Steady-state window" and (rest or notes):
             parts.append("<h2>Figures</h2>")
             parts += [_img(c, f) for c, f in rest]

@@ -576,7 +576,7 @@ def _flops_box(c: _FlopsControls) -> Any:
 
 # --------------------------------------------------------------------------------------------
 # What-if explorers: the gap, stragglers, checkpoints and the GEM story. Each wraps a pure
-# function of mfu_toolkit.analysis.whatif; the headline is that result's ``.headline`` verbatim
+# function of mfu_toolkit.scenarios.whatif; the headline is that result's ``.headline`` verbatim
 # (a browser test can compare it), and the figure and table replace one Output's content.
 
 __all__ += [
@@ -824,7 +824,7 @@ def checkpoint_table(result):  # -> pandas.DataFrame of strings
     """Young, Daly, the optimum and the chosen interval with their overhead parts."""
     import pandas as pd
 
-    from .analysis.whatif import format_duration
+    from .scenarios.whatif import format_duration
 
     t = result.table
     markers = t["marker"].to_numpy()
@@ -930,15 +930,15 @@ def _slider_style() -> dict[str, str]:
 
 
 def gap_explorer(**defaults: Any) -> Any:
-    """Simulator knobs → live waterfall and end-to-end MFU (``analysis.whatif.gap_scenario``).
+    """Simulator knobs → live waterfall and end-to-end MFU (``scenarios.whatif.gap_scenario``).
 
-    Keyword arguments override :func:`~mfu_toolkit.analysis.whatif.gap_scenario`'s defaults for
+    Keyword arguments override :func:`~mfu_toolkit.scenarios.whatif.gap_scenario`'s defaults for
     the knobs that have sliders. The box has the CSS class ``gap-explorer``."""
     import inspect
 
     import ipywidgets as w
 
-    from .analysis.whatif import gap_scenario
+    from .scenarios.whatif import gap_scenario
 
     d = {k: p.default for k, p in inspect.signature(gap_scenario).parameters.items()}
     unknown = sorted(set(defaults) - set(d))
@@ -994,10 +994,10 @@ def straggler_explorer(
     *, ranks: int = 1024, jitter_cv: float = 0.05, slow_ranks: int = 0, slowdown: float = 1.2
 ) -> Any:
     """Ranks (8 … 16,384, log-scaled), jitter, slow-rank count and slowdown → expected step time
-    and lost share (``analysis.whatif.straggler_scenario``). CSS class ``straggler-explorer``."""
+    and lost share (``scenarios.whatif.straggler_scenario``). CSS class ``straggler-explorer``."""
     import ipywidgets as w
 
-    from .analysis.whatif import straggler_scenario
+    from .scenarios.whatif import straggler_scenario
 
     st = _slider_style()
     options = sorted(set(STRAGGLER_RANK_OPTIONS) | {ranks})
@@ -1028,11 +1028,11 @@ def checkpoint_explorer(
 ) -> Any:
     """Job size, failure rate, checkpoint write time (blocking vs async), restart time and
     interval → the overhead curve with the optimum and the chosen point
-    (``analysis.whatif.checkpoint_scenario``; the failure rate defaults to Llama 3 405B's).
+    (``scenarios.whatif.checkpoint_scenario``; the failure rate defaults to Llama 3 405B's).
     The interval starts at the optimum. CSS class ``checkpoint-explorer``."""
     import ipywidgets as w
 
-    from .analysis.whatif import LLAMA3_FAILURES_PER_GPU_YEAR, checkpoint_scenario
+    from .scenarios.whatif import LLAMA3_FAILURES_PER_GPU_YEAR, checkpoint_scenario
 
     st = _slider_style()
     rate0 = (LLAMA3_FAILURES_PER_GPU_YEAR if failures_per_accelerator_per_year is None
@@ -1081,10 +1081,10 @@ def gem_explorer(
     dtype: str = "bf16",
 ) -> Any:
     """Training FLOPs ×, end-to-end efficiency ×, GPUs and MFU → training days, GPU-hours and the
-    idle share (``analysis.whatif.gem_scenario``). CSS class ``gem-explorer``."""
+    idle share (``scenarios.whatif.gem_scenario``). CSS class ``gem-explorer``."""
     import ipywidgets as w
 
-    from .analysis.whatif import gem_scenario
+    from .scenarios.whatif import gem_scenario
 
     st = _slider_style()
     fm = w.FloatSlider(value=flops_multiplier, min=1.0, max=10.0, step=0.5, description="training FLOPs ×",
@@ -1266,7 +1266,7 @@ def replay_scenario(result: Any, *, job: str = "job", target: str = "worker", dp
     the step's dependency graph by :func:`~mfu_toolkit.analysis.slowed_replay`: the new S against
     the same ideal step, and the waterfall beside the job as traced. ``factor`` 1 is the job as
     traced; below 1 the chosen ops run faster than they did."""
-    from .analysis import slowed_replay
+    from .scenarios.replay import slowed_replay
 
     if target not in REPLAY_TARGETS:
         raise ValueError(f"target must be one of {', '.join(REPLAY_TARGETS)}; got {target!r}")

@@ -11,7 +11,7 @@ from _realdata import realdata  # noqa: F401
 from mfu_toolkit import achievable
 from mfu_toolkit import plausibility as pl
 from mfu_toolkit.analysis import build_answer
-from mfu_toolkit.analysis.inputs import apply_inputs
+from mfu_toolkit.inputs import apply_inputs
 from mfu_toolkit.io import load_run
 
 

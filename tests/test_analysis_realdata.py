@@ -212,9 +212,10 @@ def test_breakdown_sums_to_wall_time_for_every_real_run(realdata):  # noqa: F811
 
 
 def _answer(path: Path, **inputs):
-    from mfu_toolkit.analysis import apply_inputs, build_answer
+    from mfu_toolkit.analysis import build_answer
+    from mfu_toolkit.inputs import apply_inputs
 
-    return build_answer(apply_inputs(_load(path), interface="cli", **inputs), interface="cli")
+    return build_answer(apply_inputs(_load(path), interface="cli", **inputs))
 
 
 def _ratio(message: str) -> float:
@@ -290,14 +291,14 @@ def test_the_answer_reads_well_for_every_real_run(realdata):  # noqa: F811
 
     built = untimed = 0
     for path, run in _real_runs(realdata):
-        a = build_answer(run, interface="cli")
-        text = answer_text(a, width=100)
+        a = build_answer(run)
+        text = answer_text(a, interface="cli", width=100)
         assert max(len(line) for line in text.splitlines()) <= 100, path.name
         assert "Wall time: 0.000 s" not in text and not re.search(r"\de[-+]\d\d", text), path.name
         # every front end asks in the interface's terms: no Python internals in the text or the JSON
         # (before, --json carried "set meta.model_flops_per_sample" under summary.reasons)
-        for shown in (text, json.dumps(answer_dict(a), allow_nan=False),
-                      json.dumps(answer_dict(build_answer(run, interface="make")))):
+        for shown in (text, json.dumps(answer_dict(a, interface="cli"), allow_nan=False),
+                      json.dumps(answer_dict(a, interface="make"))):
             for internal in ("meta.", "set meta", "with_accelerator", "resolve it with"):
                 assert internal not in shown, (path.name, internal)
         assert all(c.status in ("ok", "warn", "info") for c in a.checks)

@@ -8,9 +8,11 @@ import math
 import pytest
 
 from mfu_toolkit.analysis.answer import CHECK_CODES, Answer, Check, build_answer
-from mfu_toolkit.analysis.inputs import InputError, apply_inputs
+from mfu_toolkit.facts import InputError
 from mfu_toolkit.formulas import MFUAbove100Error
+from mfu_toolkit.inputs import apply_inputs
 from mfu_toolkit.render import answer_dict, answer_sections, answer_text
+from mfu_toolkit.render.spoken import advice_text, missing_text
 from mfu_toolkit.run import Run, RunMeta
 
 H100_BF16 = 989.4e12  # H100 SXM bf16 dense, https://www.nvidia.com/en-us/data-center/h100/
@@ -33,7 +35,7 @@ def _hand_run(*, claims=(), facts=(), extra=None, **inputs) -> Run:
 
 
 def test_the_headline_matches_the_hand_computation():
-    a = build_answer(_hand_run(), interface="cli")
+    a = build_answer(_hand_run())
     h = a.headline
     # steady MFU = FLOPs per step / ideal step / (N × P) = 1e15 / 2 s / (4 × 989.4 TFLOP/s)
     assert h["steady_state_mfu"] == pytest.approx(1e15 / 2.0 / (4 * H100_BF16), rel=1e-12)
@@ -107,9 +109,11 @@ def test_missing_facts_are_asked_for_once_in_the_interface_s_terms():
                             ("make", ["model FLOPs per step: give PRESET=NAME SEQ_LEN=N GLOBAL_BATCH=N or "
                                       "FLOPS_PER_STEP=F", "accelerator count: give GPUS=N (or PACKAGES=N)",
                                       "accelerator: give ACCELERATOR=NAME (and DTYPE=DTYPE when not bf16)"])):
-        a = build_answer(run, interface=interface)
-        assert list(a.missing) == want
-        text = answer_text(a)
+        a = build_answer(run)
+        assert [m["field"] for m in a.missing] == ["model_flops_per_step", "n_accelerators",
+                                                   "peak_flops_per_accelerator"]
+        assert [missing_text(m, interface) for m in a.missing] == want
+        text = answer_text(a, interface=interface)
         assert text.count(want[1].split("give ")[1]) == 1, "asked for once"
         assert "meta." not in text and "with_accelerator" not in text
         assert a.headline["reasons"]["steady_state_mfu"] == "needs the missing facts listed below"
@@ -118,7 +122,7 @@ def test_missing_facts_are_asked_for_once_in_the_interface_s_terms():
 def test_a_log_without_timed_steps_reports_what_it_holds():
     events = [{"kind": "init", "start_s": 0.0, "end_s": 5.0, "attempt": 0, "rank": -1, "detail": ""}]
     run = Run.build(None, events, RunMeta(name="no steps"))
-    a = build_answer(run, interface="cli")
+    a = build_answer(run)
     assert not a.timed and a.missing == () and a.losses == ()
     text = answer_text(a)
     assert "Wall time: 0.000 s" not in text and "Waterfall" not in text
@@ -153,7 +157,7 @@ def test_straggler_verdict_names_the_rank():
 
 
 def test_checkpoint_advice_follows_young_and_daly():
-    a = build_answer(_hand_run(), interface="cli", checkpoint_write_s=10.0, checkpoint_every_steps=50, mtbf_hours=1)
+    a = build_answer(_hand_run(), checkpoint_write_s=10.0, checkpoint_every_steps=50, mtbf_hours=1)
     c = a.checkpoint
     d, m = 10.0, 3600.0
     young = math.sqrt(2 * d * m)  # Young 1974
@@ -163,8 +167,9 @@ def test_checkpoint_advice_follows_young_and_daly():
     # the run checkpoints every 50 steps of 2 s: 100 s of compute + 10 s write, 0.38 × Daly's 261.7 s
     assert c["interval_s"] == pytest.approx(110.0) and c["interval_vs_daly"] == pytest.approx(100.0 / daly)
     assert "checkpoint less often" in c["advice"]
-    missing = build_answer(_hand_run(), interface="make", checkpoint_write_s=10.0).checkpoint
-    assert missing["advice"].endswith("give MTBF_HOURS=H")
+    missing = build_answer(_hand_run(), checkpoint_write_s=10.0).checkpoint
+    assert missing["needs"] == ["mtbf_hours"] and missing["advice"] == "interval advice needs the job's MTBF"
+    assert advice_text(missing, "make").endswith("needs the job's MTBF: give MTBF_HOURS=H")
     assert build_answer(_hand_run()).checkpoint is None  # no checkpoint events, nothing given
 
 
@@ -204,12 +209,15 @@ def test_sections_are_in_reading_order():
 
 
 def test_bad_options_and_impossible_mfu():
-    with pytest.raises(InputError, match=r"^--checkpoint-s -1: expected a finite number > 0"):
-        build_answer(_hand_run(), interface="cli", checkpoint_write_s=-1)
-    with pytest.raises(InputError, match=r"^WARMUP_STEPS=-2: expected a whole number >= 0"):
-        build_answer(_hand_run(), interface="make", warmup_steps=-2)
+    with pytest.raises(InputError, match=r"^checkpoint_write_s=-1: expected a finite number > 0") as bad:
+        build_answer(_hand_run(), checkpoint_write_s=-1)
+    assert (bad.value.field, bad.value.value) == ("checkpoint_write_s", -1)  # a front end says it in its terms
+    with pytest.raises(InputError, match=r"^warmup_steps=-2: expected a whole number >= 0"):
+        build_answer(_hand_run(), warmup_steps=-2)
     with pytest.raises(ValueError, match="interface must be one of"):
-        build_answer(_hand_run(), interface="web")
+        answer_text(build_answer(_hand_run()), interface="web")
+    with pytest.warns(DeprecationWarning, match=r"build_answer\(interface=...\) is ignored"):
+        build_answer(_hand_run(), interface="cli")
     with pytest.raises(TypeError, match="must be a Run or an Accounting"):
         build_answer("run.log")
     with pytest.raises(MFUAbove100Error):  # 1e18 FLOPs per 2 s step on 4 H100s
@@ -237,7 +245,7 @@ def _bare_run() -> Run:
 def test_the_json_asks_in_the_interfaces_terms(interface, flops, count):
     # Before, summary.reasons carried "set meta.model_flops_per_step" and
     # "resolve it with meta.with_accelerator(name, dtype)" in every front end.
-    doc = answer_dict(build_answer(_bare_run(), interface=interface))
+    doc = answer_dict(build_answer(_bare_run()), interface=interface)
     text = json.dumps(doc)
     for internal in ("meta.", "set meta", "with_accelerator", "resolve it with"):
         assert internal not in text, internal
@@ -261,13 +269,14 @@ def test_an_undated_log_is_titled_with_the_date_passed():
 
 
 def test_the_denominator_says_where_each_part_came_from():
-    a = build_answer(_hand_run(dtype=None), interface="make")  # --accelerator given, no dtype: bf16 assumed
-    src = a.headline["denominator"]["sources"]
+    a = build_answer(_hand_run(dtype=None))  # --accelerator given, no dtype: bf16 assumed
+    src = answer_dict(a, interface="make")["headline"]["denominator"]["sources"]
     assert src == {"accelerator": "command line --accelerator", "count": "command line --gpus",
                    "dtype": "default (bf16 assumed; give DTYPE=DTYPE)",
                    "peak": "https://www.nvidia.com/en-us/data-center/h100/"}
-    assert {f["name"]: f["where"] for f in a.facts}["dtype"] == "default (bf16 assumed; give DTYPE=DTYPE)"
-    assert "dtype default (bf16 assumed; give DTYPE=DTYPE)" in " ".join(answer_text(a).split())
+    dtype = {f["name"]: f for f in a.facts}["dtype"]
+    assert (dtype["where"], dtype["give"], dtype["assumed"]) == ("default (bf16 assumed)", "dtype", True)
+    assert "dtype default (bf16 assumed; give DTYPE=DTYPE)" in " ".join(answer_text(a, interface="make").split())
 
 
 def _per_rank_run(n_ranks: int) -> Run:
@@ -281,14 +290,17 @@ def _per_rank_run(n_ranks: int) -> Run:
 
 def test_a_per_rank_log_without_a_world_size_is_asked_for_its_count():
     run = apply_inputs(_per_rank_run(4), interface="cli", accelerator="H100", flops_per_step=1e15)
-    a = build_answer(run, interface="cli")
+    a = build_answer(run)
     assert a.headline["denominator"]["n_accelerators"] is None  # 4 ranks seen are not taken as the job's size
-    assert ("accelerator count: the log holds steps of 4 ranks (0–3) but states no world size; give --gpus N "
-            "(--gpus 4 if those are all of the job's ranks) (or --packages N)") in a.missing
-    given = build_answer(apply_inputs(run, interface="make", n_accelerators=64), interface="make")
+    count = {m["field"]: m for m in a.missing}["n_accelerators"]
+    assert (count["n_ranks"], count["ranks_text"]) == (4, "4 ranks (0–3)")
+    assert missing_text(count, "cli") == (
+        "accelerator count: the log holds steps of 4 ranks (0–3) but states no world size; give --gpus N "
+        "(--gpus 4 if those are all of the job's ranks) (or --packages N)")
+    given = build_answer(apply_inputs(run, interface="make", n_accelerators=64))
     check = {c.name: c for c in given.checks}["accelerator count"]
     assert check.status == "info" and check.message == (
         "MFU divides by 64 accelerators (make variable GPUS); the log holds steps of 4 ranks (0–3) only, "
         "a sample of the job's ranks")
-    same = build_answer(apply_inputs(run, interface="cli", n_accelerators=4), interface="cli")
+    same = build_answer(apply_inputs(run, interface="cli", n_accelerators=4))
     assert {c.name: c.status for c in same.checks}["accelerator count"] == "ok"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from _realdata_b import realdata_dir
 
-from mfu_toolkit.analysis.audit import (
+from mfu_toolkit.audit import (
     audit_frame,
     audit_paths,
     audit_text,
@@ -155,7 +155,7 @@ def test_folder_takes_detected_files_and_says_what_it_left_out(tmp_path):
 
 
 def test_exit_status():
-    from mfu_toolkit.analysis.audit import AuditRow
+    from mfu_toolkit.audit import AuditRow
 
     ok, bad, err = AuditRow("a", kind="agrees"), AuditRow("b", kind="mismatch"), AuditRow("c", kind="error")
     assert exit_status([ok, bad]) == 0 and exit_status([ok, bad], strict=True) == 1

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from _browser import collect_console_errors, open_and_run_all
 
-from mfu_toolkit.analysis.whatif import gap_scenario, gem_scenario
+from mfu_toolkit.scenarios.whatif import gap_scenario, gem_scenario
 
 pytestmark = pytest.mark.browser
 

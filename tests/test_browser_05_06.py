@@ -16,7 +16,7 @@ import pytest
 from _browser import ROOT, collect_console_errors, open_and_run_all
 from _realdata import realdata  # noqa: F401  (the fixture)
 
-from mfu_toolkit.analysis.whatif import checkpoint_scenario, straggler_scenario
+from mfu_toolkit.scenarios.whatif import checkpoint_scenario, straggler_scenario
 
 pytestmark = pytest.mark.browser
 

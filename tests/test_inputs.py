@@ -1,17 +1,14 @@
-"""``analysis.inputs``: the user's inputs applied to a Run, asked for in each interface's terms."""
+"""``mfu_toolkit.inputs`` and ``render.vocabulary``: the user's inputs applied to a Run, asked for in each
+interface's terms."""
 
 from __future__ import annotations
 
 import pytest
 
-from mfu_toolkit.analysis.inputs import (
-    INTERFACES,
-    InputError,
-    apply_inputs,
-    ask,
-    input_name,
-    preset_family,
-)
+from mfu_toolkit.facts import InputError
+from mfu_toolkit.flops import preset_family
+from mfu_toolkit.inputs import apply_inputs
+from mfu_toolkit.render.vocabulary import INTERFACES, ask, input_name
 from mfu_toolkit.run import Run, RunMeta
 
 H100_BF16 = 989.4e12  # H100 SXM bf16 dense, https://www.nvidia.com/en-us/data-center/h100/
@@ -109,3 +106,15 @@ def test_preset_family_for_the_plausibility_figures():
     assert preset_family("mixtral-8x7b") == "moe-transformer"
     assert preset_family("llama3-8b") == "dense-transformer"
     assert preset_family("dlrm-dcnv2") is None and preset_family("no-such") is None and preset_family(None) is None
+
+
+def test_the_old_import_paths_work_for_one_release_with_a_warning():
+    import mfu_toolkit.analysis as analysis
+    import mfu_toolkit.analysis.inputs as old
+
+    with pytest.warns(DeprecationWarning, match=r"analysis.inputs.apply_inputs moved to mfu_toolkit.inputs"):
+        assert old.apply_inputs is apply_inputs
+    with pytest.warns(DeprecationWarning, match=r"analysis.ask moved to mfu_toolkit.render.vocabulary.ask"):
+        assert analysis.ask is ask
+    with pytest.raises(AttributeError, match="has no attribute 'speak'"):
+        old.speak  # noqa: B018

@@ -279,7 +279,8 @@ def test_no_device_count_no_numerator_and_a_note(tmp_path):
 
 
 def test_what_the_user_gives_wins(tmp_path):
-    from mfu_toolkit.analysis import apply_inputs, mfu_summary
+    from mfu_toolkit.analysis import mfu_summary
+    from mfu_toolkit.inputs import apply_inputs
 
     p = _write(tmp_path, NEW_FORM)
     given = _quiet(load_run, p, model_flops_per_step=5e14)

@@ -15,8 +15,10 @@ from _realdata import realdata  # noqa: F401
 
 from mfu_toolkit import hardware
 from mfu_toolkit.analysis import build_answer
-from mfu_toolkit.analysis.inputs import InputError, apply_inputs
+from mfu_toolkit.facts import InputError
+from mfu_toolkit.inputs import apply_inputs
 from mfu_toolkit.io import load_run
+from mfu_toolkit.render.spoken import missing_text
 
 A100_TRACE = "kineto/HTA_nccl_parser_config_nccl_data_rank0_ws2_A100.json.gz"
 
@@ -36,7 +38,7 @@ def test_a_v100_trace_loads_without_a_peak_and_asks_for_the_dtype(v100_trace):
     run = load_run(v100_trace)
     assert run.meta.accelerator == "V100 SXM2" and run.meta.peak_flops_per_accelerator is None
     assert any("has no bf16 peak (it has fp64, fp32, fp16)" in n for n in run.meta.report.notes)
-    missing = " ".join(build_answer(run).missing)
+    missing = " ".join(missing_text(m, "python") for m in build_answer(run).missing)
     assert "V100 SXM2" in missing and "fp16" in missing and "dtype" in missing
 
 

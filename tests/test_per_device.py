@@ -31,10 +31,10 @@ import pytest
 
 from mfu_toolkit import facts
 from mfu_toolkit.analysis import mfu_summary
-from mfu_toolkit.analysis.whatif import gem_scenario
 from mfu_toolkit.cli import analyze, main
 from mfu_toolkit.io import base, load_run
 from mfu_toolkit.run import Run, RunMeta, SchemaError, read_run, save_run
+from mfu_toolkit.scenarios.whatif import gem_scenario
 from mfu_toolkit.widgets import CalculatorInputs, calculator_html, calculator_result
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,7 +18,6 @@ import pandas as pd
 import pytest
 
 from mfu_toolkit.analysis import build_answer, mfu_summary, scorecard
-from mfu_toolkit.analysis.inputs import phrase, phrase_error
 from mfu_toolkit.analysis.reasons import (
     Missing,
     Reason,
@@ -28,6 +27,7 @@ from mfu_toolkit.analysis.reasons import (
     work_unknown,
 )
 from mfu_toolkit.render import answer_dict
+from mfu_toolkit.render.vocabulary import phrase, phrase_error
 from mfu_toolkit.run import LoadError, Run, RunMeta
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mfu_toolkit"
@@ -94,7 +94,7 @@ def test_joined_reasons_phrase_each_part_and_survive_pickling():
 
 
 def test_the_json_carries_codes_and_fields_beside_the_phrased_text():
-    doc = json.loads(json.dumps(answer_dict(build_answer(_bare_run(), interface="cli"))))
+    doc = json.loads(json.dumps(answer_dict(build_answer(_bare_run()), interface="cli")))
     coded = doc["summary"]["reason_codes"]["steady_state_mfu"]
     assert coded["codes"] == ["flops_unknown", "peak_unknown"]
     assert {"field": "model_flops_per_step", "unit": "step"} in coded["missing"]
@@ -105,9 +105,13 @@ def test_the_scorecard_keeps_its_notes_codes_for_the_answer():
     sc = scorecard(_bare_run())
     assert sc.attrs["reasons"]["steady_state_mfu"].code == "several"
     assert sc.attrs["reasons"]["samples_per_s_steady"].code == "work_unknown"
-    a = build_answer(_bare_run(), interface="cli")
+    a = build_answer(_bare_run())
     notes = dict(zip(a.scorecard["metric"], a.scorecard["note"], strict=True))
-    assert notes["samples_per_s_steady"] == "samples per step unknown (give --global-batch N)"
+    assert notes["samples_per_s_steady"].code == "work_unknown"  # data: the front end phrases it
+    assert phrase(notes["samples_per_s_steady"], "cli") == "samples per step unknown (give --global-batch N)"
+    rows = answer_dict(a, interface="cli")["scorecard"]
+    assert {r["metric"]: r["note"] for r in rows}["samples_per_s_steady"] == (
+        "samples per step unknown (give --global-batch N)")
     assert notes["steady_state_mfu"] == "n/a: missing facts (listed above)"
 
 
@@ -131,18 +135,19 @@ def test_an_unrecognised_file_asks_for_the_format_in_each_interface(tmp_path):
 
 def test_no_library_sentence_is_read_back_by_a_regular_expression():
     # the sites that did so are gone: speak() and its patterns, the substring test of the answer
-    import mfu_toolkit.analysis.inputs as inputs
+    import mfu_toolkit.render.vocabulary as vocabulary
 
-    assert not hasattr(inputs, "speak")
-    source = (PACKAGE / "analysis" / "inputs.py").read_text()
-    assert "import re\n" not in source
+    assert not hasattr(vocabulary, "speak")
+    for path in (PACKAGE / "render" / "vocabulary.py", PACKAGE / "render" / "spoken.py"):
+        assert "import re\n" not in path.read_text()
     for path in PACKAGE.rglob("*.py"):
         text = path.read_text()
         assert "set meta." not in text and "resolve it with meta." not in text, path
+        assert ".split(\":\", 1)[0] for x in answer.missing" not in text, path  # the audit read the text back
 
 
 def test_missing_facts_and_checks_carry_fields_in_the_json():
-    doc = answer_dict(build_answer(_bare_run(), interface="make"))
+    doc = answer_dict(build_answer(_bare_run()), interface="make")
     fields = [(m["field"], m.get("unit")) for m in doc["missing_fields"]]
     assert fields == [("model_flops_per_step", "step"), ("n_accelerators", None), ("peak_flops_per_accelerator", None)]
     assert [m["text"] for m in doc["missing_fields"]] == doc["missing"]

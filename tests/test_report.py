@@ -20,7 +20,7 @@ from mfu_toolkit.render import answer_sections
 
 
 def _team_run(tmp_path: Path):
-    from mfu_toolkit.analysis import apply_inputs
+    from mfu_toolkit.inputs import apply_inputs
     from mfu_toolkit.io import load_run
 
     log = write_step_log(tmp_path / "team.csv")

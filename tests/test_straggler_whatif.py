@@ -1,4 +1,4 @@
-"""The dependency-aware what-if replay (mfu_toolkit.analysis.replay).
+"""The dependency-aware what-if replay (mfu_toolkit.scenarios.replay).
 
 Expected values come from three independent sources:
 

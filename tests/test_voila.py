@@ -16,7 +16,7 @@ import re
 import pytest
 from _browser import collect_console_errors, start_voila
 
-from mfu_toolkit.analysis.whatif import straggler_scenario
+from mfu_toolkit.scenarios.whatif import straggler_scenario
 from mfu_toolkit.widgets import CalculatorInputs, calculator_result
 
 pytestmark = pytest.mark.browser

@@ -1,4 +1,4 @@
-"""The explorers' pure functions (mfu_toolkit.analysis.whatif), checked against hand computations."""
+"""The explorers' pure functions (mfu_toolkit.scenarios.whatif), checked against hand computations."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 
 from mfu_toolkit.analysis import expected_max
 from mfu_toolkit.analysis.checkpoint import LLAMA3_405B
-from mfu_toolkit.analysis.whatif import (
+from mfu_toolkit.hardware import RegistryError
+from mfu_toolkit.scenarios.whatif import (
     ASYNC_STALL_FRACTION,
     LLAMA3_FAILURES_PER_GPU_YEAR,
     YEAR_S,
@@ -20,7 +21,6 @@ from mfu_toolkit.analysis.whatif import (
     gem_scenario,
     straggler_scenario,
 )
-from mfu_toolkit.hardware import RegistryError
 
 H100_BF16 = 989.4e12  # FLOP/s, NVIDIA H100 SXM datasheet, dense BF16 Tensor Core
 

@@ -1,7 +1,7 @@
 """The what-if explorers (gap, stragglers, checkpoints, GEM) as widgets, driven without a browser.
 
 Each test builds an explorer, moves a slider programmatically and checks that the headline is
-exactly what the pure function of ``mfu_toolkit.analysis.whatif`` gives for the new values, and
+exactly what the pure function of ``mfu_toolkit.scenarios.whatif`` gives for the new values, and
 that redraws leave no open matplotlib figures behind.
 """
 
@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from mfu_toolkit import widgets
-from mfu_toolkit.analysis.whatif import (
+from mfu_toolkit.scenarios.whatif import (
     LLAMA3_FAILURES_PER_GPU_YEAR,
     checkpoint_scenario,
     gap_scenario,

@@ -14,7 +14,8 @@ import pytest
 from matplotlib.text import Text
 
 from mfu_toolkit import widgets
-from mfu_toolkit.analysis import straggler_whatif, whatif
+from mfu_toolkit.analysis import straggler_whatif
+from mfu_toolkit.scenarios import whatif
 
 matplotlib.use("Agg")
 

@@ -3,19 +3,28 @@
 - ``breakdown``   where the wall time goes (:func:`breakdown`, :func:`mfu_summary`,
   :func:`steady_state_window`, :func:`account`, :func:`job_steps`)
 - ``stragglers``  per-rank and per-operation stragglers, and order-statistics theory
-- ``replay``      dependency-aware what-if replay of per-operation traces (:func:`straggler_whatif`)
 - ``checkpoint``  Young/Daly intervals, expected overhead, reference failure records, Run report
 - ``scaling``     scaling efficiency from a table or from runs
 - ``scorecard``   the four families of acceptance metrics
 - ``compare``     two runs side by side, warning when more than one major variable differs
-- ``inputs``      the user's inputs applied to a Run (:func:`apply_inputs`), asked for in each
-  interface's terms (:func:`ask`)
 - ``answer``      the one answer every front end renders (:func:`build_answer`, :class:`Answer`)
-- ``cli``         the ``analyze``/``simulate`` commands (the HTML report lives in ``mfu_toolkit.report``)
+
+The user's inputs (:func:`mfu_toolkit.inputs.apply_inputs`), ``mfu audit`` (:mod:`mfu_toolkit.audit`)
+and the spellings every interface asks for them in (:mod:`mfu_toolkit.render.vocabulary`) sit
+above this package; the old names here resolve to them for one release, with a warning.
+
+What-if scenarios and synthetic runs are not analyses of a run: they live in
+:mod:`mfu_toolkit.scenarios` (``simulate``, ``replay``, ``order_stats``, ``whatif``). The replay's
+names (:func:`straggler_whatif`, :func:`slowed_replay`, :class:`WhatIfResult`) and the order
+statistics (:func:`expected_max`, :func:`sync_step_time`) are re-exported here, since those modules
+import nothing from this package; ``mfu_toolkit.analysis.whatif`` and ``.replay`` resolve to their
+new homes for one release, with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
+from ..deprecation import moved
+from ..scenarios.replay import WhatIfResult, slowed_replay, straggler_whatif
 from .accounting import (
     CATEGORIES,
     Accounting,
@@ -40,8 +49,6 @@ from .checkpoint import (
     young_interval,
 )
 from .compare import Comparison, ConfoundedComparisonWarning, compare, major_variables
-from .inputs import INTERFACES, InputError, apply_inputs, ask
-from .replay import WhatIfResult, slowed_replay, straggler_whatif
 from .scaling import run_throughput, scaling_from_runs, scaling_table
 from .scorecard import gpu_idle_share, scorecard
 from .stragglers import (
@@ -64,10 +71,6 @@ __all__ = [
     "Check",
     "build_answer",
     "straggler_verdict",
-    "INTERFACES",
-    "InputError",
-    "apply_inputs",
-    "ask",
     "CATEGORIES",
     "Accounting",
     "MFUSummary",
@@ -113,3 +116,9 @@ __all__ = [
     "slowed_replay",
     "straggler_whatif",
 ]
+
+# moved to the front ends (the user's inputs and their spellings are not analyses), and the what-if
+# modules to mfu_toolkit.scenarios (scenarios are not analyses of a run)
+__getattr__ = moved(__name__, {"apply_inputs": "mfu_toolkit.inputs", "InputError": "mfu_toolkit.facts",
+                               "INTERFACES": "mfu_toolkit.render.vocabulary", "ask": "mfu_toolkit.render.vocabulary",
+                               "whatif": "mfu_toolkit.scenarios", "replay": "mfu_toolkit.scenarios"})

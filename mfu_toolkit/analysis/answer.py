@@ -11,8 +11,9 @@
 3. **checks** (:class:`Check`): the log's own throughput claims against ours, the MFU against the
    highest published one, facts given against facts stated, the accounting's own consistency and
    the load report;
-4. the facts used, each with where it came from, and the missing facts asked for once in the
-   terms of the interface in use (:func:`mfu_toolkit.analysis.inputs.ask`);
+4. the facts used, each with where it came from, and the missing facts, as data (the field, its
+   unit, what the run shows); a front end asks for them in its own terms
+   (:mod:`mfu_toolkit.render.vocabulary`);
 5. the detail: waterfall table, scorecard, steady-state window.
 
 Every front end renders the same Answer (:mod:`mfu_toolkit.render`: ``answer_text``,
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,11 +33,11 @@ import numpy as np
 import pandas as pd
 
 from .. import facts, readable
+from ..flops import preset_family
 from ..run import Run
 from .accounting import Accounting, accounted
 from .breakdown import breakdown, mfu_summary
 from .checkpoint import checkpoint_overhead, checkpoint_report, daly_interval, young_interval
-from .inputs import INTERFACES, ask, check_value, input_name, phrase, preset_family
 from .reasons import Reason
 from .scorecard import scorecard
 
@@ -183,7 +185,7 @@ def _rank_verdict(acc: Accounting, out: dict[str, Any]) -> dict[str, Any]:
 def _replayed_verdict(run: Any, out: dict[str, Any]) -> dict[str, Any] | None:
     """The verdict of the dependency-aware replay (:func:`~mfu_toolkit.analysis.replay.straggler_whatif`),
     or None (with ``out["op_trace_note"]``) when the trace cannot be replayed."""
-    from .replay import straggler_whatif
+    from ..scenarios.replay import straggler_whatif
 
     w = straggler_whatif(run)
     if not w.available:
@@ -207,11 +209,11 @@ def _replayed_verdict(run: Any, out: dict[str, Any]) -> dict[str, Any] | None:
             "stage_recovery": w.stage_recovery, "replay_notes": list(w.notes)}
 
 
-def _positive_input(name: str, value: Any, interface: str) -> float | None:
-    return None if value is None else float(check_value(name, value, interface=interface))
+def _positive_input(name: str, value: Any) -> float | None:
+    return None if value is None else float(facts.check_value(name, value))
 
 
-def _checkpoint_advice(acc: Accounting, interface: str, write_s: float | None, every: float | None,
+def _checkpoint_advice(acc: Accounting, write_s: float | None, every: float | None,
                        mtbf_h: float | None) -> dict[str, Any] | None:
     """Young/Daly interval advice where the log has checkpoints or the user gave their cost."""
     ev = acc.run.events
@@ -231,15 +233,10 @@ def _checkpoint_advice(acc: Accounting, interface: str, write_s: float | None, e
         "interval_s": interval, "checkpoints": rep.checkpoints, "young_interval_s": None,
         "daly_interval_s": None, "daly_steps": None, "interval_vs_daly": None,
     }
-    need = []
-    if not delta:
-        need.append(ask("checkpoint_write_s", interface))
-    if not mtbf:
-        need.append(ask("mtbf_hours", interface))
-    if need:
+    out["needs"] = ["checkpoint_write_s"] * (not delta) + ["mtbf_hours"] * (not mtbf)
+    if out["needs"]:  # a front end adds how to give them
         out["advice"] = "interval advice needs the " + " and the ".join(
-            (["checkpoint write time"] if not delta else []) + (["job's MTBF"] if not mtbf else [])
-        ) + ": give " + " and ".join(need)
+            (["checkpoint write time"] if not delta else []) + (["job's MTBF"] if not mtbf else []))
         return out
     assert delta is not None and mtbf is not None
     young = young_interval(checkpoint_s=delta, mtbf_s=mtbf)
@@ -568,7 +565,7 @@ def _accounting_checks(acc: Accounting, summ: Any) -> list[Check]:
     return out
 
 
-def _load_checks(run: Run, timed: bool, interface: str) -> list[Check]:
+def _load_checks(run: Run, timed: bool) -> list[Check]:
     rep = run.meta.report
     out = []
     if not timed:
@@ -593,17 +590,18 @@ def _dtype_assumed(meta: Any) -> bool:
     return "dtype" in meta.extra.get("defaults", [])
 
 
-def _fact_where(meta: Any, name: str, value: Any, interface: str = "python") -> str:
-    """Where a fact used came from: given (as the interface spells it), stated in the log at
-    FILE:LINE, or a default (with how to give it)."""
+def _fact_where(meta: Any, name: str, value: Any) -> dict[str, Any]:
+    """Where a fact used came from: given (as the user's interface spelled it), stated in the log
+    at FILE:LINE, or a default; a default names the input that replaces it (``give``)."""
     found = facts.source_of(meta.facts, name, value)
     if found is not None:
-        return found[1] if found[0] == facts.GIVEN else f"stated in the log at {readable.short_where(found[1])}"
+        return {"where": found[1] if found[0] == facts.GIVEN else
+                f"stated in the log at {readable.short_where(found[1])}"}
     if name == "dtype" and _dtype_assumed(meta):
-        return f"default ({value} assumed; give {ask('dtype', interface)})"
+        return {"where": f"default ({value} assumed)", "give": "dtype", "assumed": True}
     if name in meta.extra.get("defaults", []):
-        return f"default (give {ask(name, interface)})"
-    return f"the {meta.source_format} metadata" if meta.source_format else "the run's metadata"
+        return {"where": "default", "give": name}
+    return {"where": f"the {meta.source_format} metadata" if meta.source_format else "the run's metadata"}
 
 
 def _observed_ranks(run: Run) -> list[int]:
@@ -618,14 +616,14 @@ def _ranks_text(ranks: list[int]) -> str:
     return f"{len(ranks):,} rank{'s' if len(ranks) != 1 else ''} ({span})"
 
 
-def _count_check(run: Run, interface: str) -> list[Check]:
+def _count_check(run: Run) -> list[Check]:
     """Which accelerator count the MFU divides by, beside the ranks the log holds steps of: a
     world size the log states (or a given count) is the job's size; ranks seen in a sampled
     trace are not."""
     m, ranks = run.meta, _observed_ranks(run)
     if len(ranks) < 1 or not m.n_accelerators:
         return []
-    where = _fact_where(m, "n_accelerators", m.n_accelerators, interface)
+    where = _fact_where(m, "n_accelerators", m.n_accelerators)["where"]
     if len(ranks) == m.n_accelerators:
         return [Check("accelerator count", "ok", f"{m.n_accelerators:,} accelerators ({where}); the log holds "
                       f"steps of all {_ranks_text(ranks)}", code="count.all_ranks", field="n_accelerators")]
@@ -634,14 +632,14 @@ def _count_check(run: Run, interface: str) -> list[Check]:
                   code="count.sampled_ranks", field="n_accelerators")]
 
 
-def _facts_used(acc: Accounting, summ: Any, interface: str) -> list[dict[str, Any]]:
+def _facts_used(acc: Accounting) -> list[dict[str, Any]]:
     m = acc.run.meta
     rows = []
     for name in ("accelerator", "n_accelerators", "dtype", "seq_len", "global_batch"):
         value = getattr(m, name)
         if value is None:
             continue
-        rows.append({"name": name, "value": value, "where": _fact_where(m, name, value, interface)})
+        rows.append({"name": name, "value": value, **_fact_where(m, name, value)})
     if m.peak_flops_per_accelerator:
         rows.append({"name": "peak_flops_per_accelerator", "value": m.peak_flops_per_accelerator,
                      "where": readable.first(m.peak_source) if m.peak_source else "the run's metadata"})
@@ -651,86 +649,36 @@ def _facts_used(acc: Accounting, summ: Any, interface: str) -> list[dict[str, An
     return rows
 
 
-def _said_count(n: int, interface: str) -> str:
-    name = input_name("n_accelerators", interface)
-    return f"{name} {n}" if interface == "cli" else f"{name}={n}"
-
-
-def _missing(acc: Accounting, interface: str, timed: bool) -> list[str]:
-    if not timed:
-        return []
-    m = acc.run.meta
-    out = []
-    if acc.flops_per_unit is None:
-        unit = acc.work_unit
-        if unit == "step" and (m.model_flops_per_sample or m.model_flops_per_token) and not m.global_batch:
-            how = (f"{ask('global_batch', interface)} (the FLOPs are per sample; the log states no samples "
-                   f"per step) or {ask('flops_per_step', interface)}")
-        elif unit == "step":
-            batch = "" if m.global_batch else " " + ask("global_batch", interface)
-            how = (f"{ask('preset', interface)} {ask('seq_len', interface)}{batch} or "
-                   f"{ask('flops_per_step', interface)}")
-        elif unit == "token":
-            how = ask("model_flops_per_token", interface)
-        else:
-            how = ask("model_flops", interface)
-        out.append(f"model FLOPs per {unit}: give {how}")
-    if not m.n_accelerators:
-        ranks = _observed_ranks(acc.run)
-        seen = (f"the log holds steps of {_ranks_text(ranks)} but states no world size; " if len(ranks) > 1
-                else "")
-        hint = (f" ({_said_count(len(ranks), interface)} if those are all of the job's ranks)"
-                if len(ranks) > 1 else "")
-        out.append(f"accelerator count: {seen}give {ask('n_accelerators', interface)}{hint} "
-                   f"(or {ask('packages', interface)})")
-    if not m.peak_flops_per_accelerator:
-        if m.accelerator:
-            out.append(_peak_missing(m.accelerator, m.dtype, interface))
-        else:
-            out.append(f"accelerator: give {ask('accelerator', interface)} (and {ask('dtype', interface)} "
-                       "when not bf16)")
-    return out
-
-
-def _missing_fields(acc: Accounting, timed: bool) -> list[dict[str, Any]]:
-    """The facts :func:`_missing` asks for, as data in its order: the field and, for FLOPs, the unit."""
+def _missing(acc: Accounting, timed: bool) -> list[dict[str, Any]]:
+    """The facts the headline lacks, as data in reading order: the field, for FLOPs its unit and
+    what the run has instead, for the count the ranks the log holds, for the peak the accelerator
+    and dtype named."""
     if not timed:
         return []
     m = acc.run.meta
     out: list[dict[str, Any]] = []
     if acc.flops_per_unit is None:
-        out.append({"field": f"model_flops_per_{acc.work_unit}", "unit": acc.work_unit})
+        per_unit = bool(m.model_flops_per_sample or m.model_flops_per_token)
+        out.append({"field": f"model_flops_per_{acc.work_unit}", "unit": acc.work_unit,
+                    "has_flops_per_unit": per_unit, "has_global_batch": bool(m.global_batch)})
     if not m.n_accelerators:
-        out.append({"field": "n_accelerators"})
+        ranks = _observed_ranks(acc.run)
+        out.append({"field": "n_accelerators", "n_ranks": len(ranks), "ranks_text": _ranks_text(ranks)})
     if not m.peak_flops_per_accelerator:
-        out.append({"field": "peak_flops_per_accelerator", "accelerator": m.accelerator})
+        out.append({"field": "peak_flops_per_accelerator", "accelerator": m.accelerator, "dtype": m.dtype})
     return out
 
 
-def _peak_missing(accelerator: str, dtype: str | None, interface: str) -> str:
-    """Why an accelerator the run names has no peak yet, with the dtypes the registry has for it."""
-    from .. import hardware
-
-    try:
-        row = hardware.resolve(accelerator)
-    except hardware.RegistryError:
-        return (f"peak: {accelerator!r} is not in the peak registry; give {ask('accelerator', interface)} "
-                f"(and {ask('dtype', interface)} when not bf16)")
-    has = ", ".join(sorted(row.dense)) or "none"
-    if dtype and dtype not in row.dense:
-        return f"peak: {row.name} has no {dtype} figure (it has {has}); give {ask('dtype', interface)}"
-    return f"peak: the run states no dtype for {row.name} (it has {has}); give {ask('dtype', interface)}"
-
-
-def _point(note: Any, interface: str) -> str:
-    """A reason that asks for missing facts becomes a pointer to the list; others are phrased."""
+def _point(note: Any) -> str:
+    """A reason that asks for missing facts becomes a pointer to the list; others stay Reasons,
+    for a front end to phrase by their codes."""
     if not isinstance(note, Reason):
         return str(note or "")
     if all(r.code == "hfu_unknown" for r in note.each()):
         return "n/a: no recomputation count in the log"
     if any(r.code in ("flops_unknown", "peak_unknown") for r in note.each()):  # the facts _missing lists
         return _POINTER
-    return phrase(note, interface)
+    return note
 
 
 # --------------------------------------------------------------------------------------------
@@ -744,13 +692,12 @@ class Answer:
     title: str
     log_name: str
     date: str | None
-    interface: str
     headline: dict[str, Any]
     losses: tuple[dict[str, Any], ...]
     stragglers: dict[str, Any]
     checkpoint: dict[str, Any] | None
     checks: tuple[Check, ...]
-    missing: tuple[str, ...]
+    missing: tuple[dict[str, Any], ...]  # each missing fact: its field and what the run shows instead
     facts: tuple[dict[str, Any], ...]
     breakdown: pd.DataFrame = field(repr=False)
     scorecard: pd.DataFrame = field(repr=False)
@@ -759,7 +706,6 @@ class Answer:
     holds: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict, repr=False)
     conflict: dict[str, Any] | None = None
-    missing_fields: tuple[dict[str, Any], ...] = ()  # each missing fact's field (and unit) beside its text
 
     @property
     def warnings(self) -> tuple[Check, ...]:
@@ -819,36 +765,7 @@ def _holds(run: Run) -> dict[str, Any]:
     }
 
 
-def _coded(reason: Any) -> dict[str, Any]:
-    """A reason's code and the fields it asks for (``--json``'s ``reason_codes``)."""
-    if isinstance(reason, Reason):
-        return reason.to_dict()
-    return {"code": None, "missing": [], "codes": []}
-
-
-def _spoken_summary(doc: dict[str, Any], interface: str) -> dict[str, Any]:
-    """The MFU summary with its reasons said in the interface's terms (``--json`` shows them)."""
-    reasons = doc.get("reasons")
-    if isinstance(reasons, dict):
-        doc = {**doc, "reasons": {k: phrase(v, interface) for k, v in reasons.items()},
-               "reason_codes": {k: _coded(v) for k, v in reasons.items()}}
-    return doc
-
-
-def _denominator_sources(m: Any, interface: str) -> dict[str, str]:
-    """Where each part of the denominator came from: the accelerator, the count, the dtype (given,
-    stated in the log at FILE:LINE, or a default) and the peak's datasheet."""
-    out = {}
-    for name, label in (("accelerator", "accelerator"), ("n_accelerators", "count"), ("dtype", "dtype")):
-        value = getattr(m, name)
-        if value is not None:
-            out[label] = _fact_where(m, name, value, interface)
-    if m.peak_flops_per_accelerator:
-        out["peak"] = readable.first(m.peak_source) if m.peak_source else "the run's metadata"
-    return out
-
-
-def _headline(acc: Accounting, summ: Any, timed: bool, interface: str) -> dict[str, Any]:
+def _headline(acc: Accounting, summ: Any, timed: bool) -> dict[str, Any]:
     m = acc.run.meta
     step_flops = None
     if summ.model_flops_per_unit is not None and acc.useful_steps:
@@ -867,9 +784,8 @@ def _headline(acc: Accounting, summ: Any, timed: bool, interface: str) -> dict[s
                         "peak_flops_per_accelerator": summ.peak_flops_per_accelerator,
                         "cluster_peak_flops": summ.cluster_peak_flops, "accelerator": summ.accelerator,
                         "dtype": summ.dtype, "sparse": summ.peak_sparse, "per": summ.peak_per,
-                        "per_text": summ.peak_per_text, "peak_source": summ.peak_source,
-                        "sources": _denominator_sources(m, interface)},
-        "reasons": {k: _point(v, interface).replace(_POINTER, _POINTER_BELOW) for k, v in summ.reasons.items()},
+                        "per_text": summ.peak_per_text, "peak_source": summ.peak_source},
+        "reasons": {k: _POINTER_BELOW if _point(v) == _POINTER else _point(v) for k, v in summ.reasons.items()},
     }
 
 
@@ -896,13 +812,13 @@ def _load_summary(rep: Any) -> dict[str, Any]:
 def build_answer(
     run_or_accounting: Run | Accounting,
     *,
-    interface: str = "python",
     warmup_steps: int | None = None,
     checkpoint_write_s: float | None = None,
     checkpoint_every_steps: float | None = None,
     mtbf_hours: float | None = None,
     title: str | None = None,
     report_date: str | dt.date | None = None,
+    interface: str | None = None,
 ) -> Answer:
     """The answer for one run, shared by ``mfu analyze`` and the HTML report.
 
@@ -910,46 +826,51 @@ def build_answer(
     ``report_date`` (the day the report is written, ``YYYY-MM-DD``; ``mfu analyze`` passes
     today), else "undated": the builder reads no clock, so the same log gives the same report.
 
-    ``interface`` ("python", "cli" or "make") words every request for an input.
     ``checkpoint_write_s``, ``checkpoint_every_steps`` and ``mtbf_hours`` feed the checkpoint
     advice (Young/Daly) where the log has no checkpoint events or no failures to measure them.
-    An MFU above 100 % raises :class:`~mfu_toolkit.formulas.MFUAbove100Error`.
+    The answer is data: the interface whose terms ask for missing facts is chosen when it is
+    rendered (``answer_text(answer, interface="cli")``); ``interface`` here is accepted, with a
+    warning, for one release. An MFU above 100 % raises :class:`~mfu_toolkit.formulas.MFUAbove100Error`.
     """
-    if interface not in INTERFACES:
-        raise ValueError(f"interface must be one of {', '.join(map(repr, INTERFACES))}; got {interface!r}")
+    if interface is not None:
+        warnings.warn("build_answer(interface=...) is ignored: give it when rendering (answer_text(answer, "
+                      "interface=...)); the keyword goes in the next release", DeprecationWarning, stacklevel=2)
     if warmup_steps is not None:
-        warmup_steps = int(check_value("warmup_steps", warmup_steps, interface=interface))
+        warmup_steps = int(facts.check_value("warmup_steps", warmup_steps))
     if not isinstance(run_or_accounting, (Run, Accounting)):
         raise TypeError(f"run_or_accounting must be a Run or an Accounting; got {type(run_or_accounting).__name__}")
     acc = accounted(run_or_accounting, warmup_steps=warmup_steps)
-    write_s, every, mtbf_h = (_positive_input(k, v, interface) for k, v in (
+    write_s, every, mtbf_h = (_positive_input(k, v) for k, v in (
         ("checkpoint_write_s", checkpoint_write_s), ("checkpoint_every_steps", checkpoint_every_steps),
         ("mtbf_hours", mtbf_hours)))
-    run = acc.run
-    m = run.meta
+    m = acc.run.meta
     summ = mfu_summary(acc)
     timed = bool(len(acc.steps)) and bool((acc.steps["span_s"].to_numpy(float) > 0).any())
-    bd = breakdown(acc)
-    sc = scorecard(acc)
-    coded = sc.attrs.get("reasons", {})
-    sc = sc.assign(note=[_point(coded.get(k, n), interface) for k, n in zip(sc["metric"], sc["note"], strict=True)])
-    missing = _missing(acc, interface, timed)
-    losses = _top_losses(bd, acc.details, acc.wall_s) if timed else []
-    checks = [*_claim_checks(acc, summ), *_plausibility_check(acc, summ), *_fact_checks(m),
-              *_count_check(run, interface),
-              *(_accounting_checks(acc, summ) if timed else []), *_load_checks(run, timed, interface)]
     log_name = Path(m.source_path).name if m.source_path else (m.name or "run")
     date = _run_date(m)
-    if title is None:
-        title = _title(log_name, m.source_format, date, _report_day(report_date))
+    checks = _checks(acc, summ, timed)
     return Answer(
-        title=title, log_name=log_name, date=date, interface=interface,
-        headline=_headline(acc, summ, timed, interface), losses=tuple(losses),
+        title=title if title is not None else _title(log_name, m.source_format, date, _report_day(report_date)),
+        log_name=log_name, date=date, headline=_headline(acc, summ, timed),
+        losses=tuple(_top_losses(acc.waterfall, acc.details, acc.wall_s) if timed else []),
         stragglers=straggler_verdict(acc) if timed else dict(_UNTIMED_VERDICT),
-        checkpoint=_checkpoint_advice(acc, interface, write_s, every, mtbf_h) if timed else None,
-        checks=tuple(checks), missing=tuple(missing), conflict=_conflict(checks),
-        missing_fields=tuple({**f, "text": t} for f, t in zip(_missing_fields(acc, timed), missing, strict=True)),
-        facts=tuple(_facts_used(acc, summ, interface)), breakdown=bd, scorecard=sc, window=acc.window.summary(),
-        load=_load_summary(m.report),
-        holds=_holds(run), summary=_spoken_summary(summ.to_dict(), interface),
+        checkpoint=_checkpoint_advice(acc, write_s, every, mtbf_h) if timed else None,
+        checks=checks, missing=tuple(_missing(acc, timed)), conflict=_conflict(list(checks)),
+        facts=tuple(_facts_used(acc)), breakdown=breakdown(acc), scorecard=_pointed_scorecard(acc),
+        window=acc.window.summary(), load=_load_summary(m.report), holds=_holds(acc.run), summary=summ.to_dict(),
     )
+
+
+def _checks(acc: Accounting, summ: Any, timed: bool) -> tuple[Check, ...]:
+    """Every check, in the order the answer shows them."""
+    return (*_claim_checks(acc, summ), *_plausibility_check(acc, summ), *_fact_checks(acc.run.meta),
+            *_count_check(acc.run), *(_accounting_checks(acc, summ) if timed else []),
+            *_load_checks(acc.run, timed))
+
+
+def _pointed_scorecard(acc: Accounting) -> pd.DataFrame:
+    """The scorecard, a note that asks for missing facts pointing to their list (others stay Reasons)."""
+    sc = scorecard(acc)
+    coded = sc.attrs.get("reasons", {})
+    notes = [_point(coded.get(k, n)) for k, n in zip(sc["metric"], sc["note"], strict=True)]
+    return sc.assign(note=pd.Series(notes, index=sc.index, dtype=object))  # object: Reasons stay Reasons

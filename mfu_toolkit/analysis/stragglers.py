@@ -15,15 +15,15 @@ Three views:
   (arXiv:2505.05713), computed with this module's own simple model (see
   :func:`classify_op_stragglers`).
 - **Theory**: the expected synchronous step time ``E[max of N iid rank times]`` as ``N`` grows
-  (order statistics), exact by numerical integration for normal, lognormal and exponential rank
-  times, exact for an empirical sample, Monte Carlo for anything else.
+  (:func:`expected_max`, :func:`sync_step_time`), re-exported from
+  :mod:`mfu_toolkit.scenarios.order_stats`, which holds the order statistics.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..run import Run
+from ..scenarios.order_stats import DISTRIBUTIONS, expected_max, sync_step_time
 from .accounting import Accounting, account, accounted, busy_and_wait
 
 __all__ = [
@@ -58,7 +59,6 @@ STRAGGLER_KINDS: dict[str, str] = {
     ),
     "none": "no material straggling: the slowest worker is close to a balanced one",
 }
-DISTRIBUTIONS = ("normal", "lognormal", "exponential")
 
 
 def _check_threshold(name: str, value: Any) -> float:
@@ -660,147 +660,3 @@ def classify_op_stragglers(
         kind = "none"
     evidence, wdf, sdf = _op_straggler_evidence(vals, workers, wcols, stage_of, model, actual)
     return OpStragglerVerdict(kind, STRAGGLER_KINDS[kind], shap, evidence, wdf, sdf)
-
-
-# --------------------------------------------------------------------------------------------
-# order statistics
-
-
-def _norm_cdf(z: np.ndarray) -> np.ndarray:
-    return 0.5 * _erfc(-z / math.sqrt(2.0))
-
-
-def _norm_sf(z: np.ndarray) -> np.ndarray:
-    return 0.5 * _erfc(z / math.sqrt(2.0))
-
-
-_erfc = np.vectorize(math.erfc, otypes=[float])
-
-
-def _pow_cdf(cdf: np.ndarray, sf: np.ndarray, n: float) -> np.ndarray:
-    """F^n computed stably as exp(n · log1p(−sf)) where F is close to 1."""
-    with np.errstate(divide="ignore"):
-        logf = np.where(sf < 0.5, np.log1p(-sf), np.log(np.maximum(cdf, 1e-300)))
-    return np.exp(n * logf)
-
-
-def _integrate(y: np.ndarray, x: np.ndarray) -> float:
-    return float(np.sum((y[1:] + y[:-1]) * np.diff(x)) / 2.0)
-
-
-def expected_max(
-    n: int,
-    *,
-    dist: str | Sequence[float] | np.ndarray | Callable[[np.random.Generator, int], np.ndarray] = "normal",
-    mean: float = 1.0,
-    std: float = 0.1,
-    n_mc: int = 2000,
-    seed: int = 0,
-) -> float:
-    """E[max of ``n`` iid rank step times]: the synchronous step time of ``n`` ranks.
-
-    ``dist``: ``"normal"``, ``"lognormal"`` or ``"exponential"`` (shifted so that it has the
-    given ``mean`` and ``std``: ``mean − std + Exp(std)``) — exact, by numerical integration of
-    ``E[M] = ∫_0^∞ (1 − F(x)^n) dx − ∫_{−∞}^0 F(x)^n dx`` (e.g. David & Nagaraja, *Order
-    Statistics*, 3rd ed., §3.1); an array of observed times — exact for the empirical
-    distribution, ``Σ x_(i) [(i/m)^n − ((i−1)/m)^n]``; or a callable ``(rng, size) -> samples`` —
-    Monte Carlo with ``n_mc`` replications.
-    """
-    n = _check_k("n", n, minimum=1)
-    if isinstance(dist, str):
-        if dist not in DISTRIBUTIONS:
-            raise ValueError(f"dist must be one of {', '.join(DISTRIBUTIONS)}, an array of samples or a callable; "
-                             f"got {dist!r}")
-        for name, v, lo in (("mean", mean, None), ("std", std, 0.0)):
-            if (isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not math.isfinite(v)
-                    or (lo is not None and v < lo)):
-                raise ValueError(f"{name} must be a finite number{' >= 0' if lo is not None else ''}; got {v!r}")
-        if std == 0 or n == 1:
-            return float(mean)
-        if dist == "normal":
-            return float(mean + std * _std_normal_max(n))
-        if dist == "lognormal":
-            if mean <= 0:
-                raise ValueError(f"mean must be > 0 for a lognormal; got {mean!r}")
-            return _lognormal_max(n, mean, std)
-        return _exponential_max(n, mean, std)
-    if callable(dist):
-        n_mc = _check_k("n_mc", n_mc, minimum=1)
-        rng = np.random.default_rng(seed)
-        chunk = max(1, min(n_mc, int(2e7 // n)))
-        maxima = []
-        done = 0
-        while done < n_mc:
-            b = min(chunk, n_mc - done)
-            x = np.asarray(dist(rng, b * n), dtype=float)
-            if x.shape != (b * n,):
-                raise ValueError(f"dist callable must return {b * n} samples for size={b * n}; got shape {x.shape}")
-            maxima.append(x.reshape(b, n).max(axis=1))
-            done += b
-        return float(np.mean(np.concatenate(maxima)))
-    x = np.sort(np.asarray(dist, dtype=float).ravel())
-    if x.size == 0 or not np.all(np.isfinite(x)):
-        raise ValueError(f"dist samples must be a non-empty array of finite numbers; got {x.size} values")
-    m = x.size
-    i = np.arange(1, m + 1)
-    w = (i / m) ** n - ((i - 1) / m) ** n
-    return float(np.sum(w * x))
-
-
-def _std_normal_max(n: int) -> float:
-    hi = max(8.0, math.sqrt(2 * math.log(n)) + 8.0)
-    z = np.linspace(-hi, hi, 40001)
-    fn = _pow_cdf(_norm_cdf(z), _norm_sf(z), n)
-    pos = z >= 0
-    return _integrate(1.0 - fn[pos], z[pos]) - _integrate(fn[~pos | (z == 0)], z[~pos | (z == 0)])
-
-
-def _lognormal_max(n: int, mean: float, std: float) -> float:
-    s2 = math.log1p((std / mean) ** 2)  # moments of a lognormal: E = exp(μ+σ²/2), Var = E²(e^{σ²}−1)
-    s = math.sqrt(s2)
-    mu = math.log(mean) - s2 / 2
-    hi = max(8.0, math.sqrt(2 * math.log(n)) + 8.0)
-    z = np.linspace(-12.0, hi, 40001)
-    x = np.exp(mu + s * z)
-    fn = _pow_cdf(_norm_cdf(z), _norm_sf(z), n)
-    # E[M] = ∫_0^∞ (1 − F^n) dx, integrated in z with dx = x·s·dz (plus the part below x(−12) ≈ 0)
-    return float(x[0] + _integrate((1.0 - fn) * x * s, z))
-
-
-def _exponential_max(n: int, mean: float, std: float) -> float:
-    shift = mean - std
-    hi = std * (math.log(n) + 40.0)
-    x = np.linspace(0.0, hi, 40001)
-    sf = np.exp(-x / std)
-    fn = _pow_cdf(1.0 - sf, sf, n)
-    return float(shift + _integrate(1.0 - fn, x))
-
-
-def sync_step_time(
-    n_ranks: Iterable[int] | int,
-    *,
-    dist: str | Sequence[float] | np.ndarray | Callable[[np.random.Generator, int], np.ndarray] = "normal",
-    mean: float = 1.0,
-    std: float = 0.1,
-    n_mc: int = 2000,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """Expected synchronous step time as the job grows: why the same jitter costs more at scale.
-
-    Columns: ``n_ranks``, ``expected_step_s`` (E[max]), ``slowdown`` (E[max] / mean of one rank),
-    ``overhead`` (slowdown − 1) and ``method`` (``exact``, ``empirical`` or ``monte_carlo``).
-    """
-    ns = [n_ranks] if isinstance(n_ranks, (int, np.integer)) else list(n_ranks)
-    if isinstance(dist, str):
-        method, base = "exact", mean
-    elif callable(dist):
-        method = "monte_carlo"
-        base = float(np.mean(np.asarray(dist(np.random.default_rng(seed), 100000), dtype=float)))
-    else:
-        method, base = "empirical", float(np.mean(np.asarray(dist, dtype=float)))
-    rows = []
-    for n in ns:
-        e = expected_max(n, dist=dist, mean=mean, std=std, n_mc=n_mc, seed=seed)
-        rows.append({"n_ranks": int(n), "expected_step_s": e, "slowdown": e / base, "overhead": e / base - 1,
-                     "method": method})
-    return pd.DataFrame(rows)

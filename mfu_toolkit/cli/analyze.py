@@ -15,13 +15,15 @@ from typing import Any
 from .common import apply_inputs, error, interface_in_use, load, parse_numbers
 
 
-def _validate_text(answer: Any) -> str:
+def _validate_text(answer: Any, interface: str) -> str:
     """What ``--validate`` prints: the facts that would be used and what is missing."""
     from ..render import facts_shown
+    from ..render.spoken import missing_text
 
     lines = [f"{answer.log_name}: {'timed steps found' if answer.timed else 'no timed steps'}"]
-    lines += [f"  {f['name']} = {f['shown']} (from {f['where']})" for f in facts_shown(answer)] or ["  no facts"]
-    lines += [f"  missing: {m}" for m in answer.missing] or ["  missing: nothing"]
+    shown = facts_shown(answer, interface=interface)
+    lines += [f"  {f['name']} = {f['shown']} (from {f['where']})" for f in shown] or ["  no facts"]
+    lines += [f"  missing: {missing_text(m, interface)}" for m in answer.missing] or ["  missing: nothing"]
     return "\n".join(lines)
 
 
@@ -42,28 +44,27 @@ def run_analyze(args: argparse.Namespace) -> int:
         args = parse_numbers(args, interface)
         run = apply_inputs(load(args), args, interface)
         acc = account(run, warmup_steps=args.warmup_steps)  # once: the answer and the report share it
-        answer = build_answer(acc, interface=interface,
-                              checkpoint_write_s=args.checkpoint_s, checkpoint_every_steps=args.checkpoint_every,
+        answer = build_answer(acc, checkpoint_write_s=args.checkpoint_s, checkpoint_every_steps=args.checkpoint_every,
                               mtbf_hours=args.mtbf_hours, report_date=datetime.date.today())
         if args.validate:
-            print(_validate_text(answer))
+            print(_validate_text(answer, interface))
             return 0
         if args.html:
             from ..report import html_report
 
-            html_report(acc, path=args.html, answer=answer)
+            html_report(acc, path=args.html, answer=answer, interface=interface)
     except MFUAbove100Error as exc:  # inconsistent inputs, as for `mfu calc`: status 1
         error("analyze", exc)
         return 1
     except (LoadError, SchemaError, ValueError, TypeError, LookupError, OSError) as exc:
-        from ..analysis.inputs import phrase_error
+        from ..render.vocabulary import phrase_error
 
         return error("analyze", phrase_error(exc, interface))
     if args.json:
-        doc = {"run": repr(run), **answer_dict(answer)}
+        doc = {"run": repr(run), **answer_dict(answer, interface=interface)}
         print(json.dumps(doc, indent=2))
     else:
-        print(answer_text(answer, width=100))
+        print(answer_text(answer, interface=interface, width=100))
         if args.html:
             print(f"\nwrote {args.html}")
     if args.strict and answer.warnings:

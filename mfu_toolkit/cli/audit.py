@@ -13,7 +13,7 @@ from .common import error, interface_in_use
 def _audit_inputs(args: argparse.Namespace, interface: str) -> dict[str, Any]:
     """The facts ``mfu audit`` applies to every log, checked once (a bad one is a user error)."""
     from .. import hardware
-    from ..analysis.inputs import parse_value
+    from ..render.vocabulary import parse_value
 
     if args.accelerator:
         hardware.resolve(args.accelerator)  # an unknown name fails here, once, not on every row
@@ -31,7 +31,7 @@ def run_audit(args: argparse.Namespace) -> int:
     Exit status: 0 every row loads; 1 some do not, or with ``--strict`` a claim that mismatches;
     2 a user error or no log loads.
     """
-    from ..analysis.audit import (
+    from ..audit import (
         audit_files,
         audit_json,
         audit_text,
@@ -39,7 +39,7 @@ def run_audit(args: argparse.Namespace) -> int:
         log_files,
         write_csv,
     )
-    from ..analysis.inputs import phrase_error
+    from ..render.vocabulary import phrase_error
 
     interface = interface_in_use()
     try:

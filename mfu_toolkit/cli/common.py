@@ -64,7 +64,7 @@ def _column_map(text: str) -> dict[str, str]:
 def interface_in_use() -> str:
     """The interface whose terms error messages and requests use: ``MFU_INTERFACE`` (``make``
     sets it for ``make report``), else ``cli``."""
-    from ..analysis.inputs import INTERFACES
+    from ..render.vocabulary import INTERFACES
 
     value = os.environ.get("MFU_INTERFACE", "").strip().lower()
     return value if value in INTERFACES else "cli"
@@ -80,8 +80,8 @@ _NUMERIC = {"n_accelerators": "n_accelerators", "packages": "packages", "seq_len
 
 
 def parse_numbers(args: argparse.Namespace, interface: str) -> argparse.Namespace:
-    """The numeric flags of ``mfu analyze`` parsed (``inputs.parse_value``); a bad one raises InputError."""
-    from ..analysis.inputs import parse_value
+    """The numeric flags of ``mfu analyze`` parsed (``render.vocabulary.parse_value``); a bad one raises InputError."""
+    from ..render.vocabulary import parse_value
 
     values = {dest: None if getattr(args, dest, None) is None
               else parse_value(field, getattr(args, dest), interface=interface)
@@ -90,8 +90,8 @@ def parse_numbers(args: argparse.Namespace, interface: str) -> argparse.Namespac
 
 
 def apply_inputs(run: Any, args: argparse.Namespace, interface: str) -> Any:
-    """The flags of ``mfu analyze`` applied to the run (``inputs.apply_inputs``)."""
-    from ..analysis.inputs import apply_inputs as apply
+    """The flags of ``mfu analyze`` applied to the run (``mfu_toolkit.inputs.apply_inputs``)."""
+    from ..inputs import apply_inputs as apply
 
     return apply(
         run, interface=interface, accelerator=args.accelerator, dtype=args.dtype,

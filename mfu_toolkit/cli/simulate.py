@@ -50,7 +50,7 @@ def _int_list(text: str) -> tuple[int, ...]:
 def run_simulate(args: argparse.Namespace) -> int:
     """Build a SimConfig from the flags, simulate, and write the Run as Parquet."""
     from ..run import save_run
-    from ..simulate import SimConfig, simulate
+    from ..scenarios.simulate import SimConfig, simulate
 
     kw: dict[str, Any] = {}
     for _flag, field, _t, _h in _SIM_OPTIONS:
@@ -85,7 +85,7 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 def _simulate_dataset(cfg: Any, out: Path) -> int:
     """Write the simulated run as a Parquet dataset in chunks (any size; progress on stderr)."""
-    from ..simulate import write_dataset
+    from ..scenarios.simulate import write_dataset
 
     write_dataset(cfg, out, progress=True)
     files = len(list(out.glob("part-*.parquet")))

@@ -35,7 +35,7 @@ from .conventions import (
     convention_names,
 )
 from .counter import CountedFlops, CounterComparison, compare_with_counter, count_training_step
-from .presets import PRESETS, Preset, UnknownPresetError, get_preset, list_presets
+from .presets import PRESETS, Preset, UnknownPresetError, get_preset, list_presets, preset_family
 from .recsys import (
     DLRMConfig,
     HSTUConfig,
@@ -91,6 +91,7 @@ __all__ = [
     "dlrm_flops",
     "flops_per_unit",
     "get_preset",
+    "preset_family",
     "hstu_flops",
     "hstu_sequence_flops",
     "linear",

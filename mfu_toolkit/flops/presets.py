@@ -436,6 +436,19 @@ def get_preset(name: str) -> Preset:
     raise UnknownPresetError(f"unknown preset {name!r}.{hint} Available: {', '.join(PRESETS)}")
 
 
+def preset_family(name: str | None) -> str | None:
+    """The published-MFU family of a preset (``dense-transformer``/``moe-transformer``), else None."""
+    if not name:
+        return None
+    try:
+        config = get_preset(name).config
+    except FlopsConfigError:
+        return None
+    if not isinstance(config, TransformerConfig):
+        return None
+    return "moe-transformer" if config.n_experts else "dense-transformer"
+
+
 def preset_records() -> list[dict[str, Any]]:
     """One dict per preset (name, kind, description, source, seq_len) for tables and widgets.
 

@@ -13,13 +13,17 @@ import pandas as pd
 
 from ..analysis.answer import FOLD_SHARE, Answer
 from ..readable import brief, num, pct, secs, si, tflops, value
+from .spoken import advice_text, denominator_sources, missing_text, point_text, where_text
+from .vocabulary import check_interface
 
 __all__ = ["blocks", "fact_value", "facts_shown"]
 
 
-def facts_shown(answer: Answer) -> list[dict[str, str]]:
-    """The facts used with their values formatted (``989.4 TFLOP/s``, ``2,048``)."""
-    return [{"name": f["name"], "shown": fact_value(f), "where": str(f["where"])} for f in answer.facts]
+def facts_shown(answer: Answer, *, interface: str = "python") -> list[dict[str, str]]:
+    """The facts used with their values formatted (``989.4 TFLOP/s``, ``2,048``) and where each
+    came from (a default says how to give it in ``interface``'s terms)."""
+    check_interface(interface)
+    return [{"name": f["name"], "shown": fact_value(f), "where": where_text(f, interface)} for f in answer.facts]
 
 
 
@@ -43,7 +47,7 @@ def _waterfall_rows(bd: pd.DataFrame, wall: float) -> tuple[list[list[str]], lis
     return rows, folded
 
 
-def _headline_lines(answer: Answer) -> list[str]:
+def _headline_lines(answer: Answer, interface: str) -> list[str]:
     h = answer.headline
     if not answer.timed:
         return ["MFU: not measurable: the log has no timed steps (see the load note below)."]
@@ -55,7 +59,7 @@ def _headline_lines(answer: Answer) -> list[str]:
         v = h[key]
         flag = f"; {answer.conflict['text']}" if answer.conflict and v is not None and not lines else ""
         lines.append(f"{label}: {pct(v)} ({what}){flag}" if v is not None
-                     else f"{label}: unknown: {reason.get(key) or 'n/a'}")
+                     else f"{label}: unknown: {point_text(reason.get(key), interface) or 'n/a'}")
     if h.get("window_mfu") is not None:
         lines.append(f"Steady-window MFU: {pct(h['window_mfu'])} (mean actual step in the window)")
     if h.get("steady_state_hfu") is not None:
@@ -79,7 +83,7 @@ def _headline_lines(answer: Answer) -> list[str]:
         peak = tflops(den.get("peak_flops_per_accelerator"))
         named = f" ({den['accelerator']} {den['dtype'] or ''})" if den.get("accelerator") else ""
         lines.append(f"  denominator: unknown (N = {n if n else 'unknown'}; peak {peak}{named})")
-    sources = den.get("sources") or {}
+    sources = denominator_sources(answer.facts, interface)
     if sources:
         lines.append("  from: " + "; ".join(f"{k} {v}" for k, v in sources.items()))
     if h.get("time_to_train_s") is not None:
@@ -112,21 +116,24 @@ def _holds_lines(answer: Answer) -> list[str]:
     lines.append(f"Facts stated: {h['facts_stated']}; claims: {h['claims']}")
     return lines
 
-def blocks(answer: Answer) -> list[tuple[str, list[str], list[list[str]] | None, list[str] | None]]:
-    """(heading, lines, table rows, table head) in reading order; shared by text and HTML."""
+def blocks(answer: Answer, interface: str = "python") -> list[tuple[str, list[str], list[list[str]] | None,
+                                                                    list[str] | None]]:
+    """(heading, lines, table rows, table head) in reading order, requests for missing facts in
+    ``interface``'s terms; shared by text and HTML."""
+    check_interface(interface)
     out: list[tuple[str, list[str], list[list[str]] | None, list[str] | None]] = []
-    out.append(("The answer", _headline_lines(answer), None, None))
+    out.append(("The answer", _headline_lines(answer, interface), None, None))
     if answer.missing:
-        out.append(("Missing facts", [f"- {m}" for m in answer.missing], None, None))
+        out.append(("Missing facts", [f"- {missing_text(m, interface)}" for m in answer.missing], None, None))
     if answer.timed:
         out.append(("Largest losses", _loss_lines(answer), None, None))
     out.append(("Stragglers", _straggler_lines(answer), None, None))
     if answer.checkpoint is not None:
-        out.append(("Checkpoint interval", [answer.checkpoint["advice"]], None, None))
+        out.append(("Checkpoint interval", [advice_text(answer.checkpoint, interface)], None, None))
     out.append(("Checks", [], [[c.status.upper(), c.name, c.message] for c in answer.checks],
                 ["status", "check", "message"]))
     out.append(("Facts used", [] if answer.facts else ["none"],
-                [[f["name"], fact_value(f), str(f["where"])] for f in answer.facts] or None,
+                [[f["name"], fact_value(f), where_text(f, interface)] for f in answer.facts] or None,
                 ["fact", "value", "from"]))
     if not answer.timed:
         out.append(("What the log holds", _holds_lines(answer), None, None))
@@ -134,7 +141,8 @@ def blocks(answer: Answer) -> list[tuple[str, list[str], list[list[str]] | None,
     rows, folded = _waterfall_rows(answer.breakdown, answer.headline["wall_s"])
     out.append(("Waterfall", [f"Folded (0 s or float noise): {', '.join(folded)}"] if folded else [],
                 rows, ["category", "seconds", "share", "efficiency after", "MFU after"]))
-    out.append(("Scorecard", [], [[r["family"], r["metric"], value(r["value"], r["unit"]), str(r["note"])]
+    out.append(("Scorecard", [], [[r["family"], r["metric"], value(r["value"], r["unit"]),
+                                   point_text(r["note"], interface)]
                                   for r in answer.scorecard.to_dict("records")],
                 ["family", "metric", "value", "note"]))
     w = answer.window

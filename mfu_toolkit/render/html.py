@@ -10,10 +10,11 @@ from .blocks import blocks
 __all__ = ["answer_sections"]
 
 
-def answer_sections(answer: Answer) -> list[tuple[str, str]]:
-    """``(heading, HTML fragment)`` pairs in reading order (the answer first)."""
+def answer_sections(answer: Answer, *, interface: str = "python") -> list[tuple[str, str]]:
+    """``(heading, HTML fragment)`` pairs in reading order (the answer first); missing facts are
+    asked for in ``interface``'s terms."""
     out = []
-    for heading, lines, rows, head in blocks(answer):
+    for heading, lines, rows, head in blocks(answer, interface):
         parts = []
         items = [line.strip() for line in lines]
         if items and all(i.startswith("- ") for i in items):

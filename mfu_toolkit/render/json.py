@@ -9,21 +9,33 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.answer import Answer
+from .spoken import advice_text, denominator_sources, missing_text, point_text, spoken_summary, where_text
+from .vocabulary import check_interface
 
 __all__ = ["answer_dict", "jsonable"]
 
 
-def answer_dict(answer: Answer) -> dict[str, Any]:
-    """The answer as JSON-able data (NaN and infinities as None)."""
+def answer_dict(answer: Answer, *, interface: str = "python") -> dict[str, Any]:
+    """The answer as JSON-able data (NaN and infinities as None): every check and missing fact
+    with its ``code``/``field``, the text phrased for ``interface`` beside it."""
+    check_interface(interface)
+    h = answer.headline
+    headline = {**h, "reasons": {k: point_text(v, interface) for k, v in h["reasons"].items()},
+                "denominator": {**h["denominator"], "sources": denominator_sources(answer.facts, interface)}}
+    missing = [missing_text(m, interface) for m in answer.missing]
+    checkpoint = None if answer.checkpoint is None else {**answer.checkpoint,
+                                                         "advice": advice_text(answer.checkpoint, interface)}
     doc = {
-        "title": answer.title, "log_name": answer.log_name, "date": answer.date, "interface": answer.interface,
-        "conflict": answer.conflict, "headline": answer.headline, "losses": list(answer.losses),
-        "stragglers": answer.stragglers,
-        "checkpoint": answer.checkpoint, "checks": [c.to_dict() for c in answer.checks],
-        "facts": list(answer.facts), "missing": list(answer.missing), "missing_fields": list(answer.missing_fields),
+        "title": answer.title, "log_name": answer.log_name, "date": answer.date, "interface": interface,
+        "conflict": answer.conflict, "headline": headline, "losses": list(answer.losses),
+        "stragglers": answer.stragglers, "checkpoint": checkpoint, "checks": [c.to_dict() for c in answer.checks],
+        "facts": [{**f, "where": where_text(f, interface)} for f in answer.facts], "missing": missing,
+        "missing_fields": [{**m, "text": t} for m, t in zip(answer.missing, missing, strict=True)],
         "breakdown": answer.breakdown.to_dict(orient="records"),
-        "scorecard": answer.scorecard.to_dict(orient="records"),
-        "window": answer.window, "load": answer.load, "holds": answer.holds, "summary": answer.summary,
+        "scorecard": answer.scorecard.assign(note=[point_text(n, interface) for n in answer.scorecard["note"]])
+        .to_dict(orient="records"),
+        "window": answer.window, "load": answer.load, "holds": answer.holds,
+        "summary": spoken_summary(answer.summary, interface),
     }
     return jsonable(doc)
 

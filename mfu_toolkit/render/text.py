@@ -10,12 +10,13 @@ from .blocks import blocks
 __all__ = ["answer_text"]
 
 
-def answer_text(answer: Answer, *, width: int = 100) -> str:
-    """The answer for a terminal: every line at most ``width`` characters."""
+def answer_text(answer: Answer, *, interface: str = "python", width: int = 100) -> str:
+    """The answer for a terminal, every line at most ``width`` characters; missing facts are asked
+    for in ``interface``'s terms ("python", "cli" or "make")."""
     if isinstance(width, bool) or not isinstance(width, int) or width < 40:
         raise ValueError(f"width must be an integer >= 40; got {width!r}")
     out = _wrap(answer.title, width)
-    for heading, lines, rows, head in blocks(answer):
+    for heading, lines, rows, head in blocks(answer, interface):
         out += ["", heading, "-" * min(len(heading), width)]
         for line in lines:
             indent = line[: len(line) - len(line.lstrip())]
