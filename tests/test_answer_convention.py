@@ -9,8 +9,9 @@ import pytest
 from _realdata import realdata  # noqa: F401
 from _samples import megatron_line
 
-from mfu_toolkit.analysis import apply_inputs, build_answer
+from mfu_toolkit.analysis import build_answer
 from mfu_toolkit.flops import model_flops
+from mfu_toolkit.inputs import apply_inputs
 from mfu_toolkit.io import load_run
 
 SEQ, GBS, GPUS, STEP_S = 32768, 16, 8, 10.0
