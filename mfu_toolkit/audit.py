@@ -250,8 +250,8 @@ def _ours(row: AuditRow, run: Any, inputs: dict[str, Any], interface: str) -> tu
     ours = answer.headline.get("steady_state_mfu")
     row.our_mfu = float(ours) if isinstance(ours, (int, float)) and math.isfinite(ours) else None
     for c in answer.checks:
-        if c.name.startswith("claim "):
-            row.claim_checks[c.name[len("claim "):]] = {"status": c.status, "ratio": c.ratio, "message": c.message}
+        if c.code.startswith("claim."):
+            row.claim_checks[c.field] = {"status": c.status, "ratio": c.ratio, "message": c.message}
     if row.our_mfu is not None:
         return run, None
     needs = [_NEEDS.get(m["field"], f"model FLOPs per {m.get('unit')}") for m in answer.missing

@@ -395,8 +395,12 @@ def _stated(stated: Sequence[Fact], fields: Mapping[str, Any], overrides: Mappin
         if f is not None and overrides.get(name) is None and fields.get(name) == f.value:
             out.used.append(f"{name} {_quote(f)}")
     if out.used:
-        note("used from the log: " + "; ".join(out.used))
+        note(_used_note(out.used))
     return out
+
+
+def _used_note(used: list[str]) -> str:
+    return "used from the log: " + "; ".join(used)
 
 
 def trace_peak(meta: RunMeta, resolved: Resolved) -> RunMeta:
@@ -438,6 +442,12 @@ class Resolved:
     conflicts: list[str]
     peak_from: list[str] = field(default_factory=list)
     defaults: list[str] = field(default_factory=list)  # fields assumed, not stated nor given ("dtype")
+    used: list[str] = field(default_factory=list)  # the stated values used, each with its file:line
+
+    @property
+    def shown_as_facts(self) -> list[str]:
+        """The notes written here that an answer shows as its fact checks and facts used."""
+        return [*self.conflicts, *([_used_note(self.used)] if self.used else [])]
 
 
 def resolve(stated: Sequence[Fact], fields: Mapping[str, Any], overrides: Mapping[str, Any], *, where: str,
@@ -454,7 +464,7 @@ def resolve(stated: Sequence[Fact], fields: Mapping[str, Any], overrides: Mappin
     facts.extend(f.to_dict(STATED) for f in found.derived)
     count = {k: overrides[k] for k in ("n_accelerators",) if k in overrides}
     conflicts += mark_given(found.derived, count, where=where, note=note)[1]
-    return Resolved(out, facts, conflicts, found.peak_from, found.assumed)
+    return Resolved(out, facts, conflicts, found.peak_from, found.assumed, found.used)
 
 
 def comparable(name: str, given_value: Any, stated_value: Any) -> bool | None:

@@ -157,6 +157,9 @@ class LoadReport:
     first_lines: dict[str, list[int | str]] = field(default_factory=dict)
     examples: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # the notes that say what the facts' resolution did (conflicts, stated values used): an
+    # answer shows them as its fact checks and facts used, not again as load notes
+    fact_notes: list[str] = field(default_factory=list)
 
     def skip(self, reason: str, line: int | None = None, example: str | None = None, file: str | None = None) -> None:
         """Count one skipped record under ``reason`` (a short phrase), remembering its line.

@@ -487,7 +487,7 @@ def _ratio(r: float) -> str:
 def _conflict(checks: list[Check]) -> dict[str, Any] | None:
     """The headline's own conflict: the log's throughput claims that disagree with ours beyond the
     check's tolerance (the furthest first), said beside the MFU in every front end."""
-    off = sorted((c for c in checks if c.name.startswith("claim ") and c.status == "warn" and c.ratio),
+    off = sorted((c for c in checks if c.code.startswith("claim.") and c.status == "warn" and c.ratio),
                  key=lambda c: -abs(math.log(c.ratio)))
     if not off:
         return None
@@ -574,9 +574,9 @@ def _load_checks(run: Run, timed: bool) -> list[Check]:
     if rep.skipped:
         out.append(Check("load", "warn", rep.summary(), code="load.skipped"))
     folder = str(Path(run.meta.source_path).parent) + "/" if run.meta.source_path else None
+    shown = set(rep.fact_notes)  # the fact checks' rows and the facts used table
     for note in rep.notes:
-        # conflicts are the fact checks' rows, the facts used are their own table
-        if not note.startswith(("conflict:", "used from the log")):
+        if note not in shown:
             out.append(Check("load note", "info", note.replace(folder, "") if folder else note, code="load.note"))
     return out
 

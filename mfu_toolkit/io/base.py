@@ -236,6 +236,8 @@ def _with_defaults(extra: Mapping[str, Any], defaults: list[str]) -> dict[str, A
     return out
 
 
+
+
 _GIVEN_WHERE = "load_run keyword"  # where a value given to load_run is said to come from
 
 
@@ -249,7 +251,9 @@ def _restore(run: Run, overrides: Mapping[str, Any], warn: bool) -> Run:
     shadow = Reader(Path(run.meta.source_path or "saved run"), run.meta.source_format or "", report=report)
     facts, conflicts = _facts.mark_given(stated, overrides, where=_GIVEN_WHERE, note=shadow.note)
     given = [f for f in facts if f["source"] == _facts.GIVEN]
-    meta = _facts.apply_given(run.meta.replace(facts=[*run.meta.facts, *given], report=report), overrides)
+    report.fact_notes = [*report.fact_notes, *conflicts]
+    meta = run.meta.replace(facts=[*run.meta.facts, *given], report=report)
+    meta = _facts.apply_given(meta, overrides)
     if warn and conflicts:
         warnings.warn(f"{report.source}: " + " ".join(conflicts) + ".", LoadWarning, stacklevel=6)
     return run.replace(meta=meta)
@@ -269,6 +273,7 @@ def assemble(parsed: Parsed, reader: Reader, overrides: Mapping[str, Any] | None
     rep.rows_kept = int(len(st) + len(ev) + (parsed.reductions.n_rows if parsed.reductions is not None else 0))
     res = _facts.resolve(parsed.facts, parsed.meta, overrides, where=_GIVEN_WHERE, note=reader.note)
     fields, facts, conflicts = res.fields, res.facts, res.conflicts
+    rep.fact_notes = [*rep.fact_notes, *res.shown_as_facts]
     fields.setdefault("name", Path(reader.display or reader.path).name)
     meta = RunMeta(
         source_path=reader.display or str(reader.path),
