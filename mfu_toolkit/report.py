@@ -23,6 +23,7 @@ from .analysis.accounting import Accounting, accounted
 from .analysis.answer import Answer, build_answer
 from .analysis.breakdown import breakdown
 from .analysis.reasons import Reason
+from .analysis.utilisation import gpu_util_mfu_table
 from .render import answer_sections
 from .render.vocabulary import check_interface, phrase
 from .run import Run
@@ -83,7 +84,7 @@ def report_figures(run: Run | Accounting, *, interface: str = "python") -> tuple
     try:
         if no_mfu:  # said in the interface's terms, not the table's Python ones
             raise ValueError(f"run has no MFU to compare with: {phrase(no_mfu, interface)}")
-        util = plots.gpu_util_mfu_table(acc)
+        util = gpu_util_mfu_table(acc)
     except ValueError as exc:
         notes.append(f"GPU utilisation vs MFU left out: {exc}")
     else:

@@ -7,6 +7,7 @@
 - ``scaling``     scaling efficiency from a table or from runs
 - ``scorecard``   the four families of acceptance metrics
 - ``compare``     two runs side by side, warning when more than one major variable differs
+- ``utilisation`` GPU utilisation (what monitoring shows) beside MFU, bin by bin
 - ``answer``      the one answer every front end renders (:func:`build_answer`, :class:`Answer`)
 
 The user's inputs (:func:`mfu_toolkit.inputs.apply_inputs`), ``mfu audit`` (:mod:`mfu_toolkit.audit`)
@@ -65,6 +66,7 @@ from .stragglers import (
     sync_step_time,
     without_worst_ranks,
 )
+from .utilisation import gpu_util_mfu_table
 
 __all__ = [
     "Answer",
@@ -99,6 +101,7 @@ __all__ = [
     "scaling_from_runs",
     "scaling_table",
     "gpu_idle_share",
+    "gpu_util_mfu_table",
     "scorecard",
     "STRAGGLER_KINDS",
     "OpStragglerVerdict",
