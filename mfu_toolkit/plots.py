@@ -54,7 +54,7 @@ from .analysis import (
     young_interval,
 )
 from .analysis.checkpoint import CHECKPOINT_MODES, checkpoint_overhead
-from .analysis.stragglers import _rank_matrix
+from .analysis.stragglers import rank_matrix
 from .analysis.utilisation import gpu_util_mfu_table
 from .run import Run
 from .scenarios.order_stats import DISTRIBUTIONS, sync_step_time
@@ -737,7 +737,7 @@ def rank_heatmap(
         n_r, n_s = len(ranks), len(steps)
         g_r, g_s = rel.shape
     else:
-        m = _rank_matrix(r)
+        m = rank_matrix(r)
         with np.errstate(invalid="ignore", divide="ignore"):
             med = np.nanmedian(m.busy, axis=1, keepdims=True)
             rel = (m.busy / np.where(med > 0, med, np.nan) - 1.0).T  # ranks × steps

@@ -582,7 +582,7 @@ def validate(steps: pd.DataFrame, events: pd.DataFrame) -> None:
     if attempts and attempts[0] == 0 and attempts[-1] != len(attempts) - 1:
         # An attempt may have died before logging anything; gaps are legal only if they
         # show up as events. Steps alone never skip an attempt number.
-        raise SchemaError(f"attempt numbers must run 0, 1, 2, ... without gaps; missing {_gaps(attempts)}")
+        raise SchemaError(f"attempt numbers must run 0, 1, 2, ... without gaps; missing {missing_numbers(attempts)}")
     if attempts and attempts[0] != 0:
         raise SchemaError(f"attempt numbers must start at 0; the first is {attempts[0]}")
     if _surely_unique(steps):
@@ -596,7 +596,7 @@ def validate(steps: pd.DataFrame, events: pd.DataFrame) -> None:
         )
 
 
-def _gaps(numbers: list[int], limit: int = 10) -> str:
+def missing_numbers(numbers: list[int], limit: int = 10) -> str:
     """The numbers missing between sorted distinct ``numbers``: the first ``limit`` and a count.
 
     Linear in ``len(numbers)``, never in the size of a gap (an attempt number of 2**62 read from

@@ -132,3 +132,15 @@ def test_the_old_module_paths_warn_and_resolve(old, new, name):
         assert importlib.import_module("mfu_toolkit.analysis").__getattr__(old.rsplit(".", 1)[-1]) is new_mod
     with pytest.raises(AttributeError):
         old_mod.no_such_name  # noqa: B018
+
+
+def test_private_names_stay_inside_their_module():
+    # a name with a leading underscore is its module's own; another module that needs it gets a
+    # public name (rank_matrix, missing_numbers, arrow_numpy, check_int were private and shared)
+    leaks = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                leaks += [f"{path.relative_to(PACKAGE)}:{node.lineno} {a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not leaks, leaks

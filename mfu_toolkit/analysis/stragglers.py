@@ -102,7 +102,7 @@ def _compared_with(stage: np.ndarray | None) -> str:
     return "all ranks (no stage information: ranks of different pipeline stages are compared as peers)"
 
 
-def _rank_matrix(run: Run) -> _Matrix:
+def rank_matrix(run: Run) -> _Matrix:
     """Busy time of each rank in each useful step, as a dense steps × ranks matrix."""
     s = run.steps
     per_rank = s["rank"].to_numpy() >= 0
@@ -159,9 +159,9 @@ def step_spread(run: Run) -> pd.DataFrame:
     if run.reductions is not None:
         out = run.reductions.step_spread()
         if not len(out):
-            _rank_matrix(run.replace(reductions=None))  # the no-per-rank-rows error
+            rank_matrix(run.replace(reductions=None))  # the no-per-rank-rows error
     else:
-        m = _rank_matrix(run)
+        m = rank_matrix(run)
         out = m.keys.copy()
         out["n_ranks"] = np.sum(np.isfinite(m.busy), axis=1)
         out["median_s"] = np.nanmedian(m.busy, axis=1)
@@ -222,10 +222,10 @@ def _rank_statistics(run: Run, threshold: float) -> tuple[np.ndarray, ...]:
         rs = run.reductions.rank_stats(threshold)
         f = rs.frame
         if not len(f):
-            _rank_matrix(run.replace(reductions=None))  # the no-per-rank-rows error
+            rank_matrix(run.replace(reductions=None))  # the no-per-rank-rows error
         return (f["rank"].to_numpy(), f["steps"].to_numpy(), f["median_s"].to_numpy(),
                 f["n_slowest"].to_numpy(), f["slow_steps"].to_numpy(), rs.n_keys, None)
-    m = _rank_matrix(run)
+    m = rank_matrix(run)
     step_med = _peer_step_median(m)  # each rank against its stage's peers where stages are known
     with np.errstate(invalid="ignore", divide="ignore"):
         slow = m.busy > (1.0 + threshold) * step_med
@@ -328,7 +328,7 @@ def without_worst_ranks(run: Run, *, k: int = 3) -> pd.DataFrame:
     """
     k = _check_k("k", k)
     if run.reductions is None:
-        _rank_matrix(run)  # the no-per-rank-rows error before any other
+        rank_matrix(run)  # the no-per-rank-rows error before any other
     sc = rank_scores(run)
     order = [int(r) for r in sc["rank"]]
     js = account(run).steps
@@ -357,7 +357,7 @@ def _max_without(run: Run, worst: list[int]) -> tuple[pd.DataFrame, list[np.ndar
         # new max is the max over the ranks left (exact, from per-step maxima of the engine)
         keys, mat = run.reductions.worst_rank_maxima(worst)
         return keys, [np.nanmax(mat[:, j:], axis=1) for j in range(len(worst) + 1)]
-    m = _rank_matrix(run)
+    m = rank_matrix(run)
     col = {int(r): i for i, r in enumerate(m.ranks)}
     out = []
     for j in range(len(worst) + 1):

@@ -221,13 +221,13 @@ class DuckBackend:
         finally:
             for name in tables:
                 self.con.unregister(name)
-        return {c: _numpy(t.column(c)) for c in t.column_names}
+        return {c: arrow_numpy(t.column(c)) for c in t.column_names}
 
     def close(self) -> None:
         self.con.close()
 
 
-def _numpy(col: object) -> np.ndarray:
+def arrow_numpy(col: object) -> np.ndarray:
     """An Arrow column as numpy; NULLs become NaN (integers with NULLs widen to float)."""
     import pyarrow as pa
     import pyarrow.compute as pc

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from . import queries, row_rules
-from .duck import FILE_COLUMN, STEP_SOURCE_COLUMNS, _numpy, source_type
+from .duck import FILE_COLUMN, STEP_SOURCE_COLUMNS, arrow_numpy, source_type
 
 __all__ = ["SparkBackend", "literal_path", "local_session"]
 
@@ -120,7 +120,7 @@ class SparkBackend:
         sql = queries.transpile(row_rules.validation_sql("mfu_raw_steps", FILE_COLUMN, self.columns, self.int_columns),
                                 self.dialect)
         got = self.spark.sql(sql).toArrow()
-        cols = {c: _numpy(got.column(c)) for c in got.column_names}
+        cols = {c: arrow_numpy(got.column(c)) for c in got.column_names}
         return {(_local_file(str(f)), int(c)): (int(n), float(lo), float(hi))
                 for f, c, n, lo, hi in zip(cols["f"], cols["code"], cols["n"], cols["step_min"], cols["step_max"],
                                            strict=True)}
@@ -143,4 +143,4 @@ class SparkBackend:
         for name, df in tables.items():
             self.spark.createDataFrame(pa.Table.from_pandas(df, preserve_index=False)).createOrReplaceTempView(name)
         t = self.spark.sql(sql).toArrow()
-        return {c: _numpy(t.column(c)) for c in t.column_names}
+        return {c: arrow_numpy(t.column(c)) for c in t.column_names}

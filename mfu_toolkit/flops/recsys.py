@@ -27,14 +27,14 @@ from .transformer import (
     ModelFlops,
     ParamCounts,
     Recompute,
-    _check_blocks,
-    _check_bool,
-    _check_choice,
-    _check_int,
-    _check_number,
-    _check_recompute,
-    _fail,
-    _finish,
+    check_blocks,
+    check_bool,
+    check_choice,
+    check_int,
+    check_number,
+    check_recompute,
+    fail,
+    finish,
 )
 
 __all__ = [
@@ -55,18 +55,18 @@ INTERACTIONS = ("dot", "dcnv2", "concat")
 
 def _int_tuple(name: str, value: Any, *, allow_empty: bool = False, minimum: int = 1) -> tuple:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise _fail(name, "a sequence of positive integers", value)
+        raise fail(name, "a sequence of positive integers", value)
     out = tuple(value)
     if not out and not allow_empty:
-        raise _fail(name, "a non-empty sequence of positive integers", value)
+        raise fail(name, "a non-empty sequence of positive integers", value)
     for i, v in enumerate(out):
-        _check_int(f"{name}[{i}]", v, minimum=minimum)
+        check_int(f"{name}[{i}]", v, minimum=minimum)
     return out
 
 
 def _check_name(value: Any) -> None:
     if not isinstance(value, str) or not value:
-        raise _fail("name", "a non-empty string", value)
+        raise fail("name", "a non-empty string", value)
 
 
 # --------------------------------------------------------------------------------------------
@@ -77,9 +77,9 @@ def linear(
     name: str, in_features: int, out_features: int, *, times: int = 1, bias: bool = False
 ) -> Component:
     """A custom block of ``times`` dense layers ``in_features -> out_features`` (2*in*out each)."""
-    _check_int("in_features", in_features)
-    _check_int("out_features", out_features)
-    _check_int("times", times)
+    check_int("in_features", in_features)
+    check_int("out_features", out_features)
+    check_int("times", times)
     params = (in_features * out_features + (out_features if bias else 0)) * times
     return Component(name, 2.0 * in_features * out_features * times, params=params)
 
@@ -118,10 +118,10 @@ def _conventions(
     notes: tuple[str, ...] = (),
 ) -> Conventions:
     return Conventions(
-        backward_factor=_check_number("backward_factor", backward_factor),
+        backward_factor=check_number("backward_factor", backward_factor),
         include_attention=attention,
         causal=causal,
-        recompute=_check_recompute(recompute),
+        recompute=check_recompute(recompute),
         notes=notes,
         has_attention=attention,
     )
@@ -148,10 +148,10 @@ class MLPConfig:
     name: str = "custom-mlp"
 
     def __post_init__(self) -> None:
-        _check_int("in_features", self.in_features)
+        check_int("in_features", self.in_features)
         object.__setattr__(self, "layer_sizes", _int_tuple("layer_sizes", self.layer_sizes))
-        _check_bool("bias", self.bias)
-        object.__setattr__(self, "extra_blocks", _check_blocks(self.extra_blocks))
+        check_bool("bias", self.bias)
+        object.__setattr__(self, "extra_blocks", check_blocks(self.extra_blocks))
         _check_name(self.name)
 
 
@@ -164,7 +164,7 @@ def mlp_flops(
     source: str = "",
 ) -> ModelFlops:
     """Forward/training FLOPs per sample of an MLP tower (one row per layer)."""
-    _check_int("batch", batch)
+    check_int("batch", batch)
     rows, prev, params = [], config.in_features, 0
     for i, out in enumerate(config.layer_sizes):
         p = prev * out + (out if config.bias else 0)
@@ -173,7 +173,7 @@ def mlp_flops(
         prev = out
     rows.extend(config.extra_blocks)
     params += sum(b.params for b in config.extra_blocks)
-    return _finish(
+    return finish(
         name=config.name,
         kind="mlp",
         unit="sample",
@@ -233,36 +233,36 @@ class DLRMConfig:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        _check_int("n_dense", self.n_dense, minimum=0)
+        check_int("n_dense", self.n_dense, minimum=0)
         set_(self, "bottom_mlp", _int_tuple("bottom_mlp", self.bottom_mlp, allow_empty=True))
-        _check_int("n_sparse", self.n_sparse)
-        _check_int("embedding_dim", self.embedding_dim)
+        check_int("n_sparse", self.n_sparse)
+        check_int("embedding_dim", self.embedding_dim)
         set_(self, "top_mlp", _int_tuple("top_mlp", self.top_mlp))
-        _check_choice("interaction", self.interaction, INTERACTIONS)
-        _check_int("cross_layers", self.cross_layers, minimum=0)
+        check_choice("interaction", self.interaction, INTERACTIONS)
+        check_int("cross_layers", self.cross_layers, minimum=0)
         if self.cross_rank is not None:
-            _check_int("cross_rank", self.cross_rank)
-        _check_bool("dot_self_interaction", self.dot_self_interaction)
+            check_int("cross_rank", self.cross_rank)
+        check_bool("dot_self_interaction", self.dot_self_interaction)
         if self.interaction == "dot":
             if not self.bottom_mlp or self.bottom_mlp[-1] != self.embedding_dim:
-                raise _fail(
+                raise fail(
                     "bottom_mlp",
                     f"a tower ending in embedding_dim={self.embedding_dim} (dot interaction "
                     "needs equal widths)",
                     self.bottom_mlp,
                 )
         if self.bottom_mlp and self.n_dense == 0:
-            raise _fail("n_dense", "an integer >= 1 when bottom_mlp is given", self.n_dense)
+            raise fail("n_dense", "an integer >= 1 when bottom_mlp is given", self.n_dense)
         for key in ("embedding_rows", "pooling_factors"):
             value = getattr(self, key)
             if value is not None:
                 value = _int_tuple(key, value, minimum=0 if key == "pooling_factors" else 1)
                 if len(value) != self.n_sparse:
-                    raise _fail(key, f"a sequence of n_sparse={self.n_sparse} integers", value)
+                    raise fail(key, f"a sequence of n_sparse={self.n_sparse} integers", value)
                 set_(self, key, value)
-        _check_int("embedding_bytes", self.embedding_bytes)
-        _check_bool("bias", self.bias)
-        set_(self, "extra_blocks", _check_blocks(self.extra_blocks))
+        check_int("embedding_bytes", self.embedding_bytes)
+        check_bool("bias", self.bias)
+        set_(self, "extra_blocks", check_blocks(self.extra_blocks))
         _check_name(self.name)
 
     @property
@@ -347,7 +347,7 @@ def dlrm_flops(
     Also reports embedding bytes read per sample (lookups x dim x bytes). ``params.active`` is
     the dense parameters plus the embedding rows one sample reads.
     """
-    _check_int("batch", batch)
+    check_int("batch", batch)
     rows, dense_params = _dlrm_rows(config)
     table_params = rows[0].params
     lookups = config.lookups_per_sample
@@ -359,7 +359,7 @@ def dlrm_flops(
     notes = [_FIRST_LAYER_NOTE]
     if config.interaction == "dot":
         notes.append("dot interaction: the full Gram matrix is counted (that is what the bmm runs)")
-    return _finish(
+    return finish(
         name=config.name,
         kind="dlrm",
         unit="sample",
@@ -404,12 +404,12 @@ class HSTUConfig:
 
     def __post_init__(self) -> None:
         for key in ("n_layers", "d_model", "n_heads", "dqk", "dv", "seq_len", "embedding_bytes"):
-            _check_int(key, getattr(self, key))
-        _check_bool("causal", self.causal)
-        _check_int("n_negatives", self.n_negatives, minimum=0)
+            check_int(key, getattr(self, key))
+        check_bool("causal", self.causal)
+        check_int("n_negatives", self.n_negatives, minimum=0)
         if self.n_items is not None:
-            _check_int("n_items", self.n_items)
-        object.__setattr__(self, "extra_blocks", _check_blocks(self.extra_blocks))
+            check_int("n_items", self.n_items)
+        object.__setattr__(self, "extra_blocks", check_blocks(self.extra_blocks))
         _check_name(self.name)
 
     def layer_params(self) -> int:
@@ -426,8 +426,8 @@ def hstu_sequence_flops(
     each pair costs ``2 * H * dqk`` (scores) and ``2 * H * dv`` (values).
     """
     c = config
-    n = _check_int("length", length)
-    causal = c.causal if causal is None else _check_bool("causal", causal)
+    n = check_int("length", length)
+    causal = c.causal if causal is None else check_bool("causal", causal)
     d, h, L = c.d_model, c.n_heads, c.n_layers
     pairs = n * (n + 1) / 2 if causal else float(n * n)
     rows = [
@@ -477,15 +477,15 @@ def hstu_flops(
     sample. The ``breakdown`` is per sample (``unit="sample"``).
     """
     if seq_len is not None:
-        config = replace(config, seq_len=_check_int("seq_len", seq_len))
-    causal = config.causal if causal is None else _check_bool("causal", causal)
+        config = replace(config, seq_len=check_int("seq_len", seq_len))
+    causal = config.causal if causal is None else check_bool("causal", causal)
     if lengths is None:
         lens = (config.seq_len,)
     else:
         lens = _int_tuple("lengths", lengths)
     if batch is None:
         batch = len(lens) if lengths is not None else 1
-    _check_int("batch", batch)
+    check_int("batch", batch)
 
     sums: dict[str, Component] = {}
     for n in lens:
@@ -516,7 +516,7 @@ def hstu_flops(
     notes = ["HSTU attention is pointwise (SiLU), no softmax; both products are counted"]
     if lengths is not None:
         notes.append(f"per-sample values are means over {k} real sequence lengths")
-    return _finish(
+    return finish(
         name=config.name,
         kind="hstu",
         unit="sample",

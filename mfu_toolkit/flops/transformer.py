@@ -73,50 +73,50 @@ class FlopsConfigError(ValueError):
 # validation helpers (shared with recsys.py and config.py)
 
 
-def _fail(name: str, allowed: str, value: Any) -> FlopsConfigError:
+def fail(name: str, allowed: str, value: Any) -> FlopsConfigError:
     return FlopsConfigError(f"{name} must be {allowed}; got {value!r}")
 
 
-def _check_int(name: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
+def check_int(name: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
     """Return ``value`` if it is an int in [minimum, maximum], else raise a naming error."""
     if maximum is None:
         allowed = f"an integer >= {minimum}"
     else:
         allowed = f"an integer in [{minimum}, {maximum}]"
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _fail(name, allowed, value)
+        raise fail(name, allowed, value)
     if value < minimum or (maximum is not None and value > maximum):
-        raise _fail(name, allowed, value)
+        raise fail(name, allowed, value)
     return value
 
 
-def _check_number(name: str, value: Any, *, minimum: float = 0.0) -> float:
+def check_number(name: str, value: Any, *, minimum: float = 0.0) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _fail(name, f"a finite number >= {minimum}", value)
+        raise fail(name, f"a finite number >= {minimum}", value)
     if value < minimum:
-        raise _fail(name, f"a finite number >= {minimum}", value)
+        raise fail(name, f"a finite number >= {minimum}", value)
     return float(value)
 
 
-def _check_bool(name: str, value: Any) -> bool:
+def check_bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise _fail(name, "True or False", value)
+        raise fail(name, "True or False", value)
     return value
 
 
-def _check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
+def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     choices = tuple(choices)
     if value not in choices:
-        raise _fail(name, "one of " + ", ".join(repr(c) for c in choices), value)
+        raise fail(name, "one of " + ", ".join(repr(c) for c in choices), value)
     return value
 
 
-def _check_recompute(recompute: Any) -> str:
-    return _check_choice("recompute", recompute, RECOMPUTE_MODES)
+def check_recompute(recompute: Any) -> str:
+    return check_choice("recompute", recompute, RECOMPUTE_MODES)
 
 
 def _check_optional_int(name: str, value: Any, *, minimum: int = 1) -> int | None:
-    return None if value is None else _check_int(name, value, minimum=minimum)
+    return None if value is None else check_int(name, value, minimum=minimum)
 
 
 def seq_len_required(name: str) -> FlopsConfigError:
@@ -150,11 +150,11 @@ class Component:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise _fail("Component.name", "a non-empty string", self.name)
-        _check_number(f"Component({self.name!r}).forward_flops", self.forward_flops)
-        _check_int(f"Component({self.name!r}).params", self.params, minimum=0)
-        _check_bool(f"Component({self.name!r}).attention", self.attention)
-        _check_bool(f"Component({self.name!r}).output_layer", self.output_layer)
+            raise fail("Component.name", "a non-empty string", self.name)
+        check_number(f"Component({self.name!r}).forward_flops", self.forward_flops)
+        check_int(f"Component({self.name!r}).params", self.params, minimum=0)
+        check_bool(f"Component({self.name!r}).attention", self.attention)
+        check_bool(f"Component({self.name!r}).output_layer", self.output_layer)
 
 
 @dataclass(frozen=True)
@@ -476,7 +476,7 @@ class ModelFlops:
         }
 
 
-def _finish(
+def finish(
     *,
     name: str,
     kind: str,
@@ -527,16 +527,16 @@ def _finish(
 # transformer configuration
 
 
-def _check_blocks(value: Any) -> tuple[Component, ...]:
+def check_blocks(value: Any) -> tuple[Component, ...]:
     """``extra_blocks`` as a tuple of ``Component`` (named custom blocks with their FLOPs)."""
     if isinstance(value, (str, bytes, Component)):
-        raise _fail(
+        raise fail(
             "extra_blocks", "a sequence of Component (see linear() / custom_block())", value
         )
     blocks = tuple(value)
     for i, b in enumerate(blocks):
         if not isinstance(b, Component):
-            raise _fail(f"extra_blocks[{i}]", "a Component (see linear() / custom_block())", b)
+            raise fail(f"extra_blocks[{i}]", "a Component (see linear() / custom_block())", b)
     return blocks
 
 
@@ -630,71 +630,71 @@ class TransformerConfig:
             "output_bias",
         )
         set_(self, "_derived", frozenset(n for n in derivable if getattr(self, n) is None))
-        _check_int("n_layers", self.n_layers)
-        _check_int("d_model", self.d_model)
-        _check_int("n_heads", self.n_heads)
+        check_int("n_layers", self.n_layers)
+        check_int("d_model", self.d_model)
+        check_int("n_heads", self.n_heads)
         if self.head_dim is None:
             if self.d_model % self.n_heads:
-                raise _fail(
+                raise fail(
                     "n_heads",
                     f"a divisor of d_model={self.d_model} (or give head_dim explicitly)",
                     self.n_heads,
                 )
             set_(self, "head_dim", self.d_model // self.n_heads)
-        _check_int("head_dim", self.head_dim)
+        check_int("head_dim", self.head_dim)
         if self.n_kv_heads is None:
             set_(self, "n_kv_heads", self.n_heads)
-        _check_int("n_kv_heads", self.n_kv_heads, maximum=self.n_heads)
+        check_int("n_kv_heads", self.n_kv_heads, maximum=self.n_heads)
         if self.n_heads % self.n_kv_heads:
-            raise _fail("n_kv_heads", f"a divisor of n_heads={self.n_heads}", self.n_kv_heads)
+            raise fail("n_kv_heads", f"a divisor of n_heads={self.n_heads}", self.n_kv_heads)
         if self.d_ff is None:
             set_(self, "d_ff", 4 * self.d_model)
-        _check_int("d_ff", self.d_ff)
-        _check_choice("ffn_type", self.ffn_type, FFN_TYPES)
-        _check_int("vocab_size", self.vocab_size)
-        _check_bool("tied_embeddings", self.tied_embeddings)
+        check_int("d_ff", self.d_ff)
+        check_choice("ffn_type", self.ffn_type, FFN_TYPES)
+        check_int("vocab_size", self.vocab_size)
+        check_bool("tied_embeddings", self.tied_embeddings)
         _check_optional_int("seq_len", self.seq_len)
-        _check_choice("pos_embedding", self.pos_embedding, POS_EMBEDDINGS)
-        _check_bool("bias", self.bias)
+        check_choice("pos_embedding", self.pos_embedding, POS_EMBEDDINGS)
+        check_bool("bias", self.bias)
         self._check_param_details(set_)
-        _check_int("n_experts", self.n_experts, minimum=0)
-        _check_int("n_shared_experts", self.n_shared_experts, minimum=0)
+        check_int("n_experts", self.n_experts, minimum=0)
+        check_int("n_shared_experts", self.n_shared_experts, minimum=0)
         if self.n_experts:
-            _check_int("top_k", self.top_k, maximum=self.n_experts)
+            check_int("top_k", self.top_k, maximum=self.n_experts)
         else:
-            _check_int("top_k", self.top_k)
+            check_int("top_k", self.top_k)
         if self.d_ff_expert is None:
             set_(self, "d_ff_expert", self.d_ff)
-        _check_int("d_ff_expert", self.d_ff_expert)
+        check_int("d_ff_expert", self.d_ff_expert)
         if self.d_ff_shared is None:
             set_(self, "d_ff_shared", self.d_ff_expert)
-        _check_int("d_ff_shared", self.d_ff_shared)
-        _check_int("n_dense_layers", self.n_dense_layers, minimum=0, maximum=self.n_layers)
+        check_int("d_ff_shared", self.d_ff_shared)
+        check_int("n_dense_layers", self.n_dense_layers, minimum=0, maximum=self.n_layers)
         if self.max_seq_len is None:
             set_(self, "max_seq_len", self.seq_len)
         _check_optional_int("max_seq_len", self.max_seq_len)
         if self.pos_embedding == "learned" and self.max_seq_len is None:
-            raise _fail(
+            raise fail(
                 "max_seq_len",
                 "an integer >= 1 (or give seq_len) to size the learned position table",
                 None,
             )
         self._check_window(set_)
         self._check_mla()
-        _check_int("n_mtp_modules", self.n_mtp_modules, minimum=0)
-        _check_int("norms_per_layer", self.norms_per_layer, minimum=0)
-        set_(self, "extra_blocks", _check_blocks(self.extra_blocks))
+        check_int("n_mtp_modules", self.n_mtp_modules, minimum=0)
+        check_int("norms_per_layer", self.norms_per_layer, minimum=0)
+        set_(self, "extra_blocks", check_blocks(self.extra_blocks))
         if not isinstance(self.name, str) or not self.name:
-            raise _fail("name", "a non-empty string", self.name)
+            raise fail("name", "a non-empty string", self.name)
 
     def _check_param_details(self, set_: Any) -> None:
         """Biases, norms and sinks that change parameter counts only."""
         for key in ("norm_bias", "output_bias"):
             if getattr(self, key) is None:
                 set_(self, key, self.bias)
-            _check_bool(key, getattr(self, key))
+            check_bool(key, getattr(self, key))
         for key in ("router_bias", "attention_sinks", "qk_norm"):
-            _check_bool(key, getattr(self, key))
+            check_bool(key, getattr(self, key))
 
     def _check_window(self, set_: Any) -> None:
         w = self.attention_window
@@ -702,36 +702,36 @@ class TransformerConfig:
             return
         if isinstance(w, (list, tuple)):
             if not w:
-                raise _fail("attention_window", "an int, a non-empty sequence of ints or None", w)
+                raise fail("attention_window", "an int, a non-empty sequence of ints or None", w)
             for i, v in enumerate(w):
-                _check_int(f"attention_window[{i}]", v, minimum=0)
+                check_int(f"attention_window[{i}]", v, minimum=0)
             set_(self, "attention_window", tuple(w))
         else:
-            _check_int("attention_window", w)
+            check_int("attention_window", w)
 
     def _check_mla(self) -> None:
         if self.kv_lora_rank is None:
             for key in ("q_lora_rank", *_MLA_SHAPE):
                 if getattr(self, key) is not None:
-                    raise _fail(
+                    raise fail(
                         key,
                         "None unless kv_lora_rank is set (multi-head latent attention)",
                         getattr(self, key),
                     )
             return
-        _check_int("kv_lora_rank", self.kv_lora_rank)
+        check_int("kv_lora_rank", self.kv_lora_rank)
         _check_optional_int("q_lora_rank", self.q_lora_rank)
         for key in _MLA_SHAPE:
             value = getattr(self, key)
             if value is None:
-                raise _fail(
+                raise fail(
                     key, "an integer when kv_lora_rank is set (multi-head latent attention)", value
                 )
-        _check_int("qk_nope_head_dim", self.qk_nope_head_dim, minimum=0)
-        _check_int("qk_rope_head_dim", self.qk_rope_head_dim, minimum=0)
-        _check_int("v_head_dim", self.v_head_dim)
+        check_int("qk_nope_head_dim", self.qk_nope_head_dim, minimum=0)
+        check_int("qk_rope_head_dim", self.qk_rope_head_dim, minimum=0)
+        check_int("v_head_dim", self.v_head_dim)
         if self.qk_nope_head_dim + self.qk_rope_head_dim == 0:
-            raise _fail("qk_nope_head_dim", "> 0 or qk_rope_head_dim > 0", self.qk_nope_head_dim)
+            raise fail("qk_nope_head_dim", "> 0 or qk_rope_head_dim > 0", self.qk_nope_head_dim)
 
     @property
     def is_moe(self) -> bool:
@@ -1016,11 +1016,11 @@ def transformer_breakdown(
     the ``extra_blocks``. Raises ``FlopsConfigError`` naming ``seq_len`` when none is known.
     """
     c = config
-    t = c.seq_len if seq_len is None else _check_int("seq_len", seq_len)
+    t = c.seq_len if seq_len is None else check_int("seq_len", seq_len)
     if t is None:
         raise seq_len_required(c.name)
-    _check_bool("include_attention", include_attention)
-    _check_bool("causal", causal)
+    check_bool("include_attention", include_attention)
+    check_bool("causal", causal)
     L = c.n_layers
     keys = sum(_keys_per_query(t, w, causal) for w in c.layer_windows())  # summed over layers
     ins, out = _attention_matmuls(c)
@@ -1170,19 +1170,19 @@ def transformer_flops(
     ``batch`` is sequences per optimizer step. ``recompute`` only changes hardware FLOPs.
     """
     if seq_len is not None:
-        config = replace(config, seq_len=_check_int("seq_len", seq_len))
+        config = replace(config, seq_len=check_int("seq_len", seq_len))
     elif config.seq_len is None:
         raise seq_len_required(config.name)
-    _check_int("batch", batch)
+    check_int("batch", batch)
     conventions = Conventions(
-        backward_factor=_check_number("backward_factor", backward_factor),
-        include_attention=_check_bool("include_attention", include_attention),
-        causal=_check_bool("causal", causal),
-        recompute=_check_recompute(recompute),
+        backward_factor=check_number("backward_factor", backward_factor),
+        include_attention=check_bool("include_attention", include_attention),
+        causal=check_bool("causal", causal),
+        recompute=check_recompute(recompute),
         notes=_transformer_notes(config),
     )
     breakdown = transformer_breakdown(config, include_attention=include_attention, causal=causal)
-    return _finish(
+    return finish(
         name=config.name,
         kind="transformer",
         unit="token",
@@ -1205,7 +1205,7 @@ def six_n(n_params: float) -> float:
 
     2N forward + 4N backward; ignores attention and counts embedding parameters as matmuls.
     """
-    return 6.0 * _check_number("n_params", n_params)
+    return 6.0 * check_number("n_params", n_params)
 
 
 def palm_flops_per_token(
@@ -1215,12 +1215,12 @@ def palm_flops_per_token(
 
     The second term is the attention score/value products, forward + backward, non-causal.
     """
-    _check_number("n_params", n_params)
+    check_number("n_params", n_params)
     for name, value in (
         ("n_layers", n_layers),
         ("n_heads", n_heads),
         ("head_dim", head_dim),
         ("seq_len", seq_len),
     ):
-        _check_int(name, value)
+        check_int(name, value)
     return 6.0 * n_params + 12.0 * n_layers * n_heads * head_dim * seq_len

@@ -32,7 +32,8 @@ __all__ = ["DISTRIBUTIONS", "expected_max", "sync_step_time", "expected_sync_ste
 DISTRIBUTIONS = ("normal", "lognormal", "exponential")
 
 
-def _num(name: str, value: Any, *, lo: float | None = None, hi: float | None = None, strict: bool = False) -> float:
+def check_number(name: str, value: Any, *, lo: float | None = None, hi: float | None = None,
+                 strict: bool = False) -> float:
     """``value`` as a float, or a ValueError naming the parameter, its bounds and the value."""
     ok = isinstance(value, (int, float, np.number)) and not isinstance(value, bool) and math.isfinite(value)
     if ok and lo is not None:
@@ -50,7 +51,7 @@ def _num(name: str, value: Any, *, lo: float | None = None, hi: float | None = N
     return float(value)
 
 
-def _int(name: str, value: Any, *, lo: int, hi: int | None = None) -> int:
+def check_int(name: str, value: Any, *, lo: int, hi: int | None = None) -> int:
     """``value`` as an int, or a ValueError naming the parameter, its bounds and the value."""
     ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= lo
     ok = ok and (hi is None or value <= hi)
@@ -136,11 +137,11 @@ def expected_max(
     distribution, ``Σ x_(i) [(i/m)^n − ((i−1)/m)^n]``; or a callable ``(rng, size) -> samples`` —
     Monte Carlo with ``n_mc`` replications.
     """
-    n = _int("n", n, lo=1)
+    n = check_int("n", n, lo=1)
     if isinstance(dist, str):
         return _closed_max(n, dist, mean, std)
     if callable(dist):
-        return _monte_carlo_max(n, dist, _int("n_mc", n_mc, lo=1), seed)
+        return _monte_carlo_max(n, dist, check_int("n_mc", n_mc, lo=1), seed)
     x = np.sort(np.asarray(dist, dtype=float).ravel())
     if x.size == 0 or not np.all(np.isfinite(x)):
         raise ValueError(f"dist samples must be a non-empty array of finite numbers; got {x.size} values")
@@ -154,8 +155,8 @@ def _closed_max(n: int, dist: str, mean: float, std: float) -> float:
     if dist not in DISTRIBUTIONS:
         raise ValueError(f"dist must be one of {', '.join(DISTRIBUTIONS)}, an array of samples or a callable; "
                          f"got {dist!r}")
-    _num("mean", mean)
-    _num("std", std, lo=0.0)
+    check_number("mean", mean)
+    check_number("std", std, lo=0.0)
     if std == 0 or n == 1:
         return float(mean)
     if dist == "normal":
@@ -255,10 +256,10 @@ def expected_sync_step(
     ns = np.atleast_1d(np.asarray(ranks))
     if ns.dtype.kind not in "iu" or ns.size == 0 or (ns < 1).any():
         raise ValueError(f"ranks must be integers >= 1; got {ranks!r}")
-    cv = _num("jitter_cv", jitter_cv, lo=0.0, hi=2.0)
-    k = _int("slow_ranks", slow_ranks, lo=0)
-    sd = _num("slowdown", slowdown, lo=1.0)
-    base = _num("base_step_s", base_step_s, lo=0.0, strict=True)
+    cv = check_number("jitter_cv", jitter_cv, lo=0.0, hi=2.0)
+    k = check_int("slow_ranks", slow_ranks, lo=0)
+    sd = check_number("slowdown", slowdown, lo=1.0)
+    base = check_number("base_step_s", base_step_s, lo=0.0, strict=True)
     ns = ns.astype(float)
     ks = np.minimum(float(k), ns)
     if cv == 0.0:

@@ -351,12 +351,12 @@ def _layout(cfg: SimConfig, rng: np.random.Generator, compute: Any, durable: int
     data = (np.where(rng.random(m) < cfg.data_stall_prob, cfg.data_stall_s, 0.0) if cfg.data_stall_prob > 0
             else np.zeros(m))
     span = data + c.cmax
-    is_ckpt, is_eval, gap = _gaps(cfg, steps_no)
+    is_ckpt, is_eval, gap = missing_numbers(cfg, steps_no)
     starts = t + np.r_[0.0, np.cumsum(span + gap)[:-1]]
     return _Layout(steps_no, c, data, span, is_ckpt, is_eval, gap, starts, starts + span)
 
 
-def _gaps(cfg: SimConfig, steps_no: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def missing_numbers(cfg: SimConfig, steps_no: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Which steps are followed by a checkpoint or an evaluation, and the pause each makes in training."""
     is_ckpt = (cfg.checkpoint_every > 0) & (steps_no % max(cfg.checkpoint_every, 1) == 0)
     is_ckpt &= steps_no < cfg.n_steps  # no checkpoint after the final step

@@ -43,7 +43,7 @@ from ..analysis.checkpoint import (
     young_interval,
 )
 from ..deprecation import renamed
-from .order_stats import _int, _num, expected_sync_step
+from .order_stats import check_int, check_number, expected_sync_step
 from .simulate import SimConfig, simulate
 
 __all__ = [
@@ -183,8 +183,8 @@ def gap_scenario(
 
 def _gap_rank_knobs(ranks: int, stragglers: int, slowdown: float) -> dict[str, Any]:
     """The job size and its persistently slow ranks, as :class:`SimConfig` fields (ranks checked)."""
-    ranks = _int("ranks", ranks, lo=1)
-    stragglers = _int("stragglers", stragglers, lo=0, hi=ranks)
+    ranks = check_int("ranks", ranks, lo=1)
+    stragglers = check_int("stragglers", stragglers, lo=0, hi=ranks)
     # spread the slow ranks over the job rather than packing them at rank 0..k-1
     slow = tuple(int(r) for r in np.linspace(0, ranks - 1, stragglers).round()) if stragglers else ()
     return {"n_ranks": ranks, "slow_ranks": slow, "slow_factor": slowdown}
@@ -192,7 +192,7 @@ def _gap_rank_knobs(ranks: int, stragglers: int, slowdown: float) -> dict[str, A
 
 def _gap_failure_knobs(mtbf_hours: float | None, restart_s: float) -> dict[str, Any]:
     """Failures with a job MTBF of ``mtbf_hours`` (``None``: none), as :class:`SimConfig` fields."""
-    mtbf_s = None if mtbf_hours is None else _num("mtbf_hours", mtbf_hours, lo=0.0, strict=True) * HOUR
+    mtbf_s = None if mtbf_hours is None else check_number("mtbf_hours", mtbf_hours, lo=0.0, strict=True) * HOUR
     return {"mtbf_s": mtbf_s, "restart_s": restart_s, "max_attempts": 200}
 
 
@@ -200,7 +200,7 @@ def _gap_checkpoint_knobs(checkpoint_every: int, checkpoint_s: float, async_chec
     """Blocking or asynchronous checkpoints (load as long as the write), as :class:`SimConfig` fields."""
     if not isinstance(async_checkpoint, bool):
         raise ValueError(f"async_checkpoint must be True or False; got {async_checkpoint!r}")
-    checkpoint_s = _num("checkpoint_s", checkpoint_s, lo=0.0)
+    checkpoint_s = check_number("checkpoint_s", checkpoint_s, lo=0.0)
     return {
         "checkpoint_every": checkpoint_every,
         "checkpoint_s": checkpoint_s,
@@ -279,7 +279,7 @@ def straggler_scenario(
     ``ranks``; ``slow_ranks`` is a count of persistently slow ranks (e.g. bad hosts), the same at
     every job size (all ranks, when the job is smaller).
     """
-    ranks = _int("ranks", ranks, lo=1)
+    ranks = check_int("ranks", ranks, lo=1)
     sizes = np.array(sorted(set(STRAGGLER_RANKS) | {ranks}), dtype=np.int64)
     both = expected_sync_step(sizes, jitter_cv=jitter_cv, slow_ranks=slow_ranks, slowdown=slowdown,
                               base_step_s=base_step_s)
@@ -376,12 +376,12 @@ def checkpoint_scenario(
     least the write time (one background write in flight at a time; the overhead is convex in
     the interval, so the clamped value is the constrained optimum of the model).
     """
-    n = _int("n_accelerators", n_accelerators, lo=1)
-    per_node = _int("accelerators_per_node", accelerators_per_node, lo=1)
+    n = check_int("n_accelerators", n_accelerators, lo=1)
+    per_node = check_int("accelerators_per_node", accelerators_per_node, lo=1)
     m = _scenario_mtbf(n, per_node, failures_per_accelerator_per_year, node_mtbf_hours)
-    write = _num("checkpoint_s", checkpoint_s, lo=0.0, strict=True)
+    write = check_number("checkpoint_s", checkpoint_s, lo=0.0, strict=True)
     mode, delta = _blocking_time(write, blocking, async_stall_s)
-    restart = _num("restart_s", restart_s, lo=0.0)
+    restart = check_number("restart_s", restart_s, lo=0.0)
     return _checkpoint_result(m, delta=delta, write=write, restart=restart, mode=mode, interval_s=interval_s)
 
 
@@ -395,10 +395,10 @@ def _scenario_mtbf(
             f"failures_per_accelerator_per_year={failures_per_year!r}, node_mtbf_hours={node_mtbf_hours!r}"
         )
     if node_mtbf_hours is not None:
-        node_mtbf_s = _num("node_mtbf_hours", node_mtbf_hours, lo=0.0, strict=True) * HOUR
+        node_mtbf_s = check_number("node_mtbf_hours", node_mtbf_hours, lo=0.0, strict=True) * HOUR
         return job_mtbf(n_accelerators=n, node_mtbf_s=node_mtbf_s, accelerators_per_node=per_node)
     rate = LLAMA3_FAILURES_PER_GPU_YEAR if failures_per_year is None else failures_per_year
-    rate = _num("failures_per_accelerator_per_year", rate, lo=0.0, strict=True)
+    rate = check_number("failures_per_accelerator_per_year", rate, lo=0.0, strict=True)
     return job_mtbf(n_accelerators=n, accelerator_mtbf_s=YEAR_S / rate)
 
 
@@ -409,7 +409,7 @@ def _blocking_time(write: float, blocking: bool, async_stall_s: float | None) ->
     if blocking:
         return "blocking", write
     stall = ASYNC_STALL_FRACTION * write if async_stall_s is None else async_stall_s
-    return "async", _num("async_stall_s", stall, lo=0.0, strict=True)
+    return "async", check_number("async_stall_s", stall, lo=0.0, strict=True)
 
 
 def _optimum_interval(mode: str, daly: float, write: float) -> tuple[float, str]:
@@ -440,7 +440,7 @@ def _checkpoint_result(
     young = young_interval(checkpoint_s=delta, mtbf_s=m)
     daly = daly_interval(checkpoint_s=delta, mtbf_s=m)
     optimum, rule = _optimum_interval(mode, daly, write)
-    chosen = optimum if interval_s is None else _num("interval_s", interval_s, lo=0.0, strict=True)
+    chosen = optimum if interval_s is None else check_number("interval_s", interval_s, lo=0.0, strict=True)
 
     def over(t: float) -> dict[str, float]:
         return checkpoint_overhead(interval_s=t, checkpoint_s=delta, mtbf_s=m, restart_s=restart,
@@ -539,12 +539,12 @@ def gem_scenario(
     goodput = end-to-end MFU / ``mfu``. "Idle" means paid for and not turned into model FLOPs.
     With equal GPU counts the GPU-hours ratio is ``flops_multiplier / efficiency_multiplier``.
     """
-    f0 = _num("base_flops", base_flops, lo=0.0, strict=True)
-    fm = _num("flops_multiplier", flops_multiplier, lo=0.0, strict=True)
-    em = _num("efficiency_multiplier", efficiency_multiplier, lo=0.0, strict=True)
-    gpus = _int("n_accelerators", n_accelerators, lo=1)
-    ss = _num("mfu", mfu, lo=0.0, hi=1.0, strict=True)
-    e0 = _num("base_end_to_end_efficiency", base_end_to_end_efficiency, lo=0.0, hi=1.0, strict=True)
+    f0 = check_number("base_flops", base_flops, lo=0.0, strict=True)
+    fm = check_number("flops_multiplier", flops_multiplier, lo=0.0, strict=True)
+    em = check_number("efficiency_multiplier", efficiency_multiplier, lo=0.0, strict=True)
+    gpus = check_int("n_accelerators", n_accelerators, lo=1)
+    ss = check_number("mfu", mfu, lo=0.0, hi=1.0, strict=True)
+    e0 = check_number("base_end_to_end_efficiency", base_end_to_end_efficiency, lo=0.0, hi=1.0, strict=True)
     e1 = _scaled_efficiency(e0, em, ss)
     peak = hardware.get_peak(accelerator, dtype, per=per)
     p = float(peak.flops)

@@ -423,14 +423,14 @@ def parse(reader: Reader, options: Options) -> Parsed:
 def _check_attempts(red: Any, events: Any) -> None:
     """Attempts numbered from 0 without gaps, as the Run's schema check asks of rows in memory
     (an attempt of 2**62 in one row is refused on every engine, not only by ``pandas``)."""
-    from ...run import _gaps
+    from ...run import missing_numbers
 
     attempts = {int(a) for a in np.unique(red.job["attempt"])}
     if hasattr(events, "columns") and "attempt" in events.columns:
         attempts |= {int(a) for a in events["attempt"].unique()}
     ordered = sorted(attempts)
     if ordered and ordered[0] == 0 and ordered[-1] != len(ordered) - 1:
-        raise SchemaError(f"attempt numbers must run 0, 1, 2, ... without gaps; missing {_gaps(ordered)}")
+        raise SchemaError(f"attempt numbers must run 0, 1, 2, ... without gaps; missing {missing_numbers(ordered)}")
     if ordered and ordered[0] != 0:
         raise SchemaError(f"attempt numbers must start at 0; the first is {ordered[0]}")
 
