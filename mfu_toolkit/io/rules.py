@@ -1,4 +1,4 @@
-"""Rules every format shares: the skip reasons, and the interval, attempt and clock rules.
+"""Rules every format shares: the skip reasons, the interval, attempt and clock rules, and what a text head is.
 
 How a field's text or JSON value becomes a number or a timestamp is :mod:`.values`
 (``as_number`` is re-exported here).
@@ -55,6 +55,8 @@ __all__ = [
     "wallclock",
     "start_row_budget",
     "end_row_budget",
+    "BINARY_MAGIC",
+    "looks_like_text",
 ]
 
 # --- skip reasons ----------------------------------------------------------------------------
@@ -235,3 +237,24 @@ def take_rows(n_rows: int) -> bool:
 def interval_ok(n_steps: int) -> bool:
     """Whether a gap of ``n_steps`` between two logged steps may be expanded row by row."""
     return 0 < n_steps <= MAX_LOG_INTERVAL
+
+
+# --- sniffing --------------------------------------------------------------------------------
+# Compressed or binary containers: gzip, zip, xz, zstd, 7z, NumPy, HDF5 (a sniffer's head is already
+# gunzipped, so gzip magic there is a file compressed again inside the stream).
+BINARY_MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"7z\xbc\xaf\x27\x1c", b"\x93NUMPY",
+                b"\x89HDF")
+# bytes a text log holds: printable, UTF-8 lead/continuation bytes, whitespace, ESC, backspace
+_TEXT_BYTES = bytes(range(0x20, 0x100)) + b"\t\n\r\x0b\x0c\x1b\x08"
+
+
+def looks_like_text(head: bytes) -> bool:
+    """Whether a file's ``head`` reads as a text log: no binary magic, NUL bytes under 1 %, control bytes
+    and bytes that are not UTF-8 under 5 % (a sniffer rejects anything else without reading further)."""
+    if head.startswith(BINARY_MAGIC):
+        return False
+    if head.count(0) > len(head) // 100:
+        return False
+    controls = len(head.translate(None, _TEXT_BYTES))
+    undecodable = head.decode("utf-8", errors="replace").count("\ufffd")
+    return controls + undecodable <= len(head) // 20

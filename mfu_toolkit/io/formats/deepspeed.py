@@ -2,68 +2,52 @@
 
 What the format reads and how it maps to a :class:`~mfu_toolkit.run.Run`:
 
-- **Engine progress**, printed by rank 0 every ``steps_per_print`` steps: ``[Rank 0] step=N,
-  skipped=K, lr=[...]`` and the throughput timer's ``epoch=E/micro_step=M/global_step=N,
-  RunningAvgSamplesPerSec=x, CurrSamplesPerSec=y, MemAllocated=..GB, MaxMemAllocated=..GB``
-  (older releases: ``E/N, RunningAvgSamplesPerSec=...``), paired into one record. Step times come
-  from the DeepSpeed logger's timestamps (``[2023-04-18 01:46:59,142]``, local time): the time
-  between two printed records is spread over the steps between them (``interval_steps`` rows,
-  ``logged`` marks the printing step; ``timing="interval_mean"``, ``"exact"`` when every step
-  prints). The first record of a launch only anchors the timeline (the steps before it have no
-  start time), and a ``step=0`` record printed while an engine starts is no training step. A gap
-  longer than the log interval (lines lost) stays one row; one longer than
+- **Engine progress**, printed by rank 0 every ``steps_per_print`` steps: ``[Rank 0] step=N, skipped=K,
+  lr=[...]`` and the throughput timer's ``epoch=E/micro_step=M/global_step=N, RunningAvgSamplesPerSec=x,
+  CurrSamplesPerSec=y, MemAllocated=..GB, MaxMemAllocated=..GB`` (or an older spelling; what each counts is
+  :mod:`mfu_toolkit.io.throughput_timer`), paired into one record. The time between two printed records
+  (the DeepSpeed logger's ``[2023-04-18 01:46:59,142]``, local time) is spread over the steps between them
+  (:func:`~mfu_toolkit.io.timeline.expand`: ``interval_steps`` rows, ``logged`` marks the printing step;
+  ``timing="interval_mean"``, ``"exact"`` when every step prints). The first record of a launch only
+  anchors the timeline, and a ``step=0`` record printed while an engine starts is no training step. A gap
+  longer than the log interval (lines lost) stays one row over the whole gap; one longer than
   :data:`~mfu_toolkit.io.rules.MAX_LOG_INTERVAL` is also counted.
-- ``skipped`` is DeepSpeed's running count of fp16-overflow steps: they ran (they cost time) but
-  did not update the weights, so they stay steps; the printing row carries ``skipped_steps`` (the
-  count in its interval) and ``overflow_lines`` (the ``OVERFLOW! Rank 0 Skipping step`` /
-  ``Overflow detected. Skipping step`` lines printed in it; each is in the ``overflow`` table with
-  the step it was attached to). An interval with a DeepSpeed-Chat evaluation in it is flagged
-  ``includes_eval``.
-- Every engine record of every engine is in the ``engine`` table. When a second engine prints the
-  same step right after the first (DeepSpeed-Chat step 3: actor, then critic) it is engine 1
-  there; only engine 0 makes steps. A step number that does not increase, or a new launch
-  (``cmd = ...``, ``WORLD INFO DICT``) after records, starts a new attempt.
-- **DeepSpeed-Chat step 3** (RLHF/PPO): ``epoch: E|step: S|ppo_ep: ...|act_loss: ...`` and the
-  phase breakdown ``|E2E latency=7.99s |Gather latency=... |Generate time=5.26s (65.81%)
-  |Training time=2.52s (31.46%) |Others=... |CurSamplesPerSec=... |AvgSamplesPerSec=...`` (seconds).
-  The E2E latency is the step (generation dominates: "training time" is one phase of it); the
-  phases are columns (``gather_s``, ``generate_s``, ``training_s``, ``others_s``). These lines
-  carry no timestamps, so the steps are placed back to back (``timing="duration_only"``) and the
-  engine lines of such a log go to the ``engine`` table only.
-- The throughput timer's line has three spellings, each counting other samples over other time
-  (DeepSpeed's ``deepspeed/utils/timer.py``): ``epoch=E/micro_step=M/global_step=N,
-  RunningAvgSamplesPerSec=, CurrSamplesPerSec=`` (0.8 and later: the global batch over the timed
-  micro-steps of one global step), ``E/N, RunningAvgSamplesPerSec=, CurrSamplesPerSec=`` (0.7:
-  micro batch × data-parallel size over one micro-step) and ``E/N, SamplesPerSec=`` (before 0.7:
-  the running average alone). The timer runs from the engine's forward to the end of its step on
-  the printing rank, so data loading outside the engine, evaluation and checkpoints are outside it.
-- DeepSpeed-Chat step 1/2 ``Model Parameters: ..., Latency: 0.27s, TFLOPs: ..., Samples/sec: ...``
-  lines (one per micro-batch) go to the ``dschat_throughput`` table.
-- The comms logger's summary (``Comm. Op  Message Size  Count  Total Latency(ms) ...``) goes to the
-  ``comms`` table (sizes 1024-based, as DeepSpeed prints them); a negative latency or bandwidth is
-  a counter overflow: counted with its line and field, left missing.
-- The Flops Profiler summary (``world size:``, ``data parallel size:``, ``batch size per GPU:``,
-  ``fwd+bwd FLOPS per GPU ...``) gives facts, a claim and ``extra["flops_profiler"]``; a block cut
-  short gives what it has. ``[rankN]:[W...] ProcessGroupNCCL`` warnings and other lines are noise.
+- ``skipped`` is DeepSpeed's running count of fp16-overflow steps: they ran (they cost time) but did not
+  update the weights, so they stay steps; the printing row carries ``skipped_steps`` (the count in its
+  interval) and ``overflow_lines`` (the ``OVERFLOW! Rank 0 Skipping step`` / ``Overflow detected. Skipping
+  step`` lines printed in it; each is in the ``overflow`` table with its step). An interval with a
+  DeepSpeed-Chat evaluation in it is flagged ``includes_eval``.
+- Every engine record of every engine is in the ``engine`` table. When a second engine prints the same step
+  right after the first (DeepSpeed-Chat step 3: actor, then critic) it is engine 1 there; only engine 0
+  makes steps. A step number that does not increase, or a new launch (``cmd = ...``, ``WORLD INFO DICT``)
+  after records, starts a new attempt.
+- **DeepSpeed-Chat step 3** (RLHF/PPO): ``epoch: E|step: S|ppo_ep: ...|act_loss: ...`` and the phase
+  breakdown ``|E2E latency=7.99s |Gather latency=... |Generate time=5.26s (65.81%) |Training time=2.52s
+  (31.46%) |Others=... |CurSamplesPerSec=... |AvgSamplesPerSec=...`` (seconds). The E2E latency is the step
+  (generation dominates: "training time" is one phase of it); the phases are columns (``gather_s``,
+  ``generate_s``, ``training_s``, ``others_s``). These lines carry no timestamps, so the steps are placed
+  back to back (``timing="duration_only"``) and the engine lines of such a log go to the ``engine`` table.
+- DeepSpeed-Chat step 1/2 ``Model Parameters: ..., Latency: 0.27s, TFLOPs: ..., Samples/sec: ...`` lines
+  (one per micro-batch) go to the ``dschat_throughput`` table; the comms logger's summary (``Comm. Op
+  Message Size  Count  Total Latency(ms) ...``) to the ``comms`` table (sizes 1024-based, as DeepSpeed
+  prints them; a negative latency or bandwidth is a counter overflow: counted, left missing). The Flops
+  Profiler summary (``world size:``, ``batch size per GPU:``, ``fwd+bwd FLOPS per GPU ...``) gives facts, a
+  claim and ``extra["flops_profiler"]``, as much as a block cut short has. Other lines are noise.
 
-**Facts.** ``n_ranks`` from the launcher's ``dist_world_size=`` (processes) or the profiler's
-``world size:``; ``n_accelerators`` only from the launcher's device list (``--world_info=``, base64
-JSON, or ``WORLD INFO DICT``), which names one device per rank; ``n_nodes`` and
-``accelerators_per_node`` from that list too. (The config dump's ``world_size`` is the
-data-parallel size, so it goes to ``parallelism``.) ``global_batch`` from ``train_batch_size`` in
-the DeepSpeed config dump, else per-device batch × gradient accumulation × world size from the
-launch command and the launcher (the fact's text says which); ``micro_batch``
-(``train_micro_batch_size_per_gpu``, the profiler's ``batch size per GPU`` or the
-``--per_device_train_batch_size`` argument); ``dtype`` (``fp16_enabled``/``bfloat16_enabled``);
-``parallelism`` (ZeRO stage, data and model parallel sizes); ``seq_len``, ``model`` and
-``framework`` ("DeepSpeed" or "DeepSpeed-Chat"). **Claims**: ``samples_per_s`` (DeepSpeed-Chat's
-Cur/AvgSamplesPerSec, the engine's CurrSamplesPerSec median and its running average last, one pair
-per timer spelling, global: all data-parallel ranks' samples over the printing rank's time) and
-``tflops_per_accelerator`` (the profiler's, DeepSpeed-Chat's), each saying what it counts.
+**Facts.** ``n_ranks`` from the launcher's ``dist_world_size=`` (processes) or the profiler's ``world
+size:``; ``n_accelerators``, ``n_nodes`` and ``accelerators_per_node`` only from the launcher's device list
+(``--world_info=``, base64 JSON, or ``WORLD INFO DICT``: one device per rank). ``global_batch`` from
+``train_batch_size`` in the DeepSpeed config dump, else per-device batch × gradient accumulation × world
+size (the fact's text says which); ``micro_batch`` (``train_micro_batch_size_per_gpu``, the profiler's
+``batch size per GPU`` or ``--per_device_train_batch_size``); ``dtype`` (``fp16_enabled``/
+``bfloat16_enabled``); ``parallelism`` (ZeRO stage, data and model parallel sizes: the config dump's
+``world_size`` is the data-parallel size); ``seq_len``, ``model`` and ``framework`` ("DeepSpeed" or
+"DeepSpeed-Chat"). **Claims**: ``samples_per_s`` (DeepSpeed-Chat's Cur/AvgSamplesPerSec; the engine's
+CurrSamplesPerSec median and running average last, one pair per timer spelling, all data-parallel ranks'
+samples over the printing rank's time) and ``tflops_per_accelerator`` (the profiler's, DeepSpeed-Chat's).
 
-Megatron-DeepSpeed logs print Megatron-LM ``iteration N/ M |`` lines as well: the ``megatron``
-format reads those. This one reads only their DeepSpeed lines (and says so), and :func:`sniff`
-leaves such files to ``megatron``.
+Megatron-DeepSpeed logs print Megatron-LM ``iteration N/ M |`` lines as well: the ``megatron`` format reads
+those; this one reads only their DeepSpeed lines (and says so), and :func:`sniff` leaves them to it.
 """
 
 from __future__ import annotations
@@ -138,66 +122,40 @@ _EPOCH = datetime(1970, 1, 1)
 _MAX_SECONDS = 1e9  # a duration longer than ~30 years is damage, not a step
 _NEAR = 5  # lines: a timer line or a second engine's line belongs to the record printed just before
 _ROW_BUDGET = 2_000_000  # step rows expanded from intervals; beyond it each interval is one row
-_COMMS_COLUMNS = (
-    ("total_latency_ms", "Total Latency(ms)", "duration"),
-    ("avg_latency_ms", "Avg Latency(ms)", "duration"),
-    ("tput_avg_gbps", "tput_avg (Gbps)", "value"),
-    ("busbw_avg_gbps", "busbw_avg (Gbps)", "value"),
-)
+_COMMS_COLUMNS = (("total_latency_ms", "Total Latency(ms)", "duration"),
+                  ("avg_latency_ms", "Avg Latency(ms)", "duration"), ("tput_avg_gbps", "tput_avg (Gbps)", "value"),
+                  ("busbw_avg_gbps", "busbw_avg (Gbps)", "value"))
 _SIZE_UNITS = {"B": 0, "KB": 1, "MB": 2, "GB": 3, "TB": 4, "PB": 5}
 _SI = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 _PPO_FIELDS = {"ppo_ep": "ppo_epoch", "act_loss": "act_loss", "cri_loss": "cri_loss", "unsuper_loss": "unsuper_loss"}
-_E2E_FIELDS = {
-    "E2E latency": "e2e_s",
-    "Gather latency": "gather_s",
-    "Generate time": "generate_s",
-    "Training time": "training_s",
-    "Others": "others_s",
-    "CurSamplesPerSec": "cur_samples_per_s",
-    "AvgSamplesPerSec": "avg_samples_per_s",
-}
-_DSCHAT_TP = {
-    "Model Parameters": "params_b",
-    "Latency": "latency_s",
-    "TFLOPs": "tflops",
-    "Samples/sec": "samples_per_s",
-    "Time/seq": "time_per_seq_s",
-    "Batch Size": "batch_size",
-    "Sequence Length": "seq_len",
-}
+_E2E_FIELDS = {"E2E latency": "e2e_s", "Gather latency": "gather_s", "Generate time": "generate_s",
+               "Training time": "training_s", "Others": "others_s", "CurSamplesPerSec": "cur_samples_per_s",
+               "AvgSamplesPerSec": "avg_samples_per_s"}
+_DSCHAT_TP = {"Model Parameters": "params_b", "Latency": "latency_s", "TFLOPs": "tflops",
+              "Samples/sec": "samples_per_s", "Time/seq": "time_per_seq_s", "Batch Size": "batch_size",
+              "Sequence Length": "seq_len"}
+# The Flops Profiler summary's keys (deepspeed/profiling/flops_profiler/profiler.py, print_model_profile)
 _PROFILER = {
-    "world size": "world_size",
-    "data parallel size": "dp_size",
-    "model parallel size": "mp_size",
-    "batch size per GPU": "batch_per_gpu",
-    "params per gpu": "params_per_gpu",
-    "params per GPU": "params_per_gpu",
-    "params per device": "params_per_gpu",
-    "params of model": "params_of_model",
-    "fwd MACs per GPU": "fwd_macs_per_gpu",
-    "fwd flops per GPU": "fwd_flops_per_gpu",
-    "fwd flops of model": "fwd_flops_of_model",
-    "fwd latency": "fwd_latency_s",
-    "bwd latency": "bwd_latency_s",
-    "step latency": "step_latency_s",
-    "iter latency": "iter_latency_s",
-    "fwd FLOPS per GPU": "fwd_flops_per_s_per_gpu",
-    "bwd FLOPS per GPU": "bwd_flops_per_s_per_gpu",
-    "fwd+bwd FLOPS per GPU": "fwd_bwd_flops_per_s_per_gpu",
+    "world size": "world_size", "data parallel size": "dp_size", "model parallel size": "mp_size",
+    "batch size per GPU": "batch_per_gpu", "params per gpu": "params_per_gpu", "params per GPU": "params_per_gpu",
+    "params per device": "params_per_gpu", "params of model": "params_of_model",
+    "fwd MACs per GPU": "fwd_macs_per_gpu", "fwd flops per GPU": "fwd_flops_per_gpu",
+    "fwd flops of model": "fwd_flops_of_model", "fwd latency": "fwd_latency_s", "bwd latency": "bwd_latency_s",
+    "step latency": "step_latency_s", "iter latency": "iter_latency_s", "fwd FLOPS per GPU": "fwd_flops_per_s_per_gpu",
+    "bwd FLOPS per GPU": "bwd_flops_per_s_per_gpu", "fwd+bwd FLOPS per GPU": "fwd_bwd_flops_per_s_per_gpu",
     "samples/second": "samples_per_s",
 }
 _CONFIG_KEYS = frozenset({
     "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "fp16_enabled",
-    "bfloat16_enabled", "bf16_enabled", "zero_optimization_stage", "zero_enabled", "world_size", "steps_per_print",
-})
+    "bfloat16_enabled", "bf16_enabled", "zero_optimization_stage", "zero_enabled", "world_size", "steps_per_print"})
 _ARG_KEYS = frozenset({
     "per_device_train_batch_size", "per_device_training_batch_size", "gradient_accumulation_steps", "max_seq_len",
     "max_prompt_seq_len", "max_answer_seq_len", "model_name_or_path", "actor_model_name_or_path",
-    "critic_model_name_or_path", "zero_stage", "actor_zero_stage", "critic_zero_stage",
-})
+    "critic_model_name_or_path", "zero_stage", "actor_zero_stage", "critic_zero_stage"})
 _STAGE_ARGS = (("zero_stage", ""), ("actor_zero_stage", "actor "), ("critic_zero_stage", "critic "))
 _DSCHAT_MARKS = ("***** Running training *****", "Total Micro Batches", "Total Generation Batches", "|E2E latency=")
+_LAUNCH_MARKS = ("--world_info=", "WORLD INFO DICT", "dist_world_size=", "nnodes=", "cmd = ", "exits successfully")
 
 # --- sniffing ----------------------------------------------------------------------------------
 _SNIFF_STRONG = re.compile(
@@ -235,11 +193,10 @@ def sniff(path: Path, head: bytes) -> float:
 
 
 # --- the scan ----------------------------------------------------------------------------------
-
-
 @dataclass
 class _Scan:
-    """What one pass over the lines collected."""
+    """What one pass over the lines collected. ``config``, ``args``, ``launcher`` and ``profiler``
+    hold ``name -> (value, line, text)``, the first statement of each."""
 
     reader: Reader
     launch: int = 0  # engine launches (attempts before renumbering)
@@ -257,7 +214,7 @@ class _Scan:
     in_comms: bool = False
     comm_op: str | None = None
     prof_left: int = 0
-    profiler: dict[str, tuple[float, str, int, str]] = field(default_factory=dict)
+    profiler: dict[str, tuple[float, int, str]] = field(default_factory=dict)
     config: dict[str, tuple[str, int, str]] = field(default_factory=dict)
     args: dict[str, tuple[str, int, str]] = field(default_factory=dict)
     launcher: dict[str, tuple[Any, int, str]] = field(default_factory=dict)
@@ -274,6 +231,13 @@ class _Scan:
 
     def where(self, line: int) -> str:
         return f"{self.reader.name}:{line}"
+
+    def bad(self, why: str, line: int, name: str, text: str | None = None) -> None:
+        self.reader.bad(why, line=line, field=name, example=None if text is None else text[:160])
+
+    def fact(self, out: Parsed, name: str, value: Any, said: tuple[Any, int, str], text: str | None = None) -> None:
+        """``out.fact`` of a value read from ``said`` (its line; its text unless ``text`` is given)."""
+        out.fact(name, value, self.where(said[1]), said[2] if text is None else text)
 
 
 def _stamp(scan: _Scan, ln: int, text: str, *, count: bool = True) -> float | None:
@@ -303,14 +267,22 @@ def _checked(scan: _Scan, raw: str | None, ln: int, name: str, *, kind: str = "v
     v = number(text, nonfinite="keep")
     if v is None:
         why = rules.MISSING_FIELD if not text else rules.NON_NUMERIC
-        scan.reader.bad(why, line=ln, field=name, example=f"{name}={text}"[:160])
-        return math.nan
-    if kind == "any" or (math.isfinite(v) and v >= 0 and (kind != "duration" or v <= _MAX_SECONDS)):
+    elif kind == "any" or (math.isfinite(v) and v >= 0 and (kind != "duration" or v <= _MAX_SECONDS)):
         return v
-    why = (rules.NEGATIVE_DURATION if kind == "duration" and v < 0
-           else f"{rules.VALUE_OUT_OF_RANGE} (negative or not finite)")
+    else:
+        why = (rules.NEGATIVE_DURATION if kind == "duration" and v < 0
+               else f"{rules.VALUE_OUT_OF_RANGE} (negative or not finite)")
     scan.reader.bad(why, line=ln, field=name, example=f"{name}={text}"[:160])
     return math.nan
+
+
+def _step_of(scan: _Scan, ln: int, text: str, raw: str | None, name: str, *, dup: bool = True) -> int | None:
+    """A record's step number; None, counted, when it is none or (``dup``) the line repeats the one before."""
+    step = rules.as_step(raw)
+    if step is None or (dup and text == scan.prev_text):
+        scan.bad(rules.BAD_STEP if step is None else rules.DUPLICATE, ln, name, text)
+        return None
+    return step
 
 
 def _scan(reader: Reader) -> _Scan:
@@ -364,9 +336,9 @@ def _context_line(scan: _Scan, ln: int, text: str) -> bool:
     elif "DeepSpeed Flops Profiler" in text:
         scan.prof_left = 60
     elif ":print]" in text and "config.py" in text:
-        _config(scan, ln, text)
-    elif any(k in text for k in ("--world_info=", "WORLD INFO DICT", "dist_world_size=", "nnodes=", "cmd = ",
-                                 "exits successfully")):
+        if (m := _CONFIG.search(text)) is not None and m.group(1) in _CONFIG_KEYS:  # the config dump
+            scan.config.setdefault(m.group(1), (m.group(2).strip(), ln, text))
+    elif any(k in text for k in _LAUNCH_MARKS):
         _launcher(scan, ln, text)
     elif "DeepSpeed info: version=" in text:
         m = _VERSION.search(text)
@@ -384,23 +356,20 @@ def _context_line(scan: _Scan, ln: int, text: str) -> bool:
 
 
 # --- engine records ----------------------------------------------------------------------------
-
-
 def _new_record(scan: _Scan, ln: int, step: int, rank: int, ts: float | None) -> dict[str, Any]:
     """A new engine record: its launch (attempt) and engine (0 unless a second engine's line)."""
     last = scan.engine[-1] if scan.engine else None
     if scan.marker and last is not None and last["launch"] == scan.launch:
         scan.launch, scan.last0 = scan.launch + 1, {}
     scan.marker = False
-    last = last if last is not None and last["launch"] == scan.launch else None
-    if last is not None and last["rank"] == rank and last["step"] == step and ln - last["line"] <= _NEAR:
+    engine = 0
+    if (last is not None and last["launch"] == scan.launch and last["rank"] == rank and last["step"] == step
+            and ln - last["line"] <= _NEAR):
         engine = last["engine"] + 1
-    else:
-        engine = 0
-        if step != 0 and rank in scan.last0 and step <= scan.last0[rank]:
+    elif step != 0:
+        if step <= scan.last0.get(rank, -1):  # the step did not increase: a new launch
             scan.launch, scan.last0 = scan.launch + 1, {}
-        if step != 0:
-            scan.last0[rank] = step
+        scan.last0[rank] = step
     rec: dict[str, Any] = {"launch": scan.launch, "engine": engine, "rank": rank, "step": step, "line": ln,
                            "ts": ts, "includes_eval": False, "overflow_lines": 0}
     if engine == 0 and step != 0:
@@ -417,18 +386,12 @@ def _engine_step(scan: _Scan, ln: int, text: str) -> None:
     """``[Rank 0] step=N, skipped=K, lr=[...]``."""
     m = _STEP.search(text)
     if m is None:
-        scan.reader.bad(f"{rules.BAD_STEP} (unreadable engine step line)", line=ln, field="step", example=text[:160])
+        scan.bad(f"{rules.BAD_STEP} (unreadable engine step line)", ln, "step", text)
         return
-    step = rules.as_step(m.group(1))
-    if step is None:
-        scan.reader.bad(rules.BAD_STEP, line=ln, field="step", example=text[:160])
+    if (step := _step_of(scan, ln, text, m.group(1), "step")) is None:
         return
-    if text == scan.prev_text:
-        scan.reader.bad(rules.DUPLICATE, line=ln, field="step", example=text[:160])
-        return
-    skipped = rules.as_step(m.group(2))
-    if skipped is None:
-        scan.reader.bad(rules.NON_NUMERIC, line=ln, field="skipped", example=text[:160])
+    if (skipped := rules.as_step(m.group(2))) is None:
+        scan.bad(rules.NON_NUMERIC, ln, "skipped", text)
     rank_m = _RANK.search(text)
     last = scan.engine[-1] if scan.engine else None
     if (last is not None and last.get("from_timer") and "skipped" not in last and last["step"] == step
@@ -443,20 +406,15 @@ def _engine_step(scan: _Scan, ln: int, text: str) -> None:
 
 def _engine_timer(scan: _Scan, ln: int, text: str) -> None:
     """The throughput timer's line, joined to the step record printed just before it."""
-    m = _TIMER_NEW.search(text)
-    if m is not None:
+    if (m := _TIMER_NEW.search(text)) is not None:
         (epoch, micro, gstep), form = m.groups(), "global_step"
-    elif (mo := _TIMER_OLD.search(text)) is not None:
-        epoch, gstep, running = mo.groups()
+    elif (m := _TIMER_OLD.search(text)) is not None:
+        epoch, gstep, running = m.groups()
         micro, form = None, "micro_step" if running else "running_only"
     else:
-        scan.reader.bad(f"{rules.BAD_STEP} (throughput-timer line without its step)", line=ln, field="global_step",
-                        example=text[:160])
+        scan.bad(f"{rules.BAD_STEP} (throughput-timer line without its step)", ln, "global_step", text)
         return
-    step = rules.as_step(gstep)
-    if step is None or text == scan.prev_text:
-        why = rules.BAD_STEP if step is None else rules.DUPLICATE
-        scan.reader.bad(why, line=ln, field="global_step", example=text[:160])
+    if (step := _step_of(scan, ln, text, gstep, "global_step")) is None:
         return
     last = scan.engine[-1] if scan.engine else None
     if (last is not None and "timer_line" not in last and last["launch"] == scan.launch and ln - last["line"] <= _NEAR
@@ -468,17 +426,11 @@ def _engine_timer(scan: _Scan, ln: int, text: str) -> None:
         rec["from_timer"] = True
     values = dict(_TIMER_KV.findall(text))
     running_key = "SamplesPerSec" if form == "running_only" else "RunningAvgSamplesPerSec"
-    rec.update({
-        "timer_line": ln,
-        "timer_form": form,
-        "epoch": int(epoch),
-        "micro_step": int(micro) if micro is not None else None,
-        "timer_step": step,
-        "samples_per_s_running": _checked(scan, values.get(running_key), ln, running_key),
-        # DeepSpeed before 0.7 printed the running average only: no CurrSamplesPerSec to miss
-        "samples_per_s": math.nan if form == "running_only" else _checked(scan, values.get("CurrSamplesPerSec"), ln,
-                                                                           "CurrSamplesPerSec"),
-    })
+    rec.update(timer_line=ln, timer_form=form, epoch=int(epoch), micro_step=int(micro) if micro is not None else None,
+               timer_step=step, samples_per_s_running=_checked(scan, values.get(running_key), ln, running_key))
+    # DeepSpeed before 0.7 printed the running average only: no CurrSamplesPerSec to miss
+    rec["samples_per_s"] = (math.nan if form == "running_only"
+                            else _checked(scan, values.get("CurrSamplesPerSec"), ln, "CurrSamplesPerSec"))
     for key, col in (("MemAllocated", "mem_allocated_gb"), ("MaxMemAllocated", "max_mem_allocated_gb")):
         if key in values:
             rec[col] = _checked(scan, values[key].removesuffix("GB"), ln, key)
@@ -499,25 +451,17 @@ def _overflow(scan: _Scan, ln: int, text: str) -> None:
 
 
 # --- DeepSpeed-Chat ----------------------------------------------------------------------------
-
-
 def _ppo_step(scan: _Scan, ln: int, text: str) -> None:
     """``epoch: E|step: S|ppo_ep: ...|act_loss: ...`` of DeepSpeed-Chat step 3."""
     m = _PPO.search(text)
-    epoch = rules.as_step(m.group(1)) if m else None
-    step = rules.as_step(m.group(2)) if m else None
-    if epoch is None or step is None:
-        scan.reader.bad(rules.BAD_STEP, line=ln, field="step" if epoch is not None else "epoch", example=text[:160])
-        return
-    if text == scan.prev_text:
-        scan.reader.bad(rules.DUPLICATE, line=ln, field="step", example=text[:160])
+    if ((epoch := _step_of(scan, ln, text, m.group(1) if m else None, "epoch", dup=False)) is None
+            or (step := _step_of(scan, ln, text, m.group(2), "step")) is None):
         return
     last = scan.ppo[-1] if scan.ppo and scan.ppo[-1]["launch"] == scan.ppo_launch else None
     offset = 0
-    if last is not None and (scan.ppo_marker or epoch < last["epoch"]
-                             or (epoch == last["epoch"] and step <= last["epoch_step"])):
-        scan.ppo_launch, last = scan.ppo_launch + 1, None
-    elif last is not None:
+    if last is not None and (scan.ppo_marker or (epoch, step) <= (last["epoch"], last["epoch_step"])):
+        scan.ppo_launch += 1  # a relaunch, or the counters went back
+    elif last is not None:  # steps count from 0 in each epoch: continue the count
         offset = last["offset"] if epoch == last["epoch"] else last["step"] + 1 - step
     scan.ppo_marker = False
     rec: dict[str, Any] = {"launch": scan.ppo_launch, "epoch": epoch, "epoch_step": step, "offset": offset,
@@ -536,21 +480,19 @@ def _e2e(scan: _Scan, ln: int, text: str) -> None:
     """The RLHF phase breakdown, joined to the step line printed before it."""
     last = scan.ppo[-1] if scan.ppo else None
     if last is None or "e2e_line" in last:
-        scan.reader.bad("E2E latency line without a DeepSpeed-Chat step line before it", line=ln, field="E2E latency",
-                        example=text[:160])
+        scan.bad("E2E latency line without a DeepSpeed-Chat step line before it", ln, "E2E latency", text)
         return
     last["e2e_line"] = ln
     for part in text.split("|"):
         key, sep, value = part.partition("=")
-        name = _E2E_FIELDS.get(key.strip()) if sep else None
-        if name is None:
+        if (name := _E2E_FIELDS.get(key.strip()) if sep else None) is None:
             continue
         token = value.strip().split(" ", 1)[0].split("(", 1)[0]
         kind = "duration" if name.endswith("_s") and not name.endswith("per_s") else "value"
         token = token.removesuffix("s") if kind == "duration" else token
         last[name] = _checked(scan, token, ln, key.strip(), kind=kind)
     if "e2e_s" not in last:
-        scan.reader.bad(rules.MISSING_FIELD, line=ln, field="E2E latency", example=text[:160])
+        scan.bad(rules.MISSING_FIELD, ln, "E2E latency", text)
         last["e2e_s"] = math.nan
 
 
@@ -561,21 +503,16 @@ def _dschat_throughput(scan: _Scan, ln: int, text: str) -> None:
         key, sep, value = part.partition(":")
         if not sep:  # "Time/seq 0.14s" has no colon
             key, _, value = part.rpartition(" ")
-        name = _DSCHAT_TP.get(key.strip())
-        if name is None:
+        if (name := _DSCHAT_TP.get(key.strip())) is None:
             continue
         token = value.strip().split(" ", 1)[0]
-        if name.endswith("_s"):
-            token = token.removesuffix("s")
-        if name == "params_b" and token == "NA":
-            continue
-        row[name] = _checked(scan, token, ln, key.strip())
+        token = token.removesuffix("s") if name.endswith("_s") else token
+        if name != "params_b" or token != "NA":
+            row[name] = _checked(scan, token, ln, key.strip())
     scan.dschat_tp.append(row)
 
 
 # --- context: launcher, config, profiler, comms --------------------------------------------------
-
-
 def _launcher(scan: _Scan, ln: int, text: str) -> None:
     """World size and devices from the launcher; the launch command's arguments."""
     if "exits successfully" in text:
@@ -593,20 +530,15 @@ def _launcher(scan: _Scan, ln: int, text: str) -> None:
         if hosts:
             scan.launcher.setdefault("hosts", (hosts, ln, text))
         else:
-            scan.reader.bad("unreadable WORLD INFO DICT", line=ln, field="WORLD INFO DICT", example=text[:160])
-    if (m := _WORLD_SIZE.search(text)) is not None:
-        _count(scan, ln, text, "dist_world_size", m.group(1))
+            scan.bad("unreadable WORLD INFO DICT", ln, "WORLD INFO DICT", text)
+    counts = [("dist_world_size", m.group(1))] if (m := _WORLD_SIZE.search(text)) is not None else []
     if (m := _NNODES.search(text)) is not None:
-        _count(scan, ln, text, "nnodes", m.group(1))
-        _count(scan, ln, text, "num_local_procs", m.group(2))
-
-
-def _count(scan: _Scan, ln: int, text: str, name: str, raw: str) -> None:
-    value = rules.as_count(raw)
-    if value is None:
-        scan.reader.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field=name, example=text[:160])
-    else:
-        scan.launcher.setdefault(name, (value, ln, text))
+        counts += [("nnodes", m.group(1)), ("num_local_procs", m.group(2))]
+    for name, raw in counts:
+        if (value := rules.as_count(raw)) is None:
+            scan.bad(rules.VALUE_OUT_OF_RANGE, ln, name, text)
+        else:
+            scan.launcher.setdefault(name, (value, ln, text))
 
 
 def _world_info(scan: _Scan, ln: int, text: str, token: str) -> None:
@@ -633,26 +565,15 @@ def _arguments(scan: _Scan, ln: int, text: str) -> None:
     """``--name value`` / ``--name=value`` arguments of the launch command that state facts."""
     tokens = text.split()
     for i, tok in enumerate(tokens):
-        if not tok.startswith("--"):
-            continue
         name, sep, value = tok[2:].partition("=")
-        if name in _ARG_KEYS and name not in scan.args:
-            if not sep:
-                value = tokens[i + 1] if i + 1 < len(tokens) and not tokens[i + 1].startswith("--") else ""
-            if value:
-                scan.args[name] = (value, ln, text)
+        if not tok.startswith("--") or name not in _ARG_KEYS or name in scan.args:
+            continue
+        if not sep:
+            value = tokens[i + 1] if i + 1 < len(tokens) and not tokens[i + 1].startswith("--") else ""
+        if value:
+            scan.args[name] = (value, ln, text)
     if "main.py" in text and any(k in scan.args for k in ("model_name_or_path", "actor_model_name_or_path")):
         scan.dschat_at = scan.dschat_at or (ln, text)
-
-
-def _config(scan: _Scan, ln: int, text: str) -> None:
-    """One ``[config.py:N:print]   name ....... value`` line of the DeepSpeed config dump."""
-    m = _CONFIG.search(text)
-    if m is None or m.group(1) not in _CONFIG_KEYS:
-        return
-    key, value = m.group(1), m.group(2).strip()
-    if key == "steps_per_print" or key not in scan.config:
-        scan.config.setdefault(key, (value, ln, text))
 
 
 def _profiler_line(scan: _Scan, ln: int, text: str) -> bool:
@@ -663,17 +584,16 @@ def _profiler_line(scan: _Scan, ln: int, text: str) -> bool:
         return True
     key, sep, value = body.partition(":")
     key = " ".join(key.split("=", 1)[0].split())
-    name = _PROFILER.get(key) if sep else None
-    if name is None:
+    if (name := _PROFILER.get(key) if sep else None) is None:
         return False  # notation lines, or another record printed while the block was open
     parts = value.split()
     amount = _checked(scan, parts[0] if parts else "", ln, key)
     unit = parts[1] if len(parts) > 1 else ""
     if name.endswith("latency_s") and unit not in _SECONDS:
-        scan.reader.bad(f"unknown time unit {unit!r}", line=ln, field=key, example=text[:160])
+        scan.bad(f"unknown time unit {unit!r}", ln, key, text)
         return True
     scale = _SECONDS[unit] if name.endswith("latency_s") else _SI[unit[:1] if unit[:1] in "KMGTP" else ""]
-    scan.profiler.setdefault(name, (amount * scale, unit, ln, text))
+    scan.profiler.setdefault(name, (amount * scale, ln, text))
     return True
 
 
@@ -685,8 +605,7 @@ def _comms_row(scan: _Scan, ln: int, text: str) -> bool:
     if len(tokens) == 1 and _IDENT.fullmatch(tokens[0]):
         scan.comm_op = tokens[0]
         return True
-    m = _SIZE.fullmatch(tokens[0]) if tokens else None
-    if m is not None:
+    if (m := _SIZE.fullmatch(tokens[0]) if tokens else None) is not None:
         size, unit, rest = m.group(1), m.group(2), tokens[1:]
     elif len(tokens) > 1 and tokens[1] in _SIZE_UNITS:
         size, unit, rest = tokens[0], tokens[1], tokens[2:]
@@ -695,18 +614,17 @@ def _comms_row(scan: _Scan, ln: int, text: str) -> bool:
     if len(rest) != 5:
         return False
     if scan.comm_op is None:
-        scan.reader.bad("comms row before any operation name", line=ln, field="Comm. Op", example=text[:160])
+        scan.bad("comms row before any operation name", ln, "Comm. Op", text)
         return True
-    count = rules.as_step(rest[0])
-    if count is None:
-        scan.reader.bad(rules.NON_NUMERIC, line=ln, field="Count", example=text[:160])
+    if (count := rules.as_step(rest[0])) is None:
+        scan.bad(rules.NON_NUMERIC, ln, "Count", text)
     row = {"op": scan.comm_op, "message_size": f"{size} {unit}", "count": count, "line": ln,
            "message_bytes": _checked(scan, size, ln, "Message Size") * 1024.0 ** _SIZE_UNITS[unit]}
     for raw, (col, name, kind) in zip(rest[1:], _COMMS_COLUMNS, strict=True):
         value = number(raw, nonfinite="keep")
         if value is not None and value < 0:  # the comms logger's counters wrap: a negative total is no time
-            scan.reader.bad(f"{rules.NEGATIVE_DURATION if kind == 'duration' else rules.VALUE_OUT_OF_RANGE} "
-                            "(counter overflow)", line=ln, field=name, example=text.strip()[:160])
+            why = rules.NEGATIVE_DURATION if kind == "duration" else rules.VALUE_OUT_OF_RANGE
+            scan.bad(f"{why} (counter overflow)", ln, name, text.strip())
             row[col] = math.nan
         else:
             row[col] = _checked(scan, raw, ln, name, kind=kind)
@@ -715,8 +633,6 @@ def _comms_row(scan: _Scan, ln: int, text: str) -> bool:
 
 
 # --- steps -------------------------------------------------------------------------------------
-
-
 def _log_interval(scan: _Scan, options: Options, recs: list[dict[str, Any]]) -> tuple[int, str]:
     """The log interval and where it came from: the option, ``steps_per_print``, or the gaps."""
     if options.log_interval is not None:
@@ -740,13 +656,11 @@ def _intervals(scan: _Scan, recs: list[dict[str, Any]]) -> list[tuple[dict[str, 
     for r in recs:
         if r["ts"] is None:
             if timed:
-                scan.reader.bad("engine step line without a timestamp (cannot be timed)", line=r["line"],
-                                field="timestamp")
+                scan.bad("engine step line without a timestamp (cannot be timed)", r["line"], "timestamp")
             continue
         if prev is not None and prev["launch"] == r["launch"]:
             if r["ts"] < prev["ts"]:
-                scan.reader.bad(f"{rules.NON_MONOTONIC} (earlier than the previous step line)", line=r["line"],
-                                field="timestamp")
+                scan.bad(f"{rules.NON_MONOTONIC} (earlier than the previous step line)", r["line"], "timestamp")
                 continue
             pairs.append((prev, r))
         prev = r
@@ -755,16 +669,16 @@ def _intervals(scan: _Scan, recs: list[dict[str, Any]]) -> list[tuple[dict[str, 
 
 def _engine_rows(scan: _Scan, options: Options, batch: float | None) -> tuple[pd.DataFrame, dict[str, Any]]:
     """One row per step between two printed records (spread evenly), or one row per interval."""
-    ranks = [r["rank"] for r in scan.engine if r["engine"] == 0 and r["step"] > 0]
-    rank0 = min(ranks) if ranks else 0
-    recs = [r for r in scan.engine if r["engine"] == 0 and r["step"] > 0 and r["rank"] == rank0]
+    recs = [r for r in scan.engine if r["engine"] == 0 and r["step"] > 0]
     if not recs:
         return pd.DataFrame(), {}
+    rank0 = min(r["rank"] for r in recs)  # the lowest rank that prints
+    recs = [r for r in recs if r["rank"] == rank0]
     interval, source = _log_interval(scan, options, recs)
     pairs = _intervals(scan, recs)
     info: dict[str, Any] = {"log_interval": interval, "log_interval_source": source, "lost": 0, "too_long": 0,
                             "budget": False}
-    n_rows, gaps, budget = [], [], _ROW_BUDGET
+    n_rows, budget = [], _ROW_BUDGET  # this format's own cap, on top of the load's (rules.take_rows)
     for a, b in pairs:
         gap = b["step"] - a["step"]
         spread = gap <= interval and rules.interval_ok(gap) and gap <= budget and rules.take_rows(gap - 1)
@@ -776,38 +690,32 @@ def _engine_rows(scan: _Scan, options: Options, batch: float | None) -> tuple[pd
         elif not spread:
             info["budget"] = True
         n_rows.append(gap if spread else 1)
-        gaps.append(gap)
         budget -= n_rows[-1]
         implied = b.get("samples_per_s", math.nan) * (b["ts"] - a["ts"]) / gap
         if math.isfinite(implied) and implied > 0:
             info.setdefault("implied", []).append(implied)
-    if not pairs:
-        return pd.DataFrame(), info
-    return _expand(pairs, np.array(n_rows, dtype=np.int64), np.array(gaps, dtype=np.int64), batch), info
+    return (_expand(pairs, np.array(n_rows, dtype=np.int64), batch) if pairs else pd.DataFrame()), info
 
 
-def _expand(pairs: list[tuple[dict[str, Any], dict[str, Any]]], n: np.ndarray, gaps: np.ndarray,
-            batch: float | None) -> pd.DataFrame:
-    """Rows of the intervals, vectorised: ``n[i]`` rows for interval ``i`` spanning ``gaps[i]`` steps."""
-    t0 = np.array([a["ts"] for a, _ in pairs], dtype=float)
-    t1 = np.array([b["ts"] for _, b in pairs], dtype=float)
-    end_step = np.array([b["step"] for _, b in pairs], dtype=np.int64)
-    idx = np.repeat(np.arange(len(pairs)), n)
-    j = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
-    dur = (t1 - t0) / n
-    logged = j == n[idx] - 1
+def _expand(pairs: list[tuple[dict[str, Any], dict[str, Any]]], n: np.ndarray, batch: float | None) -> pd.DataFrame:
+    """``n[i]`` rows for interval ``i``, its time spread evenly (``timeline.expand`` with as many steps as rows, so
+    an interval kept as one row spans its whole gap, as printed); the printed values sit on the printing row."""
+    t0, t1 = (np.array([p[k]["ts"] for p in pairs], dtype=float) for k in (0, 1))
+    gaps = np.array([b["step"] - a["step"] for a, b in pairs], dtype=np.int64)
+    ex = timeline.expand(np.array([b["step"] for _, b in pairs], dtype=np.int64), n, n, t0, place="even", end=t1)
+    i, logged = ex.record, ex.logged
     steps = pd.DataFrame({
-        "attempt": np.array([b["launch"] for _, b in pairs], dtype=np.int64)[idx],
-        "step": end_step[idx] - n[idx] + 1 + j,
+        "attempt": np.array([b["launch"] for _, b in pairs], dtype=np.int64)[i],
+        "step": ex.step,
         "rank": -1,
-        "start_s": t0[idx] + j * dur[idx],
-        "end_s": np.where(logged, t1[idx], t0[idx] + (j + 1) * dur[idx]),
-        "interval_steps": gaps[idx],
+        "start_s": ex.start,
+        "end_s": np.where(logged, t1[i], t0[i] + (ex.within + 1) * ex.share),
+        "interval_steps": gaps[i],
         "logged": logged,
-        "includes_eval": np.array([b["includes_eval"] for _, b in pairs], dtype=bool)[idx],
+        "includes_eval": np.array([b["includes_eval"] for _, b in pairs], dtype=bool)[i],
     })
     if batch is not None:
-        steps["samples"] = batch * np.where(n[idx] == 1, gaps[idx], 1)
+        steps["samples"] = batch * np.where(n[i] == 1, gaps[i], 1)
     point = {
         "skipped_steps": [_delta(a.get("skipped"), b.get("skipped")) for a, b in pairs],
         "overflow_lines": [float(b["overflow_lines"]) for _, b in pairs],
@@ -832,153 +740,133 @@ def _ppo_rows(scan: _Scan) -> pd.DataFrame:
         return pd.DataFrame()
     e2e = np.array([r["e2e_s"] for r in recs])
     end = np.cumsum(e2e)
-    steps = pd.DataFrame({
-        "attempt": [r["launch"] for r in recs],
-        "step": [r["step"] for r in recs],
-        "rank": -1,
-        "start_s": end - e2e,
-        "end_s": end,
-    })
-    cols = ("epoch", "ppo_epoch", "act_loss", "cri_loss", "unsuper_loss", "reward", "gather_s", "generate_s",
-            "training_s", "others_s", "cur_samples_per_s", "avg_samples_per_s", "overflow_lines")
-    for col in cols:
+    steps = pd.DataFrame({"attempt": [r["launch"] for r in recs], "step": [r["step"] for r in recs], "rank": -1,
+                          "start_s": end - e2e, "end_s": end})
+    for col in ("epoch", "ppo_epoch", "act_loss", "cri_loss", "unsuper_loss", "reward", "gather_s", "generate_s",
+                "training_s", "others_s", "cur_samples_per_s", "avg_samples_per_s", "overflow_lines"):
         steps[col] = [float(r.get(col, math.nan)) for r in recs]
     return steps
 
 
 def _renumber(steps: pd.DataFrame) -> pd.DataFrame:
     """Attempts numbered 0, 1, ... over the launches that have rows."""
-    if len(steps):
-        order = {a: i for i, a in enumerate(sorted(steps["attempt"].unique()))}
-        steps["attempt"] = steps["attempt"].map(order).astype(np.int64)
+    order = {a: i for i, a in enumerate(sorted(steps["attempt"].unique()))}
+    steps["attempt"] = steps["attempt"].map(order).astype(np.int64)
     return steps
 
 
 # --- facts and claims --------------------------------------------------------------------------
-
-
 def _world_facts(out: Parsed, scan: _Scan) -> int | None:
     """n_ranks, n_accelerators, n_nodes, accelerators_per_node; returns the world size."""
     ranks = None
     if "dist_world_size" in scan.launcher:
-        ranks, ln, text = scan.launcher["dist_world_size"]
-        out.fact("n_ranks", ranks, scan.where(ln), text)
+        ranks = scan.launcher["dist_world_size"][0]
+        scan.fact(out, "n_ranks", ranks, scan.launcher["dist_world_size"])
     elif "world_size" in scan.profiler:
-        value, _, ln, text = scan.profiler["world_size"]
-        ranks = rules.as_count(value)
-        out.fact("n_ranks", ranks, scan.where(ln), text)
+        ranks = rules.as_count(scan.profiler["world_size"][0])
+        scan.fact(out, "n_ranks", ranks, scan.profiler["world_size"])
     if "hosts" in scan.launcher:
-        hosts, ln, text = scan.launcher["hosts"]
+        said = scan.launcher["hosts"]
+        hosts = said[0]
         devices = rules.as_count(sum(hosts.values()))
-        out.fact("n_accelerators", devices, scan.where(ln), text)
-        out.fact("n_nodes", rules.as_count(len(hosts)), scan.where(ln), text)
+        scan.fact(out, "n_accelerators", devices, said)
+        scan.fact(out, "n_nodes", rules.as_count(len(hosts)), said)
         if len(set(hosts.values())) == 1:
-            out.fact("accelerators_per_node", rules.as_count(next(iter(hosts.values()))), scan.where(ln), text)
+            scan.fact(out, "accelerators_per_node", rules.as_count(next(iter(hosts.values()))), said)
         ranks = ranks or devices
     elif "nnodes" in scan.launcher:
-        value, ln, text = scan.launcher["nnodes"]
-        out.fact("n_nodes", value, scan.where(ln), text)
+        scan.fact(out, "n_nodes", scan.launcher["nnodes"][0], scan.launcher["nnodes"])
     return ranks
 
 
 def _config_count(scan: _Scan, key: str) -> tuple[int, int, str] | None:
+    """A count the config dump states (``(value, line, text)``); a bad one is counted."""
     if key not in scan.config:
         return None
     raw, ln, text = scan.config[key]
-    value = rules.as_count(raw)
-    if value is None:
-        scan.reader.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field=key, example=text[:160])
+    if (value := rules.as_count(raw)) is None:
+        scan.bad(rules.VALUE_OUT_OF_RANGE, ln, key, text)
         return None
     return value, ln, text
 
 
-def _arg_count(scan: _Scan, *keys: str) -> tuple[int, int, str, str] | None:
+def _arg_count(scan: _Scan, *keys: str) -> tuple[int, int, str] | None:
+    """The first of ``keys`` the launch command gives as a count: ``(value, line, "--key value")``."""
     for key in keys:
-        if key in scan.args:
-            raw, ln, text = scan.args[key]
-            value = rules.as_count(raw)
-            if value is not None:
-                return value, ln, text, key
+        if key in scan.args and (value := rules.as_count(scan.args[key][0])) is not None:
+            return value, scan.args[key][1], f"--{key} {value}"
     return None
 
 
 def _batch_facts(out: Parsed, scan: _Scan, ranks: int | None) -> float | None:
     """global_batch and micro_batch; returns the global batch."""
-    micro = _config_count(scan, "train_micro_batch_size_per_gpu")
+    micro = (_config_count(scan, "train_micro_batch_size_per_gpu")
+             or (scan.profiler["batch_per_gpu"] if "batch_per_gpu" in scan.profiler else None)
+             or _arg_count(scan, "per_device_train_batch_size", "per_device_training_batch_size"))
     if micro is not None:
-        out.fact("micro_batch", micro[0], scan.where(micro[1]), micro[2])
-    elif "batch_per_gpu" in scan.profiler:
-        value, _, ln, text = scan.profiler["batch_per_gpu"]
-        out.fact("micro_batch", rules.as_count(value), scan.where(ln), text)
-    elif (arg := _arg_count(scan, "per_device_train_batch_size", "per_device_training_batch_size")) is not None:
-        out.fact("micro_batch", arg[0], scan.where(arg[1]), f"--{arg[3]} {arg[0]}")
-    total = _config_count(scan, "train_batch_size")
-    if total is not None:
-        out.fact("global_batch", float(total[0]), scan.where(total[1]),
-                 f"train_batch_size (DeepSpeed config dump): {total[2].strip()}")
+        scan.fact(out, "micro_batch", rules.as_count(micro[0]), micro)
+    if (total := _config_count(scan, "train_batch_size")) is not None:
+        scan.fact(out, "global_batch", float(total[0]), total,
+                  f"train_batch_size (DeepSpeed config dump): {total[2].strip()}")
         return float(total[0])
-    per = _arg_count(scan, "per_device_train_batch_size")
-    gas = _arg_count(scan, "gradient_accumulation_steps")
-    if per is not None and gas is not None and ranks is not None:
-        value = float(per[0] * gas[0] * ranks)
-        out.fact("global_batch", value, scan.where(per[1]),
-                 f"per-device batch {per[0]} × gradient accumulation {gas[0]} × world size {ranks} "
-                 "(--per_device_train_batch_size × --gradient_accumulation_steps × dist_world_size)")
-        return value
-    return None
+    per, gas = _arg_count(scan, "per_device_train_batch_size"), _arg_count(scan, "gradient_accumulation_steps")
+    if per is None or gas is None or ranks is None:
+        return None
+    scan.fact(out, "global_batch", float(per[0] * gas[0] * ranks), per,
+              f"per-device batch {per[0]} × gradient accumulation {gas[0]} × world size {ranks} "
+              "(--per_device_train_batch_size × --gradient_accumulation_steps × dist_world_size)")
+    return float(per[0] * gas[0] * ranks)
 
 
 def _model_facts(out: Parsed, scan: _Scan) -> None:
     """dtype, parallelism, seq_len, model and framework."""
     for key, dtype in (("fp16_enabled", "fp16"), ("bfloat16_enabled", "bf16"), ("bf16_enabled", "bf16")):
-        if key in scan.config and scan.config[key][0] == "True":
-            out.fact("dtype", dtype, scan.where(scan.config[key][1]), scan.config[key][2])
+        if scan.config.get(key, ("",))[0] == "True":
+            scan.fact(out, "dtype", dtype, scan.config[key])
             break
     _parallelism_fact(out, scan)
     seq = next((r for r in scan.dschat_tp if math.isfinite(r.get("seq_len", math.nan))), None)
+    prompt, answer = _arg_count(scan, "max_prompt_seq_len"), _arg_count(scan, "max_answer_seq_len")
     if seq is not None:
         out.fact("seq_len", rules.as_count(seq["seq_len"]), scan.where(seq["line"]),
                  f"Sequence Length: {seq['seq_len']:g}")
     elif (arg := _arg_count(scan, "max_seq_len")) is not None:
-        out.fact("seq_len", arg[0], scan.where(arg[1]), f"--max_seq_len {arg[0]}")
-    elif ((p := _arg_count(scan, "max_prompt_seq_len")) is not None
-          and (a := _arg_count(scan, "max_answer_seq_len")) is not None):
-        out.fact("seq_len", p[0] + a[0], scan.where(p[1]), f"--max_prompt_seq_len {p[0]} + --max_answer_seq_len {a[0]}")
+        scan.fact(out, "seq_len", arg[0], arg)
+    elif prompt is not None and answer is not None:
+        scan.fact(out, "seq_len", prompt[0] + answer[0], prompt, f"{prompt[2]} + {answer[2]}")
     if "model_name_or_path" in scan.args:
-        value, ln, _ = scan.args["model_name_or_path"]
-        out.fact("model", value, scan.where(ln), f"--model_name_or_path {value}")
+        said = scan.args["model_name_or_path"]
+        scan.fact(out, "model", said[0], said, f"--model_name_or_path {said[0]}")
     elif "actor_model_name_or_path" in scan.args:
         actor, ln, _ = scan.args["actor_model_name_or_path"]
-        critic = scan.args.get("critic_model_name_or_path", ("?", ln, ""))[0]
+        critic = scan.args.get("critic_model_name_or_path", ("?",))[0]
         out.fact("model", f"actor {actor}, critic {critic}", scan.where(ln),
                  f"--actor_model_name_or_path {actor} --critic_model_name_or_path {critic}")
     if scan.dschat_at is not None:
         out.fact("framework", "DeepSpeed-Chat", scan.where(scan.dschat_at[0]), scan.dschat_at[1])
     else:
-        lines = ([r["line"] for r in scan.engine] + [v[2] for v in scan.profiler.values()]
-                 + [v[1] for v in scan.launcher.values()])
-        lines += [v[1] for v in scan.config.values()] + [r["line"] for r in scan.comms]
+        saids = [*scan.profiler.values(), *scan.launcher.values(), *scan.config.values()]
+        lines = [r["line"] for r in scan.engine] + [s[1] for s in saids] + [r["line"] for r in scan.comms]
         out.fact("framework", "DeepSpeed", scan.where(min(lines, default=1)),
                  "DeepSpeed engine, launcher, config or profiler lines")
 
 
 def _parallelism_fact(out: Parsed, scan: _Scan) -> None:
+    """ZeRO stage and data-parallel size (config dump), else the profiler's sizes, else the ZeRO arguments."""
     if "zero_optimization_stage" in scan.config:
-        stage, ln, text = scan.config["zero_optimization_stage"]
-        dp = scan.config.get("world_size", ("", ln, ""))[0]
-        out.fact("parallelism", f"ZeRO stage {stage}" + (f", data parallel {dp}" if dp else ""), scan.where(ln), text)
+        said = scan.config["zero_optimization_stage"]
+        dp = scan.config.get("world_size", ("",))[0]
+        scan.fact(out, "parallelism", f"ZeRO stage {said[0]}" + (f", data parallel {dp}" if dp else ""), said)
     elif "dp_size" in scan.profiler or "mp_size" in scan.profiler:
         sizes = [(label, scan.profiler[key])
                  for label, key in (("data parallel", "dp_size"), ("model parallel", "mp_size"))
                  if key in scan.profiler and rules.as_count(scan.profiler[key][0]) is not None]
         if sizes:
             text = ", ".join(f"{label} {rules.as_count(v[0])}" for label, v in sizes)
-            out.fact("parallelism", text, scan.where(sizes[0][1][2]), sizes[0][1][3])
-    else:
-        stages = [(k, who, scan.args[k]) for k, who in _STAGE_ARGS if k in scan.args]
-        if stages:
-            text = ", ".join(f"{who}ZeRO stage {v[0]}" for _, who, v in stages)
-            out.fact("parallelism", text, scan.where(stages[0][2][1]), " ".join(f"--{k} {v[0]}" for k, _, v in stages))
+            scan.fact(out, "parallelism", text, sizes[0][1])
+    elif stages := [(k, who, scan.args[k]) for k, who in _STAGE_ARGS if k in scan.args]:
+        scan.fact(out, "parallelism", ", ".join(f"{who}ZeRO stage {v[0]}" for _, who, v in stages), stages[0][2],
+                  " ".join(f"--{k} {v[0]}" for k, _, v in stages))
 
 
 # What DeepSpeed's throughput timer counts: mfu_toolkit.io.throughput_timer.
@@ -1007,24 +895,21 @@ def _timer_claims(out: Parsed, scan: _Scan, ppo: bool) -> None:
     timed = [r for r in scan.engine if r["engine"] == 0 and "timer_line" in r]
     whose = "engine 0 (the actor in DeepSpeed-Chat step 3; its training phase only)" if ppo else "the DeepSpeed engine"
     tail = UNDER_MEGATRON if scan.megatron > scan.neox else ""
+    basis = "partial" if tail else "steady"  # under Megatron-DeepSpeed the timer spans part of a step
     for form, what in TIMER_COUNTS.items():
-        what += tail
-        mine = [r for r in timed if r["timer_form"] == form]
-        if not mine:
+        if not (mine := [r for r in timed if r["timer_form"] == form]):
             continue
         first = scan.where(mine[0]["timer_line"])
-        basis = "partial" if tail else "steady"  # under Megatron-DeepSpeed the timer spans part of a step
-        out.claim(Claim.summarise("samples_per_s", [r["samples_per_s"] for r in mine], unit="samples/s", where=first,
-                                  counts=_COUNTS["curr"].format(whose=whose, what=what), basis=basis))
         key = "SamplesPerSec" if form == "running_only" else "RunningAvgSamplesPerSec"
+        out.claim(Claim.summarise("samples_per_s", [r["samples_per_s"] for r in mine], unit="samples/s", where=first,
+                                  counts=_COUNTS["curr"].format(whose=whose, what=what + tail), basis=basis))
         out.claim(_last("samples_per_s", [r["samples_per_s_running"] for r in mine], "samples/s",
-                        _COUNTS["running"].format(key=key, whose=whose, what=what), first, basis))
+                        _COUNTS["running"].format(key=key, whose=whose, what=what + tail), first, basis))
 
 
 def _claims(out: Parsed, scan: _Scan, ppo: bool) -> None:
     """What DeepSpeed and DeepSpeed-Chat say about their own throughput."""
-    steps = [r for r in scan.ppo if "e2e_line" in r]
-    if steps:
+    if steps := [r for r in scan.ppo if "e2e_line" in r]:
         first = scan.where(steps[0]["e2e_line"])
         cur = [r.get("cur_samples_per_s", math.nan) for r in steps]
         out.claim(Claim.summarise("samples_per_s", cur, unit="samples/s", counts=_COUNTS["ppo_cur"], where=first))
@@ -1032,26 +917,22 @@ def _claims(out: Parsed, scan: _Scan, ppo: bool) -> None:
         out.claim(_last("samples_per_s", avg, "samples/s", _COUNTS["ppo_avg"], first))
     _timer_claims(out, scan, ppo)
     if "fwd_bwd_flops_per_s_per_gpu" in scan.profiler:
-        value, _, ln, _ = scan.profiler["fwd_bwd_flops_per_s_per_gpu"]
+        value, ln, _ = scan.profiler["fwd_bwd_flops_per_s_per_gpu"]
         out.claim(Claim.summarise("tflops_per_accelerator", [value / 1e12], unit="TFLOP/s per GPU",
                                   counts=_COUNTS["profiler"], where=scan.where(ln)))
-    tp = [r for r in scan.dschat_tp if math.isfinite(r.get("tflops", math.nan))]
-    if tp:
+    if tp := [r for r in scan.dschat_tp if math.isfinite(r.get("tflops", math.nan))]:
         out.claim(Claim.summarise("tflops_per_accelerator", [r["tflops"] for r in tp],
-                                  unit="TFLOP/s per GPU (as printed)",
-                                  counts=_COUNTS["dschat"], where=scan.where(tp[0]["line"])))
+                                  unit="TFLOP/s per GPU (as printed)", counts=_COUNTS["dschat"],
+                                  where=scan.where(tp[0]["line"])))
 
 
 # --- the Run's parts ---------------------------------------------------------------------------
-
-
 def _tables(scan: _Scan, t0: float, ppo: bool) -> dict[str, pd.DataFrame]:
     tables: dict[str, pd.DataFrame] = {}
     if scan.engine:
         eng = pd.DataFrame(scan.engine)
         eng["time_s"] = pd.to_numeric(eng.pop("ts"), errors="coerce") - t0
-        eng = eng.drop(columns=["from_timer"], errors="ignore")
-        tables["engine"] = eng.rename(columns={"launch": "attempt"})
+        tables["engine"] = eng.drop(columns=["from_timer"], errors="ignore").rename(columns={"launch": "attempt"})
     if scan.overflow:
         ov = pd.DataFrame(scan.overflow)
         ov["time_s"] = pd.to_numeric(ov.pop("ts"), errors="coerce") - t0
@@ -1082,13 +963,12 @@ def _notes(scan: _Scan, info: dict[str, Any], out: Parsed, ppo: bool, batch: flo
     if scan.timer_mismatch:
         note(f"{scan.timer_mismatch} throughput-timer lines count steps from this launch "
              "(global_step differs from the engine's step=)")
-    unpaired = [r for r in scan.ppo if "e2e_line" not in r]
-    if unpaired:
+    if unpaired := [r for r in scan.ppo if "e2e_line" not in r]:
         note(f"{len(unpaired)} DeepSpeed-Chat step lines have no E2E latency line after them (the run ended?): "
              f"no duration, not rows (first: step {unpaired[0]['step']} at line {unpaired[0]['line']})")
     if ppo:
         note("DeepSpeed-Chat lines carry no timestamps: PPO steps are placed back to back from their E2E latency")
-    if scan.overflow and any(o["engine_step"] is None and o["ppo_step"] is None for o in scan.overflow):
+    if any(o["engine_step"] is None and o["ppo_step"] is None for o in scan.overflow):
         note("overflow lines after the last step record are attached to no step")
     stated = {f.name for f in out.facts}
     if "n_ranks" in stated and "n_accelerators" not in stated:
@@ -1097,20 +977,15 @@ def _notes(scan: _Scan, info: dict[str, Any], out: Parsed, ppo: bool, batch: flo
     if scan.overflow and "dtype" not in stated:
         note("fp16 loss-scaler lines (OVERFLOW/Overflow detected) imply fp16 mixed precision; "
              "the dtype itself is not stated")
-    _implied_batch(scan, info, batch)
+    if info.get("implied"):  # CurrSamplesPerSec × the wall time per step: the batch DeepSpeed's timer implies
+        implied = float(median(info["implied"]))
+        of = f" (train_batch_size {batch:g})" if batch is not None else " (the global batch is not stated)"
+        note(f"cross-check, not a fact: CurrSamplesPerSec × seconds per step between printed lines is "
+             f"{implied:.1f} samples per step{of}; DeepSpeed's timer leaves out data loading, "
+             "and older releases count a different batch")
+        info["implied_global_batch"] = round(implied, 3)
     if scan.other:
         note(f"{scan.other} lines are not DeepSpeed records (setup output, per-rank warnings, ...); ignored")
-
-
-def _implied_batch(scan: _Scan, info: dict[str, Any], batch: float | None) -> None:
-    """CurrSamplesPerSec × the wall time per step: the batch DeepSpeed's timer implies (a note)."""
-    if info.get("implied"):
-        implied = float(median(info["implied"]))
-        stated = f" (train_batch_size {batch:g})" if batch is not None else " (the global batch is not stated)"
-        scan.reader.note(f"cross-check, not a fact: CurrSamplesPerSec × seconds per step between printed lines is "
-                         f"{implied:.1f} samples per step{stated}; DeepSpeed's timer leaves out data loading, "
-                         "and older releases count a different batch")
-        info["implied_global_batch"] = round(implied, 3)
 
 
 def parse(reader: Reader, options: Options) -> Parsed:
@@ -1124,8 +999,7 @@ def parse(reader: Reader, options: Options) -> Parsed:
         reader.fail("no DeepSpeed records found (engine 'step=N, skipped=K' or 'RunningAvgSamplesPerSec=' lines, "
                     "DeepSpeed-Chat step lines, a flops-profiler summary, a comms table or launcher lines)" + hint)
     out = Parsed()
-    ranks = _world_facts(out, scan)
-    batch = _batch_facts(out, scan, ranks)
+    batch = _batch_facts(out, scan, _world_facts(out, scan))
     _model_facts(out, scan)
     ppo = any("e2e_line" in r for r in scan.ppo)
     info: dict[str, Any] = {}
@@ -1149,8 +1023,7 @@ def parse(reader: Reader, options: Options) -> Parsed:
 
 
 def _extra(scan: _Scan, info: dict[str, Any], t0: float) -> dict[str, Any]:
-    extra: dict[str, Any] = {k: v for k, v in info.items()
-                             if k in ("log_interval", "log_interval_source", "implied_global_batch")}
+    extra = {k: info[k] for k in ("log_interval", "log_interval_source", "implied_global_batch") if k in info}
     if scan.t_first is not None:
         extra["t0_wallclock"] = (_EPOCH + timedelta(seconds=t0)).isoformat(sep=" ")
         extra["t0_timezone"] = "unknown (the log's local time)"
@@ -1160,8 +1033,7 @@ def _extra(scan: _Scan, info: dict[str, Any], t0: float) -> dict[str, Any]:
         extra["launcher_processes_exited"] = scan.exits
     if scan.overflow:
         extra["overflow_lines"] = len(scan.overflow)
-    skipped = [r["skipped"] for r in scan.engine if r["engine"] == 0 and r.get("skipped") is not None]
-    if skipped:
+    if skipped := [r["skipped"] for r in scan.engine if r["engine"] == 0 and r.get("skipped") is not None]:
         extra["skipped_steps_last_printed"] = skipped[-1]
     if scan.profiler:
         extra["flops_profiler"] = {k: v[0] for k, v in scan.profiler.items()}

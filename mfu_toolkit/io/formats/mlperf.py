@@ -17,10 +17,8 @@ What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
   ``tracked_stats`` and other per-step values (``train_loss``) to the ``metrics`` table.
 - Per-rank duplicates (the GPT-3 log has ``init_start`` 512 times) are collapsed to one record
   and reported in ``meta.report.notes``; they are not skipped records and not double counted.
-- Records more than ``clock_tolerance_s`` (default 1 s) earlier than a record already read are
-  skipped as non-monotonic; smaller offsets between ranks are accepted. A lone record far ahead
-  of the records before and after it (a garbled ``time_ms``) is the one skipped, not every
-  record after it.
+- Records out of time order are skipped by the shared clock rule (:class:`~mfu_toolkit.io.rules.Clock`,
+  tolerance ``clock_tolerance_s``); a lone garbled ``time_ms`` far ahead is the one skipped.
 
 The submission fields (benchmark, org, division, status, platform) and the parameters logged once
 go to ``meta.extra``; the Run is named "benchmark org platform".
@@ -42,14 +40,12 @@ Facts (each with ``file:line`` and the line as printed):
 
 Claims: ``tracked_stats`` ``throughput`` values are a ``samples_per_s`` claim (the median), or
 ``tokens_per_s`` for GPT-3, which counts training in tokens. The log names no unit; in the NVIDIA
-logs they are samples (tokens) per second of the whole job: the BERT and Llama 2 LoRA values are
-the samples trained over the time between records, the GPT-3 one the tokens since the first
-block over the time since it.
+logs they are samples (tokens) per second of the whole job (BERT, Llama 2 LoRA: over the time between
+records; GPT-3: since the first block).
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 import re
 from dataclasses import dataclass, field
@@ -58,7 +54,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import rules
+from .. import rules, timeline
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader, read_head
 from ..values import number, numeral
@@ -88,72 +84,38 @@ class Options:
 
 
 _MLLOG = ":::MLLOG"
+_KINDS = ("init", "run", "block", "eval", "epoch")  # the start/stop intervals MLPerf logs
 _SYSJSON = ":::SYSJSON"
 _SCAN_BYTES = 4 << 20
-_PAIRS = {
-    "init_start": ("init", True),
-    "init_stop": ("init", False),
-    "run_start": ("run", True),
-    "run_stop": ("run", False),
-    "block_start": ("block", True),
-    "block_stop": ("block", False),
-    "eval_start": ("eval", True),
-    "eval_stop": ("eval", False),
-    "epoch_start": ("epoch", True),
-    "epoch_stop": ("epoch", False),
-}
+# key -> (interval kind, whether it starts one): init_start -> ("init", True), ..., epoch_stop -> ("epoch", False)
+_PAIRS = {f"{kind}_{end}": (kind, end == "start") for kind in _KINDS for end in ("start", "stop")}
 _ID_KEYS = ("samples_count", "epoch_num", "first_epoch_num", "epoch_count")
 # Benchmarks whose epoch counters are in tokens (MLPerf GPT-3 rules count training in tokens).
 _TOKEN_COUNTED = {"gpt3"}
 _PLATFORM_RE = re.compile(r"(\d+)\s*[xX]\s*(.+)", re.S)  # matched on the stripped value
 _SEQ_KEYS = ("max_sequence_length", "sequence_length", "seq_len", "seq_length", "max_seq_length")
+# Keys that state the training precision, where a submission logs one (MLPerf has no standard key;
+# none of the v4.x result files read here logs one): a dtype name, or True for an "fp8" flag.
+_DTYPE_KEYS = ("precision", "dtype", "compute_dtype", "training_precision")
+_FP8_FLAGS = ("fp8", "use_fp8", "fp8_training")
 # Keys whose line is kept as printed, for the facts' text.
-_TEXT_KEYS = frozenset({"submission_platform", "submission_benchmark", "global_batch_size", *_SEQ_KEYS,
-                        "precision", "dtype", "compute_dtype", "training_precision", "fp8", "use_fp8", "fp8_training"})
+_TEXT_KEYS = frozenset({"submission_platform", "submission_benchmark", "global_batch_size", *_SEQ_KEYS, *_DTYPE_KEYS,
+                        *_FP8_FLAGS})
 # time_ms after the year 9999 is not a time a log was written at.
 _MAX_TIME_MS = 253_402_300_800_000
 # A line bash's xtrace (set -x) prints for a command it runs: one or more "+" then a space.
 _XTRACE = re.compile(r"\+{1,16} ")
 _MAX_RANK = 10_000_000
-# The accelerator and accelerators per system of a submission platform ("64xNVIDIA DGX H100",
-# "XE9680x8H100-SXM-80GB", "tpu-v5p-1024") come from hardware.resolve_system: the sourced system table
-# (mfu_toolkit/systems.csv) and counts the name embeds, the accelerator resolved through the peak registry.
-# A system it does not know (HGX boards come with 4 or 8 GPUs) states no per-node count.
-# Keys that state the training precision, where a submission logs one (MLPerf has no standard key;
-# none of the v4.x result files read here logs one): a dtype name, or True for an "fp8" flag.
-_DTYPE_KEYS = ("precision", "dtype", "compute_dtype", "training_precision")
-_FP8_FLAGS = ("fp8", "use_fp8", "fp8_training")
 _NOT_PARAMS = ("cache_clear", "tracked_stats", "eval_accuracy", "train_loss", "weights_initialization")
-
-
-# Compressed or binary containers (the head is already gunzipped, so gzip magic here means a
-# file inside the gzip stream that is compressed again).
-_BINARY_MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"7z\xbc\xaf\x27\x1c", b"\x93NUMPY",
-                 b"\x89HDF")
-# bytes a text log holds: printable, UTF-8 lead/continuation bytes, whitespace, ESC, backspace
-_TEXT_BYTES = bytes(range(0x20, 0x100)) + b"\t\n\r\x0b\x0c\x1b\x08"
 _JSON_START = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*(?:\{\s*[\"}]|\[\s*[\[{\"\]])")
-
-
-def _looks_like_text(head: bytes) -> bool:
-    """Whether ``head`` reads as a text log: no binary magic, few NUL/control bytes, UTF-8."""
-    if head.startswith(_BINARY_MAGIC):
-        return False
-    if head.count(0) > len(head) // 100:
-        return False
-    controls = len(head.translate(None, _TEXT_BYTES))
-    undecodable = head.decode("utf-8", errors="replace").count("\ufffd")
-    return controls + undecodable <= len(head) // 20
 
 
 def sniff(path: Path, head: bytes) -> float:
     """0.95 when ``:::MLLOG {`` records appear (in the head, or in the first 4 MiB).
 
-    Records after a long preamble (launcher or shell output) are searched for in the first
-    4 MiB, but only when the head is text that is not a JSON document: a binary file (a
-    compressed or binary container, NUL or other control bytes, bytes that are not UTF-8) or
-    one that starts as a JSON object or array (a trace, a metrics dump) is rejected from its
-    head alone, without reading further.
+    Records after a long preamble (launcher or shell output) are searched for in the first 4 MiB,
+    but only when the head is text (``rules.looks_like_text``) and not a JSON document (a trace, a
+    metrics dump): anything else is rejected from its head alone, without reading further.
     """
     p = Path(path)
     if p.is_dir() or not head:
@@ -162,7 +124,7 @@ def sniff(path: Path, head: bytes) -> float:
         return 0.95
     if b":::SYSJSON" in head:
         return 0.9
-    if not _looks_like_text(head) or _JSON_START.match(head):
+    if not rules.looks_like_text(head) or _JSON_START.match(head):
         return 0.0
     try:
         # more to read: a full head (a gzipped file's head is decompressed), or a longer file
@@ -175,12 +137,7 @@ def sniff(path: Path, head: bytes) -> float:
     return 0.0
 
 
-
-
-
 # --- reading the records ---------------------------------------------------------------------
-
-
 @dataclass
 class _Rec:
     line: int
@@ -205,20 +162,16 @@ class _Log:
     xtrace: int = 0
 
 
-
-
 def _sysjson(reader: Reader, log: _Log, ln: int, text: str) -> None:
     j = text.find(_SYSJSON)
     if j < 0:
         log.other += 1
         return
     d, ok = reader.json(text[j + len(_SYSJSON) :].strip(), line=ln)
-    if not ok:
-        return
-    if not isinstance(d, dict):
+    if ok and isinstance(d, dict):
+        log.sysjson.append((ln, d, text))
+    elif ok:
         reader.bad(f"{rules.NOT_AN_OBJECT} (SYSJSON)", line=ln, example=text)
-        return
-    log.sysjson.append((ln, d, text))
 
 
 def _mllog(reader: Reader, ln: int, text: str, payload: str) -> tuple[dict[str, Any], str, float] | None:
@@ -287,8 +240,7 @@ def _read(reader: Reader, tol_s: float) -> _Log:
         _drop_early(reader, log, tol_s)
         verdict = clock.check(t)
         if verdict == "late":
-            reader.bad(f"{rules.NON_MONOTONIC} (more than {tol_s:g} s before an earlier record)", line=ln,
-                       field="time_ms", example=text)
+            _late(reader, ln, tol_s, text)
             continue
         if verdict == "retract":
             bad = log.recs.pop()
@@ -315,9 +267,13 @@ def _early(log: _Log, rec: _Rec, tol_s: float) -> bool:
 def _drop_early(reader: Reader, log: _Log, tol_s: float) -> None:
     """Records held as an early stream that the timeline then went on after: each is out of order."""
     for r in log.early:
-        reader.bad(f"{rules.NON_MONOTONIC} (more than {tol_s:g} s before an earlier record)", line=r.line,
-                   field="time_ms")
+        _late(reader, r.line, tol_s)
     log.early.clear()
+
+
+def _late(reader: Reader, line: int, tol_s: float, example: str | None = None) -> None:
+    reader.bad(f"{rules.NON_MONOTONIC} (more than {tol_s:g} s before an earlier record)", line=line, field="time_ms",
+               example=example)
 
 
 def _keep_early(reader: Reader, log: _Log) -> None:
@@ -335,8 +291,6 @@ def _keep_early(reader: Reader, log: _Log) -> None:
 
 
 # --- intervals ---------------------------------------------------------------------------------
-
-
 @dataclass
 class _Interval:
     kind: str
@@ -383,18 +337,15 @@ def _first_block_from_run(reader: Reader, tl: _Timeline, kind: str, r: _Rec) -> 
 
 
 def _stop(reader: Reader, tl: _Timeline, kind: str, r: _Rec) -> None:
-    cur = tl.open_.get(kind)
+    cur = tl.open_.pop(kind, None)
     if cur is None:
         last = tl.closed[kind][-1] if tl.closed[kind] else None
         if last is not None and _ident(last.meta1) == _ident(r.meta):
             tl.copies[r.key] = tl.copies.get(r.key, 0) + 1
             return
-        cur = _first_block_from_run(reader, tl, kind, r)
-        if cur is None:
+        if (cur := _first_block_from_run(reader, tl, kind, r)) is None:
             reader.bad(rules.end_without_start(kind), line=r.line, field="key")
             return
-        tl.open_[kind] = cur
-    del tl.open_[kind]
     if r.t < cur.t0:
         reader.bad(rules.end_before_start(kind), line=r.line, field="time_ms")
         return
@@ -406,7 +357,7 @@ def _stop(reader: Reader, tl: _Timeline, kind: str, r: _Rec) -> None:
 
 def _timeline(reader: Reader, recs: list[_Rec]) -> _Timeline:
     """Start/stop pairs as intervals (per-rank copies collapsed), the other records as points."""
-    tl = _Timeline({k: [] for k in ("init", "run", "block", "eval", "epoch")}, {}, {}, {})
+    tl = _Timeline({k: [] for k in _KINDS}, {}, {}, {})
     for r in recs:
         pair = _PAIRS.get(r.key)
         if pair is None:
@@ -444,11 +395,15 @@ def _run_and_init(reader: Reader, tl: _Timeline) -> tuple[_Interval | None, floa
 
 
 # --- facts and claims --------------------------------------------------------------------------
-
-
 def _first(tl: _Timeline, key: str) -> _Rec | None:
     lst = tl.points.get(key)
     return lst[0] if lst else None
+
+
+def _platform(tl: _Timeline) -> _Rec | None:
+    """The ``submission_platform`` record, when it names a platform (a non-blank text)."""
+    plat = _first(tl, "submission_platform")
+    return plat if plat is not None and isinstance(plat.value, str) and plat.value.strip() else None
 
 
 def _count_fact(out: Parsed, reader: Reader, r: _Rec | None, name: str) -> int | None:
@@ -468,12 +423,10 @@ def _count_fact(out: Parsed, reader: Reader, r: _Rec | None, name: str) -> int |
 
 def _point_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str, Any]) -> None:
     """Platform, nodes, benchmark, global batch and sequence length as the submission states them."""
-    plat = _first(tl, "submission_platform")
-    if plat is not None and isinstance(plat.value, str) and plat.value.strip():
+    if (plat := _platform(tl)) is not None:
         where = f"{reader.name}:{plat.line}"
         out.fact("platform", plat.value, where, plat.text)
-        m = _PLATFORM_RE.fullmatch(plat.value.strip())
-        if m:
+        if m := _PLATFORM_RE.fullmatch(plat.value.strip()):
             nodes = rules.as_count(m.group(1))
             if nodes is None:
                 reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (submission_platform node count)", line=plat.line,
@@ -507,13 +460,14 @@ def _dtype_fact(out: Parsed, reader: Reader, tl: _Timeline) -> None:
 
 
 def _platform_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str, Any]) -> None:
-    """The accelerator a submission platform names, and its accelerators per node, as
-    ``hardware.resolve_system`` reads them; only for what a SYSJSON line did not already state. The
-    system is never taken for the accelerator."""
+    """The accelerator a submission platform names (``"64xNVIDIA DGX H100"``, ``"XE9680x8H100-SXM-80GB"``)
+    and its accelerators per node, as ``hardware.resolve_system`` reads them (the sourced system table
+    mfu_toolkit/systems.csv, counts the name embeds, the peak registry); only for what a SYSJSON line did
+    not already state. The system is never taken for the accelerator, and a system the table does not know
+    (HGX boards come with 4 or 8 GPUs) states no per-node count."""
     from ... import hardware
 
-    plat = _first(tl, "submission_platform")
-    if plat is None or not isinstance(plat.value, str) or not plat.value.strip():
+    if (plat := _platform(tl)) is None:
         return
     where = f"{reader.name}:{plat.line}"
     system = str(extra.get("platform_system") or plat.value.strip())
@@ -544,10 +498,10 @@ def _platform_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str,
 
 def _check_ranks(out: Parsed, reader: Reader) -> None:
     """Nodes x accelerators per node against the per-rank record count: a disagreement is noted."""
-    def first(name: str) -> Any:
-        return next((f for f in out.facts if f.name == name), None)
-
-    nodes, per, ranks = first("n_nodes"), first("accelerators_per_node"), first("n_ranks")
+    first: dict[str, Any] = {}
+    for f in out.facts:
+        first.setdefault(f.name, f)
+    nodes, per, ranks = (first.get(k) for k in ("n_nodes", "accelerators_per_node", "n_ranks"))
     if nodes is None or per is None or ranks is None:
         return
     total = nodes.value * per.value
@@ -601,17 +555,16 @@ def _rank_facts(out: Parsed, reader: Reader, log: _Log, tl: _Timeline, extra: di
     """``n_ranks`` from the ``init_start`` records (see the module docstring for the rule)."""
     if not log.init_starts:
         return
-    copies = tl.copies.get("init_start", 0) + 1 if "init_start" in tl.copies else 1
+    copies = tl.copies.get("init_start", 0) + 1
     if copies > 1:
         extra["init_start_copies"] = copies
     where = f"{reader.name}:{log.init_starts[0].line}"
     if log.ranks:
-        text = f"{len(log.ranks)} distinct metadata.rank values in {len(log.init_starts)} init_start records"
-        out.fact("n_ranks", len(log.ranks), where, text)
+        out.fact("n_ranks", len(log.ranks), where,
+                 f"{len(log.ranks)} distinct metadata.rank values in {len(log.init_starts)} init_start records")
     elif copies > 1:
-        text = (f"init_start logged {copies} times with no rank ids, each copy counted as one rank "
-                "(one rank per accelerator is usual in MLPerf, not stated here)")
-        out.fact("n_ranks", copies, where, text)
+        out.fact("n_ranks", copies, where, f"init_start logged {copies} times with no rank ids, each copy counted as "
+                 "one rank (one rank per accelerator is usual in MLPerf, not stated here)")
 
 
 def _claims(out: Parsed, reader: Reader, tl: _Timeline, token_counted: bool, run_iv: _Interval | None = None) -> None:
@@ -656,10 +609,7 @@ def _submission_extra(tl: _Timeline, extra: dict[str, Any]) -> str | None:
             params[key] = v if not (isinstance(v, float) and not math.isfinite(v)) else str(v)
     if params:
         extra["params"] = params
-    bits = [str(r.value)
-            for r in (_first(tl, k) for k in ("submission_benchmark", "submission_org", "submission_platform"))
-            if r is not None and r.value is not None]
-    return " ".join(bits) if bits else None
+    return " ".join(extra[k] for k in ("benchmark", "org", "platform") if k in extra) or None
 
 
 def _time_extra(reader: Reader, tl: _Timeline, run_iv: _Interval | None, run_start_t: float | None, t0: float,
@@ -670,12 +620,10 @@ def _time_extra(reader: Reader, tl: _Timeline, run_iv: _Interval | None, run_sta
         extra["run_start_s"] = run_start_t - t0
     if run_iv is not None:
         extra["run_stop_s"] = run_iv.t1 - t0
-        extra["run_duration_s"] = run_iv.t1 - run_iv.t0
         # MLPerf's score: time to train is run_start to run_stop (MLPerf Training rules, "Timing")
-        extra["time_to_train_s"] = run_iv.t1 - run_iv.t0
+        extra["run_duration_s"] = extra["time_to_train_s"] = run_iv.t1 - run_iv.t0
         extra["time_to_train_where"] = f"{reader.name}:{run_iv.line}-{run_iv.line1}"
-        status = run_iv.meta1.get("status")
-        if status is not None:
+        if (status := run_iv.meta1.get("status")) is not None:
             extra["run_status"] = str(status)
     if tl.closed["init"]:
         extra["init_duration_s"] = tl.closed["init"][0].t1 - tl.closed["init"][0].t0
@@ -687,39 +635,23 @@ def _time_extra(reader: Reader, tl: _Timeline, run_iv: _Interval | None, run_sta
 
 
 # --- events, steps, tables ---------------------------------------------------------------------
-
-
 def _accuracy_for(evals: list[_Interval], accs: list[_Rec]) -> list[_Rec | None]:
     """The ``eval_accuracy`` record of each evaluation, each used once.
 
-    An evaluation takes the unused accuracy that lies inside it in time (the earliest such) or,
-    if one comes earlier in the log, the first unused one that names the same counters
-    (``samples_count``, ``epoch_num``, ...). Linear: a pointer per counter value, and a
-    skip-list over the accuracies in time order.
+    An evaluation takes the unused accuracy that lies inside it in time (the earliest such:
+    ``timeline.Points``) or, if one comes earlier in the log, the first unused one that names the
+    same counters (``samples_count``, ``epoch_num``, ...: a pointer per counter value). Linear.
     """
-    order = sorted(range(len(accs)), key=lambda i: (accs[i].t, i))
-    times = [accs[i].t for i in order]
-    nxt = list(range(len(order) + 1))  # nxt[k]: the first unused position >= k in time order
+    points = timeline.Points([a.t for a in accs])
     by_ident: dict[tuple, list[int]] = {}
     for i, a in enumerate(accs):
         if _ident(a.meta):
             by_ident.setdefault(_ident(a.meta), []).append(i)
     ptr = dict.fromkeys(by_ident, 0)
-    pos_of = {i: k for k, i in enumerate(order)}
     used = [False] * len(accs)
-
-    def first_unused(k: int) -> int:
-        root = k
-        while nxt[root] != root:
-            root = nxt[root]
-        while nxt[k] != root:
-            nxt[k], k = root, nxt[k]
-        return root
-
     out: list[_Rec | None] = []
     for iv in evals:
-        k = first_unused(bisect.bisect_left(times, iv.t0 - 1e-9))
-        by_time = order[k] if k < len(order) and times[k] <= iv.t1 + 1e-9 else None
+        by_time = points.first_in(iv.t0 - 1e-9, iv.t1 + 1e-9)
         ident, by_id = _ident(iv.meta0), None
         if ident in by_ident:
             lst = by_ident[ident]
@@ -729,7 +661,7 @@ def _accuracy_for(evals: list[_Interval], accs: list[_Rec]) -> list[_Rec | None]
         pick = min((i for i in (by_time, by_id) if i is not None), default=None)
         if pick is not None:
             used[pick] = True
-            nxt[pos_of[pick]] = pos_of[pick] + 1
+            points.take(pick)
         out.append(accs[pick] if pick is not None else None)
     return out
 
@@ -770,38 +702,6 @@ def _events(reader: Reader, tl: _Timeline, t0: float) -> list[dict[str, Any]]:
     return events
 
 
-@dataclass
-class _Holes:
-    """Sorted evaluation intervals, searchable: the training segments are the blocks minus these."""
-
-    spans: list[tuple[float, float]]
-    reach: list[float] = field(default_factory=list)  # reach[i]: the largest end among spans[: i + 1]
-
-    def __post_init__(self) -> None:
-        self.spans.sort()
-        top = -math.inf
-        for _, h1 in self.spans:
-            top = max(top, h1)
-            self.reach.append(top)
-
-    def subtract(self, a: float, b: float) -> list[tuple[float, float]]:
-        """Parts of [a, b] not covered by the spans; only the spans that can overlap it are visited."""
-        out = []
-        cur = a
-        for i in range(bisect.bisect_right(self.reach, a), len(self.spans)):
-            h0, h1 = self.spans[i]
-            if h0 >= b:
-                break
-            if h1 <= cur:
-                continue
-            if h0 > cur:
-                out.append((cur, h0))
-            cur = max(cur, h1)
-        if cur < b:
-            out.append((cur, b))
-        return out
-
-
 def _bases(reader: Reader, tl: _Timeline, run_iv: _Interval | None) -> tuple[list[_Interval], str]:
     if tl.closed["block"]:
         return tl.closed["block"], "block"
@@ -815,20 +715,15 @@ def _bases(reader: Reader, tl: _Timeline, run_iv: _Interval | None) -> tuple[lis
 
 
 def _epoch_marks(tl: _Timeline, extra: dict[str, Any], token_counted: bool) -> tuple[dict[float, float], float]:
-    """Where the log states its position in training: time -> ``epoch_num``, on the records that
-    bound training segments (eval, epoch, block and run start/stop), and the samples one unit of
-    that position is; ({}, nan) when the log does not say what the position counts.
+    """Where the log states its position in training: time -> ``epoch_num`` on the records that bound
+    training segments (eval, epoch, block and run start/stop), and the samples one unit of it is; ({}, nan)
+    when the log does not say what the position counts.
 
-    ``epoch_num`` counts epochs in some benchmarks (DLRM: 0.04998 at the first evaluation) and
-    samples in others (BERT: 150336). Which one, the log itself shows:
-
-    - a fractional position is a fraction of an epoch (a count of samples is a whole number): one
-      unit is the log's ``train_samples``, the samples of one epoch;
-    - whole positions whose last one equals ``train_samples`` (logged when training ends, the
-      samples trained) count samples: one unit is one sample.
-
-    Anything else states no count. Two records at one time that state different positions state
-    none there."""
+    ``epoch_num`` counts epochs in some benchmarks (DLRM: 0.04998 at the first evaluation) and samples in
+    others (BERT: 150336); the log itself shows which. A fractional position is a fraction of an epoch (one
+    unit is ``train_samples``, the samples of one epoch); whole positions whose last one equals
+    ``train_samples`` count samples (one unit is one sample). Anything else states no count; two records at
+    one time that state different positions state none there."""
     train = extra.get("train_samples")
     if token_counted or not isinstance(train, float) or not train > 0:
         return {}, math.nan
@@ -866,19 +761,15 @@ def _steps(reader: Reader, tl: _Timeline, run_iv: _Interval | None, t0: float, t
            extra: dict[str, Any], seq_len: int | None = None) -> pd.DataFrame:
     """One step row per training segment: blocks (or epochs, or the run) minus evaluations."""
     bases, base_kind = _bases(reader, tl, run_iv)
-    holes = _Holes([(iv.t0, iv.t1) for iv in tl.closed["eval"]])
+    holes = timeline.Holes([(iv.t0, iv.t1) for iv in tl.closed["eval"]])  # training is the blocks minus these
     marks, unit = _epoch_marks(tl, extra, token_counted)
-    from_counters = 0
-    rows = []
-    split_any = False
+    rows, from_counters, split_any = [], 0, False
     for b_i, iv in enumerate(bases):
         segs = holes.subtract(iv.t0, iv.t1) if holes.spans and iv.t1 != iv.t0 else [(iv.t0, iv.t1)]
         whole = len(segs) == 1 and segs[0] == (iv.t0, iv.t1)
         split_any |= not whole
-        samples = math.nan
         s0, s1 = rules.as_number(iv.meta0.get("samples_count")), rules.as_number(iv.meta1.get("samples_count"))
-        if whole and not math.isnan(s0) and not math.isnan(s1) and s1 >= s0:
-            samples = s1 - s0
+        samples = s1 - s0 if whole and not math.isnan(s0) and not math.isnan(s1) and s1 >= s0 else math.nan
         ec = rules.as_number(iv.meta0.get("epoch_count", iv.meta1.get("epoch_count")))
         first = rules.as_number(iv.meta0.get("first_epoch_num", iv.meta0.get("epoch_num")))
         if token_counted and whole and seq_len and not math.isnan(ec) and ec % seq_len == 0:
@@ -954,10 +845,8 @@ def _tables(tl: _Timeline, t0: float) -> dict[str, pd.DataFrame]:
     if evals:
         tables["evals"] = pd.DataFrame(evals)
     if tl.closed["epoch"]:
-        tables["epochs"] = pd.DataFrame(
-            [{"epoch_num": rules.as_number(iv.meta0.get("epoch_num")), "start_s": iv.t0 - t0, "end_s": iv.t1 - t0}
-             for iv in tl.closed["epoch"]]
-        )
+        tables["epochs"] = pd.DataFrame([{"epoch_num": rules.as_number(iv.meta0.get("epoch_num")),
+                                          "start_s": iv.t0 - t0, "end_s": iv.t1 - t0} for iv in tl.closed["epoch"]])
     rows = []
     for key in ("tracked_stats", "train_loss"):
         for r in tl.points.get(key, []):
@@ -987,8 +876,7 @@ def parse(reader: Reader, options: Options) -> Parsed:
     run_iv, run_start_t = _run_and_init(reader, tl)
     out = Parsed(timing="exact", time_unit="epoch_ms")
     extra = out.extra
-    name = _submission_extra(tl, extra)
-    if name:
+    if name := _submission_extra(tl, extra):
         out.meta["name"] = name
     _point_facts(out, reader, tl, extra)
     if log.sysjson:
