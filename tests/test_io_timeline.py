@@ -127,3 +127,63 @@ def test_within_budget(tmp_path: Path) -> None:
         assert timeline.within_budget(np.array([], dtype=np.int64), reader).tolist() == []
     finally:
         rules.end_row_budget(token)
+
+
+# --- attempts: which launch each record belongs to -------------------------------------------
+
+
+def test_attempts_a_step_that_does_not_increase_opens_one() -> None:
+    # steps 1 2 3 | 3 4 | 2 3 10 | 1: the repeated 3, the 2 after 4 and the 1 after 10 each open an attempt
+    steps = np.array([1, 2, 3, 3, 4, 2, 3, 10, 1])
+    att = timeline.attempts(steps, resets="not_increasing")
+    assert att.tolist() == [0, 0, 0, 1, 1, 2, 2, 2, 3]
+    assert att.dtype == np.int64
+    assert timeline.attempts(steps).tolist() == att.tolist()  # the default
+
+
+def test_attempts_back_leaves_an_equal_step_in_its_attempt() -> None:
+    # the same steps; an equal step (3 after 3) stays, only 2 after 4 and 1 after 10 go back
+    steps = np.array([1, 2, 3, 3, 4, 2, 3, 10, 1])
+    assert timeline.attempts(steps, resets="back").tolist() == [0, 0, 0, 0, 0, 1, 1, 1, 2]
+
+
+def test_attempts_launch_markers() -> None:
+    # a marker before record 0 opens nothing (no attempt before it); one before record 3 opens attempt 1
+    steps = np.array([5, 6, 7, 8, 9])
+    launches = np.array([True, False, False, True, False])
+    assert timeline.attempts(steps, launches=launches).tolist() == [0, 0, 0, 1, 1]
+    # a marker and a reset at the same record open one attempt, not two: 5 6 | 2 3
+    both = timeline.attempts(np.array([5, 6, 2, 3]), launches=np.array([False, False, True, False]))
+    assert both.tolist() == [0, 0, 1, 1]
+
+
+def test_attempts_from_markers_only() -> None:
+    # resets=None: step numbers open nothing (10 after 20 stays in attempt 0); markers before records 2, 4, 5
+    steps = np.array([10, 20, 10, 30, 40, 50])
+    launches = np.array([False, False, True, False, True, True])
+    assert timeline.attempts(steps, launches=launches, resets=None).tolist() == [0, 0, 1, 1, 2, 3]
+    # records without step numbers (entries of a log that has none): the markers alone
+    assert timeline.attempts(launches=launches, resets=None).tolist() == [0, 0, 1, 1, 2, 3]
+
+
+def test_attempts_of_no_record_and_of_one() -> None:
+    assert timeline.attempts(np.array([], dtype=np.int64)).tolist() == []
+    assert timeline.attempts(np.array([7])).tolist() == [0]
+    assert timeline.attempts(launches=np.array([True]), resets=None).tolist() == [0]
+
+
+def test_attempts_arguments_are_checked() -> None:
+    with pytest.raises(ValueError, match="resets"):
+        timeline.attempts(np.array([1, 2]), resets="down")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="steps"):
+        timeline.attempts(launches=np.array([False, True]))  # resets by step need the steps
+    with pytest.raises(ValueError, match="launches"):
+        timeline.attempts(np.array([1, 2, 3]), launches=np.array([False, True]))
+
+
+def test_attempts_of_a_million_records() -> None:
+    # 1,000 launches of steps 0..999: each 0 after 999 opens an attempt, so the last record is in attempt 999
+    steps = np.tile(np.arange(1000, dtype=np.int64), 1000)
+    att = timeline.attempts(steps)
+    assert att[-1] == 999 and att[999] == 0 and att[1000] == 1
+    assert np.bincount(att).tolist() == [1000] * 1000

@@ -4,14 +4,22 @@ Text logs print one line every *k* steps (the log interval); the line's time sta
 steps since the previous line. This module holds the rules the text formats share for turning
 such records into per-step rows:
 
+- :func:`attempts`: which attempt (a launch of the job) each record belongs to: a new one opens where a
+  launch marker precedes a record, or where the step number resets (goes back, or does not increase).
 - :func:`log_interval`: the interval is the log's own setting when given, else the most common
   positive gap between consecutive printed steps of one attempt (ties: the smallest, so a lost line
   never makes the interval look longer than it is); a gap over ``rules.MAX_LOG_INTERVAL`` is no
   log interval.
+- :func:`checked_interval`: a log interval the user gave, validated (a LoadError naming the option).
+- :func:`interval_or_one`: :func:`log_interval`, else one step per record, with a note saying why.
 - :func:`interval_rows`: the steps each record stands for, from the gaps between records and the interval;
   a gap too long is one step (counted), steps missing between records are noted.
 - :func:`within_budget`: expansion draws on the load's row budget (``rules.take_rows``); past it
   every record stays one row (its steps still counted in ``interval_steps``) and a note says so.
+- :func:`on_rows`: sparse record fields as columns of the expanded rows (interval means on every row of
+  their record, point values on the row of the step that printed them).
+- :func:`record_at`: which record's interval holds a step (to place an event the log ties to a step).
+- :func:`back_to_back`: intervals placed one after the other from their durations, with gaps between.
 - :func:`no_overlap`: where each interval of a log whose timestamps are coarser than its durations ends, so
   that no interval starts before the previous one ends and every duration is kept.
 - :func:`expand`: the rows themselves, one per step of each record's interval, its time spread
@@ -38,7 +46,37 @@ import numpy as np
 from . import rules
 from .reading import Reader
 
-__all__ = ["Expansion", "Holes", "Points", "log_interval", "interval_rows", "within_budget", "no_overlap", "expand"]
+__all__ = ["Expansion", "Holes", "Points", "attempts", "log_interval", "checked_interval", "interval_or_one",
+           "interval_rows", "within_budget", "record_at", "back_to_back", "no_overlap", "expand", "on_rows"]
+
+
+def attempts(steps: np.ndarray | None = None, *, launches: np.ndarray | None = None,
+             resets: Literal["not_increasing", "back"] | None = "not_increasing") -> np.ndarray:
+    """The attempt of each record (0, 1, ...; records in log order), as an int64 array.
+
+    A record opens a new attempt when a launch marker precedes it (``launches[i]``: the job started
+    again between record ``i - 1`` and record ``i``) or when its step number resets against the previous
+    record's: ``resets="not_increasing"``: a step at or below it (a relaunch resumes from a checkpoint at or
+    before the last step logged); ``"back"``: a step below it (for formats whose equal step is the same
+    step logged again, merged or dropped before this is asked); ``None``: step numbers open no attempt
+    (``steps`` may then be omitted). A marker before the first record opens nothing: no attempt precedes
+    it. Linear time. Records a format drops (repeated lines, copies) are left out before this is called.
+    """
+    if resets not in ("not_increasing", "back", None):
+        raise ValueError(f"resets must be 'not_increasing', 'back' or None, not {resets!r}")
+    if steps is None and (resets is not None or launches is None):
+        raise ValueError("attempts() needs steps= to find resets (or launches= with resets=None)")
+    n = len(steps) if steps is not None else len(launches)  # type: ignore[arg-type]
+    new = np.zeros(n, dtype=bool)
+    if resets is not None:
+        s = np.asarray(steps, dtype=np.int64)
+        new[1:] = s[1:] <= s[:-1] if resets == "not_increasing" else s[1:] < s[:-1]
+    if launches is not None:
+        marks = np.asarray(launches, dtype=bool)
+        if len(marks) != n:
+            raise ValueError(f"launches has {len(marks)} entries for {n} records")
+        new[1:] |= marks[1:]
+    return np.cumsum(new, dtype=np.int64)
 
 
 def log_interval(steps: np.ndarray, attempts: np.ndarray | None = None, *, given: int | None = None) -> int | None:
@@ -63,6 +101,33 @@ def log_interval(steps: np.ndarray, attempts: np.ndarray | None = None, *, given
         return None
     values, counts = np.unique(ok, return_counts=True)
     return int(values[counts == counts.max()].min())
+
+
+def checked_interval(reader: Reader, given: Any, option: str = "log_interval") -> int | None:
+    """``given`` (the steps per printed line a user passed as ``option``) as an int, None when not given; a value
+    that is no positive whole number, or over ``rules.MAX_LOG_INTERVAL``, is a LoadError naming the option."""
+    if given is None:
+        return None
+    value = rules.as_step(given)
+    if value is None or value < 1:
+        reader.fail(f"{option} must be a positive whole number of steps; got {given!r}", field=option)
+    if not rules.interval_ok(value):
+        reader.fail(f"{option}={value:,} is over {rules.MAX_LOG_INTERVAL:,} steps per printed line, too long to "
+                    "expand row by row; pass the interval the job used", field=option)
+    return value
+
+
+def interval_or_one(reader: Reader, steps: np.ndarray, attempts: np.ndarray, given: int | None = None) -> int:
+    """``given``, else :func:`log_interval` of the records, else 1: each record one step, with a note saying why
+    (every gap too long to be an interval, or one record per attempt)."""
+    found = log_interval(steps, attempts)
+    if given is None and found is None and len(steps):
+        a = np.asarray(attempts)
+        reader.note(f"no step gap between lines is a log interval (all over {rules.MAX_LOG_INTERVAL:,}); each line "
+                    "taken as one step - pass log_interval= to change" if (a[1:] == a[:-1]).any() else
+                    "log interval unknown (one line per launch); each line taken as one step - pass log_interval= "
+                    "to change")
+    return given or found or 1
 
 
 def interval_rows(reader: Reader, steps: np.ndarray, attempts: np.ndarray, interval: int, lines: Any, *,
@@ -106,6 +171,25 @@ def within_budget(rows: np.ndarray, reader: Reader) -> np.ndarray:
                     f"interval_steps) — expanding them would add {extra:,} rows, over this load's budget")
         return np.ones_like(rows)
     return rows
+
+
+def record_at(steps: np.ndarray, attempts: np.ndarray, n: np.ndarray, attempt: int, step: int) -> int | None:
+    """The record whose interval holds ``step`` of ``attempt`` (its last step ``steps[i]``, ``n[i]`` steps long),
+    else None; records sorted by attempt, then step within it. Two bisections."""
+    lo, hi = np.searchsorted(attempts, attempt, "left"), np.searchsorted(attempts, attempt, "right")
+    j = int(lo + np.searchsorted(steps[lo:hi], step, "left"))
+    if j >= hi or not (steps[j] - n[j] < step <= steps[j]):
+        return None
+    return j
+
+
+def back_to_back(span: np.ndarray, gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(start, end)`` of intervals placed one after the other from 0: ``gap[i]`` seconds, then ``span[i]``.
+
+    One running sum, gap then span per interval, so each start is exactly the previous end plus its gap.
+    """
+    walk = np.cumsum(np.column_stack([gap, span]).ravel()) if len(span) else np.zeros(0)
+    return walk[0::2], walk[1::2]
 
 
 def no_overlap(reader: Reader, ts: np.ndarray, span: np.ndarray) -> np.ndarray:
@@ -238,3 +322,21 @@ class Points:
     def take(self, i: int) -> None:
         """Take point ``i``: :meth:`first_in` passes over it from now on."""
         self.nxt[self.pos[i]] = self.pos[i] + 1
+
+
+def on_rows(ex: Expansion, rows: np.ndarray, fields: dict[str, tuple[Any, Any]], *, every: Any = ()) -> dict[str, Any]:
+    """Sparse record fields (``name -> (record indices, values)``) as columns of the rows ``expand`` made (``rows[i]``
+    for record ``i``): a field named in ``every`` (a mean over its interval) on every row of its record, any other
+    (a point value) on the record's last row, the step that printed it; NaN elsewhere. In the fields' order."""
+    last_row = np.cumsum(rows) - 1
+    out: dict[str, Any] = {}
+    for name, (where, got) in fields.items():
+        idx, vals = np.asarray(where, dtype=np.int64), np.asarray(got, dtype=float)
+        if name in every:
+            per = np.full(len(rows), np.nan)
+            per[idx] = vals
+            out[name] = per[ex.record]
+        else:
+            out[name] = np.full(len(ex.record), np.nan)
+            out[name][last_row[idx]] = vals
+    return out

@@ -7,14 +7,14 @@ Neither source has per-step timestamps. What they carry, and how it becomes a Ru
   duration of every evaluation (``eval_runtime``; also ``predict_runtime`` etc.).
 - So the training time is ``train_runtime`` minus the logged evaluation runtimes, spread evenly
   over the steps (``meta.timing = "duration_only"``: the total is exact, the individual step
-  durations are a run-wide mean). Evaluations become ``eval`` events placed after the step at
-  which they ran; checkpoint saves are not logged separately and stay inside the step time
-  (a note says so). Without ``train_runtime`` (a run that died) no time can be derived: the
-  steps table stays empty and the logged values are still in ``tables["log_history"]``. A gap
-  between logged steps longer than :data:`~mfu_toolkit.io.rules.MAX_LOG_INTERVAL` is not
-  expanded into rows: it is counted (``step gap too long ...``, with its line) and that
-  attempt gets no step rows; nor is an attempt whose rows would pass the load's row budget
-  (``rules.take_rows``; a note says so).
+  durations are a run-wide mean; rows by :func:`~mfu_toolkit.io.timeline.expand`). Evaluations
+  become ``eval`` events placed after the step at which they ran; checkpoint saves are not
+  logged separately and stay inside the step time (a note says so). Without ``train_runtime`` (a
+  run that died) no time can be derived: the steps table stays empty and the logged values are
+  still in ``tables["log_history"]``. A gap between logged steps longer than
+  :data:`~mfu_toolkit.io.rules.MAX_LOG_INTERVAL` is not expanded into rows: it is counted
+  (``step gap too long ...``, with its line) and that attempt gets no step rows; nor is an
+  attempt whose rows would pass the load's row budget (``rules.take_rows``; a note says so).
 - Logged values (``loss``, ``grad_norm``, ``learning_rate``, ``epoch``) are columns on the
   logged steps only; ``logged`` marks them. ``tables["log_history"]`` keeps every entry.
 - ``all_results.json`` / ``train_results.json`` / ``eval_results.json`` beside the state (same
@@ -25,8 +25,8 @@ Neither source has per-step timestamps. What they carry, and how it becomes a Ru
   they are read by a converter that accepts literals only (numbers, strings, ``nan``/``inf``,
   ``tensor(x, ...)`` wrappers) and never evaluates code. They carry no step number: the
   logging interval is inferred from ``train_runtime × train_steps_per_second`` ÷ the number of
-  loss lines (recorded in ``meta.extra["logging_steps_inferred"]``). Each ``train_runtime`` line
-  closes an attempt; lines after it open the next.
+  loss lines (recorded in ``meta.extra["logging_steps_inferred"]``). Each ``train_runtime`` entry
+  closes an attempt; entries after it open the next (:func:`~mfu_toolkit.io.timeline.attempts`).
 - Bad entries are counted with their line (the entry's first line in ``trainer_state.json``)
   and field, or raise with ``strict=True``: an entry with a bad step or runtime is skipped; a
   non-numeric ``loss``/``grad_norm``/``learning_rate``/``epoch`` is left missing and the entry
@@ -66,7 +66,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import rules
+from .. import rules, timeline
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader, parse_json, read_head
 from ..values import number
@@ -325,14 +325,16 @@ def _attempt_rows(seg: _Segment, attempt: int, t: float, n_steps: int, reader: R
     tau = train_time / n_steps
     facts.setdefault("step_time_s_mean", []).append(tau)
     cum = np.concatenate([[0.0], np.cumsum(runtimes)])
-    idx = np.arange(n_steps)
-    step_start = t + idx * tau + cum[np.searchsorted(np.asarray(afters, dtype=np.int64), idx, side="right")]
+    # the attempt is one record of n_steps steps from t, each tau long; evaluations then push later steps on
+    ex = timeline.expand(np.array([n_steps]), np.array([n_steps]), np.array([n_steps]), np.array([t]),
+                         place="duration", share=np.array([tau]))
+    step_start = ex.start + cum[np.searchsorted(np.asarray(afters, dtype=np.int64), ex.step - 1, side="right")]
     for j, (after, rt, key) in enumerate(zip(afters, runtimes, keys, strict=True)):
         start = t + after * tau + cum[j]
         events.append({"kind": "eval", "start_s": start, "end_s": start + rt, "attempt": attempt, "rank": -1,
                        "detail": f"{key}={rt:.3f}s after step {after}"})
     values = {int(e["step"]): e for _, e in seg if _entry_kind(e) == "train"}
-    steps = list(range(1, n_steps + 1))
+    steps = ex.step.tolist()
     cols["attempt"].extend([attempt] * n_steps)
     cols["step"].extend(steps)
     cols["start_s"].extend(step_start.tolist())
@@ -384,13 +386,15 @@ def _history_table(segments: list[_Segment]) -> pd.DataFrame:
 
 
 def _segments(entries: list[tuple[int | None, dict[str, Any]]]) -> list[_Segment]:
-    segs: list[_Segment] = [[]]
-    for line, e in entries:
-        segs[-1].append((line, e))
-        if _entry_kind(e) == "final":
-            segs.append([])
-    if not segs[-1] and len(segs) > 1:
-        segs.pop()
+    """The entries of each attempt: a ``train_runtime`` entry closes one, so the entry after it opens the
+    next (its launch marker for ``timeline.attempts``; step numbers open none). No entries: one empty attempt."""
+    if not entries:
+        return [[]]
+    after_final = [False] + [_entry_kind(e) == "final" for _, e in entries[:-1]]
+    att = timeline.attempts(launches=np.array(after_final, dtype=bool), resets=None)
+    segs: list[_Segment] = [[] for _ in range(int(att[-1]) + 1)]
+    for a, entry in zip(att.tolist(), entries, strict=True):
+        segs[a].append(entry)
     return segs
 
 

@@ -17,8 +17,9 @@ What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
   attempt's median (JAX dispatches asynchronously, so a step can report before its work is done:
   the documented v5p run's step 1 reads 0.319 s and 2,400 TFLOP/s/device), ``outlier`` on one over
   three times the median (e.g. a profiler capture).
-- A step number that does not increase starts a new attempt; a line that repeats the previous
-  record exactly (a document quoting a step twice) is a duplicate, counted and left out.
+- A step number that does not increase starts a new attempt (:func:`~mfu_toolkit.io.timeline.attempts`);
+  a line that repeats the previous record exactly (a document quoting a step twice) is a duplicate,
+  counted and left out first.
 
 Facts: ``Num_devices: N`` (JAX devices: one per TPU v4/v5/v6 chip or GPU), the accelerator from
 ``TFRT TPU v5``-style lines, ``Config param`` values (``model_name``, ``dtype``,
@@ -44,7 +45,9 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from .. import rules
+import numpy as np
+
+from .. import rules, timeline
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader
 from ..values import number
@@ -175,18 +178,17 @@ def _config_facts(out: Parsed, state: dict[str, Any]) -> None:
 
 
 def _attempts(reader: Reader, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Number attempts (a step that does not increase starts one), drop repeats of the same text."""
+    """Drop repeats of the previous record's text (counted), then number the attempts of the rest
+    (``timeline.attempts``: a step that does not increase starts one)."""
     kept: list[dict[str, Any]] = []
-    attempt, prev = 0, None
     for rec in records:
-        if prev is not None and rec["text"] == prev["text"]:
+        if kept and rec["text"] == kept[-1]["text"]:
             reader.bad(rules.DUPLICATE, line=rec["line"], field="completed step")
             continue
-        if prev is not None and rec["step"] <= prev["step"]:
-            attempt += 1
-        rec["attempt"] = attempt
         kept.append(rec)
-        prev = rec
+    att = timeline.attempts(np.array([r["step"] for r in kept], dtype=np.int64), resets="not_increasing")
+    for rec, a in zip(kept, att.tolist(), strict=True):
+        rec["attempt"] = a
     return kept
 
 

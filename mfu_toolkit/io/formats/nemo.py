@@ -17,12 +17,12 @@ What the format reads and how it maps to a :class:`~mfu_toolkit.run.Run`:
   steps are placed back to back from their durations (``timing="duration_only"``): time spent
   outside steps (validation, checkpoint waits, start-up) and between attempts is then not in
   the timeline. Step 0 (warm-up) is kept. ``rank = -1``: NeMo prints steps from rank 0 only.
-- Attempts: a ``global_step`` that does not increase starts a new attempt (an in-job restart
-  by the fault-tolerance launcher resumes from the last checkpoint, so steps repeat; the first
-  attempt's repeated rows are the lost work). A line that repeats the previous step line
-  exactly (a document quoting it twice, two ranks printing it) is a duplicate, counted and left
-  out. A jump of ``global_step`` is kept as one row (steps NeMo did not print have no time);
-  a jump past :data:`~mfu_toolkit.io.rules.MAX_LOG_INTERVAL` is counted.
+- Attempts (:func:`~mfu_toolkit.io.timeline.attempts`): a ``global_step`` that does not increase
+  starts a new attempt (an in-job restart by the fault-tolerance launcher resumes from the last
+  checkpoint, so steps repeat; the first attempt's repeated rows are the lost work). A line that
+  repeats the previous step line exactly (a document quoting it twice, two ranks printing it) is a
+  duplicate, counted and left out first. A jump of ``global_step`` is kept as one row (steps NeMo
+  did not print have no time); a jump past :data:`~mfu_toolkit.io.rules.MAX_LOG_INTERVAL` is counted.
 - Columns besides the schema: ``loss`` (``reduced_train_loss``), ``lr``, ``consumed_samples``,
   ``global_batch_size`` (also ``samples``), ``epoch``, ``iteration``, ``tokens_per_sec_per_gpu``,
   ``tflops_per_gpu`` (``TFLOPS_per_GPU``), other numeric fields by their snake-case name, and
@@ -64,9 +64,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from .. import rules
+from .. import rules, timeline
 from ..base import Claim, Parsed, loader_for
 from ..reading import ANSI_RE, Reader, read_head
 from ..values import number, timestamp
@@ -282,21 +283,17 @@ def _step_record(reader: Reader, st: _State, ln: int, body: str, info: dict[str,
 
 
 def _add(reader: Reader, st: _State, rec: dict[str, Any]) -> None:
-    """Append a record: a duplicate is counted, a step that does not increase starts an attempt."""
+    """Append a record: a duplicate is counted, a jump of global_step counted (attempts: :func:`_attempts`)."""
     prev = st.records[-1] if st.records else None
     text = rec.pop("text")  # kept only while it is the last one: the records stay small
     if prev is not None:
         if text == st.last_text:
             reader.bad(rules.DUPLICATE, line=rec["line"], field="global_step", example=text)
             return
-        if rec["step"] <= prev["step"]:
-            st.attempt += 1
-            st.restarts.append((len(st.records), prev["step"], rec["step"], rec["line"]))
-        elif rec["step"] - prev["step"] > 1:
+        if rec["step"] - prev["step"] > 1:
             st.gaps += 1
             if not rules.interval_ok(rec["step"] - prev["step"]):
                 reader.bad(rules.INTERVAL_TOO_LONG, line=rec["line"], field="global_step", example=text)
-    rec["attempt"] = st.attempt
     st.records.append(rec)
     st.last_text = text
     if not st.texts:
@@ -327,8 +324,7 @@ class _State:
     """What one pass over the lines has gathered."""
 
     records: list[dict[str, Any]] = field(default_factory=list)
-    attempt: int = 0
-    restarts: list[tuple[int, int, int, int]] = field(default_factory=list)
+    restarts: list[tuple[int, int, int, int]] = field(default_factory=list)  # (record, previous step, step, line)
     last_text: str = ""
     texts: dict[str, str] = field(default_factory=dict)  # the first step line, the first with a batch size
     gaps: int = 0
@@ -572,7 +568,7 @@ def _summary(lines: list[tuple[int, str]]) -> dict[str, Any] | None:
                 steps.append(s)
     if not steps:
         return None
-    back = sum(1 for a, b in zip(steps, steps[1:], strict=False) if b <= a)
+    back = int(timeline.attempts(np.array(steps, dtype=np.int64), resets="not_increasing")[-1])
     return {"n": len(steps), "first": steps[0], "last": steps[-1], "restarts": back}
 
 
@@ -629,6 +625,17 @@ def _is_notebook(reader: Reader) -> bool:
 
 
 # --- records to a Run ------------------------------------------------------------------------
+
+
+def _attempts(st: _State) -> None:
+    """Each record's attempt (``timeline.attempts``: a global_step that does not increase opens one)
+    and the restarts, one per record that opens an attempt after the first."""
+    att = timeline.attempts(np.array([r["step"] for r in st.records], dtype=np.int64), resets="not_increasing")
+    for r, a in zip(st.records, att.tolist(), strict=True):
+        r["attempt"] = a
+    recs = st.records
+    st.restarts = [(p, recs[p - 1]["step"], recs[p]["step"], recs[p]["line"])
+                   for p in (np.flatnonzero(att[1:] != att[:-1]) + 1).tolist()]
 
 
 def _exact_ends(reader: Reader, records: list[dict[str, Any]]) -> list[float] | None:
@@ -817,6 +824,7 @@ def parse(reader: Reader, options: Options) -> Parsed:
         _line(reader, st, ln, raw)
     if not st.records:
         reader.fail("no usable NeMo step lines (global_step: N | train_step_timing in s: t)")
+    _attempts(st)
     start, end, timing = _timeline(reader, st.records)
     if timing == "duration_only":
         reader.note("no timestamp on the step lines: steps are placed back to back from 'train_step_timing in s'; "

@@ -16,8 +16,8 @@ files are told apart by their content, not their names):
   and the steps after them start when they end. The final HF row (``train/train_runtime``) goes
   to ``meta.extra["final"]``. Numeric metrics become step columns (``train/`` prefix dropped
   when no name clashes), on the logged step only. A step number that goes back opens an
-  attempt. A history without any step column is counted (line 1, field ``_step``) and gives
-  no steps.
+  attempt (:func:`~mfu_toolkit.io.timeline.attempts`). A history without any step column is
+  counted (line 1, field ``_step``) and gives no steps.
 - System-stats CSV (about every 30 s): per GPU ``gpu.N.gpu`` (SM utilisation %), ``.memory``
   (memory-controller busy %), ``.memoryAllocated`` (% of memory allocated),
   ``.memoryAllocatedBytes``, ``.powerWatts``, ``.powerPercent``, ``.temp`` (a ``system.``
@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import rules
+from .. import rules, timeline
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader, parse_json, read_head
 from ..values import number
@@ -504,11 +504,15 @@ def _final_row(df: pd.DataFrame, lines: np.ndarray) -> tuple[dict[str, float], n
 
 def _step_rows(df: pd.DataFrame, lines: np.ndarray, ts: np.ndarray, step_key: str, cand: np.ndarray,
                reader: Reader) -> tuple[list[tuple[int, int, int]], np.ndarray]:
-    """(attempt, step, row) of each kept step row in file order, and each row's kept step row."""
+    """(attempt, step, row) of each kept step row in file order, and each row's kept step row.
+
+    A row of the step just kept is another metric row of it (merged); a later step whose time goes
+    back is counted and left out. Attempts: ``timeline.attempts`` over the kept rows, a step number
+    that goes back opening one (the time check above starts afresh there: such a row is kept).
+    """
     step_vals = df[step_key].to_numpy(float)
-    rows: list[tuple[int, int, int]] = []
+    kept: list[tuple[int, int]] = []
     grp = np.full(len(df), -1)  # which kept step row each history row belongs to
-    attempt = 0
     last_step: int | None = None
     last_t = -math.inf
     for i in np.flatnonzero(cand):
@@ -517,18 +521,16 @@ def _step_rows(df: pd.DataFrame, lines: np.ndarray, ts: np.ndarray, step_key: st
             reader.bad(rules.BAD_STEP, line=int(lines[i]), field=step_key)
             continue
         if last_step is not None and s == last_step:
-            grp[i] = len(rows) - 1  # another metric row of the same step (merged below)
+            grp[i] = len(kept) - 1  # another metric row of the same step (merged below)
             continue
-        if last_step is not None and s < last_step:
-            attempt += 1
-            last_t = -math.inf
-        if ts[i] < last_t:
+        if last_step is not None and s > last_step and ts[i] < last_t:
             reader.bad(rules.NON_MONOTONIC, line=int(lines[i]), field="_timestamp")
             continue
-        rows.append((attempt, s, int(i)))
-        grp[i] = len(rows) - 1
+        kept.append((s, int(i)))
+        grp[i] = len(kept) - 1
         last_step, last_t = s, ts[i]
-    return rows, grp
+    att = timeline.attempts(np.array([s for s, _ in kept], dtype=np.int64), resets="back")
+    return [(a, s, i) for a, (s, i) in zip(att.tolist(), kept, strict=True)], grp
 
 
 def _expand(rows: list[tuple[int, int, int]], ts: np.ndarray, events: list[dict[str, Any]], lines: np.ndarray,
