@@ -15,7 +15,7 @@ from _realdata_b import realdata_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mfu_toolkit.io import hf_trainer
+from mfu_toolkit.io import hf_trainer, load_run
 from mfu_toolkit.io.reading import read_head
 from mfu_toolkit.run import LoadError, LoadWarning
 
@@ -494,3 +494,19 @@ def test_a_state_after_a_byte_order_mark_is_read_as_the_state(tmp_path):
     p.write_bytes(b"\xef\xbb\xbf" + state(HISTORY).encode())  # as some Windows editors save it
     run = hf_trainer.load(p)
     assert len(run.steps) == 100 and len(run.tables["log_history"]) == len(HISTORY)
+
+
+def test_a_log_opening_with_an_earlier_trainings_summary_keeps_that_attempt_as_an_event(tmp_path):
+    # The first line closes a training whose step lines are not in the file: attempt 0 has no step
+    # rows. It stays in the Run as a zero-length "other" event (a Run never skips an attempt number);
+    # before, the load failed with "attempt numbers must start at 0; the first is 1".
+    p = tmp_path / "train.log"
+    p.write_text("{'train_runtime': 10.0, 'train_samples_per_second': 3.0, 'train_steps_per_second': 0.5, "
+                 "'epoch': 1.0}\n{'loss': 1.0, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+                 "{'train_runtime': 20.0, 'train_samples_per_second': 3.0, 'train_steps_per_second': 0.5, "
+                 "'epoch': 1.0}\n")
+    run = load_run(p, "hf_trainer")
+    assert set(run.steps["attempt"]) == {1} and len(run.steps) == 10  # 20 s × 0.5 steps/s
+    zero = run.events[run.events["attempt"] == 0]
+    assert zero["kind"].tolist() == ["other"] and (zero["end_s"] == zero["start_s"]).all()
+    assert any(n.startswith("attempt 0: no train_runtime (or no steps)") for n in run.meta.report.notes)

@@ -599,3 +599,14 @@ def test_mutations_never_raise_foreign_errors(realdata, tmp_path, name, inside):
         except (LoadError, SchemaError):
             outcomes["error"] += 1
     assert outcomes["run"] > 0  # the mutations reach the parser, not only the JSON or file checks
+
+
+def test_a_step_number_repeated_after_a_failure_is_said_as_repeated_not_gone_back(tmp_path):
+    # global_step 3, a crash, then global_step 3 again: a new attempt whose step did not increase
+    lines = _lines(4)
+    again = LINE.format(i=3, loss=1.5, t=0.7)  # not a copy of the line: other loss and time
+    text = "\n".join([*lines, "[rank0]: Exception: boom", again]) + "\n"
+    run = _quiet(load_run, _write(tmp_path, text))
+    assert run.steps["attempt"].tolist() == [0, 0, 0, 0, 1]
+    detail = run.events.set_index("kind").loc["restart", "detail"]
+    assert "global_step repeated 3 (it did not increase): a new attempt" in detail and "went back" not in detail

@@ -366,7 +366,11 @@ def _timeline(
             reader.note(f"attempt {attempt}: {n:,} step rows would pass this load's budget of rows; not "
                         "expanded, so no step rows for it; the logged values are in tables['log_history']")
             n = -1
+        before = (len(cols["step"]), len(events))
         t = _attempt_rows(seg, attempt, t, n, reader, cols, events, facts)
+        if (len(cols["step"]), len(events)) == before:  # a Run keeps an attempt without rows as an event
+            events.append({"kind": "other", "start_s": t, "end_s": t, "attempt": attempt, "rank": -1,
+                           "detail": f"attempt {attempt}: no step rows (the note says why)"})
     return cols, events, facts
 
 

@@ -99,6 +99,11 @@ _SNIFF_STEP = re.compile(rb"global_step\s{0,4}[:=]\s{0,4}[0-9]")
 _TIMING_KEY = b"train_step_timing in s"
 
 
+
+def _went(prev: int, step: int) -> str:
+    """How a step number that opens a new attempt moved: back, or not at all."""
+    return f"went back from {prev} to {step}" if step < prev else f"repeated {step} (it did not increase)"
+
 def _has_step_line(data: bytes, limit: int = 200) -> bool:
     """A ``train_step_timing in s:`` (or ``=``) with ``global_step:`` on the same line, nearby."""
     i = data.find(_TIMING_KEY)
@@ -716,7 +721,7 @@ def _events(st: _State, start: list[float], end: list[float], timing: str) -> li
     for pos, prev, step, ln in st.restarts:
         t = start[pos]
         events.append({"kind": "restart", "start_s": t, "end_s": t, "attempt": recs[pos]["attempt"],
-                       "detail": f"line {ln}: global_step went back from {prev} to {step}: a new attempt"
+                       "detail": f"line {ln}: global_step {_went(prev, step)}: a new attempt"
                                  + (" (time between attempts not logged)" if timing == "duration_only" else "")})
     return events
 
@@ -798,7 +803,7 @@ def _notes(reader: Reader, st: _State) -> None:
         reader.note(f"global_step jumps {st.gaps} time(s): the steps in between were not printed, so their time "
                     "is not in the timeline")
     for _, prev, step, ln in st.restarts:
-        reader.note(f"line {ln}: global_step went back from {prev} to {step} (a restart from a checkpoint): "
+        reader.note(f"line {ln}: global_step {_went(prev, step)} (a restart from a checkpoint): "
                     f"steps {step}–{prev} of the earlier attempt were done twice")
     if st.text_keys:
         reader.note(f"step-line fields with text values left out: {', '.join(sorted(st.text_keys))}")
