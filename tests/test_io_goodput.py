@@ -359,8 +359,9 @@ def test_long_lines_of_one_character_are_quick(tmp_path, char):
 
 def test_options_are_checked():
     assert goodput.Options(clock_tolerance_s="2").clock_tolerance_s == 2.0
-    with pytest.raises(ValueError):
-        goodput.Options(clock_tolerance_s=-1)
+    for bad in (-1, "nan", "inf", True, None, 10**400):  # 10**400 was a raw OverflowError, not the option's error
+        with pytest.raises(ValueError, match="clock_tolerance_s"):
+            goodput.Options(clock_tolerance_s=bad)
 
 
 def test_damaged_copies_of_a_real_run_load_or_fail_cleanly(realdata, tmp_path):  # noqa: F811

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..run import LoadError
-from .values import as_number  # re-exported: the number rules live in values.py
+from .values import as_number, number  # as_number re-exported: the number rules live in values.py
 
 __all__ = [
     "NON_NUMERIC",
@@ -48,6 +48,8 @@ __all__ = [
     "as_count",
     "as_number",
     "Clock",
+    "clock_tolerance",
+    "MAX_EPOCH_S",
     "interval_ok",
     "take_rows",
     "TIME_UNITS",
@@ -122,6 +124,8 @@ def wallclock(epoch_s: float) -> str:
 
 # --- bounds ----------------------------------------------------------------------------------
 MAX_INT64 = 2**63 - 1
+# POSIX seconds of 10000-01-01T00:00:00Z: a later time is not one a log was written at.
+MAX_EPOCH_S = 253_402_300_800.0
 # A log interval (steps between two printed lines) longer than this is not expanded into one
 # row per step: the record stays one row, and the skipped steps are a count
 # (``interval_steps``) and a skip entry, never millions of invented rows.
@@ -187,6 +191,18 @@ class Clock:
             self.t_max, self.last_set_max = (t, True) if t > self.before else (self.before, False)
             return "retract"
         return "late"
+
+
+def clock_tolerance(value: Any) -> float:
+    """A format's ``clock_tolerance_s`` option (seconds :class:`Clock` lets times run back) as a float.
+
+    A number or numeric text (``values.number``), finite and >= 0; anything else is a ValueError that
+    names the option, raised from the format's ``Options``.
+    """
+    tol = number(value)
+    if tol is None or tol < 0:
+        raise ValueError(f"clock_tolerance_s must be a finite number of seconds >= 0; got {value!r}")
+    return tol
 
 
 def as_count(value: Any, *, upper: int = 10_000_000) -> int | None:

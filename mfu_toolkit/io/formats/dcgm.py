@@ -202,9 +202,7 @@ def sniff(path: Path, head: bytes) -> float:
 
 def _index(text: str) -> int | None:
     """A GPU, instance or entity id: ASCII digits that fit int64, else None."""
-    if len(text) > 19 or not _DIGITS_RE.fullmatch(text):
-        return None
-    return rules.as_step(int(text))
+    return rules.as_step(text) if _DIGITS_RE.fullmatch(text) else None
 
 
 def _snake(text: str) -> str:

@@ -31,7 +31,6 @@ the one skipped, not every record after it. The format states nothing about the 
 only thing read into ``meta`` is the job name (``meta.name``).
 """
 
-
 from __future__ import annotations
 
 import bisect
@@ -66,14 +65,7 @@ class Options:
     clock_tolerance_s: float = 1.0
 
     def __post_init__(self) -> None:
-        v = self.clock_tolerance_s
-        try:
-            tol = float(v) if not isinstance(v, bool) else math.nan
-        except (TypeError, ValueError):
-            tol = math.nan
-        if not (math.isfinite(tol) and tol >= 0):
-            raise ValueError(f"clock_tolerance_s must be a finite number of seconds >= 0; got {v!r}")
-        object.__setattr__(self, "clock_tolerance_s", tol)
+        object.__setattr__(self, "clock_tolerance_s", rules.clock_tolerance(self.clock_tolerance_s))
 
 
 _PAIRS = {
@@ -91,8 +83,6 @@ _KNOWN_KEYS = (
     b'"custom_badput_event_type"',
     b'"checkpoint_manager_blocking_start_time"',
 )
-# POSIX seconds after the year 9999 are not a time a log was written at.
-_MAX_TIME_S = 253_402_300_800.0
 _CHECKPOINT = {
     "save": ("checkpoint_manager_blocking_start_time", "checkpoint_manager_blocking_duration_secs", "checkpoint_save"),
     "restore": ("checkpoint_manager_start_time", "checkpoint_manager_duration_secs", "checkpoint_load"),
@@ -112,8 +102,6 @@ def sniff(path: Path, head: bytes) -> float:
     if hits >= 2:
         return 0.7
     return 0.0
-
-
 
 
 def _text(value: Any) -> str:
@@ -171,8 +159,6 @@ def _payloads(reader: Reader) -> Iterator[tuple[int, Any]]:
             yield ln, value
 
 
-
-
 @dataclass
 class _Records:
     """The job's records in log order, and what was passed over."""
@@ -202,7 +188,8 @@ def _records(reader: Reader, options: Options) -> _Records:
             if want is not None and jn != str(want):
                 out.other_jobs += 1
                 continue
-        times = [t for k, v in rec.items() if k.endswith("_time") and 0 <= (t := rules.as_number(v)) <= _MAX_TIME_S]
+        times = [t for k, v in rec.items()
+                 if k.endswith("_time") and 0 <= (t := rules.as_number(v)) <= rules.MAX_EPOCH_S]
         if times:
             verdict = clock.check(min(times))
             if verdict == "late":
@@ -238,7 +225,6 @@ class _Attempts:
         self.reader = reader
         self.all: list[_Attempt] = []
         self.cur: _Attempt | None = None
-        self.unknown = 0
 
     def _new(self, start: float | None) -> _Attempt:
         self.cur = _Attempt(start)
@@ -251,7 +237,7 @@ class _Attempts:
         if math.isnan(v):
             self.reader.bad(f"{rules.NON_FINITE_TIME} ({key})", line=line, field=key, example=_brief(rec))
             return None
-        if not 0 <= v <= _MAX_TIME_S:
+        if not 0 <= v <= rules.MAX_EPOCH_S:
             self.reader.bad(f"{rules.VALUE_OUT_OF_RANGE} ({key} negative or after the year 9999)", line=line, field=key,
                             example=_brief(rec))
             return None
@@ -281,7 +267,6 @@ class _Attempts:
         elif rec.get("event_type") in _CHECKPOINT:
             self._checkpoint(line, rec)
         else:
-            self.unknown += 1
             self.reader.bad("unrecognised goodput record (no known key)", line=line, example=_brief(rec))
 
     def _step_record(self, line: int, rec: dict[str, Any]) -> None:

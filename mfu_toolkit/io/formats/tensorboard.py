@@ -1,10 +1,10 @@
 """TensorBoard event files (as written by Megatron-LM), read without TensorFlow or TensorBoard.
 
-A minimal reader: TFRecord framing (length, masked CRC-32C of the length, payload, masked
-CRC-32C of the payload) and the few protobuf messages needed (``Event``, ``Summary``,
-``Summary.Value``, ``TensorProto``). Scalars come from ``simple_value`` or from one-element
-float/double/int tensors; text summaries (Megatron writes its arguments as ``<arg>/text_summary``)
-from string tensors. Nothing is executed or unpickled.
+The TFRecord framing and the protobuf wire format are :mod:`mfu_toolkit.io.protobuf`'s; this
+module knows the few messages needed (``Event``, ``Summary``, ``Summary.Value``, ``TensorProto``).
+Scalars come from ``simple_value`` or from one-element float/double/int tensors; text summaries
+(Megatron writes its arguments as ``<arg>/text_summary``) from string tensors. Nothing is executed
+or unpickled.
 
 What it maps to a :class:`~mfu_toolkit.run.Run`:
 
@@ -53,11 +53,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import rules
+from .. import protobuf, rules, timeline
 from ..base import Claim, Parsed, loader_for
+from ..protobuf import ProtoError, crc32c, masked_crc  # noqa: F401 (crc32c, masked_crc: re-exported)
 from ..reading import Reader
 
 NAME = "tensorboard"
+proto_fields = protobuf.fields  # the wire reader under the name this module gave it
 
 
 @dataclass(frozen=True)
@@ -114,103 +116,22 @@ def _count(value: Any) -> int | None:
     return rules.as_count(value)
 
 
-# --- CRC-32C (Castagnoli), as TFRecord uses it ------------------------------------------------
-_CRC_TABLE: list[int] = []
-for _i in range(256):
-    _c = _i
-    for _ in range(8):
-        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
-    _CRC_TABLE.append(_c)
-
-
-def crc32c(data: bytes) -> int:
-    """CRC-32C of ``data`` (pure Python; fine for the sizes event files have)."""
-    crc = 0xFFFFFFFF
-    table = _CRC_TABLE
-    for b in data:
-        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def masked_crc(data: bytes) -> int:
-    """TFRecord's masked CRC: rotate right by 15 and add a constant."""
-    crc = crc32c(data)
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-# --- protobuf wire format -----------------------------------------------------------------------
-class ProtoError(ValueError):
-    """Bytes that are not a well-formed protobuf message."""
-
-
-def _varint(b: bytes, i: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    n = len(b)
-    while True:
-        if i >= n:
-            raise ProtoError("varint runs past the end")
-        c = b[i]
-        i += 1
-        result |= (c & 0x7F) << shift
-        if c < 0x80:
-            return result, i
-        shift += 7
-        if shift > 63:
-            raise ProtoError("varint too long")
-
-
-def proto_fields(b: bytes) -> list[tuple[int, int, Any]]:
-    """(field number, wire type, value) for each field; bytes for length-delimited/fixed."""
-    out = []
-    i, n = 0, len(b)
-    while i < n:
-        key, i = _varint(b, i)
-        num, wt = key >> 3, key & 7
-        if num == 0:
-            raise ProtoError("field number 0")
-        if wt == 0:
-            v, i = _varint(b, i)
-        elif wt in (1, 5):
-            size = 8 if wt == 1 else 4
-            if i + size > n:
-                raise ProtoError(f"fixed{size * 8} runs past the end")
-            v, i = b[i : i + size], i + size
-        elif wt == 2:
-            ln, i = _varint(b, i)
-            if i + ln > n:
-                raise ProtoError("length-delimited field runs past the end")
-            v, i = b[i : i + ln], i + ln
-        else:
-            raise ProtoError(f"unsupported wire type {wt}")
-        out.append((num, wt, v))
-    return out
-
-
+# --- the TensorBoard messages (field numbers of event.proto, summary.proto, tensor.proto) -----------------
 _DT_FLOAT, _DT_DOUBLE, _DT_INT32, _DT_STRING, _DT_INT64 = 1, 2, 3, 7, 9
-_CONTENT_FMT = {_DT_FLOAT: "<f", _DT_DOUBLE: "<d", _DT_INT32: "<i", _DT_INT64: "<q"}
-
-
-def _packed(v: bytes, size: int, fmt: str) -> list[float]:
-    if len(v) % size:
-        raise ProtoError(f"packed {fmt} values of {len(v)} bytes")
-    return list(struct.unpack(f"<{len(v) // size}{fmt}", v))
+_CONTENT_FMT = {_DT_FLOAT: "f", _DT_DOUBLE: "d", _DT_INT32: "i", _DT_INT64: "q"}
 
 
 def _tensor_numbers(num: int, wt: int, v: Any) -> list[float]:
-    """The numbers one TensorProto field holds (float_val, double_val, int_val, int64_val)."""
-    if num == 5:
-        return _packed(v, 4, "f") if wt == 2 else [struct.unpack("<f", v)[0]] if wt == 5 else []
-    if num == 6:
-        return _packed(v, 8, "d") if wt == 2 else [struct.unpack("<d", v)[0]] if wt == 1 else []
+    """The numbers one TensorProto field holds (float_val 5, double_val 6, int_val 7, int64_val 10)."""
+    if num in (5, 6):
+        fmt = "f" if num == 5 else "d"
+        if wt == 2:
+            return protobuf.packed(v, fmt)
+        return [protobuf.fixed(v, fmt)] if wt == (5 if num == 5 else 1) else []
     if num in (7, 10) and wt == 0:
         return [float(v)]
-    if num in (7, 10) and wt == 2:  # packed varints
-        out, j = [], 0
-        while j < len(v):
-            x, j = _varint(v, j)
-            out.append(float(x - (1 << 64) if x >= 1 << 63 else x))
-        return out
+    if num in (7, 10) and wt == 2:
+        return [float(protobuf.signed(x)) for x in protobuf.packed_varints(v)]
     return []
 
 
@@ -220,7 +141,7 @@ def _tensor_value(b: bytes) -> tuple[str, Any] | None:
     content = b""
     floats: list[float] = []
     strings: list[bytes] = []
-    for num, wt, v in proto_fields(b):
+    for num, wt, v in protobuf.fields(b):
         if num == 1 and wt == 0:
             dtype = v
         elif num == 4 and wt == 2:
@@ -230,12 +151,12 @@ def _tensor_value(b: bytes) -> tuple[str, Any] | None:
         else:
             floats.extend(_tensor_numbers(num, wt, v))
     if dtype == _DT_STRING:
-        return ("text", strings[0].decode("utf-8", errors="replace")) if strings else None
+        return ("text", protobuf.string(strings[0])) if strings else None
     if dtype in _CONTENT_FMT or (dtype == 0 and floats):
         if content:
             fmt = _CONTENT_FMT.get(dtype)
             if fmt and len(content) == struct.calcsize(fmt):
-                return ("scalar", float(struct.unpack(fmt, content)[0]))
+                return ("scalar", float(protobuf.fixed(content, fmt)))
             return None
         if len(floats) == 1:
             return ("scalar", float(floats[0]))
@@ -244,15 +165,15 @@ def _tensor_value(b: bytes) -> tuple[str, Any] | None:
 
 def _summary_values(v: bytes) -> list[tuple[str, str, Any]]:
     out = []
-    for snum, swt, sv in proto_fields(v):
+    for snum, swt, sv in protobuf.fields(v):
         if snum != 1 or swt != 2:
             continue
         tag, value = "", None
-        for vnum, vwt, vv in proto_fields(sv):
+        for vnum, vwt, vv in protobuf.fields(sv):
             if vnum == 1 and vwt == 2:
-                tag = vv.decode("utf-8", errors="replace")
+                tag = protobuf.string(vv)
             elif vnum == 2 and vwt == 5:
-                value = ("scalar", float(struct.unpack("<f", vv)[0]))
+                value = ("scalar", float(protobuf.fixed(vv, "f")))
             elif vnum == 8 and vwt == 2 and value is None:
                 value = _tensor_value(vv)
         if value is not None:
@@ -263,13 +184,13 @@ def _summary_values(v: bytes) -> list[tuple[str, str, Any]]:
 def parse_event(payload: bytes) -> dict[str, Any]:
     """An Event as a dict: wall_time, step (signed, as written), file_version, values [(tag, kind, value)]."""
     ev: dict[str, Any] = {"wall_time": math.nan, "step": 0, "file_version": None, "values": []}
-    for num, wt, v in proto_fields(payload):
+    for num, wt, v in protobuf.fields(payload):
         if num == 1 and wt == 1:
-            ev["wall_time"] = struct.unpack("<d", v)[0]
+            ev["wall_time"] = protobuf.fixed(v, "d")
         elif num == 2 and wt == 0:
-            ev["step"] = v - (1 << 64) if v >= 1 << 63 else v
+            ev["step"] = protobuf.signed(v)
         elif num == 3 and wt == 2:
-            ev["file_version"] = v.decode("utf-8", errors="replace")
+            ev["file_version"] = protobuf.string(v)
         elif num == 5 and wt == 2:
             ev["values"].extend(_summary_values(v))
     return ev
@@ -279,7 +200,7 @@ def _checked_event(reader: Reader, payload: bytes, rec_no: int) -> dict[str, Any
     """The record's Event, or None after counting why it cannot be used."""
     try:
         ev = parse_event(payload)
-    except (ProtoError, struct.error) as exc:
+    except ProtoError as exc:
         reader.bad(f"malformed Event protobuf ({exc})", line=rec_no, field="data")
         return None
     if not math.isfinite(ev["wall_time"]):
@@ -296,33 +217,12 @@ def _checked_event(reader: Reader, payload: bytes, rec_no: int) -> dict[str, Any
 
 def read_events(reader: Reader, *, verify_crc: bool = True) -> list[dict[str, Any]]:
     """All readable events of the reader's file; damaged records are skipped and counted."""
-    data = reader.bytes()
     out = []
-    pos, n, rec_no = 0, len(data), 0
-    while pos < n:
-        rec_no += 1
+    for frame in protobuf.tfrecords(reader.bytes(), verify_crc=verify_crc):
         reader.report.lines_read += 1
-        if n - pos < 12:
-            reader.bad("truncated record header (half-written end of file)", line=rec_no, field="length")
-            break
-        head = data[pos : pos + 8]
-        (length,) = struct.unpack("<Q", head)
-        (len_crc,) = struct.unpack("<I", data[pos + 8 : pos + 12])
-        if masked_crc(head) != len_crc:
-            reader.bad("corrupt record header (length checksum mismatch); rest of file unreadable", line=rec_no,
-                       field="length")
-            break
-        if length > n - pos - 16:
-            reader.bad("truncated record (half-written end of file)", line=rec_no, field="data")
-            break
-        payload = data[pos + 12 : pos + 12 + length]
-        (data_crc,) = struct.unpack("<I", data[pos + 12 + length : pos + 16 + length])
-        pos += 16 + length
-        if verify_crc and masked_crc(payload) != data_crc:
-            reader.bad("record checksum mismatch", line=rec_no, field="data")
-            continue
-        ev = _checked_event(reader, payload, rec_no)
-        if ev is not None:
+        if frame.problem is not None:
+            reader.bad(frame.problem, line=frame.number, field=frame.field)
+        elif (ev := _checked_event(reader, frame.payload, frame.number)) is not None:
             out.append(ev)
     return out
 
@@ -351,19 +251,13 @@ def _describe_runs(root: Path, runs: dict[Path, list[Path]], limit: int = 10) ->
     return "; ".join(out)
 
 
-def _valid_frame_start(head: bytes) -> bool:
-    if len(head) < 12:
-        return False
-    return masked_crc(head[:8]) == struct.unpack("<I", head[8:12])[0]
-
-
 def sniff(path: Path, head: bytes) -> float:
     """0.95 for an event file (valid TFRecord header) or a directory holding ``*tfevents*`` files."""
     p = Path(path)
     try:
         if p.is_dir():
             return 0.95 if any(f.is_file() for f in p.rglob("*tfevents*")) else 0.0
-        if _valid_frame_start(head):
+        if protobuf.is_tfrecord(head):
             return 0.95 if (b"brain.Event" in head[:200] or "tfevents" in p.name) else 0.7
         return 0.0
     except OSError:
@@ -517,36 +411,28 @@ def _interval_lengths(timed: list[dict[str, Any]], log_interval: int) -> np.ndar
     return n
 
 
-def _step_columns(timed: list[dict[str, Any]], point: dict[tuple[int, int, str], float],
+def _step_columns(reader: Reader, timed: list[dict[str, Any]], point: dict[tuple[int, int, str], float],
                   log_interval: int) -> dict[str, np.ndarray]:
     """One row per step of each record's interval (one row for an interval too long to expand)."""
     n = _interval_lengths(timed, log_interval)
-    rows = np.where(n <= rules.MAX_LOG_INTERVAL, n, 1)
-    extra = int(rows.sum()) - len(rows)
-    if extra and not rules.take_rows(extra):  # the load's budget of invented rows (see rules)
-        rows = np.ones_like(rows)
-        timed[0]["reader"].note(f"log intervals not expanded: one row per logged record (the steps between are "
-                                f"counted in interval_steps) — expanding them would add {extra:,} rows, "
-                                "over this load's budget")
+    rows = timeline.within_budget(np.where(n <= rules.MAX_LOG_INTERVAL, n, 1), reader)
     end = np.array([r["end"] for r in timed], float)
     dur = np.array([r["dur"] for r in timed], float)
-    last = np.array([r["step"] for r in timed], np.int64)
-    total = int(rows.sum())
-    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(rows) - rows, rows)
-    start = np.repeat(end - rows * dur, rows) + within * np.repeat(dur, rows)
-    logged = within == np.repeat(rows - 1, rows)
+    # each row lasts the interval's mean, the last one ending at the record's wall time
+    ex = timeline.expand(np.array([r["step"] for r in timed], np.int64), rows, rows, end - rows * dur,
+                         place="duration", share=dur)
     cols: dict[str, np.ndarray] = {
-        "attempt": np.repeat(np.array([r["attempt"] for r in timed], np.int64), rows),
-        "step": np.repeat(last, rows) - np.repeat(rows - 1, rows) + within,
-        "start_s": start,
-        "end_s": start + np.repeat(dur, rows),
-        "interval_steps": np.repeat(n, rows),
-        "logged": logged,
+        "attempt": np.array([r["attempt"] for r in timed], np.int64)[ex.record],
+        "step": ex.step,
+        "start_s": ex.start,
+        "end_s": ex.start + ex.share,
+        "interval_steps": n[ex.record],
+        "logged": ex.logged,
     }
     for tag, col in _STEP_TAGS.items():
-        vals = np.repeat(np.array([point.get((r["attempt"], r["step"], tag), math.nan) for r in timed], float), rows)
+        vals = np.array([point.get((r["attempt"], r["step"], tag), math.nan) for r in timed], float)[ex.record]
         if col not in _RATE_COLS:
-            vals[~logged] = math.nan
+            vals[~ex.logged] = math.nan
         cols[col] = vals
     return cols
 
@@ -650,7 +536,7 @@ def parse(reader: Reader, options: Options) -> Parsed:
     rec = _records(launches, options.time_tag)
     log_interval = _log_interval(rec, options)
     point = {(s["attempt"], s["step"], s["tag"]): s["value"] for s in rec.scalars if s["tag"] in _STEP_TAGS}
-    cols = _step_columns(rec.timed, point, log_interval)
+    cols = _step_columns(reader, rec.timed, point, log_interval)
     _step_notes(reader, cols, options.time_tag)
     events = _launch_events(rec, cols, options.time_tag, reader)
     t0 = min([b[0] for b in rec.bounds] + ([float(cols["start_s"].min())] if len(cols["start_s"]) else []))
