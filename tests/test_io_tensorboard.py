@@ -444,3 +444,15 @@ def test_mutations_of_a_real_event_file_give_a_run_or_a_load_error(realdata, tmp
             except (LoadError, SchemaError):
                 pass
     assert not failures, failures
+
+
+def test_a_negative_int64_tensor_value_written_unpacked_reads_negative():
+    # TensorProto dtype DT_INT64 (9) with int64_val (field 10) = -3 as one unpacked varint: protobuf
+    # writes a negative int64 as its ten-byte two's complement (https://protobuf.dev/programming-guides/
+    # encoding/#signed-ints); it read as 18446744073709551613 before.
+    from _samples import _field
+
+    tensor = _field(1, 0, 9) + _field(10, 0, (1 << 64) - 3)
+    value = _field(1, 2, b"loss_scale") + _field(8, 2, tensor)
+    payload = _field(1, 1, 1.0e9) + _field(2, 0, 7) + _field(5, 2, _field(1, 2, value))
+    assert tensorboard.parse_event(payload)["values"] == [("loss_scale", "scalar", -3.0)]

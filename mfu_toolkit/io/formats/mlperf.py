@@ -73,14 +73,7 @@ class Options:
     clock_tolerance_s: float = 1.0
 
     def __post_init__(self) -> None:
-        v = self.clock_tolerance_s
-        try:
-            tol = float(v) if not isinstance(v, bool) else math.nan
-        except (TypeError, ValueError):
-            tol = math.nan
-        if not (math.isfinite(tol) and tol >= 0):
-            raise ValueError(f"clock_tolerance_s must be a finite number of seconds >= 0; got {v!r}")
-        object.__setattr__(self, "clock_tolerance_s", tol)
+        object.__setattr__(self, "clock_tolerance_s", rules.clock_tolerance(self.clock_tolerance_s))
 
 
 _MLLOG = ":::MLLOG"

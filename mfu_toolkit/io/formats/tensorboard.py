@@ -128,8 +128,8 @@ def _tensor_numbers(num: int, wt: int, v: Any) -> list[float]:
         if wt == 2:
             return protobuf.packed(v, fmt)
         return [protobuf.fixed(v, fmt)] if wt == (5 if num == 5 else 1) else []
-    if num in (7, 10) and wt == 0:
-        return [float(v)]
+    if num in (7, 10) and wt == 0:  # int32/int64: a negative one is a ten-byte two's complement varint
+        return [float(protobuf.signed(v))]
     if num in (7, 10) and wt == 2:
         return [float(protobuf.signed(x)) for x in protobuf.packed_varints(v)]
     return []
