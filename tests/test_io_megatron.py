@@ -253,6 +253,18 @@ def test_megatron_is_a_format_module_with_options(tmp_path):
         load_run(p, log_intervall=10)
 
 
+def test_megatron_reads_its_lines_through_one_table():
+    from mfu_toolkit.io.formats import megatron as fmt
+    from mfu_toolkit.io.lines import Line
+    from mfu_toolkit.io.timers import TIMER_LINES
+
+    assert all(isinstance(row, Line) for row in fmt.LINES)
+    assert fmt.LINES[0].needle == "iteration"  # most lines of a log are iteration lines: tried first
+    assert set(TIMER_LINES) <= set(fmt.LINES)  # the shared timer rows, before the rows that read ':' lines
+    first_timer = fmt.LINES.index(TIMER_LINES[0])
+    assert all(row.needle != ":" for row in fmt.LINES[:first_timer])
+
+
 # --- bounded intervals --------------------------------------------------------------------------------
 def test_two_lines_a_billion_steps_apart_are_two_rows(tmp_path):
     # The old loader took the billion-step gap as the log interval and built a row per step
@@ -366,13 +378,18 @@ def _best_of(fn, repeat: int = 3) -> float:
 
 
 def _module_patterns() -> dict[str, re.Pattern]:
-    """Every compiled pattern of the megatron format module, read from the module itself."""
+    """Every compiled pattern of the megatron format module, read from the module itself, and the regexes of
+    its line table (the shared timer rows among them)."""
     found = {}
     for name, value in vars(megatron).items():
         if isinstance(value, re.Pattern):
             found[name] = value
         elif isinstance(value, dict):
             found.update({f"{name}[{k}]": v for k, v in value.items() if isinstance(v, re.Pattern)})
+        elif isinstance(value, tuple):  # (name, pattern) pairs and the LINES rows
+            found.update({f"{name}[{i}]": p for i, item in enumerate(value)
+                          for p in (item if isinstance(item, tuple) else (getattr(item, "regex", None),))
+                          if isinstance(p, re.Pattern)})
     return found
 
 
