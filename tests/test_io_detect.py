@@ -30,8 +30,8 @@ def test_registry_is_the_agreed_list():
 
     assert FORMATS == (
         "run_parquet", "mlperf", "megatron", "megatron_json", "tensorboard", "sacct", "goodput",
-        "torchtitan", "hf_trainer", "lightning", "wandb", "kineto", "straggler_ops", "parquet_dataset", "maxtext",
-        "dcgm", "nemo", "deepspeed", "recorded", "table",
+        "torchtitan", "hf_trainer", "llamafactory", "lightning", "wandb", "kineto", "nsys", "straggler_ops",
+        "parquet_dataset", "maxtext", "dcgm", "nemo", "deepspeed", "nccl", "recorded", "flight_recorder", "table",
     )
     folder = Path(io.__file__).parent / "formats"
     assert sorted(FORMATS) == sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
@@ -224,10 +224,8 @@ def test_every_real_file_of_my_formats_loads_with_auto(realdata):  # noqa: F811
 
     expected = {"mlperf": {"mlperf"}, "megatron": {"megatron", "megatron_json"}, "tensorboard": {"tensorboard"},
                 "slurm": {"sacct"}}
-    # `sacct --json` output is no format's yet: it is refused (tests/test_io_detect_corpus.py pins that)
-    unread = {"meekrob_slurmdog_sacct_json_slurm23.02_cpu_job.json"}
-    for folder, fmts in expected.items():
-        entries = sorted(p for p in (realdata / folder).iterdir() if p.name not in unread)
+    for folder, fmts in expected.items():  # `sacct --json` output included: the sacct format reads both forms
+        entries = sorted((realdata / folder).iterdir())
         assert entries, folder
         for path in entries:
             with warnings.catch_warnings():
@@ -268,8 +266,7 @@ def test_real_runs_round_trip_through_run_parquet(realdata, tmp_path):  # noqa: 
     import warnings
 
     for folder in ("mlperf", "megatron", "tensorboard", "slurm"):
-        for path in sorted(p for p in (realdata / folder).iterdir()
-                           if not p.name.endswith("_sacct_json_slurm23.02_cpu_job.json")):
+        for path in sorted((realdata / folder).iterdir()):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 run = load_run(path)

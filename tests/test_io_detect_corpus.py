@@ -50,6 +50,8 @@ DETECTED = {
     "lightning": "lightning",
     "lightning/0Xero7_slm_training_version_12_hparams.yaml": "lightning",
     "lightning/0Xero7_slm_training_version_12_metrics.csv": "lightning",
+    "llamafactory/rameyjm7_SFT-Training-LLM_trainer_log.jsonl": "llamafactory",
+    "llamafactory/syGOAT_Mistral-v0.2-Translator-bf16_trainer_log.jsonl": "llamafactory",
     "maxtext/AI-Hypercomputer_maxtext_pr3717_nan_loss_tpu.log.py": "maxtext",
     "maxtext/AI-Hypercomputer_maxtext_run_gpt3_1node_h100x8.sh": "maxtext",
     "maxtext/AI-Hypercomputer_maxtext_run_llama2_pgo_h100x8_nsys.sh": "maxtext",
@@ -93,6 +95,16 @@ DETECTED = {
     "nemo/aws-samples_awsome-distributed-training_nemo1_EKS_README_L303.excerpt.txt": "nemo",
     "nemo/aws-samples_awsome-distributed-training_nemo2_kubernetes_README_L636-692.excerpt.md": "nemo",
     "slurm/llnl-maestrowf_pr405_sacct_default_output.txt": "sacct",
+    "slurm/meekrob_slurmdog_sacct_json_slurm23.02_cpu_job.json": "sacct",
+    "nccl": "nccl",
+    "nccl/DataDog_datadog-agent_nccl_inspector_v4.0_real_payload_3rank.excerpt.jsonl": "nccl",
+    "nccl/NVIDIA_Megatron-LM_issue516_8gpu_channels_trees.excerpt.log": "nccl",
+    "nccl/NVIDIA_nccl_issue1609_h800_4rank_comm_split.excerpt.redacted.log": "nccl",
+    "nccl/NVIDIA_nccl_issue534_init_timings_8xH100_nccl2.22.excerpt.log": "nccl",
+    "nsys/GindaChen_nsys-ai_mfu_2gpu_after.sqlite": "nsys",
+    "nsys/GindaChen_nsys-ai_mfu_2gpu_before.sqlite": "nsys",
+    "flight_recorder/gpu_error_1st": "flight_recorder",
+    "flight_recorder/lock_gil_1st": "flight_recorder",
     "straggler_ops": "straggler_ops",
     "straggler_ops/meta-AR.yaml": "straggler_ops",
     "straggler_ops/meta-SE.yaml": "straggler_ops",
@@ -121,32 +133,24 @@ DETECTED = {
     "wandb/alpaca7b_fsdp8xA100_run-v7i3k2p0_system_stats_from_dotwandb.csv": "wandb",
     "wandb/alpaca7b_fsdp8xA100_run-v7i3k2p0_wandb-summary.json": "wandb",
 }
-# Not recognised by any format (the flight_recorder/ dumps too: every entry under that folder).
+# Not recognised by any format (a folder of two runs is none: nsys/, llamafactory/, slurm/), nor the
+# scenario notes beside the Flight Recorder dumps (fault_injection.log, the reference tables).
 NOT_RECOGNISED = (
     "accelerator_info/SeunghyunSEO_lingua_exp_logs_README_2xA100.md",
     "accelerator_info/pytorch_torchtitan_issue1570_deepseek_v3_671b_256gpu_cuda_capacity.excerpt.log",
     "dcgm",
     "deepspeed",
+    "flight_recorder",
     "gpu_goodput",
     "gpu_goodput/AI-Hypercomputer_resiliency_goodput_event_log.log",
     "llamafactory",
-    "llamafactory/rameyjm7_SFT-Training-LLM_trainer_log.jsonl",
-    "llamafactory/syGOAT_Mistral-v0.2-Translator-bf16_trainer_log.jsonl",
     "maxtext",
     "megatron",
     "megatron_timers",
     "mlperf",
-    "nccl",
-    "nccl/DataDog_datadog-agent_nccl_inspector_v4.0_real_payload_3rank.excerpt.jsonl",
-    "nccl/NVIDIA_Megatron-LM_issue516_8gpu_channels_trees.excerpt.log",
-    "nccl/NVIDIA_nccl_issue1609_h800_4rank_comm_split.excerpt.redacted.log",
-    "nccl/NVIDIA_nccl_issue534_init_timings_8xH100_nccl2.22.excerpt.log",
     "nemo",
     "nsys",
-    "nsys/GindaChen_nsys-ai_mfu_2gpu_after.sqlite",
-    "nsys/GindaChen_nsys-ai_mfu_2gpu_before.sqlite",
     "slurm",
-    "slurm/meekrob_slurmdog_sacct_json_slurm23.02_cpu_job.json",
     "torchtitan",
     "xplane",
     "xplane/AMD-AGI_TraceLens_mi300_jax08_attention_tw003.xplane.pb",
@@ -163,8 +167,15 @@ def test_real_input_is_detected_as_before(rel):
 
 def test_real_inputs_no_format_reads_are_still_refused():
     root = realdata_dir()
-    names = [*NOT_RECOGNISED, *sorted(p.relative_to(root).as_posix() for p in (root / "flight_recorder").rglob("*"))]
-    assert len(names) > len(NOT_RECOGNISED)
-    for rel in names:
+    notes = sorted(p.relative_to(root).as_posix() for p in (root / "flight_recorder").rglob("*")
+                   if p.is_file() and not p.name.startswith("_dump_"))
+    assert len(notes) == 4  # two scenarios: fault_injection.log and the reference table each
+    for rel in [*NOT_RECOGNISED, *notes]:
         with pytest.raises(LoadError, match="could not recognise"):
             detect_format(root / rel)
+
+
+def test_every_flight_recorder_dump_is_detected_alone():
+    dumps = sorted(realdata_dir("flight_recorder").rglob("_dump_*"))
+    assert len(dumps) == 32  # 16 ranks in each of the two scenarios
+    assert {detect_format(p) for p in dumps} == {"flight_recorder"}

@@ -50,6 +50,7 @@ from .checkpoint import (
     young_interval,
 )
 from .compare import Comparison, ConfoundedComparisonWarning, compare, major_variables
+from .hang import hang_culprits
 from .scaling import run_throughput, scaling_from_runs, scaling_table
 from .scorecard import gpu_idle_share, scorecard
 from .stragglers import (
@@ -97,6 +98,7 @@ __all__ = [
     "ConfoundedComparisonWarning",
     "compare",
     "major_variables",
+    "hang_culprits",
     "run_throughput",
     "scaling_from_runs",
     "scaling_table",

@@ -38,6 +38,7 @@ from ..run import Run
 from .accounting import Accounting, accounted
 from .breakdown import breakdown, mfu_summary
 from .checkpoint import checkpoint_overhead, checkpoint_report, daly_interval, young_interval
+from .hang import hang_culprits
 from .reasons import Reason
 from .scorecard import scorecard
 
@@ -706,6 +707,7 @@ class Answer:
     holds: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict, repr=False)
     conflict: dict[str, Any] | None = None
+    hang: tuple[dict[str, Any], ...] = ()  # where a hung job stopped (Flight Recorder dumps), culprits first
 
     @property
     def warnings(self) -> tuple[Check, ...]:
@@ -858,7 +860,16 @@ def build_answer(
         checks=checks, missing=tuple(_missing(acc, timed)), conflict=_conflict(list(checks)),
         facts=tuple(_facts_used(acc)), breakdown=breakdown(acc), scorecard=_pointed_scorecard(acc),
         window=acc.window.summary(), load=_load_summary(m.report), holds=_holds(acc.run), summary=summ.to_dict(),
+        hang=_hang(acc.run),
     )
+
+
+def _hang(run: Run) -> tuple[dict[str, Any], ...]:
+    """The hang's culprits where the run holds Flight Recorder collectives (:func:`hang_culprits`)."""
+    if "collectives" not in run.tables or "collective_seq_id" not in run.tables["collectives"]:
+        return ()
+    rows = hang_culprits(run).to_dict("records")
+    return tuple({k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in r.items()} for r in rows)
 
 
 def _checks(acc: Accounting, summ: Any, timed: bool) -> tuple[Check, ...]:

@@ -14,6 +14,9 @@ stamp in its line, stripping a unit (``45.2%``, ``3.5GB``), naming the skip reas
   the skip reason of a value :func:`number` refused).
 - :func:`timestamp`: epoch seconds from an ISO 8601 date-time (UTC unless the text carries an
   offset), ``None`` when the text is not one.
+- :func:`duration`: seconds from a clock-style duration (``H:MM:SS`` as Python's ``timedelta``
+  prints it, ``1 day, 0:08:23`` included; Slurm's ``[D-][HH:]MM:SS``), ``None`` when the text is
+  not one.
 
 Both refuse a text longer than :data:`MAX_CHARS` characters (after surrounding whitespace)
 before parsing it: no number or stamp a logger prints is that long, so such a field is damage,
@@ -27,7 +30,7 @@ import re
 from datetime import datetime
 from typing import Any, Literal
 
-__all__ = ["MAX_CHARS", "number", "numeral", "as_number", "timestamp"]
+__all__ = ["MAX_CHARS", "number", "numeral", "as_number", "timestamp", "duration"]
 
 # Longest text (surrounding whitespace removed) that is parsed at all. ``repr`` of any float
 # has at most 24 characters, an int64 19 digits, an ISO 8601 stamp with nanoseconds and an
@@ -238,3 +241,38 @@ def timestamp(text: Any, *, offset: Offset = "any") -> float | None:
         shift = (oh * 3600 + om * 60) * (1 if zone[0] == "+" else -1)
     micro = int((frac + "00000")[:6]) if frac else 0
     return ((days * 86400 + hour * 3600 + minute * 60 + second - shift) * 1_000_000 + micro) / 1_000_000
+
+
+# A clock-style duration: an optional day count (Python's ``str(timedelta)``: ``"1 day, "``,
+# ``"2 days, "``; Slurm's elapsed: ``"2-"``), then ``[H:]MM:SS`` with an optional fraction of the
+# second. ASCII digits only.
+_DURATION = re.compile(r"(?:([0-9]+) days?, |([0-9]+)-)?(?:([0-9]+):)?([0-9]+):([0-9]+(?:\.[0-9]+)?)")
+
+
+def duration(text: Any) -> float | None:
+    """Seconds of a clock-style duration text, or ``None`` when ``text`` is not one.
+
+    Two spellings: Python's ``str(datetime.timedelta)`` (``0:02:38``, ``22:08:06``,
+    ``1 day, 0:08:23``, ``3 days, 1:00:00.250000``; LLaMA-Factory's ``trainer_log.jsonl`` writes its
+    ``elapsed_time`` and ``remaining_time`` so) and Slurm's elapsed time (``[D-][HH:]MM:SS``, sacct(1)
+    "Elapsed": ``05:26``, ``1-02:03:04``; TotalCPU adds ``.mmm``). The field after the largest one
+    given is below 60 (minutes, seconds), hours below 24 after a day count; the largest field is
+    unbounded (``100:00:00`` is 100 hours). No sign (a negative ``timedelta`` prints ``-1 day, ...``:
+    no duration a log measures), no words, at most :data:`MAX_CHARS` characters once stripped.
+    """
+    if not isinstance(text, str):
+        return None
+    s = text.strip()
+    if len(s) > MAX_CHARS:
+        return None
+    m = _DURATION.fullmatch(s)
+    if m is None:
+        return None
+    days_py, days_slurm, hours, minutes, seconds = m.groups()
+    days = days_py if days_py is not None else days_slurm
+    if days is not None and hours is None:
+        return None  # "1-05:00" is no spelling either writes
+    h, mi, sec = int(hours or 0), int(minutes), float(seconds)
+    if sec >= 60 or (hours is not None and mi >= 60) or (days is not None and h >= 24):
+        return None
+    return int(days or 0) * 86400.0 + h * 3600.0 + mi * 60.0 + sec

@@ -105,6 +105,25 @@ def _straggler_lines(answer: Answer) -> list[str]:
     lines.append(f"Basis: {s['basis']}")
     return lines
 
+def _ranks(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks[:12])) + (f" … ({len(ranks)} in all)" if len(ranks) > 12 else "") or "none"
+
+
+def _hang_block(answer: Answer) -> tuple[str, list[str], list[list[str]], list[str]]:
+    """Where a hung job stopped: the first culprit in words, every blocking point in the table."""
+    first = answer.hang[0]
+    said = {"not reached": "never reached", "not completed": "never completed", "stuck": "are stuck in",
+            "p2p unmatched": "wait for the peer of"}.get(first["kind"], first["kind"])
+    lines = [f"Rank(s) {_ranks(first['missing_ranks'])} {said} {first['profiling_name']} ({first['size']} "
+             f"{first['dtype']}) in process group {first['pg_name']} ({first['pg_desc']}), sequence id "
+             f"{first['seq_id']}; rank(s) {_ranks(first['reached_ranks'])} reached it and wait for them."]
+    if first.get("no_dump_ranks"):
+        lines.append(f"No dump from rank(s) {_ranks(first['no_dump_ranks'])}: their state is unknown.")
+    rows = [[str(h["pg_name"]), h["kind"], h["profiling_name"], f"{h['size']} {h['dtype']}",
+             _ranks(h["missing_ranks"]), _ranks(h["reached_ranks"])] for h in answer.hang]
+    return ("Hang (Flight Recorder)", lines, rows, ["group", "kind", "collective", "size", "missing", "reached"])
+
+
 def _holds_lines(answer: Answer) -> list[str]:
     h = answer.holds
     lines = [f"Steps: {h['step_rows']:,} rows ({h['timed_step_rows']:,} timed)"]
@@ -123,6 +142,8 @@ def blocks(answer: Answer, interface: str = "python") -> list[tuple[str, list[st
     check_interface(interface)
     out: list[tuple[str, list[str], list[list[str]] | None, list[str] | None]] = []
     out.append(("The answer", _headline_lines(answer, interface), None, None))
+    if answer.hang:
+        out.append(_hang_block(answer))
     if answer.missing:
         out.append(("Missing facts", [f"- {missing_text(m, interface)}" for m in answer.missing], None, None))
     if answer.timed:

@@ -36,6 +36,7 @@ def answer_dict(answer: Answer, *, interface: str = "python") -> dict[str, Any]:
         .to_dict(orient="records"),
         "window": answer.window, "load": answer.load, "holds": answer.holds,
         "summary": spoken_summary(answer.summary, interface),
+        "hang": list(answer.hang),
     }
     return jsonable(doc)
 
