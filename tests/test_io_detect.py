@@ -29,7 +29,7 @@ def test_registry_is_the_agreed_list():
     from pathlib import Path
 
     assert FORMATS == (
-        "run_parquet", "mlperf", "megatron", "megatron_json", "tensorboard", "sacct", "goodput",
+        "run_parquet", "mlperf", "megatron", "megatron_json", "tensorboard", "sacct", "goodput", "gpu_goodput",
         "torchtitan", "hf_trainer", "llamafactory", "lightning", "wandb", "kineto", "nsys", "straggler_ops",
         "parquet_dataset", "maxtext", "dcgm", "nemo", "deepspeed", "nccl", "recorded", "flight_recorder", "table",
     )

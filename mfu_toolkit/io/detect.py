@@ -80,6 +80,7 @@ REGISTRY: dict[str, FormatInfo] = {r.name: r for r in (
     _row("tensorboard", "TensorBoard event files (as Megatron-LM writes them), read without TensorFlow"),
     _row("sacct", "Slurm sacct output, text or --json: jobs, steps, states, exit codes and requeues"),
     _row("goodput", "job event logs of Google's ml-goodput-measurement library"),
+    _row("gpu_goodput", "GPU goodput event logs of Google's resiliency library: job starts, checkpoints"),
     _row("torchtitan", "torchtitan stdout: step lines (loss, tps, mfu) and the start-up lines"),
     _row("hf_trainer", "Hugging Face Trainer logs: trainer_state.json, results JSON, stdout dict lines"),
     _row("llamafactory", "LLaMA-Factory trainer_log.jsonl: steps, elapsed time, relaunches, copies collapsed"),
