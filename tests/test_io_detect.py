@@ -30,7 +30,7 @@ def test_registry_is_the_agreed_list():
 
     assert FORMATS == (
         "run_parquet", "mlperf", "megatron", "megatron_json", "tensorboard", "sacct", "goodput", "gpu_goodput",
-        "torchtitan", "hf_trainer", "llamafactory", "lightning", "wandb", "kineto", "nsys", "straggler_ops",
+        "torchtitan", "hf_trainer", "llamafactory", "lightning", "wandb", "kineto", "nsys", "xplane", "straggler_ops",
         "parquet_dataset", "maxtext", "dcgm", "nemo", "deepspeed", "nccl", "recorded", "flight_recorder", "table",
     )
     folder = Path(io.__file__).parent / "formats"

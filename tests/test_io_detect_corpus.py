@@ -105,6 +105,11 @@ DETECTED = {
     "nsys/GindaChen_nsys-ai_mfu_2gpu_after.sqlite": "nsys",
     "nsys/GindaChen_nsys-ai_mfu_2gpu_before.sqlite": "nsys",
     "flight_recorder/gpu_error_1st": "flight_recorder",
+    "xplane": "xplane",  # detected; loading it is refused: four sessions of one host
+    "xplane/AMD-AGI_TraceLens_mi300_jax08_attention_tw003.xplane.pb": "xplane",
+    "xplane/AMD-AGI_TraceLens_mi300_jax08_conv_tw003.xplane.pb": "xplane",
+    "xplane/AMD-AGI_TraceLens_mi300_jax08_elementwise_tw003.xplane.pb": "xplane",
+    "xplane/AMD-AGI_TraceLens_mi300_jax08_gemm_tw003.xplane.pb": "xplane",
     "flight_recorder/lock_gil_1st": "flight_recorder",
     "straggler_ops": "straggler_ops",
     "straggler_ops/meta-AR.yaml": "straggler_ops",
@@ -152,11 +157,6 @@ NOT_RECOGNISED = (
     "nsys",
     "slurm",
     "torchtitan",
-    "xplane",
-    "xplane/AMD-AGI_TraceLens_mi300_jax08_attention_tw003.xplane.pb",
-    "xplane/AMD-AGI_TraceLens_mi300_jax08_conv_tw003.xplane.pb",
-    "xplane/AMD-AGI_TraceLens_mi300_jax08_elementwise_tw003.xplane.pb",
-    "xplane/AMD-AGI_TraceLens_mi300_jax08_gemm_tw003.xplane.pb",
 )
 
 

@@ -88,6 +88,7 @@ REGISTRY: dict[str, FormatInfo] = {r.name: r for r in (
     _row("wandb", "Weights & Biases exports: history and system CSV, wandb-summary.json, wandb-metadata.json"),
     _row("kineto", "PyTorch profiler (Kineto) Chrome traces: per-rank steps, GPU busy time, compute vs NCCL"),
     _row("nsys", "Nsight Systems SQLite (or parquetdir) exports: kernels per GPU, NCCL, NVTX step ranges"),
+    _row("xplane", "JAX/XLA profiles: .xplane.pb (XSpace protobuf) and XLA trace JSON; device time, steps"),
     _row("straggler_ops", "per-rank operation traces in the StragglerAnalysis columnar form (Parquet or CSV)"),
     _row("parquet_dataset",
          "per-rank step logs at scale: a Parquet dataset, reduced in memory, out of core or on Spark"),

@@ -10,6 +10,8 @@ format says what its field numbers mean and decodes a submessage by reading its 
 - :func:`fields`: ``(number, wire type, value)`` per field of a message, ``value`` an int
   for a varint and bytes otherwise. A varint keeps every bit it carries (up to 70 in ten bytes), so
   a value past 64 bits stays distinguishable from any int64.
+- :func:`spans`: the same walk as :func:`fields`, lazily and without copies: each value as its
+  offsets in the buffer (a varint: its value), for messages too long to copy field by field.
 - :func:`signed` (a varint as ``int64``/``int32``, two's complement), :func:`zigzag` (``sint32``,
   ``sint64``), :func:`fixed` (one fixed-width number), :func:`packed` and :func:`packed_varints`
   (packed repeated numbers), :func:`string` (UTF-8, damage replaced).
@@ -34,6 +36,7 @@ __all__ = [
     "ProtoError",
     "Frame",
     "fields",
+    "spans",
     "varint",
     "signed",
     "zigzag",
@@ -117,6 +120,57 @@ def fields(b: bytes, start: int = 0, end: int | None = None, *, depth: int = 0) 
             raise ProtoError(f"unsupported wire type {wt}")
         out.append((num, wt, v))
     return out
+
+
+def spans(b: bytes | bytearray | memoryview, start: int = 0, end: int | None = None, *,
+          depth: int = 0) -> Iterator[tuple[int, int, int, int]]:
+    """``(field number, wire type, a, z)`` for each field of the message in ``b[start:end]``, in order,
+    without copying any value: a varint's value and the index after it (``a``, ``z``); any other field's
+    value as the slice ``b[a:z]`` (a submessage is read by calling ``spans(b, a, z, depth=depth + 1)``).
+
+    The same checks as :func:`fields` (size, ``depth``, fields running past the end, wire types), raised
+    as :class:`ProtoError` when reached: the fields before a damaged one are yielded first, so a reader
+    can keep what precedes damage. Memory stays constant whatever the message's length.
+    """
+    n = len(b) if end is None else min(end, len(b))
+    if n - start > MAX_MESSAGE_BYTES:
+        raise ProtoError(f"message of {n - start:,} bytes, over the {MAX_MESSAGE_BYTES:,} bytes protobuf allows")
+    if depth > MAX_DEPTH:
+        raise ProtoError(f"messages nested deeper than {MAX_DEPTH}")
+    i = start
+    while i < n:
+        key = b[i]
+        if key < 0x80:
+            i += 1
+        else:
+            key, i = varint(b, i, n)
+        num, wt = key >> 3, key & 7
+        if num == 0:
+            raise ProtoError("field number 0")
+        if wt == 0:
+            if i < n and b[i] < 0x80:  # one-byte values (most ids and small numbers): no call
+                v, j = b[i], i + 1
+            else:
+                v, j = varint(b, i, n)
+            yield num, 0, v, j
+            i = j
+            continue
+        if wt == 2:
+            if i < n and b[i] < 0x80:
+                ln, i = b[i], i + 1
+            else:
+                ln, i = varint(b, i, n)
+            if i + ln > n:
+                raise ProtoError("length-delimited field runs past the end")
+            j = i + ln
+        elif wt in _SIZES:
+            j = i + _SIZES[wt]
+            if j > n:
+                raise ProtoError(f"fixed{_SIZES[wt] * 8} runs past the end")
+        else:
+            raise ProtoError(f"unsupported wire type {wt}")
+        yield num, wt, i, j
+        i = j
 
 
 def signed(v: int) -> int:
