@@ -50,7 +50,7 @@ from .checkpoint import (
     young_interval,
 )
 from .compare import Comparison, ConfoundedComparisonWarning, compare, major_variables
-from .downtime import LibraryGoodput, goodput_like_library
+from .downtime import LibraryGoodput, downtime_by_cause, downtime_totals, goodput_like_library
 from .hang import hang_culprits
 from .scaling import run_throughput, scaling_from_runs, scaling_table
 from .scorecard import gpu_idle_share, scorecard
@@ -101,6 +101,8 @@ __all__ = [
     "major_variables",
     "LibraryGoodput",
     "goodput_like_library",
+    "downtime_by_cause",
+    "downtime_totals",
     "hang_culprits",
     "run_throughput",
     "scaling_from_runs",

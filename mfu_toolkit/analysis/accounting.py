@@ -85,7 +85,8 @@ where FLOPs or the peak are unknown the MFUs are ``None`` with the reason, never
 ``step_range``, ``tolerance``, ``lookahead``); every analysis takes a Run (accounted with the
 defaults) or an :class:`Accounting`, and options given with an Accounting raise ``TypeError``.
 An Accounting computes its views once: ``summary`` (:class:`~.breakdown.MFUSummary`),
-``waterfall`` (the :func:`~.breakdown.breakdown` table) and ``scorecard``.
+``waterfall`` (the :func:`~.breakdown.breakdown` table), ``scorecard`` and ``timeline`` (the
+sweep's labelled intervals, which :func:`~.downtime.downtime_by_cause` reads).
 """
 
 from __future__ import annotations
@@ -463,6 +464,22 @@ def _covered(u: tuple[np.ndarray, np.ndarray], a: np.ndarray, b: np.ndarray) -> 
     return np.interp(b, xs, ys) - np.interp(a, xs, ys)
 
 
+def _difference(u: tuple[np.ndarray, np.ndarray],
+                v: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The parts of the disjoint sorted intervals ``u`` outside the disjoint sorted ``v``."""
+    if not len(u[0]) or not len(v[0]):
+        return u
+    xs = np.unique(np.r_[u[0], u[1], v[0], v[1]])
+    mid = (xs[:-1] + xs[1:]) / 2
+
+    def inside(w: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        i = np.searchsorted(w[0], mid, side="right") - 1
+        return (i >= 0) & (mid < w[1][np.maximum(i, 0)])
+
+    keep = inside(u) & ~inside(v)
+    return _union(xs[:-1][keep], xs[1:][keep])
+
+
 def _exclusive_pieces(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Split the union of intervals (given sorted by start) into one disjoint piece per interval.
 
@@ -823,6 +840,29 @@ class Accounting:
 
         return scorecard_of(self)
 
+    @cached_property
+    def timeline(self) -> pd.DataFrame:
+        """The sweep's labelled intervals, computed once: one disjoint piece per row, sorted by start.
+
+        ``category`` is the label the piece got (a :data:`CATEGORIES` name; ``useful_steps`` for the
+        useful steps' time, which rule 3 splits further; ``unaccounted`` for the rest of the wall
+        time), ``source`` what it came from (``failure and restart events``, ``gaps between
+        attempts``, ...), ``start_s``/``end_s``. A category's pieces sum to its seconds.
+        """
+        pieces: list[tuple[str, str, np.ndarray, np.ndarray]] = []
+        s = self.steps
+        _sweep(self.run, s, _Events(self.run.events), s["lost"].to_numpy(bool) if len(s) else np.zeros(0, bool),
+               pieces)
+        covered = _union(np.concatenate([p[2] for p in pieces]), np.concatenate([p[3] for p in pieces]))
+        rest = _difference((np.array([self.run.t0]), np.array([self.run.t1])), covered)
+        pieces.append(("unaccounted", "everything else", *rest))
+        n = [len(p[2]) for p in pieces]
+        out = pd.DataFrame({
+            "category": np.repeat(["useful_steps" if p[0] == "useful" else p[0] for p in pieces], n).astype(object),
+            "source": np.repeat([p[1] for p in pieces], n).astype(object),
+            "start_s": np.concatenate([p[2] for p in pieces]), "end_s": np.concatenate([p[3] for p in pieces])})
+        return out.sort_values("start_s", kind="stable").reset_index(drop=True)
+
     @property
     def useful_work(self) -> float:
         s = self.steps
@@ -981,38 +1021,43 @@ def _checked_options(warmup_steps: Any, step_range: Any, tolerance: Any, lookahe
     return warmup_steps, step_range, tolerance, _check_int_option("lookahead", lookahead, minimum=1)
 
 
-def _sweep(run: Run, js: pd.DataFrame, ev: _Events, lost: np.ndarray) -> tuple[dict[str, float], np.ndarray, float]:
+def _sweep(run: Run, js: pd.DataFrame, ev: _Events, lost: np.ndarray,
+           pieces: list[tuple[str, str, np.ndarray, np.ndarray]] | None = None
+           ) -> tuple[dict[str, float], np.ndarray, float]:
     """The timeline priority sweep: seconds per category (the useful steps' time not yet split),
-    each job step's labelled time, and the useful steps' time ``U``."""
+    each job step's labelled time, and the useful steps' time ``U``. With ``pieces`` (a list), each
+    label's new disjoint intervals are appended to it as ``(label, source, starts, ends)``."""
     seconds = dict.fromkeys(CATEGORIES, 0.0)
     covered = (np.empty(0), np.empty(0))
     covered_len = 0.0
 
-    def add(label: str, u: tuple[np.ndarray, np.ndarray]) -> None:
+    def add(label: str, u: tuple[np.ndarray, np.ndarray], source: str) -> None:
         nonlocal covered, covered_len
+        if pieces is not None:
+            pieces.append((label, source, *_difference(u, covered)))
         covered = _merge(covered, u)
         new_len = _measure(covered)
         seconds[label] = seconds.get(label, 0.0) + (new_len - covered_len)
         covered_len = new_len
 
     for kind, label in _PHASE_KINDS:
-        add(label, _event_intervals(ev, [kind], background=False))
+        add(label, _event_intervals(ev, [kind], background=False), f"{kind} events")
     before_steps = covered
     # useful steps: pieces and labelled time per step
     labelled = np.zeros(len(js))
     idx, a, b = _step_pieces(js, ~lost)
     if len(idx):
         labelled[idx] = np.maximum((b - a) - _covered(before_steps, a, b), 0.0)
-    add("useful", _union(a, b))
+    add("useful", _union(a, b), "useful job-level steps")
     idx_l, al, bl = _step_pieces(js, lost)
     if len(idx_l):
         labelled[idx_l] = np.maximum((bl - al) - _covered(covered, al, bl), 0.0)
-    add("lost_work", _union(al, bl))
-    add("failure_downtime", _event_intervals(ev, ["failure", "restart"], background=None))
-    add("other_events", _event_intervals(ev, ["queue", "other"], background=False))
+    add("lost_work", _union(al, bl), "job-level steps redone in a later attempt")
+    add("failure_downtime", _event_intervals(ev, ["failure", "restart"], background=None), "failure and restart events")
+    add("other_events", _event_intervals(ev, ["queue", "other"], background=False), "queue and other events")
     for kind, label in (*_PHASE_KINDS, ("queue", "other_events"), ("other", "other_events")):
-        add(label, _event_intervals(ev, [kind], background=True))
-    add("failure_downtime", _attempt_gaps(run))
+        add(label, _event_intervals(ev, [kind], background=True), f"background {kind} events")
+    add("failure_downtime", _attempt_gaps(run), "gaps between attempts")
     return seconds, labelled, seconds.pop("useful")
 
 

@@ -38,6 +38,7 @@ from ..run import Run
 from .accounting import Accounting, accounted
 from .breakdown import breakdown, mfu_summary
 from .checkpoint import checkpoint_overhead, checkpoint_report, daly_interval, young_interval
+from .downtime import PARTS, downtime_by_cause, downtime_totals
 from .hang import hang_culprits
 from .reasons import Reason
 from .scorecard import scorecard
@@ -708,6 +709,8 @@ class Answer:
     summary: dict[str, Any] = field(default_factory=dict, repr=False)
     conflict: dict[str, Any] | None = None
     hang: tuple[dict[str, Any], ...] = ()  # where a hung job stopped (Flight Recorder dumps), culprits first
+    # the downtime of each restart by cause (downtime_by_cause), then one row of totals; empty without a restart
+    downtime: tuple[dict[str, Any], ...] = ()
 
     @property
     def warnings(self) -> tuple[Check, ...]:
@@ -860,7 +863,7 @@ def build_answer(
         checks=checks, missing=tuple(_missing(acc, timed)), conflict=_conflict(list(checks)),
         facts=tuple(_facts_used(acc)), breakdown=breakdown(acc), scorecard=_pointed_scorecard(acc),
         window=acc.window.summary(), load=_load_summary(m.report), holds=_holds(acc.run), summary=summ.to_dict(),
-        hang=_hang(acc.run),
+        hang=_hang(acc.run), downtime=_downtime(acc),
     )
 
 
@@ -870,6 +873,25 @@ def _hang(run: Run) -> tuple[dict[str, Any], ...]:
         return ()
     rows = hang_culprits(run).to_dict("records")
     return tuple({k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in r.items()} for r in rows)
+
+
+def _downtime(acc: Accounting) -> tuple[dict[str, Any], ...]:
+    """Each restart episode's downtime by cause (:func:`downtime_by_cause`), then the totals row
+    (``episode`` "total", with each part's ``share`` of the total); empty for a run without restarts."""
+    if acc.run.n_attempts < 2:
+        return ()
+    table = downtime_by_cause(acc)
+    if not len(table):
+        return ()
+    rows = [{"episode": i, **{k: (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()}}
+            for i, r in enumerate(table.to_dict("records"), 1)]
+    t = downtime_totals(table)
+    n = t["restarts"]
+    total = {"episode": "total", "attempt": None, "next_attempt": None, "start_s": None, "end_s": None,
+             **{c: t[c] for c in PARTS}, "total_s": t["total_s"], "observed": f"{n} restart{'s' if n != 1 else ''}",
+             "share": t["share"], "inside_s": dict(table.attrs["inside_s"]),
+             "failure_slice_s": table.attrs["failure_slice_s"], "outside_s": table.attrs["outside_s"]}
+    return (*rows, total)
 
 
 def _checks(acc: Accounting, summ: Any, timed: bool) -> tuple[Check, ...]:

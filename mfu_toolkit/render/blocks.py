@@ -7,6 +7,7 @@ facts used, and the detail.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -124,6 +125,46 @@ def _hang_block(answer: Answer) -> tuple[str, list[str], list[list[str]], list[s
     return ("Hang (Flight Recorder)", lines, rows, ["group", "kind", "collective", "size", "missing", "reached"])
 
 
+_PART_WORDS = {"detection_s": "detection", "teardown_s": "teardown", "restart_s": "restart",
+               "checkpoint_load_s": "checkpoint load", "recomputation_s": "recomputation",
+               "unattributed_s": "unattributed"}
+
+
+def _downtime_block(answer: Answer) -> tuple[str, list[str], list[list[str]], list[str]]:
+    """The downtime of each restart by cause: a one-line summary with each part's share, what each
+    episode's parts came from (up to five episodes), and the table with a totals row."""
+    *episodes, total = answer.downtime
+    n = len(episodes)
+    shares = ", ".join(f"{w} {pct(total['share'][k])}" if _known(total[k]) else f"{w} not logged"
+                       for k, w in _PART_WORDS.items())
+    lines = [f"{n:,} restart{'s' if n != 1 else ''} cost {secs(total['total_s'])}: {shares}."]
+    inside, noise = total["inside_s"], max(FOLD_SHARE * answer.headline["wall_s"], 1e-9)
+    other = sum(inside[c] for c in ("checkpoint_load", "init", "unaccounted"))
+    slice_s = inside["failure_downtime"] + inside["lost_work"]
+    lines.append(f"From the waterfall: failure_downtime and lost_work {secs(slice_s)}"
+                 + (f"; checkpoint_load, init and unaccounted time inside the episodes {secs(other)}"
+                    if other > noise else "") + ". A part whose events the log lacks is unknown: its time stays "
+                 "unattributed.")
+    if total["outside_s"] > noise:
+        lines.append(f"Outside every restart episode (a last failure, say): {secs(total['outside_s'])} of "
+                     "failure_downtime and lost_work.")
+    if n <= 5:
+        lines += [f"- attempt {e['attempt']} → {e['next_attempt']}: {e['observed']}" for e in episodes]
+    rows = [[f"{e['attempt']} → {e['next_attempt']}", *(_part(e[k]) for k in _PART_WORDS), secs(e["total_s"])]
+            for e in episodes]
+    rows.append(["all", *(_part(total[k]) for k in _PART_WORDS), secs(total["total_s"])])
+    return ("Downtime by cause", lines, rows, ["attempt", *_PART_WORDS.values(), "total"])
+
+
+def _known(v: float | None) -> bool:
+    return v is not None and not math.isnan(v)
+
+
+def _part(v: float | None) -> str:
+    """A part's seconds; "unknown" where the log does not show it (its time is unattributed)."""
+    return secs(v) if _known(v) else "unknown"
+
+
 def _holds_lines(answer: Answer) -> list[str]:
     h = answer.holds
     lines = [f"Steps: {h['step_rows']:,} rows ({h['timed_step_rows']:,} timed)"]
@@ -151,6 +192,8 @@ def blocks(answer: Answer, interface: str = "python") -> list[tuple[str, list[st
     out.append(("Stragglers", _straggler_lines(answer), None, None))
     if answer.checkpoint is not None:
         out.append(("Checkpoint interval", [advice_text(answer.checkpoint, interface)], None, None))
+    if answer.downtime:
+        out.append(_downtime_block(answer))
     out.append(("Checks", [], [[c.status.upper(), c.name, c.message] for c in answer.checks],
                 ["status", "check", "message"]))
     out.append(("Facts used", [] if answer.facts else ["none"],
