@@ -49,6 +49,7 @@ from .checkpoint import (
     reference_scenarios,
     young_interval,
 )
+from .communication import busbw_factor, collective_time_floor, comm_efficiency, exposed_comm_share
 from .compare import Comparison, ConfoundedComparisonWarning, compare, major_variables
 from .downtime import LibraryGoodput, downtime_by_cause, downtime_totals, goodput_like_library
 from .hang import hang_culprits
@@ -95,6 +96,10 @@ __all__ = [
     "job_mtbf",
     "reference_scenarios",
     "young_interval",
+    "busbw_factor",
+    "collective_time_floor",
+    "comm_efficiency",
+    "exposed_comm_share",
     "Comparison",
     "ConfoundedComparisonWarning",
     "compare",
