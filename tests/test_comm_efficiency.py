@@ -215,3 +215,21 @@ def test_real_nsys_capture_gives_exposed_comm_per_device(realdata):  # noqa: F81
     assert out["exposed_comm_share"].tolist() == pytest.approx(
         (k["exposed_comm_s"] / (k["last_s"] - k["first_s"])).tolist())
     assert 0 < out.attrs["share"] < 0.1
+
+
+def test_the_answer_shows_the_collectives_and_why_their_efficiency_is_unknown(realdata):  # noqa: F811
+    # mfu analyze on the real Inspector line: the bus bandwidth recomputed from its bytes and time
+    # (2,360,832 B / 5,663 µs × 2·2/3 = 0.5558 GB/s) beside the reason no efficiency is given
+    import json
+    import subprocess
+    import sys
+
+    path = str(realdata / "nccl" / INSPECTOR)
+    doc = json.loads(subprocess.run([sys.executable, "-m", "mfu_toolkit", "analyze", path, "--json"],
+                                    capture_output=True, text=True, check=True).stdout)
+    (row,) = doc["communication"]["collectives"]
+    assert row["coll"] == "AllReduce" and row["busbw_bytes_per_s"] == pytest.approx(2_360_832 / 5.663e-3 * 4 / 3)
+    assert row["comm_efficiency"] is None and "spans 3 nodes" in row["reason"]
+    text = subprocess.run([sys.executable, "-m", "mfu_toolkit", "analyze", path], capture_output=True, text=True,
+                          check=True).stdout
+    assert "AllReduce   3 / 3" in text and "555.8 MB/s" in text and "Efficiency unknown: the communicator spans" in text

@@ -38,6 +38,7 @@ from ..run import Run
 from .accounting import Accounting, accounted
 from .breakdown import breakdown, mfu_summary
 from .checkpoint import checkpoint_overhead, checkpoint_report, daly_interval, young_interval
+from .communication import comm_efficiency, exposed_comm_share
 from .downtime import PARTS, downtime_by_cause, downtime_totals
 from .hang import hang_culprits
 from .reasons import Reason
@@ -711,6 +712,8 @@ class Answer:
     hang: tuple[dict[str, Any], ...] = ()  # where a hung job stopped (Flight Recorder dumps), culprits first
     # the downtime of each restart by cause (downtime_by_cause), then one row of totals; empty without a restart
     downtime: tuple[dict[str, Any], ...] = ()
+    # collectives against the link (comm_efficiency) and exposed communication; empty when the run has neither
+    communication: dict[str, Any] = field(default_factory=dict)
 
     @property
     def warnings(self) -> tuple[Check, ...]:
@@ -863,7 +866,7 @@ def build_answer(
         checks=checks, missing=tuple(_missing(acc, timed)), conflict=_conflict(list(checks)),
         facts=tuple(_facts_used(acc)), breakdown=breakdown(acc), scorecard=_pointed_scorecard(acc),
         window=acc.window.summary(), load=_load_summary(m.report), holds=_holds(acc.run), summary=summ.to_dict(),
-        hang=_hang(acc.run), downtime=_downtime(acc),
+        hang=_hang(acc.run), downtime=_downtime(acc), communication=_communication(acc.run),
     )
 
 
@@ -873,6 +876,31 @@ def _hang(run: Run) -> tuple[dict[str, Any], ...]:
         return ()
     rows = hang_culprits(run).to_dict("records")
     return tuple({k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in r.items()} for r in rows)
+
+
+_COMM_COLUMNS = ("comm", "coll", "n_ranks", "nnodes", "scope", "records", "bytes", "time_s", "algbw_bytes_per_s",
+                 "busbw_bytes_per_s", "busbw_stated_bytes_per_s", "busbw_agrees", "link",
+                 "peak_per_direction_bytes_per_s", "link_basis", "link_source", "comm_efficiency", "reason")
+
+
+def _communication(run: Run) -> dict[str, Any]:
+    """Collectives against the link (:func:`comm_efficiency`) where the run holds collectives with times,
+    and the exposed share of communication (:func:`exposed_comm_share`) where a trace gives it."""
+    out: dict[str, Any] = {}
+    coll = comm_efficiency(run)
+    if len(coll):
+        cols = [c for c in _COMM_COLUMNS if c in coll.columns]
+        out["collectives"] = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+                              for r in coll[cols].to_dict("records")]
+        out["busbw_source"] = coll.attrs.get("busbw_source")
+    exposed = exposed_comm_share(run)
+    share = exposed.attrs.get("share")
+    if share is not None and math.isfinite(share):
+        out["exposed_share"] = float(share)
+        bound = exposed.attrs.get("share_max")
+        out["exposed_share_max"] = float(bound) if bound is not None and math.isfinite(bound) else None
+        out["exposed_basis"] = exposed.attrs.get("basis", "")
+    return out
 
 
 def _downtime(acc: Accounting) -> tuple[dict[str, Any], ...]:

@@ -165,6 +165,34 @@ def _part(v: float | None) -> str:
     return secs(v) if _known(v) else "unknown"
 
 
+def _comm_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+    out = []
+    for r in rows:
+        eff = pct(r["comm_efficiency"]) + f" of {r['link']}" if r.get("comm_efficiency") is not None else "unknown"
+        out.append([str(r.get("coll")), f"{r.get('n_ranks')} / {r.get('nnodes')}", f"{r.get('records'):,}",
+                    si(r.get("bytes") or 0.0, "B"), secs(r.get("time_s")),
+                    si(r.get("busbw_bytes_per_s") or 0.0, "B/s"), eff])
+    return out
+
+
+def _comm_block(answer: Answer) -> tuple[str, list[str], list[list[str]] | None, list[str] | None]:
+    """Exposed communication, and each collective's bus bandwidth against its link (or why unknown)."""
+    c = answer.communication
+    lines = []
+    if c.get("exposed_share") is not None:
+        most = c.get("exposed_share_max")
+        bound = f" (at most {pct(most)})" if most is not None and most > c["exposed_share"] + 1e-12 else ""
+        lines.append(f"Exposed communication: {pct(c['exposed_share'])} of the time{bound}; {c['exposed_basis']}")
+    rows = c.get("collectives") or []
+    reasons = list(dict.fromkeys(r["reason"] for r in rows if r.get("comm_efficiency") is None and r.get("reason")))
+    lines += [f"Efficiency unknown: {why}" for why in reasons]
+    if rows:
+        lines.append(f"Bus bandwidth by nccl-tests' formulas ({c.get('busbw_source')}), against the link's "
+                     "peak per direction")
+    head = ["collective", "ranks / nodes", "records", "size", "time", "bus bandwidth", "efficiency"]
+    return ("Communication", lines, _comm_rows(rows) or None, head if rows else None)
+
+
 def _holds_lines(answer: Answer) -> list[str]:
     h = answer.holds
     lines = [f"Steps: {h['step_rows']:,} rows ({h['timed_step_rows']:,} timed)"]
@@ -194,6 +222,8 @@ def blocks(answer: Answer, interface: str = "python") -> list[tuple[str, list[st
         out.append(("Checkpoint interval", [advice_text(answer.checkpoint, interface)], None, None))
     if answer.downtime:
         out.append(_downtime_block(answer))
+    if answer.communication:
+        out.append(_comm_block(answer))
     out.append(("Checks", [], [[c.status.upper(), c.name, c.message] for c in answer.checks],
                 ["status", "check", "message"]))
     out.append(("Facts used", [] if answer.facts else ["none"],

@@ -37,6 +37,7 @@ def answer_dict(answer: Answer, *, interface: str = "python") -> dict[str, Any]:
         "window": answer.window, "load": answer.load, "holds": answer.holds,
         "summary": spoken_summary(answer.summary, interface),
         "hang": list(answer.hang),
+        "communication": answer.communication,
         "downtime": list(answer.downtime),
     }
     return jsonable(doc)
