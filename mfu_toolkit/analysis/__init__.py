@@ -49,6 +49,7 @@ from .checkpoint import (
     reference_scenarios,
     young_interval,
 )
+from .comm_stragglers import COMM_KINDS, CommStragglerReport, comm_stragglers
 from .communication import busbw_factor, collective_time_floor, comm_efficiency, exposed_comm_share
 from .compare import Comparison, ConfoundedComparisonWarning, compare, major_variables
 from .downtime import LibraryGoodput, downtime_by_cause, downtime_totals, goodput_like_library
@@ -100,6 +101,9 @@ __all__ = [
     "collective_time_floor",
     "comm_efficiency",
     "exposed_comm_share",
+    "COMM_KINDS",
+    "CommStragglerReport",
+    "comm_stragglers",
     "Comparison",
     "ConfoundedComparisonWarning",
     "compare",

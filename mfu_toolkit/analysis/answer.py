@@ -38,6 +38,7 @@ from ..run import Run
 from .accounting import Accounting, accounted
 from .breakdown import breakdown, mfu_summary
 from .checkpoint import checkpoint_overhead, checkpoint_report, daly_interval, young_interval
+from .comm_stragglers import comm_stragglers
 from .communication import comm_efficiency, exposed_comm_share
 from .downtime import PARTS, downtime_by_cause, downtime_totals
 from .hang import hang_culprits
@@ -893,6 +894,9 @@ def _communication(run: Run) -> dict[str, Any]:
         out["collectives"] = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
                               for r in coll[cols].to_dict("records")]
         out["busbw_source"] = coll.attrs.get("busbw_source")
+    slow = _comm_slow(run)
+    if slow:
+        out["stragglers"] = slow
     exposed = exposed_comm_share(run)
     share = exposed.attrs.get("share")
     if share is not None and math.isfinite(share):
@@ -901,6 +905,22 @@ def _communication(run: Run) -> dict[str, Any]:
         out["exposed_share_max"] = float(bound) if bound is not None and math.isfinite(bound) else None
         out["exposed_basis"] = exposed.attrs.get("basis", "")
     return out
+
+
+def _comm_slow(run: Run) -> dict[str, Any]:
+    """Communication stragglers (:func:`comm_stragglers`) where the run has per-rank compute and
+    communication per step; nothing where it has not (the reason is the function's, not shown)."""
+    if not {"compute_s", "comm_s"} <= set(run.steps.columns):
+        return {}
+    try:
+        rep = comm_stragglers(run)
+    except ValueError:
+        return {}
+    rows = rep.table[rep.table["in_host"].isna()]
+    keep = ["level", "rank", "host", "kind", "onset_step", "end_step", "to_end", "steps", "seconds",
+            "comm_excess", "compute_excess", "recovered_s", "waits_for"]
+    return {"verdict": rep.verdict, "kind": rep.kind, "recovered_s": rep.recovered_s, "wall_share": rep.wall_share,
+            "method": rep.recovery_method, "rows": rows[[c for c in keep if c in rows.columns]].to_dict("records")}
 
 
 def _downtime(acc: Accounting) -> tuple[dict[str, Any], ...]:

@@ -183,6 +183,12 @@ def _comm_block(answer: Answer) -> tuple[str, list[str], list[list[str]] | None,
         most = c.get("exposed_share_max")
         bound = f" (at most {pct(most)})" if most is not None and most > c["exposed_share"] + 1e-12 else ""
         lines.append(f"Exposed communication: {pct(c['exposed_share'])} of the time{bound}; {c['exposed_basis']}")
+    slow = c.get("stragglers")
+    if slow:
+        lines.append(f"Stragglers in communication: {slow['verdict']}")
+        if slow["kind"] == "comm" and slow["recovered_s"]:
+            lines.append(f"Fixing them recovers {secs(slow['recovered_s'])} ({pct(slow['wall_share'])} of wall "
+                         f"time); {slow['method']}")
     rows = c.get("collectives") or []
     reasons = list(dict.fromkeys(r["reason"] for r in rows if r.get("comm_efficiency") is None and r.get("reason")))
     lines += [f"Efficiency unknown: {why}" for why in reasons]

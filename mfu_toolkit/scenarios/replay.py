@@ -466,6 +466,13 @@ class WhatIfResult:
     _replay: _Replay | None = field(default=None, repr=False, compare=False)
 
     @property
+    def replay(self) -> Any:
+        """The replay's inputs (the dependency graph, actual and ideal durations per op and step, and
+        ``step_times``), for replaying other changes than the one this result reports; None when the
+        trace was not replayed."""
+        return self._replay
+
+    @property
     def lost_share(self) -> float:
         """Fraction of the replayed step lost to stragglers: 1 − 1/S."""
         return 1.0 - 1.0 / self.slowdown if self.slowdown > 0 else float("nan")
