@@ -9,6 +9,8 @@
 - ``compare``     two runs side by side, warning when more than one major variable differs
 - ``utilisation`` GPU utilisation (what monitoring shows) beside MFU, bin by bin
 - ``answer``      the one answer every front end renders (:func:`build_answer`, :class:`Answer`)
+- ``recsys``      dense MFU beside embedding bandwidth utilisation (:func:`embedding_bandwidth`), MLPerf DLRM
+  from every submitter (:func:`mlperf_dlrm_table`)
 
 The user's inputs (:func:`mfu_toolkit.inputs.apply_inputs`), ``mfu audit`` (:mod:`mfu_toolkit.audit`)
 and the spellings every interface asks for them in (:mod:`mfu_toolkit.render.vocabulary`) sit
@@ -54,6 +56,13 @@ from .communication import busbw_factor, collective_time_floor, comm_efficiency,
 from .compare import Comparison, ConfoundedComparisonWarning, compare, major_variables
 from .downtime import LibraryGoodput, downtime_by_cause, downtime_totals, goodput_like_library
 from .hang import hang_culprits
+from .recsys import (
+    MLPERF_SYSTEM_DESCRIPTIONS,
+    EmbeddingBandwidth,
+    embedding_bandwidth,
+    mlperf_dlrm_table,
+    recsys_answer,
+)
 from .scaling import run_throughput, scaling_from_runs, scaling_table
 from .scorecard import gpu_idle_share, scorecard
 from .stragglers import (
@@ -113,6 +122,11 @@ __all__ = [
     "downtime_by_cause",
     "downtime_totals",
     "hang_culprits",
+    "MLPERF_SYSTEM_DESCRIPTIONS",
+    "EmbeddingBandwidth",
+    "embedding_bandwidth",
+    "mlperf_dlrm_table",
+    "recsys_answer",
     "run_throughput",
     "scaling_from_runs",
     "scaling_table",

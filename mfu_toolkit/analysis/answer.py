@@ -43,6 +43,7 @@ from .communication import comm_efficiency, exposed_comm_share
 from .downtime import PARTS, downtime_by_cause, downtime_totals
 from .hang import hang_culprits
 from .reasons import Reason
+from .recsys import recsys_answer
 from .scorecard import scorecard
 
 __all__ = ["CHECK_STATUSES", "Check", "Answer", "build_answer", "straggler_verdict"]
@@ -715,6 +716,8 @@ class Answer:
     downtime: tuple[dict[str, Any], ...] = ()
     # collectives against the link (comm_efficiency) and exposed communication; empty when the run has neither
     communication: dict[str, Any] = field(default_factory=dict)
+    # a recommendation model's two-part headline: dense MFU beside embedding bandwidth (recsys_answer); empty else
+    recsys: dict[str, Any] = field(default_factory=dict)
 
     @property
     def warnings(self) -> tuple[Check, ...]:
@@ -868,6 +871,7 @@ def build_answer(
         facts=tuple(_facts_used(acc)), breakdown=breakdown(acc), scorecard=_pointed_scorecard(acc),
         window=acc.window.summary(), load=_load_summary(m.report), holds=_holds(acc.run), summary=summ.to_dict(),
         hang=_hang(acc.run), downtime=_downtime(acc), communication=_communication(acc.run),
+        recsys=recsys_answer(acc) if timed else {},
     )
 
 

@@ -40,6 +40,9 @@ def _nonneg_int(value: str) -> int:
 
 # mfu_toolkit.flops.RECOMPUTE_MODES, spelled out so `mfu calc` parses without importing flops.
 _RECOMPUTE_MODES = ("none", "selective", "selective-eq8", "full")
+# mfu_toolkit.flops.recsys.OPTIMIZERS and ROW_DTYPES, spelled out for the same reason.
+_OPTIMIZERS = ("sgd", "adagrad", "rowwise_adagrad", "adam")
+_ROW_DTYPES = ("fp32", "fp16", "bf16", "int8")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -73,6 +76,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--recompute", choices=_RECOMPUTE_MODES, default=None,
                    help="activation recomputation used by the run (adds HFU): selective, selective-eq8 "
                         "(Korthikanti et al. eq. 8), full (layers, not the logits, as Megatron)")
+    m.add_argument("--optimizer", choices=_OPTIMIZERS, default=None,
+                   help="recommendation models: the embedding tables' sparse optimizer, whose state adds to the "
+                        "embedding bytes (default: the model's, e.g. adagrad for dlrm-dcnv2)")
+    m.add_argument("--embedding-dtype", choices=_ROW_DTYPES, default=None,
+                   help="recommendation models: precision of the embedding rows (default: the model's)")
     h = p.add_argument_group("hardware")
     h.add_argument("--gpus", type=count_arg, required=True,
                    help="number of accelerators N, counted as framework devices (a world size: one per GPU, "
@@ -209,7 +217,43 @@ def _work_from_model(args: argparse.Namespace) -> dict[str, Any]:
         "model_flops_per_sample": per_sample,
         "model_conventions": mf.conventions.to_dict(),
         "model_conventions_summary": mf.conventions.summary(),
+        **_traffic_work(args, mf),
     }
+
+
+def _traffic_work(args: argparse.Namespace, mf: Any) -> dict[str, Any]:
+    """The embedding bytes per sample of a recommendation model, with their conventions (else nothing)."""
+    if mf.kind not in ("dlrm", "hstu"):
+        if args.optimizer or args.embedding_dtype:
+            raise UsageError("--optimizer and --embedding-dtype apply to recommendation models (dlrm, hstu)")
+        return {}
+    from ..flops.recsys import embedding_traffic
+
+    t = embedding_traffic(mf, optimizer=args.optimizer, embedding_bytes=args.embedding_dtype)
+    return {"model_embedding_traffic": t.to_dict(), "model_embedding_summary": t.summary()}
+
+
+def _embedding_bandwidth(args: argparse.Namespace, work: dict[str, Any], peak_info: dict[str, Any]) -> dict[str, Any]:
+    """Embedding bytes per second against N x the accelerator's memory bandwidth (memory_bandwidth.csv), or why
+    unknown; nothing for a model without embedding tables."""
+    traffic = work.get("model_embedding_traffic")
+    if traffic is None:
+        return {}
+    bytes_per_s = work["samples_per_step"] / work["step_seconds"] * traffic["bytes_per_sample"]
+    out: dict[str, Any] = {"embedding_bytes_per_s": bytes_per_s, "embedding_bandwidth_utilisation": None}
+    if not peak_info.get("accelerator"):
+        return {**out, "embedding_bandwidth_reason": "the peak was given as a number, naming no accelerator: give "
+                                                     "--accelerator for its memory bandwidth"}
+    from .. import hardware
+
+    try:
+        bw = hardware.get_memory_bandwidth(peak_info["accelerator"])
+    except hardware.RegistryError as exc:
+        return {**out, "embedding_bandwidth_reason": " ".join(str(exc).split())}
+    per_device = peak_info["per"] == "device"
+    each = bw.bytes_per_s / (peak_info.get("devices_per_package", 1) if per_device else 1)
+    return {**out, "embedding_bandwidth_utilisation": bytes_per_s / (args.gpus * each),
+            "memory_bandwidth_per_accelerator": each, "memory_bandwidth_source": bw.describe()}
 
 
 def _run_calc(args: argparse.Namespace) -> int:
@@ -234,10 +278,11 @@ def _run_calc(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     extra = {k: v for k, v in work.items() if k.startswith("model") and k not in ("model_flops_per_step",)}
+    embedding = _embedding_bandwidth(args, work, peak_info)
     if args.json:
         import json
 
-        out = {**res.to_dict(), **peak_info, **extra, "ok": True}
+        out = {**res.to_dict(), **peak_info, **extra, **embedding, "ok": True}
         print(json.dumps(out, indent=2, sort_keys=True))
         return EXIT_OK
     if "model" in work:
@@ -245,10 +290,26 @@ def _run_calc(args: argparse.Namespace) -> int:
         print(f"FLOPs conventions: {work['model_conventions_summary']}")
     for line in res.lines():
         print(line)
+    for line in _embedding_lines(args, work, embedding):
+        print(line)
     if "peak_description" in peak_info:
         print(f"Peak: {peak_info['peak_description']}")
         print(_n_line(args, peak_info))
     return EXIT_OK
+
+
+def _embedding_lines(args: argparse.Namespace, work: dict[str, Any], e: dict[str, Any]) -> list[str]:
+    """Dense MFU beside embedding bandwidth utilisation, with the byte convention."""
+    if not e:
+        return []
+    lines = ["Dense MFU: the MFU above (dense and interaction FLOPs; embedding lookups count zero)",
+             f"Embedding bytes: {work['model_embedding_summary']}"]
+    rate = f"{e['embedding_bytes_per_s'] / 1e12:,.4g} TB/s"
+    if e["embedding_bandwidth_utilisation"] is None:
+        return [*lines, f"Embedding bandwidth utilisation: unknown ({rate} moved): {e['embedding_bandwidth_reason']}"]
+    return [*lines, f"Embedding bandwidth utilisation: {e['embedding_bandwidth_utilisation']:.2%} ({rate} of "
+                    f"{args.gpus:,} x {e['memory_bandwidth_per_accelerator'] / 1e12:,.4g} TB/s; "
+                    f"{e['memory_bandwidth_source']})"]
 
 
 def _n_line(args: argparse.Namespace, peak_info: dict[str, Any]) -> str:

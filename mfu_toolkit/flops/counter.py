@@ -16,6 +16,13 @@ What the counter sees that the analytic convention does not (numbered so notes c
 4. Fused attention backward kernels (flash, memory-efficient, CPU) recompute the score matrix
    ``Q @ K^T``, and torch counts that: 5 attention matmuls in backward instead of 4. Those are
    hardware FLOPs; the analytic model FLOPs leave them out.
+
+Embedding bytes (:func:`count_embedding_bytes`, :func:`compare_embedding_bytes`): the rows that
+``nn.EmbeddingBag`` / ``nn.Embedding`` look up in one training step, seen at the ATen operators
+(``_embedding_bag``, ``embedding`` and their backward), set beside :func:`~.recsys.embedding_traffic`.
+The counter sees the lookups (indices x dim x the weight's element size) and the gradient rows the
+backward produces (indices x dim x the gradient's element size); it runs no optimizer step, so the
+update's re-read and the optimizer state stay analytic only.
 """
 
 from __future__ import annotations
@@ -24,9 +31,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .recsys import EmbeddingTraffic, embedding_traffic
 from .transformer import ModelFlops
 
-__all__ = ["CountedFlops", "CounterComparison", "count_training_step", "compare_with_counter"]
+__all__ = [
+    "CountedFlops",
+    "CounterComparison",
+    "CountedEmbeddingBytes",
+    "EmbeddingByteComparison",
+    "count_training_step",
+    "compare_with_counter",
+    "count_embedding_bytes",
+    "compare_embedding_bytes",
+]
 
 
 def _import_torch():
@@ -245,4 +262,153 @@ def compare_with_counter(
         analytic_training=analytic.training_per_step,
         counted=counted,
         notes=tuple(notes),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# embedding bytes: rows looked up and gradient rows, counted at the ATen operators
+
+_LOOKUP_OPS = ("aten._embedding_bag.", "aten._embedding_bag_forward_only.", "aten.embedding.")
+_GRAD_OPS = ("aten._embedding_bag_backward.", "aten._embedding_bag_dense_backward.",
+             "aten._embedding_bag_sparse_backward.", "aten.embedding_dense_backward.", "aten.embedding_backward.")
+
+
+@dataclass(frozen=True)
+class CountedEmbeddingBytes:
+    """Bytes the embedding operators of one training step touched: rows looked up (forward) and gradient
+    rows produced (backward), with the number of indices behind each."""
+
+    lookup_bytes: float
+    gradient_bytes: float
+    lookups: int
+    gradient_rows: int
+    by_op: dict[str, float] = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lookup_bytes": self.lookup_bytes, "gradient_bytes": self.gradient_bytes,
+                "lookups": self.lookups, "gradient_rows": self.gradient_rows, "by_op": dict(self.by_op)}
+
+
+def _embedding_mode(torch):
+    """A dispatch mode that adds up the rows each embedding operator reads or produces."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Rows(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.totals = {"lookup": [0, 0.0], "grad": [0, 0.0]}
+            self.by_op: dict[str, float] = {}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = str(func)
+            kind = "lookup" if name.startswith(_LOOKUP_OPS) else "grad" if name.startswith(_GRAD_OPS) else None
+            if kind is not None and len(args) >= 2:
+                table, indices = args[0], args[1]  # forward: (weight, indices); backward: (grad, indices)
+                dim = int(table.shape[-1])
+                n = int(indices.numel())
+                nbytes = float(n * dim * table.element_size())
+                self.totals[kind][0] += n
+                self.totals[kind][1] += nbytes
+                self.by_op[name] = self.by_op.get(name, 0.0) + nbytes
+            return func(*args, **(kwargs or {}))
+
+    return _Rows()
+
+
+def count_embedding_bytes(
+    model: Any,
+    sample_input: Any,
+    loss_fn: Callable[[Any], Any] | None = None,
+) -> CountedEmbeddingBytes:
+    """Rows the embedding operators of ``model`` look up and the gradient rows they produce in one
+    training step on ``sample_input`` (as in :func:`count_training_step`; gradients restored, no
+    optimizer step). An ``nn.EmbeddingBag`` in ``"max"`` mode or with a ``padding_idx`` is counted by
+    its indices all the same."""
+    torch = _import_torch()
+    params = [p for p in model.parameters() if p.requires_grad]
+    saved = [p.grad for p in params]
+    for p in params:
+        p.grad = None
+    mode = _embedding_mode(torch)
+    try:
+        with mode:
+            output = _call(model, sample_input)
+            loss = loss_fn(output) if loss_fn is not None else _default_loss(torch, output)
+            if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+                raise TypeError("loss_fn must return a scalar tensor")
+            loss.backward()
+    finally:
+        for p, g in zip(params, saved, strict=True):
+            p.grad = g
+    (n_look, b_look), (n_grad, b_grad) = mode.totals["lookup"], mode.totals["grad"]
+    return CountedEmbeddingBytes(lookup_bytes=b_look, gradient_bytes=b_grad, lookups=n_look,
+                                 gradient_rows=n_grad, by_op=dict(mode.by_op))
+
+
+@dataclass(frozen=True)
+class EmbeddingByteComparison:
+    """Analytic embedding bytes of one step beside the counted ones; ratios are analytic / counted."""
+
+    name: str
+    batch: int
+    analytic_lookup: float
+    analytic_update_write: float
+    counted: CountedEmbeddingBytes
+    traffic: EmbeddingTraffic
+    notes: tuple[str, ...] = ()
+
+    @property
+    def lookup_ratio(self) -> float:
+        return self.analytic_lookup / self.counted.lookup_bytes if self.counted.lookup_bytes else float("nan")
+
+    @property
+    def gradient_ratio(self) -> float:
+        grad = self.counted.gradient_bytes
+        return self.analytic_update_write / grad if grad else float("nan")
+
+    def records(self) -> list[dict[str, Any]]:
+        return [
+            {"model": self.name, "term": term, "analytic_bytes": a, "counted_bytes": c,
+             "ratio": a / c if c else float("nan")}
+            for term, a, c in (("lookup_read", self.analytic_lookup, self.counted.lookup_bytes),
+                               ("update_write", self.analytic_update_write, self.counted.gradient_bytes))
+        ]
+
+    def summary(self) -> str:
+        lines = [f"{self.name}: analytic embedding bytes vs the embedding operators, one step of {self.batch:,}"]
+        lines += [f"  {r['term']:<12} analytic {r['analytic_bytes']:,.0f} B  counted {r['counted_bytes']:,.0f} B  "
+                  f"ratio {r['ratio']:.4f}" for r in self.records()]
+        lines.extend(f"  note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+def compare_embedding_bytes(
+    model: Any,
+    sample_input: Any,
+    analytic: Any,
+    *,
+    batch: int | None = None,
+    loss_fn: Callable[[Any], Any] | None = None,
+) -> EmbeddingByteComparison:
+    """Count one training step's embedding rows of ``model`` and set them beside the analytic traffic.
+
+    ``analytic`` is a ``model_flops(...)`` result of a DLRM/HSTU config (its ``batch`` is the step's),
+    a config, or an :class:`~.recsys.EmbeddingTraffic` (then give ``batch``). The analytic lookup bytes
+    (lookups x dim x row bytes x batch) are compared with the rows the forward operators read, the
+    analytic update write with the gradient rows the backward operators produce."""
+    traffic = analytic if isinstance(analytic, EmbeddingTraffic) else embedding_traffic(analytic)
+    if batch is None:
+        batch = analytic.batch if isinstance(analytic, ModelFlops) else None
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+        raise TypeError(f"batch must be the step's samples (a whole number >= 1); got {batch!r}")
+    counted = count_embedding_bytes(model, sample_input, loss_fn)
+    notes = (
+        "counted: indices x dim x element size at _embedding_bag/embedding (forward) and their backward; "
+        "a row looked up twice counts twice, as in the analytic convention",
+        "not counted by the operators: the sparse update's re-read of each row and the optimizer state "
+        "(no optimizer step runs), which stay analytic",
+    )
+    return EmbeddingByteComparison(
+        name=traffic.name, batch=batch, analytic_lookup=traffic.term("lookup_read") * batch,
+        analytic_update_write=traffic.term("update_write") * batch, counted=counted, traffic=traffic, notes=notes,
     )

@@ -329,7 +329,12 @@ _MLPERF_DCNV2 = (
     "--dcn_low_rank_dim=512, --num_embeddings_per_feature and --multi_hot_sizes as below; "
     "13 dense + 26 sparse Criteo 1TB features. The 32,060,928 forward FLOPs per sample is this "
     "project's count of that configuration's weight matmuls (see recsys.py), not a number any "
-    "MLPerf document states"
+    "MLPerf document states. Read at mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204: "
+    "README.MD lines 150-170 (the MLPerf run: --num_embeddings_per_feature, --adagrad) and 200 "
+    "(--multi_hot_sizes); dlrm_main.py lines 786-789 (--adagrad: torch.optim.Adagrad on the "
+    "tables, 'TorchRec will use the FBGEMM implementation of EXACT_ADAGRAD', one accumulator per "
+    "element) and lines 731-739 (EmbeddingBagConfig without a data_type: TorchRec's "
+    "torchrec/modules/embedding_configs.py default DataType.FP32)"
 )
 
 _HSTU = (
@@ -370,10 +375,14 @@ _DLRM_ROWS: list[_Row] = [
     ("dlrm-dcnv2",
      dict(n_dense=13, bottom_mlp=(512, 256, 128), n_sparse=26, embedding_dim=128,
           top_mlp=(1024, 1024, 512, 256, 1), interaction="dcnv2", cross_layers=3, cross_rank=512,
-          embedding_rows=_MLPERF_ROWS, pooling_factors=_MLPERF_MULTI_HOT, embedding_bytes=4),
+          embedding_rows=_MLPERF_ROWS, pooling_factors=_MLPERF_MULTI_HOT, embedding_bytes=4,
+          optimizer="adagrad"),
      _MLPERF_DCNV2, "MLPerf Training DLRM-DCNv2 on Criteo 1TB multi-hot",
      dict(aliases=("mlperf-dlrm-dcnv2", "dlrmv2", "dlrm-v2"),
-          derived={"forward_flops_per_sample": 32_060_928})),
+          derived={"forward_flops_per_sample": 32_060_928,
+                   # embedding_traffic(): 214 lookups x 128 x 4 B x (read + update read/write + Adagrad
+                   # state read/write) = 214 x 512 x 5
+                   "embedding_bytes_per_sample": 547_840})),
 ]
 
 # name, gin file under configs/, (num_blocks, item_embedding_dim, num_heads, dqk = dv,

@@ -13,6 +13,11 @@ the weight matmuls count: 2 x (13*512 + 512*256 + 256*128) for the bottom MLP,
 ``x0 * (...) + x`` products and additions are elementwise) and
 2 x (3456*1024 + 1024*1024 + 1024*512 + 512*256 + 256*1) for the top MLP; biases, activations
 and the sigmoid count zero. 2 x 16,030,464 multiply-adds = 32,060,928.
+
+Embedding traffic (:func:`embedding_traffic`, the bytes side of these models): per sample, the rows
+the lookups read, the rows the sparse update reads and writes back, the optimizer state it reads and
+writes, and (for model-parallel tables) the pooled embeddings and their gradients the all-to-all moves.
+Every result states its convention (row precision, pooling factors, optimizer) in ``conventions``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 from .transformer import (
     Component,
     Conventions,
+    FlopsConfigError,
     ModelFlops,
     ParamCounts,
     Recompute,
@@ -48,6 +54,13 @@ __all__ = [
     "dlrm_flops",
     "hstu_flops",
     "hstu_sequence_flops",
+    "OPTIMIZERS",
+    "ROW_DTYPES",
+    "SHARDINGS",
+    "ByteTerm",
+    "EmbeddingTraffic",
+    "canonical_optimizer",
+    "embedding_traffic",
 ]
 
 INTERACTIONS = ("dot", "dcnv2", "concat")
@@ -212,6 +225,8 @@ class DLRMConfig:
 
     ``embedding_rows`` (per table) only feeds parameter counts; ``pooling_factors`` (lookups
     per table per sample, 1 by default) and ``embedding_bytes`` give embedding bytes read.
+    ``optimizer`` (one of ``OPTIMIZERS``, ``None`` when not stated) is the sparse optimizer of the
+    tables, for the optimizer-state bytes of :func:`embedding_traffic`.
     ``bottom_mlp=()`` feeds the dense features into the interaction directly (not for dot).
     """
 
@@ -230,6 +245,7 @@ class DLRMConfig:
     bias: bool = True
     extra_blocks: tuple[Component, ...] = ()
     name: str = "custom-dlrm"
+    optimizer: str | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -264,6 +280,8 @@ class DLRMConfig:
         check_bool("bias", self.bias)
         set_(self, "extra_blocks", check_blocks(self.extra_blocks))
         _check_name(self.name)
+        if self.optimizer is not None:
+            check_choice("optimizer", self.optimizer, OPTIMIZERS)
 
     @property
     def dense_width(self) -> int:
@@ -344,8 +362,10 @@ def dlrm_flops(
 ) -> ModelFlops:
     """Forward/training FLOPs per sample of a DLRM (dot, DCNv2 or concat interaction).
 
-    Also reports embedding bytes read per sample (lookups x dim x bytes). ``params.active`` is
-    the dense parameters plus the embedding rows one sample reads.
+    Also reports embedding bytes read per sample (lookups x dim x bytes), and in the conventions'
+    notes the whole embedding traffic per sample (:func:`embedding_traffic`: lookups, the sparse
+    update, optimizer state, all-to-all). ``params.active`` is the dense parameters plus the
+    embedding rows one sample reads.
     """
     check_int("batch", batch)
     rows, dense_params = _dlrm_rows(config)
@@ -359,6 +379,7 @@ def dlrm_flops(
     notes = [_FIRST_LAYER_NOTE]
     if config.interaction == "dot":
         notes.append("dot interaction: the full Gram matrix is counted (that is what the bmm runs)")
+    notes.append("embedding traffic (embedding_traffic()): " + embedding_traffic(config).summary())
     return finish(
         name=config.name,
         kind="dlrm",
@@ -386,7 +407,8 @@ class HSTUConfig:
     attention (no softmax) over the sequence; ``norm(A V) * U`` (elementwise); output projection
     ``H*dv -> d``. ``seq_len`` is the *real* (unpadded) sequence length. ``n_negatives`` adds the
     sampled-softmax similarity ``2 * d * (1 + n_negatives)`` per position (0 leaves it out).
-    ``n_items`` sizes the item embedding table (parameter counts only).
+    ``n_items`` sizes the item embedding table (parameter counts only); ``optimizer`` is its sparse
+    optimizer (``OPTIMIZERS``; ``None`` when not stated), for :func:`embedding_traffic`.
     """
 
     n_layers: int
@@ -401,6 +423,7 @@ class HSTUConfig:
     embedding_bytes: int = 4
     extra_blocks: tuple[Component, ...] = ()
     name: str = "custom-hstu"
+    optimizer: str | None = None
 
     def __post_init__(self) -> None:
         for key in ("n_layers", "d_model", "n_heads", "dqk", "dv", "seq_len", "embedding_bytes"):
@@ -411,6 +434,8 @@ class HSTUConfig:
             check_int("n_items", self.n_items)
         object.__setattr__(self, "extra_blocks", check_blocks(self.extra_blocks))
         _check_name(self.name)
+        if self.optimizer is not None:
+            check_choice("optimizer", self.optimizer, OPTIMIZERS)
 
     def layer_params(self) -> int:
         d, h = self.d_model, self.n_heads
@@ -516,6 +541,7 @@ def hstu_flops(
     notes = ["HSTU attention is pointwise (SiLU), no softmax; both products are counted"]
     if lengths is not None:
         notes.append(f"per-sample values are means over {k} real sequence lengths")
+    notes.append("embedding traffic (embedding_traffic()): " + embedding_traffic(config).summary())
     return finish(
         name=config.name,
         kind="hstu",
@@ -530,4 +556,221 @@ def hstu_flops(
         embedding_bytes_per_sample=float(mean_len * config.d_model * config.embedding_bytes),
         source=source,
         config=config,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# embedding traffic: the bytes a training step moves for the embedding tables
+
+_FBGEMM = (
+    "https://github.com/pytorch/FBGEMM/blob/00c10a03f55e1cd259853ca48f0a6bec99307e32/"
+    "fbgemm_gpu/codegen/genscript/optimizers.py"
+)
+
+#: bytes per stored element of an embedding row, by precision
+ROW_DTYPES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}
+
+#: sparse optimizer -> (state values per row element, state values per row, what it keeps, with its source)
+OPTIMIZERS: dict[str, tuple[int, int, str]] = {
+    "sgd": (0, 0, "plain SGD keeps no optimizer state"),
+    "adagrad": (1, 0, f"Adagrad keeps one accumulator per element (FBGEMM adagrad(): momentum1[idx * D + d], "
+                f"{_FBGEMM})"),
+    "rowwise_adagrad": (0, 1, f"row-wise Adagrad keeps one accumulator per row (FBGEMM rowwise_adagrad(): "
+                        f"momentum1[idx], {_FBGEMM})"),
+    "adam": (2, 0, "Adam keeps two moments per element (Kingma & Ba 2015, arXiv:1412.6980, Algorithm 1)"),
+}
+
+#: how model-parallel tables are laid out, for the all-to-all bytes (row-wise sharding is not modelled)
+SHARDINGS = ("table_wise", "column_wise", "data_parallel")
+
+_OPTIMIZER_ALIASES = {
+    "exactsgd": "sgd", "sgd": "sgd", "adagrad": "adagrad", "exactadagrad": "adagrad",
+    "rowwiseadagrad": "rowwise_adagrad", "exactrowwiseadagrad": "rowwise_adagrad", "adam": "adam",
+}
+
+
+def canonical_optimizer(text: Any) -> str | None:
+    """The ``OPTIMIZERS`` key a logged optimizer name means (``"adagrad"``, ``"EXACT_ROWWISE_ADAGRAD"``,
+    ``"row-wise adagrad"``), else None (not a name this module knows: never guessed)."""
+    if not isinstance(text, str):
+        return None
+    key = "".join(ch for ch in text.lower() if ch.isalnum())
+    return _OPTIMIZER_ALIASES.get(key)
+
+
+@dataclass(frozen=True)
+class ByteTerm:
+    """One part of the embedding traffic: its name, bytes per sample and how it is counted."""
+
+    name: str
+    bytes_per_sample: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class EmbeddingTraffic:
+    """Bytes the embedding tables move per training sample, by term, under stated conventions.
+
+    ``terms`` are memory traffic on the accelerators holding the tables (lookups, the sparse update,
+    optimizer state); ``alltoall_per_sample`` is what model-parallel tables exchange per sample
+    (pooled embeddings forward, their gradients backward) before the share that stays on a rank.
+    ``complete`` is False when the optimizer is not stated (its state traffic is then left out).
+    """
+
+    name: str
+    lookups_per_sample: float
+    embedding_dim: int
+    row_bytes: int
+    optimizer: str | None
+    state_bytes: int
+    vectors_per_sample: float
+    comm_bytes: int
+    terms: tuple[ByteTerm, ...]
+    conventions: tuple[str, ...]
+
+    @property
+    def per_sample(self) -> float:
+        """Memory traffic per sample: the sum of ``terms``."""
+        return float(sum(t.bytes_per_sample for t in self.terms))
+
+    @property
+    def complete(self) -> bool:
+        return self.optimizer is not None
+
+    def term(self, name: str) -> float:
+        """Bytes per sample of one term (0 for a term this traffic has none of)."""
+        return float(sum(t.bytes_per_sample for t in self.terms if t.name == name))
+
+    @property
+    def alltoall_per_sample(self) -> float:
+        """Pooled embeddings forward plus their gradients backward, per sample, before the crossing share."""
+        return 2.0 * self.vectors_per_sample * self.embedding_dim * self.comm_bytes
+
+    def per_step(self, batch: float) -> float:
+        return self.per_sample * check_number("batch", batch)
+
+    def alltoall_per_step(self, batch: float, n_shards: int, sharding: str = "table_wise") -> float:
+        """Bytes of one step's all-to-all that cross between ranks, all ranks together: the pooled
+        embeddings (and gradients) of ``batch`` samples, of which ``(N - 1) / N`` leave their rank when
+        tables and samples spread evenly over ``N`` shards; 0 for data-parallel (replicated) tables."""
+        check_number("batch", batch)
+        n = check_int("n_shards", n_shards)
+        if check_choice("sharding", sharding, SHARDINGS) == "data_parallel":
+            return 0.0
+        return batch * self.alltoall_per_sample * (n - 1) / n
+
+    def summary(self) -> str:
+        """One line: precision, lookups, optimizer and the bytes per sample by part."""
+        parts = {"lookups": "lookup_read", "update": "update_", "optimizer state": "state_"}
+        split = " + ".join(f"{label} {sum(t.bytes_per_sample for t in self.terms if t.name.startswith(key)):,.0f}"
+                           for label, key in parts.items() if any(t.name.startswith(key) for t in self.terms))
+        opt = self.optimizer or "not stated (its state not counted)"
+        return (f"{_dtype_name(self.row_bytes)} rows, {self.lookups_per_sample:,.6g} lookups per sample of dim "
+                f"{self.embedding_dim}, optimizer {opt}: {self.per_sample:,.0f} B per sample ({split}); "
+                f"all-to-all {self.alltoall_per_sample:,.0f} B per sample before the (N-1)/N crossing share")
+
+    def describe(self) -> list[str]:
+        return [self.summary(), *self.conventions]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "lookups_per_sample": self.lookups_per_sample,
+            "embedding_dim": self.embedding_dim, "row_bytes": self.row_bytes, "optimizer": self.optimizer,
+            "state_bytes": self.state_bytes, "vectors_per_sample": self.vectors_per_sample,
+            "comm_bytes": self.comm_bytes, "bytes_per_sample": self.per_sample, "complete": self.complete,
+            "alltoall_bytes_per_sample": self.alltoall_per_sample,
+            "terms": [{"name": t.name, "bytes_per_sample": t.bytes_per_sample, "note": t.note} for t in self.terms],
+            "conventions": list(self.conventions),
+        }
+
+
+def _dtype_name(nbytes: int) -> str:
+    names = [k for k, v in ROW_DTYPES.items() if v == nbytes]
+    return "/".join(names) if names else f"{nbytes}-byte"
+
+
+def _element_bytes(name: str, value: Any) -> int:
+    """Bytes per element from a precision name (``ROW_DTYPES``) or a whole number of bytes."""
+    if isinstance(value, str):
+        return ROW_DTYPES[check_choice(name, value.lower(), ROW_DTYPES)]
+    return check_int(name, value)
+
+
+def _lookup_shape(model: Any) -> tuple[Any, float, float, str]:
+    """(config, lookups per sample, vectors exchanged per sample, what the lookups are)."""
+    config = getattr(model, "config", None) if not isinstance(model, (DLRMConfig, HSTUConfig)) else model
+    if isinstance(config, DLRMConfig):
+        pf = config.pooling_factors
+        how = (f"the multi-hot pooling factors summed over {config.n_sparse} tables ({', '.join(map(str, pf))})"
+               if pf else f"one per table (pooling factor 1) over {config.n_sparse} tables")
+        return config, float(config.lookups_per_sample), float(config.n_sparse), how
+    if isinstance(config, HSTUConfig):
+        n = getattr(model, "tokens_per_sample", None) if config is not model else None
+        n = float(n) if n else float(config.seq_len)
+        return config, n, n, f"one item-embedding row per sequence position ({n:,.6g}; no pooling)"
+    raise FlopsConfigError(
+        "embedding_traffic needs a DLRMConfig, an HSTUConfig or their model_flops(...) result; "
+        f"got {type(model).__name__}"
+    )
+
+
+def _traffic_terms(n: float, d: int, b: int, optimizer: str | None, s: int) -> list[ByteTerm]:
+    rows = n * d * b
+    terms = [
+        ByteTerm("lookup_read", rows, f"{n:,.6g} rows x {d} x {b} B read by the lookups"),
+        ByteTerm("update_read", rows, "each looked-up row read again by the sparse update"),
+        ByteTerm("update_write", rows, "each looked-up row written back by the sparse update"),
+    ]
+    if optimizer is not None:
+        per_element, per_row, _ = OPTIMIZERS[optimizer]
+        state = n * (per_element * d + per_row) * s
+        if state:
+            what = f"{per_element} per element" if per_element else f"{per_row} per row"
+            terms.append(ByteTerm("state_read", state, f"{optimizer} state ({what}, {s} B each) read"))
+            terms.append(ByteTerm("state_write", state, f"{optimizer} state ({what}, {s} B each) written"))
+    return terms
+
+
+def embedding_traffic(
+    model: Any,
+    *,
+    optimizer: str | None = None,
+    embedding_bytes: int | str | None = None,
+    state_bytes: int | str = 4,
+    comm_bytes: int | str | None = None,
+) -> EmbeddingTraffic:
+    """Bytes the embedding tables of ``model`` (a DLRMConfig, an HSTUConfig or a ``model_flops`` result
+    of one) move per training sample, with the conventions stated in the result.
+
+    ``optimizer`` (``OPTIMIZERS``; default the config's, else not stated: its state is left out),
+    ``embedding_bytes`` (bytes per row element or a name, ``"fp32"``/``"fp16"``/``"bf16"``/``"int8"``;
+    default the config's), ``state_bytes`` (per optimizer-state value, fp32 by default) and
+    ``comm_bytes`` (per pooled-embedding element in the all-to-all; default the rows' precision).
+    """
+    config, n, vectors, how = _lookup_shape(model)
+    opt = optimizer if optimizer is not None else config.optimizer
+    if opt is not None:
+        opt = check_choice("optimizer", opt, OPTIMIZERS)
+    b = _element_bytes("embedding_bytes", config.embedding_bytes if embedding_bytes is None else embedding_bytes)
+    s = _element_bytes("state_bytes", state_bytes)
+    c = _element_bytes("comm_bytes", b if comm_bytes is None else comm_bytes)
+    d = config.d_model if isinstance(config, HSTUConfig) else config.embedding_dim
+    conventions = (
+        f"rows: {_dtype_name(b)} ({b} B per element), dim {d}; int8 rows' quantisation scales not counted",
+        f"lookups: {n:,.6g} per sample = {how}",
+        "every lookup counted: a row hit twice in a batch is read twice (no de-duplication, no cache), so "
+        "the update and state terms bound unique-row traffic from above",
+        "sparse update: each looked-up row read and written back once (backward fused with the optimizer, "
+        "as TorchRec/FBGEMM run it)",
+        "optimizer: " + (f"{opt}: {OPTIMIZERS[opt][2]}; state values {s} B each" if opt else
+                         "not stated: its state traffic is not counted (give optimizer=)"),
+        "not counted: the input ids, pooled outputs and their gradients in memory, dense parameters",
+        f"all-to-all (model-parallel tables, table- or column-wise): {vectors:,.6g} pooled vectors of {d} x "
+        f"{c} B forward and their gradients backward per sample; (N-1)/N of it crosses between N shards; "
+        "row-wise sharding and the ids' all-to-all are not modelled",
+    )
+    return EmbeddingTraffic(
+        name=config.name, lookups_per_sample=n, embedding_dim=d, row_bytes=b, optimizer=opt, state_bytes=s,
+        vectors_per_sample=vectors, comm_bytes=c, terms=tuple(_traffic_terms(n, d, b, opt, s)),
+        conventions=conventions,
     )

@@ -91,6 +91,35 @@ def _headline_lines(answer: Answer, interface: str) -> list[str]:
         lines.append(f"Time to train (MLPerf run_start to run_stop): {secs(h['time_to_train_s'])}")
     return lines
 
+def _recsys_lines(answer: Answer) -> list[str]:
+    """The two-part headline of a recommendation model: dense MFU beside embedding bandwidth utilisation,
+    the bytes per sample with their conventions, the memory bandwidth with its source, the all-to-all."""
+    r = answer.recsys
+    dense, emb, mem = r["dense_mfu"], r["embedding_bandwidth"], r["memory"]
+    lines = [f"Model: {r['model']} ({r['model_from']})"]
+    if dense["steady_state"] is not None:
+        lines.append(f"Dense MFU: {pct(dense['steady_state'])} steady state, {pct(dense['end_to_end'])} end to end "
+                     f"({dense['note']})")
+    else:
+        lines.append("Dense MFU: unknown (see the answer above)")
+    if emb["steady_state"] is not None and not emb["reason"]:
+        lines.append(f"Embedding bandwidth utilisation: {pct(emb['steady_state'])} steady state, "
+                     f"{pct(emb['end_to_end'])} end to end")
+        lines.append(f"  bytes: {si(r['bytes_per_sample'], 'B')} per sample × "
+                     f"{si(emb['samples_per_s']['steady_state'], 'samples/s')} = "
+                     f"{si(emb['bytes_per_s']['steady_state'], 'B/s')} (steady state)")
+        lines.append(f"  memory: {mem['n_accelerators']:,} × {si(mem['bytes_per_s_per_accelerator'], 'B/s')} = "
+                     f"{si(mem['cluster_bytes_per_s'], 'B/s')} ({mem['source']})")
+    else:
+        lines.append(f"Embedding bandwidth utilisation: unknown: {emb['reason']}")
+    lines.append(f"  per sample: {r['summary']}; optimizer from {r['optimizer_from']}")
+    lines += [f"  convention: {c}" for c in r["traffic"]["conventions"]]
+    a2a = r["alltoall"]
+    lines.append(f"All-to-all: {pct(a2a['share'])} of the step at the {a2a['link']} peak" if a2a.get("link")
+                 and a2a.get("share") is not None and not a2a["reason"] else f"All-to-all: unknown: {a2a['reason']}")
+    return lines
+
+
 def _loss_lines(answer: Answer) -> list[str]:
     if not answer.losses:
         return ["No loss above float noise."]
@@ -217,6 +246,8 @@ def blocks(answer: Answer, interface: str = "python") -> list[tuple[str, list[st
     check_interface(interface)
     out: list[tuple[str, list[str], list[list[str]] | None, list[str] | None]] = []
     out.append(("The answer", _headline_lines(answer, interface), None, None))
+    if answer.recsys:
+        out.append(("Dense MFU and embedding bandwidth", _recsys_lines(answer), None, None))
     if answer.hang:
         out.append(_hang_block(answer))
     if answer.missing:

@@ -39,6 +39,7 @@ def answer_dict(answer: Answer, *, interface: str = "python") -> dict[str, Any]:
         "hang": list(answer.hang),
         "communication": answer.communication,
         "downtime": list(answer.downtime),
+        "recsys": answer.recsys,
     }
     return jsonable(doc)
 

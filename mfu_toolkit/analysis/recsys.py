@@ -1,0 +1,406 @@
+"""Recommendation models: dense MFU beside embedding bandwidth utilisation, and MLPerf DLRM from every submitter.
+
+A recommendation model's MFU sees only its dense half (MLPs, interaction): embedding lookups and their sparse
+updates count zero FLOPs but move most of the bytes. So the headline has two parts:
+
+- **dense MFU**: model FLOPs of the dense and interaction parts against the peak (the MFU of
+  :mod:`~mfu_toolkit.analysis.breakdown`; for DLRM every model FLOP is dense, lookups count zero);
+- **embedding bandwidth utilisation** (:func:`embedding_bandwidth`): samples/s x the embedding bytes per sample
+  (:func:`~mfu_toolkit.flops.recsys.embedding_traffic`: lookups, the sparse update, optimizer state; its
+  conventions stated) against N x the accelerator's peak memory bandwidth (``memory_bandwidth.csv``, with its
+  source). Where the tables are model-parallel and the sharding is known, the all-to-all bytes of a step are set
+  against the interconnect (:func:`~mfu_toolkit.analysis.communication.collective_time_floor`): the share of the
+  step the all-to-all needs at the link's per-direction peak.
+
+Where a run gives no samples/s, names no accelerator or no count, or the model is not a recommendation model,
+the figure is unknown with the reason, never guessed.
+
+:func:`mlperf_dlrm_table` reads MLPerf Training DLRM-DCNv2 result logs, one row each: samples/s from the log's own
+counters, dense MFU with the ``dlrm-dcnv2`` preset's FLOPs, embedding bandwidth utilisation, time to train.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import hardware, interconnect
+from ..flops import FlopsConfigError, get_preset, model_flops
+from ..flops.recsys import SHARDINGS, EmbeddingTraffic, canonical_optimizer, embedding_traffic
+from ..run import Run
+from .accounting import Accounting, accounted
+from .communication import collective_time_floor
+
+__all__ = ["BASES", "MLPERF_SYSTEM_DESCRIPTIONS", "EmbeddingBandwidth", "embedding_bandwidth",
+           "mlperf_dlrm_table", "recsys_answer"]
+
+#: where samples/s come from for a Run: the ideal step (as steady-state MFU), the whole wall time, the log's claim
+BASES = ("steady", "end_to_end", "claim")
+_NAN = math.nan
+
+_V50 = "https://github.com/mlcommons/training_results_v5.0/blob/0fdc28f013256aea84fa36fdaf1e0fa46094b18c/"
+#: What a submission's system description (not its result log) states, by the log's ``submission_platform``:
+#: the accelerator and the count, for logs that do not name them. Given to :func:`mlperf_dlrm_table` as
+#: ``systems=`` only when asked: the table reads the log alone by default.
+MLPERF_SYSTEM_DESCRIPTIONS: dict[str, dict[str, Any]] = {
+    "1xNVIDIA HGX H200": {
+        "accelerator": "H200 SXM", "n_accelerators": 8,
+        "source": "NVIDIA/systems/h200_ngc24.04_merlin_hugectr.json of training_results_v4.1 ('accelerators_per_"
+                  "node': '8', 'accelerator_model_name': 'NVIDIA H200-SXM5-141GB'), read from the copy "
+                  "https://github.com/swsok/training_results_v4.1/blob/8821c7037ffd06e3775398fd39361a4c591d2235/"
+                  "NVIDIA/systems/h200_ngc24.04_merlin_hugectr.json"},
+    "1xNVIDIA HGX B200": {
+        "accelerator": "B200", "n_accelerators": 8,
+        "source": _V50 + "NVIDIA/systems/nyx_n1_ngc25.03_hugectr.json ('accelerators_per_node': '8', "
+                  "'accelerator_model_name': 'NVIDIA Blackwell GPU (B200-SXM-180GB)')"},
+    "1xD74H-7U": {
+        "accelerator": "H200 SXM", "n_accelerators": 8,
+        "source": _V50 + "QCT/systems/D74H-7U.json ('accelerators_per_node': '8', 'accelerator_model_name': "
+                  "'NVIDIA H200-SXM5-141GB')"},
+}
+
+
+@dataclass(frozen=True)
+class EmbeddingBandwidth:
+    """Embedding bytes per second against N x the accelerator's memory bandwidth, and the all-to-all of a step
+    against the interconnect; every unknown figure is NaN with its reason."""
+
+    model: str
+    traffic: EmbeddingTraffic | None
+    samples_per_s: float
+    samples_per_s_basis: str
+    n_accelerators: int | None
+    accelerator: str | None
+    bandwidth_per_accelerator: float
+    bandwidth_source: str
+    utilisation: float
+    reason: str
+    optimizer_from: str = ""
+    sharding: str | None = None
+    alltoall_bytes_per_step: float = _NAN
+    alltoall_floor_s: float = _NAN
+    alltoall_share: float = _NAN
+    alltoall_link: str | None = None
+    alltoall_reason: str = ""
+
+    @property
+    def bytes_per_sample(self) -> float:
+        return self.traffic.per_sample if self.traffic is not None else _NAN
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.samples_per_s * self.bytes_per_sample
+
+    @property
+    def cluster_bandwidth(self) -> float:
+        return (self.n_accelerators or _NAN) * self.bandwidth_per_accelerator
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "traffic"}
+        out.update(bytes_per_sample=self.bytes_per_sample, bytes_per_s=self.bytes_per_s,
+                   cluster_bandwidth=self.cluster_bandwidth,
+                   traffic=None if self.traffic is None else self.traffic.to_dict())
+        return out
+
+
+def _traffic(model: Any, optimizer: str | None, embedding_bytes: Any, run: Run | None) -> tuple[Any, str, str]:
+    """(traffic or None, why not, where the optimizer came from)."""
+    if model is None:
+        return None, ("no recommendation model: give model= (e.g. 'dlrm-dcnv2') or --preset; the embedding bytes "
+                      "per sample follow from its tables"), ""
+    opt, opt_from = optimizer, "given (optimizer=)" if optimizer is not None else ""
+    if opt is None and run is not None:
+        params = run.meta.extra.get("params") or {}
+        logged = canonical_optimizer(params.get("opt_name"))
+        if logged is not None:
+            opt, opt_from = logged, f"the log's opt_name {params.get('opt_name')!r}"
+    try:
+        t = embedding_traffic(get_preset(model).config if isinstance(model, str) else model,
+                              optimizer=opt, embedding_bytes=embedding_bytes)
+    except FlopsConfigError as exc:
+        return None, f"not a model with embedding tables: {exc}", ""
+    return t, "", opt_from or ("the model's configuration" if t.optimizer else "not stated")
+
+
+def _rate(acc: Accounting | None, samples_per_s: float | None, basis: str) -> tuple[float, str, str]:
+    """(samples/s, what it is, why unknown)."""
+    if samples_per_s is not None:
+        return float(samples_per_s), "given (samples_per_s=)", ""
+    if acc is None:
+        return _NAN, "", "no samples/s: give samples_per_s= (or a Run whose steps count samples)"
+    if basis == "claim":
+        c = acc.run.meta.claim("samples_per_s")
+        if c is None:
+            return _NAN, "", "the log claims no samples/s (basis='claim')"
+        return float(c["value"]), f"the log's claim at {c.get('where')} ({c.get('counts', '')})", ""
+    s = acc.summary
+    if s.work_unit != "sample":
+        return _NAN, "", (f"the run counts its work in {s.work_unit}s, not samples: samples/s unknown (give the "
+                          "global batch)")
+    if basis == "steady":
+        rate = 1.0 / s.ideal_s_per_unit if s.ideal_s_per_unit else _NAN
+        return rate, "the ideal step, as the steady-state MFU (evaluations and other losses excluded)", ""
+    rate = s.useful_work / s.wall_s if s.wall_s > 0 else _NAN
+    return rate, "useful samples over the whole wall time, as the end-to-end MFU", ""
+
+
+def _memory(accelerator: str | None, n: int | None) -> tuple[float, str, str]:
+    """(bytes/s per accelerator, source, why unknown)."""
+    if not accelerator:
+        return _NAN, "", "the accelerator is unknown (the log does not name it; give it to set its bandwidth)"
+    try:
+        bw = hardware.get_memory_bandwidth(accelerator)
+    except hardware.RegistryError as exc:
+        return _NAN, "", f"no sourced memory bandwidth for {accelerator!r}: {' '.join(str(exc).split())}"
+    if not n:
+        return bw.bytes_per_s, bw.describe(), "the accelerator count N is unknown (the log does not state it)"
+    return bw.bytes_per_s, bw.describe(), ""
+
+
+def _alltoall(t: EmbeddingTraffic, sharding: str | None, n: int | None, gbs: float | None, rate: float,
+              link: Any, n_nodes: Any, accelerator: str | None) -> dict[str, Any]:
+    """The all-to-all of a step against the link: bytes crossing ranks, the floor time and its share of the step."""
+    if sharding is None:
+        return {"alltoall_reason": "the sharding of the tables (table-wise, column-wise, data-parallel) is not "
+                                   "stated, so the all-to-all bytes are unknown"}
+    if sharding not in SHARDINGS:
+        raise ValueError(f"sharding must be one of {', '.join(SHARDINGS)}; got {sharding!r}")
+    if not n or not gbs:
+        return {"alltoall_reason": "the accelerator count or the global batch is unknown"}
+    total = t.alltoall_per_step(gbs, n, sharding)
+    out: dict[str, Any] = {"sharding": sharding, "alltoall_bytes_per_step": total}
+    if total == 0.0:
+        return {**out, "alltoall_floor_s": 0.0, "alltoall_share": 0.0,
+                "alltoall_reason": "nothing crosses ranks (one shard, or replicated tables)"}
+    if link is None and n_nodes != 1:
+        return {**out, "alltoall_reason": "the job spans nodes (or does not say it does not): the link is the NIC "
+                                          "each rank sends through, which the run does not state"}
+    try:
+        found = interconnect.get_link(link) if link is not None else interconnect.link_for_accelerator(accelerator)
+        floor = collective_time_floor("alltoall", gbs * t.alltoall_per_sample / n, n, found)
+    except ValueError as exc:
+        return {**out, "alltoall_reason": f"no link to set it against: {' '.join(str(exc).split())}"}
+    step_s = gbs / rate if rate > 0 else _NAN
+    return {**out, "alltoall_floor_s": floor, "alltoall_share": floor / step_s, "alltoall_link": found.name,
+            "alltoall_reason": "" if math.isfinite(step_s) else "samples/s unknown: the step time is unknown"}
+
+
+def embedding_bandwidth(
+    run_or_model: Any,
+    *,
+    model: Any = None,
+    samples_per_s: float | None = None,
+    basis: str = "steady",
+    accelerator: str | None = None,
+    n_accelerators: int | None = None,
+    optimizer: str | None = None,
+    embedding_bytes: Any = None,
+    sharding: str | None = None,
+    global_batch: float | None = None,
+    link: Any = None,
+) -> EmbeddingBandwidth:
+    """Embedding bandwidth utilisation: samples/s x embedding bytes per sample / (N x memory bandwidth).
+
+    ``run_or_model`` is a Run (or its Accounting): samples/s by ``basis`` (``BASES``: ``steady`` the ideal step
+    as the steady-state MFU, ``end_to_end``, ``claim`` the log's own), the accelerator, N, the global batch and
+    the optimizer (the log's ``opt_name``) from the run, the model from ``model=`` or the run's preset. Or a
+    model (a preset name, a config, a ``model_flops`` result) with ``samples_per_s``, ``accelerator`` and
+    ``n_accelerators`` given. ``sharding`` (``table_wise``/``column_wise``/``data_parallel``) and ``link`` set
+    the all-to-all of a step against the interconnect; without them it is unknown, with the reason.
+    """
+    if basis not in BASES:
+        raise ValueError(f"basis must be one of {', '.join(BASES)}; got {basis!r}")
+    acc = accounted(run_or_model) if isinstance(run_or_model, (Run, Accounting)) else None
+    meta = acc.run.meta if acc is not None else None
+    if acc is None and model is None:
+        model = run_or_model
+    elif model is None:
+        model = meta.extra.get("preset")
+    t, why, opt_from = _traffic(model, optimizer, embedding_bytes, acc.run if acc is not None else None)
+    rate, rate_basis, rate_why = _rate(acc, samples_per_s, basis)
+    acc_name = accelerator or (meta.accelerator if meta is not None else None)
+    n = n_accelerators or (meta.n_accelerators if meta is not None else None)
+    bw, bw_source, bw_why = _memory(acc_name, n)
+    reason = why or rate_why or bw_why
+    util = _NAN if reason or t is None else rate * t.per_sample / (n * bw)
+    gbs = global_batch or (meta.global_batch if meta is not None else None)
+    nodes = meta.fact("n_nodes") if meta is not None else None
+    extra = {} if t is None else _alltoall(t, sharding, n, gbs, rate, link, (nodes or {}).get("value"), acc_name)
+    name = t.name if t is not None else str(model or "unknown")
+    return EmbeddingBandwidth(model=name, traffic=t, samples_per_s=rate, samples_per_s_basis=rate_basis,
+                              n_accelerators=n, accelerator=acc_name, bandwidth_per_accelerator=bw,
+                              bandwidth_source=bw_source, utilisation=util, reason=reason, optimizer_from=opt_from,
+                              **extra)
+
+
+# --------------------------------------------------------------------------------------------
+# the answer's two-part headline
+
+
+def _answer_model(acc: Accounting) -> tuple[str | None, str]:
+    """The recommendation preset of a run: the one given (--preset), else the preset an MLPerf closed-division
+    log's benchmark names (the closed division trains the reference model); None when neither is a recsys model."""
+    extra = acc.run.meta.extra
+    name, where = extra.get("preset"), "the preset given"
+    if not isinstance(name, str) and extra.get("division") == "closed" and isinstance(extra.get("benchmark"), str):
+        name, where = extra["benchmark"], (f"named by the MLPerf closed-division benchmark {extra['benchmark']!r}: "
+                                           "the closed division trains the reference model")
+    if not isinstance(name, str):
+        return None, ""
+    try:
+        kind = get_preset(name).kind
+    except FlopsConfigError:
+        return None, ""
+    return (get_preset(name).name, where) if kind in ("dlrm", "hstu") else (None, "")
+
+
+def recsys_answer(acc: Accounting) -> dict[str, Any]:
+    """The answer's two-part headline for a recommendation model (empty for other models): dense MFU (the
+    steady-state and end-to-end MFU) beside embedding bandwidth utilisation on the same two bases, the bytes
+    per sample with their conventions, the bandwidth with its source, and the all-to-all (unknown without the
+    sharding)."""
+    name, where = _answer_model(acc)
+    if name is None:
+        return {}
+    steady = embedding_bandwidth(acc, model=name, basis="steady")
+    e2e = embedding_bandwidth(acc, model=name, basis="end_to_end")
+    s, t = acc.summary, steady.traffic
+    if t is None:
+        return {}
+    return {
+        "model": name, "model_from": where,
+        "dense_mfu": {"steady_state": s.steady_state_mfu, "end_to_end": s.end_to_end_mfu,
+                      "note": "model FLOPs of the dense and interaction parts (lookups count zero): the MFU above"},
+        "embedding_bandwidth": {
+            "steady_state": steady.utilisation, "end_to_end": e2e.utilisation, "reason": steady.reason,
+            "samples_per_s": {"steady_state": steady.samples_per_s, "end_to_end": e2e.samples_per_s},
+            "bytes_per_s": {"steady_state": steady.bytes_per_s, "end_to_end": e2e.bytes_per_s}},
+        "bytes_per_sample": t.per_sample, "traffic": t.to_dict(), "summary": t.summary(),
+        "optimizer_from": steady.optimizer_from,
+        "memory": {"accelerator": steady.accelerator, "n_accelerators": steady.n_accelerators,
+                   "bytes_per_s_per_accelerator": steady.bandwidth_per_accelerator,
+                   "cluster_bytes_per_s": steady.cluster_bandwidth, "source": steady.bandwidth_source},
+        "alltoall": {"bytes_per_sample": t.alltoall_per_sample, "reason": steady.alltoall_reason,
+                     "share": steady.alltoall_share, "link": steady.alltoall_link},
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# MLPerf DLRM-DCNv2 from every submitter
+
+_ROUND = re.compile(r"^v(\d+\.\d+)_([A-Za-z0-9]+)_")
+
+
+def _load(item: Any) -> Run:
+    if isinstance(item, Run):
+        return item
+    from ..io import load_run  # a path: the loaders sit above the analyses, so they are imported when asked
+
+    return load_run(Path(item))
+
+
+def _file_fields(run: Run) -> dict[str, Any]:
+    """File, round and submitter (from a file named ``v<round>_<submitter>_…``), the log's org and platform."""
+    m = run.meta
+    name = Path(m.source_path).name if m.source_path else m.name
+    hit = _ROUND.match(name or "")
+    return {"file": name, "round": hit.group(1) if hit else None,
+            "submitter": hit.group(2) if hit else m.extra.get("org"), "submission_org": m.extra.get("org"),
+            "platform": m.extra.get("platform"), "global_batch": m.global_batch}
+
+
+def _hardware_fields(run: Run, systems: dict[str, Any] | None) -> dict[str, Any]:
+    """Accelerator and N as the log states them, else from ``systems`` (a system description, said so)."""
+    m = run.meta
+    acc, n = m.accelerator, m.n_accelerators
+    acc_from = "the log" if acc else ""
+    n_from = "the log" if n else ""
+    desc = (systems or {}).get(m.extra.get("platform") or "")
+    if desc is not None and not acc:
+        acc, acc_from = desc["accelerator"], desc["source"]
+    if desc is not None and not n:
+        n, n_from = desc["n_accelerators"], desc["source"]
+    return {"accelerator": acc, "accelerator_from": acc_from, "n_accelerators": n, "n_from": n_from}
+
+
+def _rates(run: Run) -> dict[str, Any]:
+    """Samples/s from the log's own counters: its tracked_stats throughput, the epoch_num counters over the timed
+    run (the same time), and over the training intervals alone (evaluations excluded)."""
+    m, st = run.meta, run.steps
+    claim = m.claim("samples_per_s")
+    ttt = m.extra.get("time_to_train_s")
+    trained = float(st["samples"].sum()) if "samples" in st else _NAN
+    train_s = float((st["end_s"] - st["start_s"]).sum()) if len(st) else _NAN
+    return {
+        "samples_per_s": float(claim["value"]) if claim else _NAN,
+        "samples_per_s_counter": (f"tracked_stats throughput at {Path(str(claim['where'])).name} (run_start to "
+                                  "run_stop, evaluations included)") if claim else "no tracked_stats throughput",
+        "samples_trained": trained,
+        "samples_per_s_epoch_num": trained / ttt if ttt else _NAN,
+        "training_s": train_s, "samples_per_s_training": trained / train_s if train_s else _NAN,
+        "time_to_train_s": float(ttt) if ttt else _NAN,
+    }
+
+
+def _figures(row: dict[str, Any], flops_per_sample: float, t: EmbeddingTraffic, dtype: str) -> dict[str, Any]:
+    """Dense MFU and embedding bandwidth utilisation on the timed-run and training-only rates, or why unknown."""
+    acc, n = row["accelerator"], row["n_accelerators"]
+    peak = bw = _NAN
+    reason = "" if acc else "accelerator unknown: the log does not name it"
+    if acc:
+        try:
+            peak = hardware.get_peak(acc, dtype, per="package").flops
+            bw = hardware.get_memory_bandwidth(acc).bytes_per_s
+        except hardware.RegistryError as exc:
+            reason = " ".join(str(exc).split())
+    if not n:
+        reason = reason or "accelerator count unknown: the log does not state it"
+    out = {"training_flops_per_sample": flops_per_sample, "peak_flops_per_accelerator": peak,
+           "embedding_bytes_per_sample": t.per_sample, "hbm_bytes_per_s_per_accelerator": bw, "reason": reason}
+    for key, rate in (("", row["samples_per_s"]), ("_training", row["samples_per_s_training"])):
+        ok = not reason
+        out["dense_mfu" + key] = rate * flops_per_sample / (n * peak) if ok else _NAN
+        out["embedding_bw_utilisation" + key] = rate * t.per_sample / (n * bw) if ok else _NAN
+    return out
+
+
+def mlperf_dlrm_table(
+    runs: Any,
+    *,
+    preset: str = "dlrm-dcnv2",
+    systems: dict[str, Any] | None = None,
+    dtype: str = "bf16",
+) -> pd.DataFrame:
+    """One row per MLPerf DLRM result log (a path or a loaded Run): file, round, submitter (from the file name
+    ``v<round>_<submitter>_…``), the log's submission_org and platform, accelerator and N (the log's; else from
+    ``systems``, e.g. :data:`MLPERF_SYSTEM_DESCRIPTIONS`, with the source; else unknown), global batch, samples/s
+    from the log's counters (``samples_per_s``: its tracked_stats throughput, run_start to run_stop with the
+    evaluations; ``samples_per_s_epoch_num``: epoch_num x train_samples over the same time;
+    ``samples_per_s_training``: over the training intervals alone), time to train, dense MFU (the preset's
+    training FLOPs per sample, the ``dtype`` peak: the logs state no precision) and embedding bandwidth
+    utilisation on the timed-run and training-only rates, with the optimizer the log names (``opt_name``).
+    ``attrs`` holds the conventions."""
+    items = [runs] if isinstance(runs, (str, Path, Run)) else list(runs)
+    mf = model_flops(preset)
+    rows = []
+    for item in items:
+        run = _load(item)
+        row = {**_file_fields(run), **_hardware_fields(run, systems), **_rates(run)}
+        opt = canonical_optimizer((run.meta.extra.get("params") or {}).get("opt_name"))
+        t = embedding_traffic(mf, optimizer=opt)
+        row["optimizer"] = opt
+        row.update(_figures(row, mf.training_per_sample, t, dtype))
+        row["time_to_train_min"] = row["time_to_train_s"] / 60.0
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    if len(table):
+        table["n_accelerators"] = table["n_accelerators"].astype("Int64")
+    table.attrs.update(preset=mf.name, flops_conventions=mf.conventions.summary(), dtype=dtype,
+                       bytes_conventions=list(embedding_traffic(mf).describe()), preset_source=mf.source,
+                       peak_per="package (the MLPerf system counts accelerators)")
+    return table

@@ -1,0 +1,286 @@
+"""MLPerf DLRM-DCNv2 from every submitter: dense MFU beside embedding bandwidth, pinned to the raw records.
+
+Every expected figure is computed here from the logs' own ``:::MLLOG`` lines (read with ``json``, not with the
+toolkit's loader), the ``dlrm-dcnv2`` preset's hand-counted FLOPs (tests/test_flops_recsys.py) and embedding bytes
+(tests/test_recsys_bytes.py), and the sourced peaks and bandwidths of the registry.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from _realdata import files, realdata  # noqa: F401
+
+from mfu_toolkit.analysis import account, build_answer
+from mfu_toolkit.analysis.recsys import (
+    MLPERF_SYSTEM_DESCRIPTIONS,
+    embedding_bandwidth,
+    mlperf_dlrm_table,
+    recsys_answer,
+)
+from mfu_toolkit.render import answer_text
+from mfu_toolkit.render.json import answer_dict
+from mfu_toolkit.run import Run, RunMeta, make_steps
+
+# Training FLOPs per sample of the MLPerf reference DLRM-DCNv2 (hand count in tests/test_flops_recsys.py):
+# 3 x 2 x (bottom 170,496 + cross 10,616,832 + top 5,243,136 multiply-adds).
+FLOPS = 3 * 2 * (13 * 512 + 512 * 256 + 256 * 128 + 3 * (3456 * 512 + 512 * 3456)
+                 + 3456 * 1024 + 1024 * 1024 + 1024 * 512 + 512 * 256 + 256)
+BYTES = 214 * 128 * 4 * 5  # lookups, update read + write, Adagrad state read + write (tests/test_recsys_bytes.py)
+# Peaks (bf16 dense) and HBM bandwidths: the vendors' datasheets, as accelerators.csv / memory_bandwidth.csv hold them
+PEAK = {"H100 SXM": 989.4e12, "H200 SXM": 989.4e12, "B200": 2250e12, "GB200": 2500e12}  # nvidia.com h100, h200,
+HBM = {"H100 SXM": 3.35e12, "H200 SXM": 4.8e12, "B200": 8.0e12, "GB200": 8.0e12}  # hgx, gb200-nvl72 pages
+
+# file -> (round, submitter, accelerator the log names or None, N the log states or None)
+LOGS = {
+    "v4.1_Fujitsu_GX2560M7_H100_SXM_80GBx4_dlrm_dcnv2_result_0.txt": ("4.1", "Fujitsu", "H100 SXM", 4),
+    "v4.1_NVIDIA_h200_ngc24.04_merlin_hugectr_dlrm_dcnv2_result_0.txt": ("4.1", "NVIDIA", "H200 SXM", None),
+    "v5.0_NVIDIA_nyx_n1_ngc25.03_hugectr_dlrm_dcnv2_result_0.txt": ("5.0", "NVIDIA", "B200", None),
+    "v5.0_NVIDIA_tyche_ngpu64_ngc25.03_hugectr_dlrm_dcnv2_result_0.txt": ("5.0", "NVIDIA", "GB200", 64),
+    "v5.0_QCT_D74H-7U_dlrm_dcnv2_result_0.txt": ("5.0", "QCT", None, 8),
+}
+
+
+def raw(path: Path) -> dict:
+    """What the raw records say: throughput, timed run, evaluations, samples trained, batch, optimizer."""
+    recs = [json.loads(line[len(":::MLLOG "):]) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.startswith(":::MLLOG ")]
+
+    def first(key):
+        return next(r for r in recs if r["key"] == key)
+
+    t0, t1 = first("run_start")["time_ms"], first("run_stop")["time_ms"]
+    evals = sum(b["time_ms"] - a["time_ms"] for a, b in zip([r for r in recs if r["key"] == "eval_start"],
+                                                             [r for r in recs if r["key"] == "eval_stop"],
+                                                             strict=True))
+    trained = first("run_stop")["metadata"]["epoch_num"] * first("train_samples")["value"]
+    return {"throughput": first("tracked_stats")["value"]["throughput"], "ttt_s": (t1 - t0) / 1000,
+            "train_s": (t1 - t0 - evals) / 1000, "trained": trained, "gbs": first("global_batch_size")["value"],
+            "org": first("submission_org")["value"], "platform": first("submission_platform")["value"],
+            "opt": first("opt_name")["value"]}
+
+
+@pytest.fixture(scope="module")
+def dlrm_logs(realdata):  # noqa: F811
+    found = files(realdata / "mlperf", "*dlrm_dcnv2*")
+    assert sorted(p.name for p in found) == sorted(LOGS)
+    return found
+
+
+@pytest.fixture(scope="module")
+def table(dlrm_logs):
+    return mlperf_dlrm_table(dlrm_logs).set_index("file")
+
+
+@pytest.fixture(scope="module")
+def table_with_systems(dlrm_logs):
+    return mlperf_dlrm_table(dlrm_logs, systems=MLPERF_SYSTEM_DESCRIPTIONS).set_index("file")
+
+
+def test_one_row_per_log_with_the_raw_records(dlrm_logs, table):
+    for path in dlrm_logs:
+        r, row = raw(path), table.loc[path.name]
+        rnd, submitter, acc, n = LOGS[path.name]
+        named = row["accelerator"] if isinstance(row["accelerator"], str) else None
+        assert (row["round"], row["submitter"], named) == (rnd, submitter, acc)
+        assert row["n_accelerators"] == n if n is not None else pd.isna(row["n_accelerators"])
+        assert (row["submission_org"], row["platform"], row["global_batch"]) == (r["org"], r["platform"], r["gbs"])
+        assert row["samples_per_s"] == r["throughput"]  # the log's tracked_stats throughput, as printed
+        assert "tracked_stats" in row["samples_per_s_counter"]
+        assert row["time_to_train_s"] == pytest.approx(r["ttt_s"], abs=1e-9)
+        assert row["samples_trained"] == pytest.approx(r["trained"], rel=1e-8)  # epoch_num x train_samples
+        assert row["samples_per_s_epoch_num"] == pytest.approx(r["trained"] / r["ttt_s"], rel=1e-8)
+        assert row["samples_per_s_training"] == pytest.approx(r["trained"] / r["train_s"], rel=1e-8)
+        assert row["optimizer"] == r["opt"] == "adagrad"
+        assert row["training_flops_per_sample"] == FLOPS == 96_182_784
+        assert row["embedding_bytes_per_sample"] == BYTES == 547_840
+    # the log's throughput and its epoch counters agree over the timed run (within 0.2 %)
+    assert ((table["samples_per_s"] / table["samples_per_s_epoch_num"] - 1).abs() < 2e-3).all()
+
+
+def test_fujitsu_writes_nvidia_as_its_submission_org(table):
+    row = table.loc["v4.1_Fujitsu_GX2560M7_H100_SXM_80GBx4_dlrm_dcnv2_result_0.txt"]
+    assert row["submitter"] == "Fujitsu" and row["submission_org"] == "NVIDIA"
+
+
+def test_dense_mfu_and_embedding_bandwidth_from_the_raw_records(dlrm_logs, table, table_with_systems):
+    for path in dlrm_logs:
+        r, (_, _, acc, n) = raw(path), LOGS[path.name]
+        row, given = table.loc[path.name], table_with_systems.loc[path.name]
+        if acc is None or n is None:  # the log alone does not say: unknown, with the reason
+            assert math.isnan(row["dense_mfu"]) and math.isnan(row["embedding_bw_utilisation"])
+            assert "unknown" in row["reason"]
+            desc = MLPERF_SYSTEM_DESCRIPTIONS[r["platform"]]
+            acc, n = acc or desc["accelerator"], n or desc["n_accelerators"]
+            assert given["accelerator"] == acc and given["n_accelerators"] == n and "github.com" in (
+                given["accelerator_from"] + given["n_from"])
+            row = given
+        for key, rate in (("", r["throughput"]), ("_training", r["trained"] / r["train_s"])):
+            assert row["dense_mfu" + key] == pytest.approx(rate * FLOPS / (n * PEAK[acc]), rel=1e-7)
+            assert row["embedding_bw_utilisation" + key] == pytest.approx(rate * BYTES / (n * HBM[acc]), rel=1e-7)
+
+
+def test_the_comparison_table_as_reported(table_with_systems):
+    t = table_with_systems
+    got = {f.split("_")[1] + "/" + f.split("_")[2]: (round(r["dense_mfu"] * 100, 1),
+                                                   round(r["embedding_bw_utilisation"] * 100, 1),
+                                                   round(r["time_to_train_min"], 2))
+           for f, r in t.iterrows()}
+    assert got == {
+        "Fujitsu/GX2560M7": (17.8, 30.0, 7.15),
+        "NVIDIA/h200": (18.3, 21.5, 3.49),
+        "NVIDIA/nyx": (12.2, 19.6, 2.14),
+        "NVIDIA/tyche": (5.0, 9.0, 0.83),
+        "QCT/D74H-7U": (16.3, 19.1, 4.18),
+    }
+    assert "2 FLOPs/MAC" in t.attrs["flops_conventions"] and t.attrs["dtype"] == "bf16"
+    assert any("adagrad" in c for c in t.attrs["bytes_conventions"])
+
+
+def test_fujitsu_mfu_is_the_hand_count(dlrm_logs):
+    """The note 'Fujitsu reads 20.5 % MFU': the preset's FLOPs are the reference's, and 20.5 % is the
+    training-only (steady-state) rate; over MLPerf's timed run, evaluations included, it is 17.8 %."""
+    path = next(p for p in dlrm_logs if "Fujitsu" in p.name)
+    r = raw(path)
+    from mfu_toolkit.inputs import apply_inputs
+    from mfu_toolkit.io import load_run
+
+    answer = build_answer(apply_inputs(load_run(path), preset="dlrm-dcnv2"))
+    steady = answer.headline["steady_state_mfu"]
+    by_hand = r["trained"] / r["train_s"] * FLOPS / (4 * 989.4e12)  # 20.44 %: training intervals, evals out
+    assert by_hand == pytest.approx(0.2044, abs=5e-5)
+    assert steady == pytest.approx(by_hand, rel=5e-3)  # the ideal step: the median interval, not the mean
+    assert round(steady * 100, 1) == 20.5
+    assert r["throughput"] * FLOPS / (4 * 989.4e12) == pytest.approx(0.1783, abs=5e-5)  # the timed run's rate
+    assert answer.headline["numerator"]["flops_per_unit"] == FLOPS
+
+
+def test_the_reference_forward_flops_by_an_independent_counter():
+    """The preset's 32,060,928 forward FLOPs per sample, counted by torch's FlopCounterMode on a plain
+    PyTorch replica of the reference's layer sizes (no toolkit code in the count)."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    lin = torch.nn.Linear
+
+    class CrossLowRank(torch.nn.Module):
+        def __init__(self, d, r, layers):
+            super().__init__()
+            self.v = torch.nn.ModuleList(lin(d, r, bias=False) for _ in range(layers))
+            self.w = torch.nn.ModuleList(lin(r, d) for _ in range(layers))
+
+        def forward(self, x0):
+            x = x0
+            for v, w in zip(self.v, self.w, strict=True):
+                x = x0 * w(v(x)) + x
+            return x
+
+    bottom = torch.nn.Sequential(lin(13, 512), torch.nn.ReLU(), lin(512, 256), torch.nn.ReLU(), lin(256, 128))
+    cross = CrossLowRank(27 * 128, 512, 3)
+    top = torch.nn.Sequential(lin(3456, 1024), lin(1024, 1024), lin(1024, 512), lin(512, 256), lin(256, 1))
+    batch = 4
+    with FlopCounterMode(display=False) as mode:
+        dense = bottom(torch.randn(batch, 13))
+        x0 = torch.cat([dense, torch.randn(batch, 26 * 128)], dim=1)
+        top(cross(x0))
+    assert mode.get_total_flops() / batch == 32_060_928 == FLOPS / 3
+
+
+def test_analyze_prints_both_numbers_for_every_log(dlrm_logs):
+    from mfu_toolkit.inputs import apply_inputs
+    from mfu_toolkit.io import load_run
+
+    for path in dlrm_logs:
+        r = raw(path)
+        run = apply_inputs(load_run(path), preset="dlrm-dcnv2")
+        answer = build_answer(run)
+        text = answer_text(answer, interface="cli")
+        assert "Dense MFU and embedding bandwidth" in text and "Embedding bandwidth utilisation:" in text
+        rec = answer.recsys
+        assert rec["bytes_per_sample"] == BYTES and rec["optimizer_from"] == "the log's opt_name 'adagrad'"
+        _, _, acc, n = LOGS[path.name]
+        emb = rec["embedding_bandwidth"]
+        if acc and n:
+            rate = emb["samples_per_s"]["steady_state"]
+            assert emb["steady_state"] == pytest.approx(rate * BYTES / (n * HBM[acc]), rel=1e-9)
+            assert rate == pytest.approx(r["trained"] / r["train_s"], rel=1e-2)  # the ideal step ~ the mean
+        else:
+            assert emb["steady_state"] is None or math.isnan(emb["steady_state"])
+            assert "unknown" in emb["reason"] and "unknown:" in text
+        assert "All-to-all: unknown: the sharding" in text
+        assert answer_dict(answer)["recsys"]["traffic"]["conventions"]
+
+
+def test_analyze_takes_the_model_from_the_closed_division_benchmark(dlrm_logs):
+    from mfu_toolkit.io import load_run
+
+    run = load_run(next(p for p in dlrm_logs if "Fujitsu" in p.name))
+    rec = recsys_answer(account(run))
+    assert rec["model"] == "dlrm-dcnv2" and "closed-division" in rec["model_from"]
+    assert rec["dense_mfu"]["steady_state"] is None  # no FLOPs without a preset: dense MFU stays unknown
+    assert rec["embedding_bandwidth"]["steady_state"] == pytest.approx(0.3445, abs=5e-4)
+
+
+def test_alltoall_against_nvlink_when_the_sharding_is_given(dlrm_logs):
+    from mfu_toolkit.io import load_run
+
+    run = load_run(next(p for p in dlrm_logs if "Fujitsu" in p.name))
+    b = embedding_bandwidth(run, model="dlrm-dcnv2", sharding="table_wise")
+    gbs, n = 49152, 4
+    assert b.alltoall_bytes_per_step == gbs * 2 * 26 * 128 * 4 * (n - 1) / n
+    # per rank S = GBS x 26,624 B / N; AlltoAll floor S (N-1)/N / 450 GB/s (NVLink4 per direction)
+    assert b.alltoall_floor_s == pytest.approx(gbs * 26_624 / n * (n - 1) / n / 450e9, rel=1e-12)
+    assert b.alltoall_share == pytest.approx(b.alltoall_floor_s / (gbs / b.samples_per_s), rel=1e-12)
+    assert b.alltoall_link == "NVLink4" and b.alltoall_reason == ""
+    tyche = load_run(next(p for p in dlrm_logs if "tyche" in p.name))
+    spans = embedding_bandwidth(tyche, model="dlrm-dcnv2", sharding="table_wise")
+    assert math.isnan(spans.alltoall_share) and "spans nodes" in spans.alltoall_reason
+
+
+# --- without the real logs ---------------------------------------------------------------------------------
+
+
+def _toy_run(**meta) -> Run:
+    steps = make_steps({"attempt": [0] * 4, "step": [0, 1, 2, 3], "rank": [-1] * 4, "start_s": [0.0, 1, 2, 3],
+                        "end_s": [1.0, 2, 3, 4], "samples": [1e6] * 4})
+    return Run.build(steps=steps, meta=RunMeta(**meta))
+
+
+def test_embedding_bandwidth_of_a_run_by_hand():
+    run = _toy_run(accelerator="H100 SXM", n_accelerators=8, global_batch=1e6,
+                   extra={"preset": "dlrm-dcnv2", "params": {"opt_name": "rowwise_adagrad"}})
+    b = embedding_bandwidth(run)
+    per_sample = 3 * 214 * 128 * 4 + 2 * 214 * 4  # the log's optimizer (row-wise) over the model's (Adagrad)
+    assert b.bytes_per_sample == per_sample and b.optimizer_from.startswith("the log's opt_name")
+    assert b.samples_per_s == pytest.approx(1e6)
+    assert b.utilisation == pytest.approx(1e6 * per_sample / (8 * 3.35e12))
+    assert "memory_bandwidth" not in b.reason and "3.35 TB/s" in b.bandwidth_source
+
+
+@pytest.mark.parametrize(("meta", "why"), [
+    ({"n_accelerators": 8, "extra": {"preset": "dlrm-dcnv2"}}, "accelerator is unknown"),
+    ({"accelerator": "H100 SXM", "extra": {"preset": "dlrm-dcnv2"}}, "count N is unknown"),
+    ({"accelerator": "H100 SXM", "n_accelerators": 8}, "no recommendation model"),
+])
+def test_unknown_with_the_reason(meta, why):
+    b = embedding_bandwidth(_toy_run(**meta))
+    assert math.isnan(b.utilisation) and why in b.reason
+
+
+def test_a_model_without_a_rate_is_never_guessed():
+    b = embedding_bandwidth("dlrm-dcnv2", accelerator="H100", n_accelerators=8)
+    assert math.isnan(b.utilisation) and "no samples/s" in b.reason
+    b = embedding_bandwidth("dlrm-dcnv2", samples_per_s=1e7, accelerator="H100", n_accelerators=8)
+    assert b.utilisation == pytest.approx(1e7 * 547_840 / (8 * 3.35e12))
+    with pytest.raises(ValueError, match="basis"):
+        embedding_bandwidth("dlrm-dcnv2", basis="median")
+
+
+def test_non_recsys_runs_have_no_recsys_section():
+    run = _toy_run(accelerator="H100 SXM", n_accelerators=8, extra={"preset": "llama3-8b"})
+    assert recsys_answer(account(run)) == {}
+    assert build_answer(run).recsys == {}
