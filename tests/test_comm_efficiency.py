@@ -194,16 +194,18 @@ def test_exposed_comm_share_is_only_bounded_without_the_overlap():
     assert none.empty and math.isnan(none.attrs["share"]) and "unknown" in none.attrs["reason"]
 
 
-def test_real_kineto_trace_has_no_sizes_and_only_a_bound_on_exposed_comm(realdata):  # noqa: F811
+def test_real_kineto_trace_has_no_sizes_but_its_exposed_comm_per_step(realdata):  # noqa: F811
     # HTA's NCCL-parser trace (A100, 2 ranks): the loader keeps NCCL kernel time (comm_s), not message sizes, and
-    # not the compute/communication overlap. Step 4: comm 0.011989 s, busy - compute = 0.049439 - 0.038506 =
-    # 0.010933 s, so exposed <= 0.010933 s of the 0.222442 s step (4.9 %).
+    # the compute/communication overlap through io.gpu_time. Step 4 (a sweep over the raw kernels): comm
+    # 0.011989 s, overlap 0.001825 s, exposed 0.010164 s of the 0.222442 s step (4.57 %), within the bound that
+    # busy - compute = 0.049439 - 0.038506 = 0.010933 s gave before the overlap was read.
     run = load_run(realdata / "kineto" / "HTA_nccl_parser_config_nccl_data_rank0_ws2_A100.json.gz")
     assert comm_efficiency(run).empty
     out = exposed_comm_share(run)
     first = out.iloc[0]
-    assert first["step"] == 4 and first["exposed_comm_share_max"] == pytest.approx(0.010933 / 0.222442, abs=1e-4)
-    assert math.isnan(out.attrs["share"]) and 0 < out.attrs["share_max"] < 0.1
+    assert first["step"] == 4 and first["exposed_comm_share"] == pytest.approx(0.010164 / 0.222442, abs=1e-5)
+    assert first["exposed_comm_share"] <= 0.010933 / 0.222442 and "io.gpu_time" in out.attrs["basis"]
+    assert 0 < out.attrs["share"] == out.attrs["share_max"] < 0.1
 
 
 def test_real_nsys_capture_gives_exposed_comm_per_device(realdata):  # noqa: F811

@@ -16,7 +16,7 @@ from _realdata_b import realdata_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mfu_toolkit.io import kineto
+from mfu_toolkit.io import gpu_time, kineto
 from mfu_toolkit.io.reading import read_head
 from mfu_toolkit.run import LoadError, LoadWarning
 
@@ -82,6 +82,11 @@ def test_step_spans_busy_compute_comm_by_hand(tmp_path):
     assert s.loc[1, "gpu_idle_s"] == pytest.approx(350e-6)
     # Step 2: compute = [2000,2100) ∪ [2200,2300); comm = 100 µs.
     assert s.loc[2, ["compute_s", "comm_s", "gpu_busy_s"]].tolist() == pytest.approx([200e-6, 100e-6, 300e-6])
+    # gpu_time's columns: step 1 overlap = [1350,1400) = 50 µs, exposed comm 250 - 50; step 2 none overlaps
+    assert s[["overlap_s", "exposed_comm_s"]].to_numpy().ravel().tolist() == pytest.approx([50e-6, 200e-6, 0.0, 100e-6])
+    assert s["data_wait_s"].isna().all() and run.meta.extra["data_wait_from"] is None  # no DataLoader range
+    assert run.meta.extra["steps_from"].startswith("ProfilerStep#N")
+    assert set(gpu_time.STEP_COLUMNS) <= set(run.steps.columns)
     k = run.tables["kernels"].set_index(["step", "category"])
     assert k.loc[(1, "compute"), "count"] == 3 and k.loc[(1, "compute"), "sum_s"] == pytest.approx(500e-6)
     assert k.loc[(1, "compute"), "union_s"] == pytest.approx(400e-6)
@@ -562,7 +567,7 @@ def test_the_format_regexes_take_linear_time_on_an_80_kb_line(ch):
 
 # --- a rank whose deviceProperties name no device; MTIA devices -------------------------------------------
 A100 = ("kineto", "HTA_nccl_parser_config_nccl_data_rank0_ws2_A100.json.gz")
-_DEV_COLS = ["compute_s", "comm_s", "gpu_busy_s", "gpu_idle_s"]
+_DEV_COLS = ["compute_s", "comm_s", "overlap_s", "exposed_comm_s", "gpu_busy_s", "gpu_idle_s"]
 
 
 def _props_span(raw: str) -> tuple[int, int]:

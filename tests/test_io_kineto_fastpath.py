@@ -106,6 +106,33 @@ def test_other_key_orders_and_escaped_names_are_decoded_alike(tmp_path):
     assert fast.steps.set_index("step").loc[5, "comm_s"] == pytest.approx(20e-6)
 
 
+def test_data_loader_ranges_give_the_data_wait_read_selectively_or_not(tmp_path):
+    # PyTorch's DataLoader records each batch it hands out as a user annotation. Step 4 [0, 1000) µs holds a
+    # wait [20, 120) and one [100, 160) written keys first (their union: 140 µs); step 5 [1000, 2000) one
+    # [1000, 1030) whose number is text, another [1990, 2050) crossing its end (10 µs inside): 40 µs.
+    evs = _events()
+    evs.append(_ev("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 20, 100))
+    evs.append({"dur": 60, "ts": BASE + 100, "name": "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+                "cat": "user_annotation", "ph": "X", "pid": 0, "tid": 7})
+    evs.append(_ev("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 1000, "30"))
+    evs.append(_ev("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 1990, 60))
+    evs.append(_ev("cpu_op", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 300, 100))  # not a range
+    evs.append(_ev("gpu_user_annotation", "enumerate(DataLoader)#x", 400, 100))  # a GPU copy: not the host's wait
+    evs.append(_ev("user_annotation", "## forward ##", 200, 300))  # other annotations: no wait
+    evs.append(_ev("user_annotation", 'quoted \"## backward ##\"', 600, 100))
+    evs.append(_ev("user_annotation", "## broken ##", 700, -5))  # an annotation not read: not counted either
+    evs.append(_ev("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 800, -1))
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(_doc(evs), indent=1))
+    assert _picked(p)
+    fast, full = _both(p)
+    assert fast == full
+    assert fast.steps.set_index("step")["data_wait_s"].tolist() == pytest.approx([140e-6, 40e-6])
+    assert fast.meta.extra["data_wait_from"].startswith("enumerate(DataLoader)#")
+    assert fast.meta.report.skipped == {"negative duration": 1}  # the broken DataLoader range only
+    assert fast.steps.set_index("step").loc[4, "comm_s"] == pytest.approx(200e-6)  # the rest as before
+
+
 def test_bad_records_have_the_same_counts_and_lines(tmp_path):
     evs = _events()
     evs.insert(8, _ev("kernel", "nan_kernel", 200, float("nan")))

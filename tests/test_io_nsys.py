@@ -281,8 +281,8 @@ def test_nsys_and_kineto_give_the_same_step_table_within_one_percent(tmp_path):
     kt = _load(_kineto_traces(tmp_path / "kineto"), format="kineto", cache=False).steps
     kt = kt.set_index(["rank", "step"]).sort_index()
     assert list(kt.index) == list(ns.index)
-    for col in ["compute_s", "comm_s", "gpu_busy_s", "gpu_idle_s"]:
-        assert np.allclose(ns[col], kt[col], rtol=0.01, atol=1e-9), col
+    for col in [*STEP_COLS, "data_wait_s"]:  # every column of the step table (no data wait in either: NaN)
+        assert np.allclose(ns[col], kt[col], rtol=0.01, atol=1e-9, equal_nan=True), col
     assert np.allclose(ns["end_s"] - ns["start_s"], kt["end_s"] - kt["start_s"], rtol=0.01)
 
 
@@ -316,6 +316,30 @@ def test_a_parquetdir_reads_as_the_sqlite_export(tmp_path):
     for name in ("kernels", "kernel_names", "step_kernels"):
         pd.testing.assert_frame_equal(a.tables[name], b.tables[name])
     assert b.meta.extra["t0_wallclock"] == a.meta.extra["t0_wallclock"]
+
+
+def test_data_loader_ranges_of_a_devices_process_are_its_data_wait(tmp_path):
+    # PyTorch's DataLoader under emit_nvtx: "enumerate(DataLoader)#..." ranges, the name going on with the op id.
+    # Device 0's process (steps k at [10k, 10k + 10) ms) waits [10k, 10k + 1.5) ms in each step, and in step 1
+    # also [12, 13) (one by a registered string); device 1's process has none: its data wait is unknown.
+    rows = _rows()
+    name = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+    rows["StringIds"].append({"id": 20, "value": f"{name}, op_id = 7"})
+    for step in range(1, 5):
+        rows["NVTX_EVENTS"].append({"start": ORIGIN + 10 * step * MS, "end": ORIGIN + (10 * step * MS + 3 * MS // 2),
+                                    "eventType": 59, "text": f"{name}, op_id = {step}", "globalTid": _gpid(0) | 7,
+                                    "textId": None})
+    rows["NVTX_EVENTS"].append({"start": ORIGIN + 12 * MS, "end": ORIGIN + 13 * MS, "eventType": 59, "text": None,
+                                "globalTid": _gpid(0) | 7, "textId": 20})
+    path = _export(tmp_path / "waits.sqlite", rows=rows)
+    for run in (_load(path), _load(_parquetdir(path, tmp_path / "waits.parquetdir"))):
+        st = run.steps.set_index(["rank", "step"]).sort_index()
+        assert st.loc[0, "data_wait_s"].tolist() == pytest.approx([2.5e-3, 1.5e-3, 1.5e-3, 1.5e-3])
+        assert st.loc[1, "data_wait_s"].isna().all()
+        assert run.meta.extra["data_wait_from"].startswith("NVTX ranges named enumerate(DataLoader)#")
+        assert np.allclose(st[STEP_COLS].to_numpy(dtype=float) * 1e3, [HAND[k] for k in st.index], atol=1e-6)
+    plain = _load(_export(tmp_path / "steps.sqlite"))
+    assert plain.steps["data_wait_s"].isna().all() and plain.meta.extra["data_wait_from"] is None
 
 
 # --------------------------------------------------------------------------------------------

@@ -125,6 +125,32 @@ def test_string_replaces_bytes_that_are_not_utf8():
     assert pb.string("é".encode()) == "é" and pb.string(b"a\xffb") == "a\ufffdb"
 
 
+# --- walking by offsets ----------------------------------------------------------------------------------------
+def test_text_map_entries_and_first_varint_read_spans():
+    # a map<int64, message> field 4: entries {key 1: 7, value 2: {1: 150}} and {key 1: -1 (ten bytes), value absent}
+    entry1 = b"\x08\x07" + b"\x12\x03" + b"\x08\x96\x01"
+    entry2 = b"\x08" + b"\xff" * 9 + b"\x01"
+    msg = b"\x22" + bytes([len(entry1)]) + entry1 + b"\x22" + bytes([len(entry2)]) + entry2 + b"\x2a\x02h\xff"
+    spans = list(pb.spans(msg))
+    got = pb.map_entries(msg, [(a, z) for num, _, a, z in spans if num == 4], depth=1)
+    assert [k for k, _ in got] == [7, -1] and msg[slice(*got[0][1])] == b"\x08\x96\x01"
+    assert got[1][1][0] == got[1][1][1]  # no value: an empty span
+    a, z = got[0][1]
+    assert pb.first_varint(msg, a, z, 1) == 150 and pb.first_varint(msg, a, z, 2) is None
+    assert pb.text(msg, spans[-1][2], spans[-1][3]) == "h\ufffd"
+
+
+def test_collect_checks_the_wire_types_a_schema_gives():
+    msg = b"\x08\x96\x01" + b"\x12\x02hi" + b"\x12\x00" + b"\x18\x05" + b"\x25" + b"\x00" * 4
+    assert pb.collect(msg, 0, len(msg), {1: 0, 2: 2}) == {1: [150], 2: [(5, 7), (9, 9)]}  # 3 and 4 passed over
+    with pytest.raises(ProtoError, match="XThing field 3 with wire type 0"):
+        pb.collect(msg, 0, len(msg), {3: 2}, what="XThing")
+    kept: dict = {}
+    with pytest.raises(ProtoError, match="runs past the end"):
+        pb.collect(msg + b"\x12\x05ab", 0, len(msg) + 4, {2: 2}, into=kept)
+    assert kept == {2: [(5, 7), (9, 9)]}  # the fields before the damage
+
+
 # --- CRC-32C and TFRecord framing ---------------------------------------------------------------------
 def test_crc32c_check_values():
     assert pb.crc32c(b"123456789") == 0xE3069283  # the CRC catalogue's check value for CRC-32C

@@ -17,7 +17,8 @@ import pytest
 from _realdata import realdata  # noqa: F401  (fixture: MFU_REALDATA, skip when unset, fail when missing)
 from _timing import slowdown
 
-from mfu_toolkit.io import load_run
+from mfu_toolkit import device_ids, hardware
+from mfu_toolkit.io import load_run, rules
 from mfu_toolkit.io import protobuf as pb
 from mfu_toolkit.io.detect import detect_format
 from mfu_toolkit.io.formats import xplane
@@ -256,6 +257,7 @@ def test_hand_built_profile_per_step_compute_comm_overlap_idle(tmp_path):
     run = load_run(path)
     _check_steps(run)
     assert run.meta.extra["steps_from"] == "host events with a step_num stat (jax.profiler.StepTraceAnnotation)"
+    assert run.steps["data_wait_s"].isna().all() and run.meta.extra["data_wait_from"] is None  # no input wait shown
     assert run.meta.extra["t0_wallclock"] == "2023-11-14T22:13:20.000001+00:00"  # start + the first step's 1 µs
     facts = {f["name"]: f["value"] for f in run.meta.facts}
     assert (facts["n_accelerators"], facts["n_nodes"]) == (2, 1) and "accelerator" not in facts
@@ -375,6 +377,32 @@ def test_a_tpu_plane_reads_its_xla_ops_line_and_names_collectives_by_op(tmp_path
                                                                         abs=1e-15)
     assert run.tables["ops"].set_index("name")["hlo_op"].to_dict() == {"fusion.1": "fusion.1",
                                                                        "all-reduce.3": "all-reduce.3"}
+
+
+def test_a_json_event_with_a_broken_time_is_a_bad_record(tmp_path):
+    doc = _trace_json()
+    doc["traceEvents"][-1:] = [{"pid": 2, "tid": 1, "ts": 30, "dur": -1, "ph": "X", "name": "fusion.kd"},
+                               {"pid": 2, "tid": 1, "ts": "soon", "dur": 1, "ph": "X", "name": "fusion.kd"}]
+    path = tmp_path / "hostA.trace.json"
+    path.write_text(json.dumps(doc))
+    with pytest.warns(Warning):
+        run = load_run(path)
+    _check_steps(run)
+    assert run.meta.report.skipped == {rules.NEGATIVE_DURATION: 1, f"{rules.NON_FINITE_TIME} (ts)": 1}
+
+
+# --- the accelerator from capability stats: device_ids.csv ----------------------------------------------------
+def test_each_device_row_names_a_registry_accelerator_and_identifies_only_its_figures():
+    rows = device_ids.load()
+    assert {r.accelerator for r in rows} == {"MI300X", "MI325X", "MI300A"}
+    for r in rows:
+        assert hardware.resolve(r.accelerator).name == r.accelerator and r.source.startswith("https://www.amd.com/")
+    gb = 10**9  # the datasheets' GB; the stat is bytes
+    assert device_ids.identify("AMD", 9, 4, 304, 192 * gb).accelerator == "MI300X"
+    assert device_ids.identify("amd", 9, 4, 304, 256 * gb).accelerator == "MI325X"
+    assert device_ids.identify("AMD", 9, 4, 228, 128 * gb).accelerator == "MI300A"
+    assert device_ids.identify("AMD", 9, 4, 38, 192 * gb) is None  # a partition: fewer compute units
+    assert device_ids.identify("NVIDIA", 9, 4, 304, 192 * gb) is None
 
 
 # --- damage and bounds ---------------------------------------------------------------------------------------

@@ -15,6 +15,10 @@ format says what its field numbers mean and decodes a submessage by reading its 
 - :func:`signed` (a varint as ``int64``/``int32``, two's complement), :func:`zigzag` (``sint32``,
   ``sint64``), :func:`fixed` (one fixed-width number), :func:`packed` and :func:`packed_varints`
   (packed repeated numbers), :func:`string` (UTF-8, damage replaced).
+- Walking by offsets (with :func:`spans`): :func:`text` (a string field's text at ``b[a:z]``),
+  :func:`map_entries` (the key and value span of each entry of a ``map<int64, message>`` field),
+  :func:`first_varint` (a field's varint when it is the message's first field, the rest unread),
+  :func:`collect` (the fields a schema names, by number, their wire types checked).
 - Bounds: a message over :data:`MAX_MESSAGE_BYTES` (the encoding's own 2 GiB limit) or nested
   deeper than :data:`MAX_DEPTH` (the ``depth`` a format passes when it descends into a submessage)
   is a :class:`ProtoError`, as is any field that runs past the end of its message. Nothing is
@@ -44,6 +48,10 @@ __all__ = [
     "packed",
     "packed_varints",
     "string",
+    "text",
+    "map_entries",
+    "first_varint",
+    "collect",
     "crc32c",
     "masked_crc",
     "is_tfrecord",
@@ -210,6 +218,57 @@ def packed_varints(v: bytes) -> list[int]:
 def string(v: bytes) -> str:
     """A ``string`` field's text (bytes that are not UTF-8 replaced)."""
     return v.decode("utf-8", errors="replace")
+
+
+# --- walking by offsets: helpers for formats that read with spans() ------------------------------------
+def text(b: bytes | bytearray | memoryview, a: int, z: int) -> str:
+    """The text of the string field at ``b[a:z]`` (a span of :func:`spans`; bytes that are not UTF-8 replaced)."""
+    return bytes(b[a:z]).decode("utf-8", errors="replace")
+
+
+def map_entries(b: bytes | bytearray | memoryview, entries: list[tuple[int, int]], *,
+                depth: int = 0) -> list[tuple[int, tuple[int, int]]]:
+    """``(key, (a, z))`` per entry of a ``map<int64, message>`` field: each entry (its span in ``b``, one of
+    ``entries``) is a message {key 1, value 2} (the encoding guide, "Maps"); the key read as ``int64``, the
+    value as its span (empty at the entry's start when absent). ``depth``: that of the entries."""
+    out = []
+    for a, z in entries:
+        key, val = 0, (a, a)
+        for num, wt, x, y in spans(b, a, z, depth=depth):
+            if num == 1 and wt == 0:
+                key = signed(x)
+            elif num == 2 and wt == 2:
+                val = (x, y)
+        out.append((key, val))
+    return out
+
+
+def first_varint(b: bytes | bytearray | memoryview, a: int, z: int, number: int) -> int | None:
+    """The varint of field ``number`` (at most 15: a one-byte key) when it is the first field of the message at
+    ``b[a:z]``, read as ``int64``; else None. The rest of the message is not read: a quick look at an id that
+    serializers write first."""
+    if a < z and b[a] == (number << 3):
+        v, _ = varint(b, a + 1, z)
+        return signed(v)
+    return None
+
+
+def collect(b: bytes | bytearray | memoryview, start: int, end: int, kinds: dict[int, int], *, depth: int = 0,
+            what: str = "message", into: dict[int, list[Any]] | None = None) -> dict[int, list[Any]]:
+    """The fields of the message at ``b[start:end]`` that ``kinds`` names, by number, each in order: a varint's
+    value (unsigned), any other field's span ``(a, z)`` in ``b``. ``kinds[number]`` is the wire type the schema
+    gives the field: a named field of another wire type is a :class:`ProtoError` (``"<what> field N with wire
+    type W"``), fields not named are passed over. ``into``: a dict filled as the walk goes, so that a caller
+    catching the error keeps the fields before the damage."""
+    out: dict[int, list[Any]] = {} if into is None else into
+    for num, wt, x, y in spans(b, start, end, depth=depth):
+        want = kinds.get(num)
+        if want is None:
+            continue
+        if wt != want:
+            raise ProtoError(f"{what} field {num} with wire type {wt}")
+        out.setdefault(num, []).append(x if wt == 0 else (x, y))
+    return out
 
 
 # --- CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) and TFRecord framing -------------------

@@ -47,8 +47,9 @@ import numpy as np
 
 from . import rules
 from .reading import GZIP_MAGIC, Limits, Reader, iter_chunks
+from .values import number
 
-__all__ = ["Bad", "Events", "Selection", "inflated_size", "read_events", "scan_bytes"]
+__all__ = ["Bad", "Events", "Selection", "Threads", "inflated_size", "read_events", "scan_bytes", "threads"]
 
 
 class Bad(NamedTuple):
@@ -160,6 +161,60 @@ def read_events(reader: Reader, selection: Selection, *, selective: bool = True)
     lines = _key_lines(raw, selection)
     doc, kept, n = _parse_all(reader, raw, selection)
     return Events(doc, kept, [], n, lines)
+
+
+class Threads(NamedTuple):
+    """A trace's complete events per thread, and the names its metadata events give processes and threads."""
+
+    processes: dict[str, str]  # pid -> the process_name metadata's name
+    names: dict[tuple[str, str], str]  # (pid, tid) -> the thread_name metadata's name
+    events: dict[tuple[str, str], list[tuple]]  # (pid, tid) -> (ts, dur, name, *pick(args)) per X event, file order
+
+
+def threads(reader: Reader, pick: Callable[[dict[str, Any]], tuple] = lambda args: ()) -> Threads:
+    """The complete (``X``) events of the trace at ``reader.path`` per thread, by the full parse.
+
+    Each event is compacted as it is decoded: a ``process_name`` or ``thread_name`` metadata (``M``) event
+    names its process or thread (names cut at 300 characters; ``pid``/``tid`` kept as text of at most 64);
+    an ``X`` event becomes ``(ts, dur, name, *pick(args))`` (``name`` cut at 2,000 characters, ``args`` an
+    empty dict where it is none), one whose ``ts`` or ``dur`` is no finite number, or whose ``dur`` is
+    negative, a bad record counted on the reader; every other event is dropped. Threads come in the order
+    of their first complete event; the reader's ``lines_read`` counts the trace's events.
+    """
+    def hook(d: dict[str, Any]) -> Any:
+        ph = d.get("ph")
+        if ph is None:
+            return d
+        if ph == "M":
+            args, kind = d.get("args"), d.get("name")
+            if kind in ("process_name", "thread_name") and isinstance(args, dict) and isinstance(args.get("name"), str):
+                return ("M", kind, str(d.get("pid"))[:64], str(d.get("tid"))[:64], args["name"][:300])
+            return None
+        if ph != "X":
+            return None
+        ts, dur = number(d.get("ts")), number(d.get("dur"))
+        if ts is None:
+            return Bad("ts", f"{rules.NON_FINITE_TIME} (ts)")
+        if dur is None:
+            return Bad("dur", f"{rules.NON_FINITE_TIME} (dur)")
+        if dur < 0:
+            return Bad("dur", rules.NEGATIVE_DURATION)
+        args = d.get("args") if isinstance(d.get("args"), dict) else {}
+        name = d.get("name") if isinstance(d.get("name"), str) else ""
+        return ("X", str(d.get("pid"))[:64], str(d.get("tid"))[:64], ts, dur, name[:2000], *pick(args))
+
+    ev = read_events(reader, Selection(hook=hook), selective=False)
+    reader.report.lines_read += ev.n_events
+    out = Threads({}, {}, {})
+    for e in ev.kept:
+        if e[0] == "X":
+            out.events.setdefault((e[1], e[2]), []).append(e[3:])
+        elif e[1] == "process_name":
+            out.processes[e[2]] = e[4]
+        else:
+            out.names[(e[2], e[3])] = e[4]
+    del ev.kept[:]
+    return out
 
 
 def scan_bytes(data: bytes, selection: Selection, *, chunk: int = 1 << 16) -> Events | None:

@@ -4,17 +4,19 @@ One trace file per rank (``.json`` or ``.json.gz``; ``ts``/``dur`` in µs). What
 
 - Steps: the CPU-side ``ProfilerStep#N`` annotations (``user_annotation``/``cpu_op``; the GPU
   copies in ``gpu_user_annotation`` are ignored). One row per (rank, step), ``timing = "exact"``.
-- GPU activity: ``kernel`` events, split by name into communication (NCCL/RCCL/HCCL kernels) and
-  compute (every other kernel), plus ``gpu_memcpy``/``gpu_memset`` (memory). MTIA's on-device
-  events (``mtia_ccp_events``) are kernels too: ``dma*`` ones memory, ``hccl::*`` communication.
-  A trace with no device event at all (a CPU-only rank, or a profiler that recorded no device)
-  leaves ``compute_s``, ``comm_s``, ``gpu_busy_s`` and ``gpu_idle_s`` missing, with a note: unknown,
-  not idle. Each is clipped to
-  the step span it overlaps (a kernel crossing a boundary is split between the two steps).
-- Per step: ``compute_s`` and ``comm_s`` are the time covered by compute / communication kernels
-  (union of their intervals, so kernels overlapping on several streams count once; the sum of
-  kernel durations is in the ``kernels`` table); ``gpu_busy_s`` is the union of all GPU activity
-  and ``gpu_idle_s`` the rest of the step span.
+- GPU activity: ``kernel`` events, split by name into communication (NCCL/RCCL/HCCL kernels:
+  :func:`mfu_toolkit.io.gpu_time.is_comm_kernel`) and compute (every other kernel), plus
+  ``gpu_memcpy``/``gpu_memset`` (memory). MTIA's on-device events (``mtia_ccp_events``) are kernels
+  too: ``dma*`` ones memory, ``hccl::*`` communication. Each is clipped to the step span it overlaps
+  (a kernel crossing a boundary is split between the two steps).
+- Data wait: the ``user_annotation`` ranges PyTorch's DataLoader records around each batch it hands
+  out (``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`` and the like).
+- Per step: the step table every trace format gives, defined once in :mod:`mfu_toolkit.io.gpu_time`:
+  ``compute_s``, ``comm_s``, ``overlap_s``, ``exposed_comm_s``, ``gpu_busy_s``, ``gpu_idle_s`` and
+  ``data_wait_s`` (NaN for a rank whose trace holds no DataLoader range). A trace with no device event
+  at all (a CPU-only rank, or a profiler that recorded no device) leaves the device columns missing,
+  with a note: unknown, not idle. ``meta.extra["steps_from"]`` and ``["data_wait_from"]`` say what
+  cut the steps and what gave the data wait.
 - ``tables["kernels"]``: per rank, step and category (compute, comm, memory): ``count`` (kernels
   starting in the step), ``sum_s`` (clipped durations summed), ``union_s``.
 - Rank and world size from ``distributedInfo``; without it (or with a value that is no rank) the
@@ -35,9 +37,9 @@ sniffed head; ``n_ranks`` is ``distributedInfo.world_size`` when the traces
 agree on it, and ``n_accelerators`` the same number: a PyTorch world size counts framework
 devices, one per GPU but two per MI250X/MI250 package (one per GCD), as the fact's text says.
 
-Speed and memory: a step table needs only the kernels, memory copies and ``ProfilerStep#N``
-spans, a tenth of a typical trace's events. So a trace is first read selectively, as a stream
-(by :mod:`mfu_toolkit.io.tracejson`, given the selection below):
+Speed and memory: a step table needs only the kernels, memory copies, ``ProfilerStep#N`` spans and
+user annotations (the DataLoader's among them), a tenth of a typical trace's events. So a trace is
+first read selectively, as a stream (by :mod:`mfu_toolkit.io.tracejson`, given the selection below):
 a thread inflates the file chunk by chunk (zlib releases the GIL) into one buffer, preallocated
 to the size gzip's trailer states when that is within the reading limits; the reading thread
 meanwhile checks each chunk with numpy word compares (NUL bytes, UTF-8, brace balance, each
@@ -98,8 +100,8 @@ import numpy as np
 import pandas as pd
 
 from ...run import LoadError, LoadReport, Run
+from .. import gpu_time, rules, tracejson
 from .. import kineto_ranks as kr
-from .. import rules, tracejson
 from ..base import Parsed, loader_for
 from ..cache import cache_dir
 from ..reading import Limits, Reader, read_head
@@ -159,9 +161,11 @@ class Options:
             raise ValueError(f"engine must be one of 'local', 'spark'; got {self.engine!r}")
 
 
-_STEP, _COMPUTE, _COMM, _MEM = 0, 1, 2, 3
-_CATEGORIES = ("compute", "comm", "memory")
-_COMM_WORDS = ("nccl", "rccl", "hccl")  # in a kernel's name, any case: a communication kernel
+_STEP, _COMPUTE, _COMM, _MEM, _WAIT, _OTHER = 0, 1, 2, 3, 4, 5
+_CATEGORIES = gpu_time.CATEGORIES
+_COMM_BYTES = tuple(w.encode() for w in gpu_time.COMM_WORDS)  # in a kernel's name, any case: communication
+_WAIT_CAT = "user_annotation"  # the category of PyTorch's record_function ranges, the DataLoader's among them
+_WAIT_MARK = gpu_time.DATA_LOADER_PREFIX.encode()
 _STEP_CATS = {"user_annotation", "cpu_op", "operator", "python_function"}
 # Device kernels: CUDA/ROCm ``kernel``; MTIA's on-device ``mtia_ccp_events`` (Kineto's MTIA_CCP_EVENTS,
 # "MTIA ondevice CCP events", libkineto/include/ActivityType.h), whose ``dma*`` events are memory
@@ -174,7 +178,7 @@ _MTIA_MEM_PREFIX = "dma"
 # tests/data/mtia_inference_trace/mtia_inference_rank_0.json.gz: {"id": 17, "name": "ARTEMIS",
 # "runtimeMajorVersion": 1, "runtimeMinorVersion": 30, "maxGridHeight": 8, "maxGridWidth": 8}.
 _MTIA_PROP_KEYS = ("runtimeMajorVersion", "maxGridHeight", "maxGridWidth")
-_TABLES_VERSION = 3  # bumps the rank caches when what a rank's table holds changes
+_TABLES_VERSION = 4  # bumps the rank caches when what a rank's table holds changes (4: gpu_time's step table)
 _MEM_CATS = {"gpu_memcpy", "gpu_memset", "memcpy", "memset"}
 _RANK_NAME_RE = re.compile(r"rank[-_]?(\d{1,9})(?!\d)", re.IGNORECASE)
 _MAX_RANK = 10_000_000  # ranks and world sizes above this are not a job's
@@ -228,11 +232,6 @@ def _trace_files(path: Path) -> list[Path]:
 
 
 # --- events -------------------------------------------------------------------------------------
-def _is_comm(name: str) -> bool:
-    low = name.lower()
-    return any(w in low for w in _COMM_WORDS)
-
-
 def _step_number(text: str) -> int | None:
     """N of ``ProfilerStep#N``: ASCII digits that float64 holds exactly, else None."""
     if not (0 < len(text) <= _MAX_STEP_DIGITS and text.isascii() and text.isdigit()):
@@ -257,13 +256,15 @@ def _hook(d: dict[str, Any]) -> Any:
         if c == _MTIA_CAT and isinstance(name, str) and name.startswith(_MTIA_MEM_PREFIX):
             code = _MEM
         else:
-            code = _COMM if isinstance(name, str) and _is_comm(name) else _COMPUTE
+            code = _COMM if isinstance(name, str) and gpu_time.is_comm_kernel(name) else _COMPUTE
     elif c in _MEM_CATS:
         code = _MEM
+    elif c == _WAIT_CAT and isinstance(d.get("name"), str) and d["name"].startswith(gpu_time.DATA_LOADER_PREFIX):
+        code = _WAIT
     elif c in _STEP_CATS:
         name = d.get("name")
         if not (isinstance(name, str) and name.startswith("ProfilerStep#")):
-            return None
+            return _other(d) if c == _WAIT_CAT else None
         n = _step_number(name[13:])
         if n is None:
             return tracejson.Bad("name", f"{rules.BAD_STEP} (ProfilerStep#N)")
@@ -280,30 +281,43 @@ def _hook(d: dict[str, Any]) -> Any:
     return (code, ts, dur, extra)
 
 
+def _other(d: dict[str, Any]) -> tuple | None:
+    """Another user annotation, located with the DataLoader's: kept as a row the rank's table drops (so that
+    the selective read takes it from its bytes, not decoding it), when its times are sound; else dropped."""
+    ts, dur = number(d.get("ts")), number(d.get("dur"))
+    return (_OTHER, ts, dur, 0) if ts is not None and dur is not None and dur >= 0 else None
+
+
 # --- the selective read -------------------------------------------------------------------------
 FAST_PATH = True  # the selective read; tests switch it off to compare it with the full parse
 
 
-def _quick(cat: bytes, name: bytes, ts: float, dur: float) -> tuple:
-    """The compact tuple of a GPU event read from its bytes (finite times, ``dur >= 0``), as :func:`_hook`."""
+def _quick(cat: bytes, name: bytes, ts: float, dur: float) -> tuple | None:
+    """The compact tuple of a GPU event or user annotation read from its bytes (finite times, ``dur >= 0``), as
+    :func:`_hook`; None for a step mark (decoded)."""
     low_cat = cat.lower()
     if low_cat == b"kernel" or low_cat == b"mtia_ccp_events":
         if low_cat != b"kernel" and name.startswith(b"dma"):  # _MTIA_MEM_PREFIX
             return (_MEM, ts, dur, 0)
-        if name.isascii():
-            low = name.lower()
-            comm = b"nccl" in low or b"rccl" in low or b"hccl" in low  # _COMM_WORDS
-        else:
-            comm = _is_comm(name.decode("utf-8"))
-        return (_COMM if comm else _COMPUTE, ts, dur, 0)
+        if not name.isascii():
+            return (_COMM if gpu_time.is_comm_kernel(name.decode("utf-8")) else _COMPUTE, ts, dur, 0)
+        low = name.lower()
+        for word in _COMM_BYTES:
+            if word in low:
+                return (_COMM, ts, dur, 0)
+        return (_COMPUTE, ts, dur, 0)
+    if low_cat == b"user_annotation":  # _WAIT_CAT
+        if name.startswith(b"ProfilerStep#"):
+            return None
+        return (_WAIT if name.startswith(_WAIT_MARK) else _OTHER, ts, dur, 0)
     return (_MEM, ts, dur, 0)
 
 
-# What a rank's table needs of a trace: the GPU events (located by category; those in the profiler's
-# own layout read without decoding) and the ProfilerStep#N spans (located by their mark), and the
+# What a rank's table needs of a trace: the GPU events and user annotations (located by category; those in
+# the profiler's own layout read without decoding), the ProfilerStep#N spans (located by their mark), and the
 # top-level facts with their lines.
 _SELECTION = tracejson.Selection(
-    hook=_hook, categories=("kernel", "mtia_ccp_events", "gpu_memcpy", "gpu_memset", "memcpy", "memset"),
+    hook=_hook, categories=("kernel", "mtia_ccp_events", "gpu_memcpy", "gpu_memset", "memcpy", "memset", _WAIT_CAT),
     mark=b"ProfilerStep#", quick=_quick, doc_keys=("distributedInfo", "deviceProperties", "baseTimeNanoseconds"),
     line_keys=("distributedInfo", "deviceProperties"), inner_lines=(("world_size", "distributedInfo"),))
 
@@ -338,6 +352,7 @@ def _read_trace(reader: Reader) -> _Trace:
     reader.report.lines_read += ev.n_events
     arr = np.array(ev.kept, dtype=np.float64).reshape(-1, 4)
     del ev.kept[:]
+    arr = arr[arr[:, 0] != _OTHER]
     tr = _Trace(reader.path, reader.name, arr[:, 0].astype(np.int8), arr[:, 1], arr[:, 2],
                 arr[:, 3].astype(np.int64), lines=ev.lines)
     _doc_facts(tr, ev.doc, reader)
@@ -381,45 +396,7 @@ def _doc_facts(tr: _Trace, doc: dict[str, Any], reader: Reader) -> None:
     tr.base_ns = base if ok else None
 
 
-# --- interval arithmetic ------------------------------------------------------------------------
-def _union(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint sorted intervals covering the same time as [s, e)."""
-    if not len(s):
-        return s, e
-    o = np.argsort(s, kind="stable")
-    s, e = s[o], e[o]
-    cm = np.maximum.accumulate(e)
-    new = np.empty(len(s), dtype=bool)
-    new[0] = True
-    new[1:] = s[1:] > cm[:-1]
-    idx = np.flatnonzero(new)
-    last = np.append(idx[1:] - 1, len(s) - 1)
-    return s[idx], cm[last]
-
-
-def _covered(us: np.ndarray, ue: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Length of the disjoint union (us, ue) that lies before each time in ``t``."""
-    if not len(us):
-        return np.zeros(len(t))
-    cum = np.concatenate([[0.0], np.cumsum(ue - us)])
-    i = np.searchsorted(us, t, side="right")
-    j = np.maximum(i - 1, 0)
-    part = np.where(i > 0, np.clip(t - us[j], 0.0, ue[j] - us[j]), 0.0)
-    return cum[j] + part
-
-
-def _summed(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Sum over intervals of their length before each time in ``t`` (overlaps count twice)."""
-    if not len(s):
-        return np.zeros(len(t))
-    ss, se = np.sort(s), np.sort(e)
-    cs = np.concatenate([[0.0], np.cumsum(ss)])
-    ce = np.concatenate([[0.0], np.cumsum(se)])
-    n1 = np.searchsorted(ss, t, side="right")
-    n2 = np.searchsorted(se, t, side="right")
-    return (n1 * t - cs[n1]) - (n2 * t - ce[n2])
-
-
+# --- steps ---------------------------------------------------------------------------------------
 def _step_spans(tr: _Trace, rank: int, reader: Reader) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
     """Step starts and ends (µs after the trace's first step) and numbers, duplicates counted."""
     is_step = tr.code == _STEP
@@ -446,44 +423,29 @@ def _step_spans(tr: _Trace, rank: int, reader: Reader) -> tuple[np.ndarray, np.n
 
 def _rank_tables(tr: _Trace, rank: int,
                  reader: Reader) -> tuple[dict[str, np.ndarray], list[dict[str, np.ndarray]], float] | None:
-    """Step rows (µs, relative to the trace's own first step) and kernel summaries for one rank."""
+    """Step rows (µs, relative to the trace's own first step) and kernel summaries for one rank: the step
+    table of :func:`mfu_toolkit.io.gpu_time.step_table`."""
     spans = _step_spans(tr, rank, reader)
     if spans is None:
         return None
     ss, se, sn, base = spans
-    cols: dict[str, np.ndarray] = {"step": sn, "_s": ss, "_e": se}
-    kern: list[dict[str, np.ndarray]] = []
-    all_s, all_e = [], []
-    outside = 0.0
+    iv: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for code, cat in ((_COMPUTE, "compute"), (_COMM, "comm"), (_MEM, "memory")):
         m = tr.code == code
         ks = tr.ts[m] - base
-        ke = ks + tr.dur[m]
-        all_s.append(ks)
-        all_e.append(ke)
-        us, ue = _union(ks, ke)
-        union_s = (_covered(us, ue, se) - _covered(us, ue, ss)) / 1e6
-        sum_s = (_summed(ks, ke, se) - _summed(ks, ke, ss)) / 1e6
-        sks = np.sort(ks)
-        count = np.searchsorted(sks, se, side="left") - np.searchsorted(sks, ss, side="left")
-        kern.append({"step": sn, "category": np.full(len(sn), cat), "count": count, "sum_s": sum_s, "union_s": union_s})
-        if cat in ("compute", "comm"):
-            cols[f"{cat}_s"] = union_s
-        outside += max(float((ke - ks).sum()) - float(sum_s.sum()) * 1e6, 0.0)
-    us, ue = _union(np.concatenate(all_s), np.concatenate(all_e))
-    busy = (_covered(us, ue, se) - _covered(us, ue, ss)) / 1e6
-    cols["gpu_busy_s"] = busy
-    cols["gpu_idle_s"] = np.maximum((se - ss) / 1e6 - busy, 0.0)
-    if not any(len(a) for a in all_s):  # no device event at all: the device's time is unknown, not idle
-        for c in ("compute_s", "comm_s", "gpu_busy_s", "gpu_idle_s"):
-            cols[c] = np.full(len(sn), np.nan)
+        iv[cat] = (ks, ks + tr.dur[m])
+    w = tr.code == _WAIT
+    waits = (tr.ts[w] - base, tr.ts[w] - base + tr.dur[w]) if w.any() else None  # none: the wait is unknown
+    cols, kern, outside = gpu_time.step_table(ss, se, iv, per_s=1e6, waits=waits)
+    if not any(len(v[0]) for v in iv.values()):  # no device event at all: the device's time is unknown, not idle
         reader.note(f"rank {rank}: the trace holds no device activity (kernels, memory copies): a CPU-only rank, "
                     "or a profiler that recorded no device; compute, communication and device busy/idle time are "
                     "unknown (left missing), not zero")
-    if outside > 1.0:  # µs; below that it is rounding
-        reader.note(f"rank {rank}: {outside / 1e6:.6f} s of GPU activity lies outside every ProfilerStep span "
+    if outside > 1e-6:  # below a µs it is rounding
+        reader.note(f"rank {rank}: {outside:.6f} s of GPU activity lies outside every ProfilerStep span "
                     "(not counted)")
-    return cols, kern, base
+    return ({"step": sn, "_s": ss, "_e": se, **cols},
+            [{"step": sn, "category": np.full(len(sn), cat), **kern[cat]} for cat in _CATEGORIES], base)
 
 
 # --- the job: files, ranks, clocks ----------------------------------------------------------------
@@ -553,12 +515,8 @@ def _ranks(traces: list[_Trace], reader: Reader) -> list[int]:
 
 
 def _step_frame(rank: int, c: dict[str, np.ndarray], off: float) -> pd.DataFrame:
-    return pd.DataFrame({
-        "attempt": 0, "step": c["step"], "rank": rank,
-        "start_s": (c["_s"] + off) / 1e6, "end_s": (c["_e"] + off) / 1e6,
-        "compute_s": c["compute_s"], "comm_s": c["comm_s"],
-        "gpu_busy_s": c["gpu_busy_s"], "gpu_idle_s": c["gpu_idle_s"],
-    })
+    return pd.DataFrame({"attempt": 0, "step": c["step"], "rank": rank, "start_s": (c["_s"] + off) / 1e6,
+                         "end_s": (c["_e"] + off) / 1e6, **{k: c[k] for k in gpu_time.STEP_COLUMNS}})
 
 
 def _kernels_table(kparts: list[tuple[int, dict[str, np.ndarray]]]) -> pd.DataFrame:
@@ -784,6 +742,9 @@ def parse(reader: Reader, options: Options) -> Parsed:
         "base_time_ns": [tr.base_ns for tr in traces],
         "clock_offsets_s": [{"rank": int(r), "offset_s": float(v)} for r, v in off.items()],
         "clocks_aligned": bool(options.align_clocks and len(off)),
+        "steps_from": "ProfilerStep#N ranges (the profiler's step annotations)",
+        "data_wait_from": (f"{gpu_time.DATA_LOADER_PREFIX}... ranges ({_WAIT_CAT})"
+                           if any(np.isfinite(c["data_wait_s"]).any() for _, c, _ in parts) else None),
     })
     return out
 

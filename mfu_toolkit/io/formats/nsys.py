@@ -22,12 +22,15 @@ the tables of a 2026.2 export, schema 3.25.0):
   ``textId`` in ``StringIds``) whose whole name matches ``step_pattern`` (``ProfilerStep#N`` by default,
   as PyTorch's profiler names its steps). A range belongs to the process of its thread
   (``globalTid``); its steps are those of the device that process launched its kernels on, and the
-  rank of a row is that CUDA ``deviceId``. Per step and device: ``compute_s``, ``comm_s``,
-  ``overlap_s``, ``exposed_comm_s``, ``gpu_busy_s``, ``gpu_idle_s``, defined once for every trace
-  format in :mod:`mfu_toolkit.io.gpu_time` (the Kineto loader's columns, plus overlap and exposed
-  communication), and ``tables["step_kernels"]`` per step and category in the Kineto ``kernels``
-  layout. Without step ranges there are no step rows: steps are never invented, and a note says so.
-  No data wait is in the trace: ``data_wait_s`` stays unknown.
+  rank of a row is that CUDA ``deviceId``. Per step and device: the step table every trace format
+  gives, defined once in :mod:`mfu_toolkit.io.gpu_time` (compute, communication, overlap, exposed
+  communication, busy, idle, data wait), and ``tables["step_kernels"]`` per step and category in the
+  Kineto ``kernels`` layout; ``meta.extra["steps_from"]`` names the ranges. Without step ranges there
+  are no step rows: steps are never invented, and a note says so.
+- Data wait: the NVTX ranges of PyTorch's DataLoader (``enumerate(DataLoader)#...``, which
+  ``torch.autograd.profiler.emit_nvtx`` turns into NVTX ranges) of the process whose steps a device
+  takes; ``data_wait_s`` is their time inside each step, NaN (unknown) for a process without them
+  (``meta.extra["data_wait_from"]``).
 - ``tables["kernels"]``: per device, ``count`` and ``comm_count`` kernels, ``busy_s`` (the union of
   kernel intervals), ``compute_s``, ``comm_s``, ``overlap_s``, ``exposed_comm_s``, ``memory_count``,
   ``gpu_busy_s`` and ``gpu_idle_s`` (kernels and memory operations, between the device's first and
@@ -578,21 +581,32 @@ def _read_steps(src: Any, reader: Reader, origin: int, options: Options) -> dict
     return {p: _steps_of(rows, p, reader) for p, rows in sorted(by_proc.items())}
 
 
-def _assign(act: _Activity, steps: dict[int, tuple], reader: Reader) -> dict[int, tuple]:
-    """Which steps cut each device's time: those of the process that launched its kernels."""
-    out: dict[int, tuple] = {}
+def _read_waits(src: Any, reader: Reader, origin: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per process, the starts and ends of its data-loader NVTX ranges (PyTorch's DataLoader under emit_nvtx,
+    whose range names may go on with ``, op_id = N``); none where NVTX ranges cannot be read."""
+    cols = set(src.tables.get(_NVTX, ()))
+    if not ({"start", "end"} <= cols and {"text", "textId"} & cols):
+        return {}
+    pattern = re.compile(re.escape(gpu_time.DATA_LOADER_PREFIX) + ".*", re.DOTALL)
+    return {p: (np.array([r[1] for r in rows]), np.array([r[2] for r in rows]))
+            for p, rows in _read_ranges(src, reader, origin, pattern).items()}
+
+
+def _assign(act: _Activity, steps: dict[int, tuple], reader: Reader) -> dict[int, int]:
+    """Which process's steps cut each device's time: the process that launched its kernels."""
+    out: dict[int, int] = {}
     if not steps:
         return out
     for d in act.devices:
         procs, counts = np.unique(act.proc[act.dev == d], return_counts=True)
         cand = [(int(c), int(p)) for p, c in zip(procs, counts, strict=True) if int(p) in steps]
         if cand:
-            out[d] = steps[max(cand)[1]]
+            out[d] = max(cand)[1]
             if len(cand) > 1:
                 reader.note(f"device {d}: kernels from {len(cand)} processes that each mark steps; the steps of "
                             f"process {max(cand)[1]} (most kernels) are used")
         elif len(steps) == 1 and (-1 in steps or set(procs.tolist()) == {-1}):
-            out[d] = next(iter(steps.values()))
+            out[d] = next(iter(steps))
             reader.note(f"device {d}: no process ids tie kernels to step ranges; the one process's steps are used")
         else:
             reader.note(f"device {d}: the process(es) that launched its kernels mark no step ranges; no step rows")
@@ -603,40 +617,29 @@ def _assign(act: _Activity, steps: dict[int, tuple], reader: Reader) -> dict[int
 _NS = 1e-9
 
 
-def _step_frames(act: _Activity | None, by_dev: dict[int, tuple], reader: Reader) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The step rows (one per device and step) and the per-step kernel table in the Kineto layout."""
-    steps, kern = [], []
-    for d, (sn, ss, se) in sorted(by_dev.items()):
-        iv = act.intervals(d) if act is not None else {}
-        cols, cats, outside = gpu_time.step_table(ss, se, iv, scale=_NS)
-        steps.append(pd.DataFrame({"attempt": 0, "step": sn, "rank": d, "start_s": ss * _NS, "end_s": se * _NS,
-                                   **cols}))
-        for cat in gpu_time.CATEGORIES:
-            kern.append(pd.DataFrame({"rank": d, "step": sn, "category": cat, **cats[cat]}))
+def _step_frames(act: _Activity | None, by_dev: dict[int, int], steps: dict[int, tuple],
+                 waits: dict[int, tuple[np.ndarray, np.ndarray]], reader: Reader) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The step rows (one per device and step) and the per-step kernel table in the Kineto layout: each device
+    cut by the steps of its process (``by_dev``), with that process's data-loader ranges as its data wait."""
+    parts = []
+    for d, proc in sorted(by_dev.items()):
+        sn, ss, se = steps[proc]
+        cols, cats, outside = gpu_time.step_table(ss, se, act.intervals(d) if act is not None else {}, per_s=1e9,
+                                                  waits=waits.get(proc))
+        parts.append((d, sn, ss * _NS, se * _NS, cols, cats))
         if outside > 1e-6:
             reader.note(f"device {d}: {outside:.6f} s of device activity lies outside every step range (not counted)")
-    if not steps:
-        return pd.DataFrame(), pd.DataFrame()
-    k = pd.concat(kern, ignore_index=True)
-    k["category"] = pd.Categorical(k["category"], categories=list(gpu_time.CATEGORIES))
-    k = k.sort_values(["rank", "step", "category"], kind="stable").reset_index(drop=True)
-    return pd.concat(steps, ignore_index=True), k
+    return gpu_time.step_frames(parts)
 
 
 def _kernels_table(act: _Activity) -> pd.DataFrame:
     """Per device: kernel counts, busy time (union of kernels), compute, communication, overlap, idle."""
     rows = []
     for d in act.devices:
-        iv = act.intervals(d)
-        starts = np.concatenate([iv[c][0] for c in gpu_time.CATEGORIES])
-        ends = np.concatenate([iv[c][1] for c in gpu_time.CATEGORIES])
-        first, last = float(starts.min()), float(ends.max())
-        cols, cats, _ = gpu_time.step_table(np.array([first]), np.array([last]), iv, scale=_NS)
+        tot, first, last = gpu_time.whole_span(act.intervals(d), per_s=1e9)
         on = act.dev == d
         rows.append({
-            "device": d, "count": int(on.sum()), "comm_count": int((on & act.comm).sum()),
-            "busy_s": gpu_time.union_length(act.ks[on], act.ke[on]) * _NS,
-            **{k: float(v[0]) for k, v in cols.items()},
+            "device": d, "count": int(on.sum()), "comm_count": int((on & act.comm).sum()), **tot,
             "memory_count": int((act.mdev == d).sum()), "first_s": first * _NS, "last_s": last * _NS,
             "sum_s": float((act.ke[on] - act.ks[on]).sum()) * _NS,
         })
@@ -783,9 +786,12 @@ def _parse(src: Any, reader: Reader, options: Options) -> Parsed:
     if act is not None:
         by_dev = _assign(act, steps, reader)
     else:  # step ranges without kernels: CPU-side spans, device time unknown
-        by_dev = {(-1 if len(steps) == 1 else i): v for i, v in enumerate(steps.values())}
+        by_dev = {(-1 if len(steps) == 1 else i): p for i, p in enumerate(steps)}
+    waits = _read_waits(src, reader, origin) if by_dev else {}
     out = Parsed(timing="exact", time_unit="ns")
-    out.steps, step_kernels = _step_frames(act, by_dev, reader)
+    out.steps, step_kernels = _step_frames(act, by_dev, steps, waits, reader)
+    extra["data_wait_from"] = (f"NVTX ranges named {gpu_time.DATA_LOADER_PREFIX}... ({_NVTX})"
+                               if any(by_dev[d] in waits for d in by_dev) else None)
     if act is not None:
         out.tables["kernels"] = _kernels_table(act)
         out.tables["kernel_names"] = _names_table(act)

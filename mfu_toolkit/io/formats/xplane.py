@@ -36,37 +36,30 @@ What is read:
   plane without them, the ``XLA Ops`` lines (TPU); lines derived for display (``XLA Modules``,
   ``Framework Ops``, ...) repeat that time and are not read. Events aggregated without a time
   (``num_occurrences``) are counted in a note only.
-- Categories: ``memory``: ROCclr's copy and fill kernels (``__amd_rocclr_copyBuffer`` ...), CUPTI's
-  ``Memcpy*``/``Memset*`` events and events with a ``memcpy_details``/``Memset_details`` stat;
-  ``comm``: an event whose HLO op (its ``hlo_op`` stat, else on an ``XLA Ops`` line its own name) is a
-  collective by XLA's opcode names (``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``,
-  ``ragged-all-to-all``, ``collective-permute``, ``collective-broadcast``, ``send``, ``recv`` and their
-  ``-start``/``-done`` forms; xla/hlo/ir/hlo_opcode.h), whose ``hlo_category`` names one, or a collective
-  library's kernel (:func:`mfu_toolkit.io.gpu_time.is_comm_kernel`); everything else ``compute``.
+- Categories (:func:`mfu_toolkit.io.gpu_time.category`): ``memory``: ROCclr's copy and fill kernels, CUPTI's
+  ``Memcpy*``/``Memset*`` events and events with a ``memcpy_details``/``Memset_details`` stat; ``comm``: an
+  event whose HLO op (its ``hlo_op`` stat, else on an ``XLA Ops`` line its own name) is one of XLA's collective
+  opcodes, whose ``hlo_category`` names one, or a collective library's kernel; everything else ``compute``.
 - Steps, in this order: a device plane's ``Steps`` line (each event a step, numbered by its name or
   its ``step_num``/``group_id`` stat); else host events with a ``step_num`` stat, which is what
   ``jax.profiler.StepTraceAnnotation(name, step_num=N)`` writes (one span per number, over every device
   of that host), or, given ``step_pattern``, the host events whose name it matches instead (numbered by
   their ``step_num`` where they carry one, else in time order). Without them there are no step rows
-  (never invented) and a note says so; the source used is ``extra["steps_from"]``. Per step and device
-  the columns of :mod:`mfu_toolkit.io.gpu_time` (compute, communication, overlap, exposed
-  communication, busy, idle), the Kineto and Nsight loaders' definitions. The trace holds no input
-  pipeline wait: ``data_wait_s`` stays unknown.
-- Tables: ``device_events`` (per device: events, counts per category, busy as the union of intervals,
-  compute, communication, overlap, exposed communication, idle between its first and last event);
-  ``ops`` (per event name and HLO op: category, count, summed, mean and longest seconds, devices);
-  with steps, ``step_kernels`` (per rank, step and category, the Kineto ``kernels`` layout).
+  (never invented) and a note says so. Per step and device: the step table of
+  :mod:`mfu_toolkit.io.gpu_time`, as every trace format gives it (``extra["steps_from"]`` says which marks
+  cut the steps); a profile shows no input-pipeline wait: ``data_wait_s`` is unknown (NaN).
+- Tables: ``device_events`` (per device: events, counts per category, busy as the union of kernels, and
+  the step table's columns over its first to last event); ``ops`` (per event name and HLO op: category,
+  count, summed, mean and longest seconds, devices); with steps, ``step_kernels`` (gpu_time's layout).
 - Facts: ``n_accelerators``/``n_ranks``, the devices that carry events; ``n_nodes``, the hosts;
   ``accelerator``: a name stat of the device planes (``gpu_device_name``, ``device_type_string``) as
-  printed, else the model that the plane's capability stats identify where they identify one
-  (:data:`_IDENTIFIED`), else unknown with a note that lists what the planes say.
-- Chrome-trace JSON (``*.trace.json.gz``, ``perfetto_trace.json.gz``): the Kineto loader does not read
-  it (its steps are ``ProfilerStep#N`` events and its kernels ``"cat": "kernel"``; XLA's JSON has
-  neither). It is read with :mod:`mfu_toolkit.io.tracejson` (full parse, each event compacted by a
-  hook): ``process_name`` metadata events name the planes, ``thread_name`` ones the lines, ``X`` events
+  printed, else the model that their capability stats identify (:mod:`mfu_toolkit.device_ids`, datasheet
+  figures with sources), else unknown with a note that lists what the planes say.
+- Chrome-trace JSON (``*.trace.json.gz``; ``perfetto_trace.json.gz``, the same rewritten by ``jax.profiler``),
+  which the Kineto loader does not read (no ``ProfilerStep#N``, no ``"cat": "kernel"``): read by
+  :func:`mfu_toolkit.io.tracejson.threads`, processes naming the planes and threads the lines, ``X`` events
   (µs) with ``args`` ``hlo_op``, ``hlo_category``, ``step_num``, into the same tables. In a folder, a
-  ``.xplane.pb`` is read rather than the JSON XLA wrote from it, and a ``perfetto_trace.json.gz`` (the
-  trace JSON rewritten by ``jax.profiler`` without ``displayTimeUnit``) beside a trace JSON is not read.
+  ``.xplane.pb`` is read rather than the JSON XLA wrote from it, and a perfetto copy beside a trace JSON is not.
 - Bounds: the file is read within the reading limits; each line's events are taken from the load's
   row budget (:func:`mfu_toolkit.io.rules.take_rows`); a damaged event, line or plane is skipped and
   counted, a truncated file keeps the planes before the damage (strict mode raises).
@@ -86,13 +79,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import hardware
+from ... import device_ids, hardware
 from .. import gpu_time, rules, tracejson
 from .. import protobuf as pb
 from ..base import Parsed, loader_for
 from ..protobuf import ProtoError
 from ..reading import Reader, read_head
-from ..values import number
 
 NAME = "xplane"
 
@@ -102,40 +94,20 @@ _F_PLANE_ID, _F_PLANE_NAME, _F_PLANE_LINES, _F_PLANE_EVMETA, _F_PLANE_STATMETA, 
 _F_LINE_NAME, _F_LINE_TS, _F_LINE_EVENTS, _F_LINE_DISPLAY = 2, 3, 4, 11
 _F_EV_META, _F_EV_OFFSET, _F_EV_DUR, _F_EV_STATS, _F_EV_OCCUR = 1, 2, 3, 4, 5
 _F_STAT_META, _F_STAT_DOUBLE, _F_STAT_U64, _F_STAT_I64, _F_STAT_STR, _F_STAT_BYTES, _F_STAT_REF = 1, 2, 3, 4, 5, 6, 7
-_F_MAP_KEY, _F_MAP_VALUE = 1, 2
 _F_META_NAME, _F_META_DISPLAY, _F_META_STATS = 2, 4, 5
 
-_U64, _I64 = 1 << 64, 1 << 63
 _EPOCH_NS = 10**17  # a line timestamp at or past this (1973) is epoch time, not one relative to the session
 _PS = 1e-12
-_COMPUTE, _COMM, _MEM = 0, 1, 2
-_CATS = gpu_time.CATEGORIES  # ("compute", "comm", "memory"), in the order of the codes above
+_CATS = gpu_time.CATEGORIES  # ("compute", "comm", "memory"), indexed by gpu_time's category codes
 _DEVICE_RE = re.compile(r"^/device:(GPU|TPU|CUSTOM):(\d{1,9})(?: \(.*\))?$")  # not "... SparseCore 0"
 _HOST_PREFIX = "/host:"
 _TASK_ENV = "Task Environment"
 _STEPS_LINE = "Steps"
 _OPS_LINES = ("XLA Ops",)
 _STREAM_PREFIX = "Stream #"
-# XLA's collective opcodes (xla/hlo/ir/hlo_opcode.h), with the -start/-done/-update forms of async ones
-_COLLECTIVE_RE = re.compile(
-    r"^%?(all-reduce|all-gather|reduce-scatter|all-to-all|ragged-all-to-all|collective-permute|"
-    r"collective-broadcast|send|recv)(-start|-done|-update)?(\.\d+)*$")
-_COLLECTIVE_WORDS = re.compile(r"all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|"
-                               r"collective-broadcast|\bsend\b|\brecv\b")
-_MEM_PREFIXES = ("__amd_rocclr_copybuffer", "__amd_rocclr_fillbuffer", "__amd_rocclr_copyimage", "memcpy", "memset")
 _MEM_STATS = {"memcpy_details", "memset_details"}  # compared in lower case (TSL writes "Memset_details")
 _NAME_STATS = ("gpu_device_name", "device_type_string")
 _STEP_STATS = ("step_num", "group_id")
-# Devices the capability stats identify: (vendor, compute capability, cores) and a memory range in GiB.
-# AMD's datasheets (amd.com/en/products/accelerators/instinct/mi300/mi300x.html, .../mi325x.html,
-# .../mi300a.html): MI300X 304 CUs and 192 GB HBM3, MI325X 304 CUs and 256 GB HBM3E, MI300A 228 CUs and
-# 128 GB; all CDNA 3 (gfx942, which ROCm reports as compute capability 9.4). A whole device (SPX mode):
-# a partition reports fewer CUs and is not identified.
-_IDENTIFIED: tuple[tuple[str, int, int, int, float, float, str], ...] = (
-    ("amd", 9, 4, 304, 150.0, 224.0, "MI300X"),
-    ("amd", 9, 4, 304, 224.0, 300.0, "MI325X"),
-    ("amd", 9, 4, 228, 96.0, 160.0, "MI300A"),
-)
 # XLA's trace JSON opens {"displayTimeUnit":"ns","metadata":{"highres-ticks":true},... (TSL's TraceEventsToJson);
 # jax.profiler's perfetto_trace.json.gz is the same document with displayTimeUnit removed, rewritten by json.dumps
 _JSON_HEAD_RE = re.compile(rb'^\s*\{\s*(?:"displayTimeUnit"\s*:\s*"ns"\s*,\s*)?"metadata"\s*:\s*\{\s*"highres-ticks"')
@@ -250,134 +222,58 @@ class _Space:
     epoch_base: int | None = None  # the first epoch line timestamp, when the session start is unknown
 
 
-class _Ops:
-    """Event name and HLO op pairs: an id each, with the category of the first event seen."""
-
-    def __init__(self) -> None:
-        self.ids: dict[tuple[str, str], int] = {}
-        self.keys: list[tuple[str, str]] = []
-        self.cats: list[int] = []
-
-    def get(self, name: str, hlo: str, cat: int) -> int:
-        i = self.ids.get((name, hlo))
-        if i is None:
-            i = self.ids[(name, hlo)] = len(self.keys)
-            self.keys.append((name, hlo))
-            self.cats.append(cat)
-        return i
-
-
-def _category(name: str, hlo: str, hlo_cat: str, mem_stat: bool) -> int:
-    """compute, comm or memory for an event (see the module docstring)."""
-    low = name.lower()
-    if mem_stat or low.startswith(_MEM_PREFIXES):
-        return _MEM
-    if _COLLECTIVE_RE.match(hlo) or (hlo_cat and _COLLECTIVE_WORDS.search(hlo_cat.lower())):
-        return _COMM
-    return _COMM if gpu_time.is_comm_kernel(name) else _COMPUTE
-
-
 # --- the protobuf walk ----------------------------------------------------------------------------------------
-def _text(buf: bytes, a: int, z: int) -> str:
-    return bytes(buf[a:z]).decode("utf-8", errors="replace")
-
-
-def _i64(v: int) -> int:
-    return v - _U64 if v >= _I64 else v
-
-
 def _stat(buf: bytes, a: int, z: int, names: dict[int, str], depth: int) -> tuple[int, Any]:
     """An XStat: its metadata id and value (a ref value as the name it points to)."""
     sid, val = 0, None
     for num, wt, x, y in pb.spans(buf, a, z, depth=depth):
         if num == _F_STAT_META and wt == 0:
-            sid = _i64(x)
+            sid = pb.signed(x)
         elif num == _F_STAT_DOUBLE and wt == 1:
             val = struct.unpack_from("<d", buf, x)[0]
         elif num in (_F_STAT_U64, _F_STAT_I64) and wt == 0:
-            val = x if num == _F_STAT_U64 else _i64(x)
+            val = x if num == _F_STAT_U64 else pb.signed(x)
         elif num == _F_STAT_STR and wt == 2:
-            val = _text(buf, x, y)
+            val = pb.text(buf, x, y)
         elif num == _F_STAT_BYTES and wt == 2:
             val = bytes(buf[x:y])
         elif num == _F_STAT_REF and wt == 0:
-            val = names.get(_i64(x), "")
+            val = names.get(pb.signed(x), "")
         elif num <= _F_STAT_REF:
             raise ProtoError(f"XStat field {num} with wire type {wt}")
     return sid, val
-
-
-def _stat_id(buf: bytes, a: int, z: int) -> int | None:
-    """The metadata id of an XStat when it is its first field (as serialized), without reading the value."""
-    if a < z and buf[a] == (_F_STAT_META << 3):
-        v, _ = pb.varint(buf, a + 1, z)
-        return _i64(v)
-    return None
 
 
 @dataclass
 class _Plane:
     """One plane's top-level fields: its name, and where its lines, metadata and stats lie."""
 
-    name: str = ""
-    lines: list[tuple[int, int]] = field(default_factory=list)
-    evmeta: list[tuple[int, int]] = field(default_factory=list)
-    statmeta: list[tuple[int, int]] = field(default_factory=list)
-    stats: list[tuple[int, int]] = field(default_factory=list)
-    stat_names: dict[int, str] = field(default_factory=dict)
+    name: str
+    lines: list[tuple[int, int]]
+    evmeta: list[tuple[int, int]]
+    stats: list[tuple[int, int]]
+    stat_names: dict[int, str]
 
 
 def _plane(buf: bytes, a: int, z: int) -> _Plane:
-    out = _Plane()
-    for num, wt, x, y in pb.spans(buf, a, z, depth=1):
-        # fields 2-6 are length-delimited and the id (1) a varint: a known field of another type is damage
-        if (wt != 2) == (num in (_F_PLANE_NAME, _F_PLANE_LINES, _F_PLANE_EVMETA, _F_PLANE_STATMETA, _F_PLANE_STATS)):
-            if num <= _F_PLANE_STATS:
-                raise ProtoError(f"XPlane field {num} with wire type {wt}")
-            continue
-        if num == _F_PLANE_NAME:
-            out.name = _text(buf, x, y)
-        elif num == _F_PLANE_LINES:
-            out.lines.append((x, y))
-        elif num == _F_PLANE_EVMETA:
-            out.evmeta.append((x, y))
-        elif num == _F_PLANE_STATMETA:
-            out.statmeta.append((x, y))
-        elif num == _F_PLANE_STATS:
-            out.stats.append((x, y))
-    out.stat_names = {k: _meta_name(buf, v) for k, v in _map(buf, out.statmeta)}
-    return out
-
-
-def _map(buf: bytes, entries: list[tuple[int, int]]) -> list[tuple[int, tuple[int, int]]]:
-    """The (key, value span) of each entry of a ``map<int64, message>`` field."""
-    out = []
-    for a, z in entries:
-        key, val = 0, (a, a)
-        for num, wt, x, y in pb.spans(buf, a, z, depth=2):
-            if num == _F_MAP_KEY and wt == 0:
-                key = _i64(x)
-            elif num == _F_MAP_VALUE and wt == 2:
-                val = (x, y)
-        out.append((key, val))
-    return out
+    f = pb.collect(buf, a, z, {_F_PLANE_ID: 0, **dict.fromkeys(range(_F_PLANE_NAME, _F_PLANE_STATS + 1), 2)},
+                   depth=1, what="XPlane")  # the id a varint, fields 2-6 length-delimited
+    names = {k: _meta_name(buf, v) for k, v in pb.map_entries(buf, f.get(_F_PLANE_STATMETA, []), depth=2)}
+    return _Plane(pb.text(buf, *f[_F_PLANE_NAME][-1]) if _F_PLANE_NAME in f else "", f.get(_F_PLANE_LINES, []),
+                  f.get(_F_PLANE_EVMETA, []), f.get(_F_PLANE_STATS, []), names)
 
 
 def _meta_name(buf: bytes, span: tuple[int, int], depth: int = 3) -> str:
     """The name of an XEventMetadata / XStatMetadata (an event's display name where it has no name)."""
-    name = display = ""
-    for num, wt, x, y in pb.spans(buf, span[0], span[1], depth=depth):
-        if num == _F_META_NAME and wt == 2:
-            name = _text(buf, x, y)
-        elif num == _F_META_DISPLAY and wt == 2:
-            display = _text(buf, x, y)
-    return name or display
+    names = {num: pb.text(buf, x, y) for num, wt, x, y in pb.spans(buf, span[0], span[1], depth=depth)
+             if num in (_F_META_NAME, _F_META_DISPLAY) and wt == 2}
+    return names.get(_F_META_NAME) or names.get(_F_META_DISPLAY, "")
 
 
 def _event_meta(buf: bytes, pl: _Plane, with_stats: bool) -> dict[int, tuple[str, dict[str, Any]]]:
     """Per event metadata id: its name and (on device planes) its stats by name."""
     out: dict[int, tuple[str, dict[str, Any]]] = {}
-    for key, (a, z) in _map(buf, pl.evmeta):
+    for key, (a, z) in pb.map_entries(buf, pl.evmeta, depth=2):
         stats: dict[str, Any] = {}
         if with_stats:
             for num, wt, x, y in pb.spans(buf, a, z, depth=3):
@@ -406,19 +302,11 @@ class _Line:
 
 
 def _line_head(buf: bytes, a: int, z: int) -> _Line:
-    name, display, ts, n = "", "", 0, 0
-    for num, wt, x, y in pb.spans(buf, a, z, depth=2):
-        if num == _F_LINE_EVENTS and wt == 2:
-            n += 1
-        elif num == _F_LINE_TS and wt == 0:
-            ts = _i64(x)
-        elif num == _F_LINE_NAME and wt == 2:
-            name = _text(buf, x, y)
-        elif num == _F_LINE_DISPLAY and wt == 2:
-            display = _text(buf, x, y)
-        elif num in (_F_LINE_NAME, _F_LINE_TS, _F_LINE_EVENTS):
-            raise ProtoError(f"XLine field {num} with wire type {wt}")
-    return _Line(name or display, ts, n)
+    f = pb.collect(buf, a, z, {_F_LINE_NAME: 2, _F_LINE_TS: 0, _F_LINE_EVENTS: 2, _F_LINE_DISPLAY: 2}, depth=2,
+                   what="XLine")
+    name, display = (pb.text(buf, *f[k][-1]) if k in f else "" for k in (_F_LINE_NAME, _F_LINE_DISPLAY))
+    ts = pb.signed(f[_F_LINE_TS][-1]) if _F_LINE_TS in f else 0
+    return _Line(name or display, ts, len(f.get(_F_LINE_EVENTS, [])))
 
 
 def _events(buf: bytes, a: int, z: int, wanted: frozenset[int], reader: Reader,
@@ -443,14 +331,14 @@ def _events(buf: bytes, a: int, z: int, wanted: frozenset[int], reader: Reader,
                     elif f == _F_EV_OCCUR:
                         timed = False
                 elif f == _F_EV_STATS and w == 2:
-                    if wanted and _stat_id(buf, x, y) in wanted:
+                    if wanted and pb.first_varint(buf, x, y, _F_STAT_META) in wanted:
                         st.append((x, y))
                 elif f <= _F_EV_OCCUR:
                     raise ProtoError(f"XEvent field {f} with wire type {w}")
         except ProtoError as exc:
             reader.bad(f"malformed XEvent protobuf ({exc})", field=where, example=f"event at byte {ea}")
             continue
-        yield _i64(mid), _i64(off), _i64(dur), timed, st
+        yield pb.signed(mid), pb.signed(off), pb.signed(dur), timed, st
 
 
 # --- one XSpace -----------------------------------------------------------------------------------------------
@@ -524,7 +412,7 @@ def _take(reader: Reader, n: int, where: str) -> bool:
     return True
 
 
-def _device(ctx: _Ctx, m: re.Match[str], ops: _Ops) -> _Device:
+def _device(ctx: _Ctx, m: re.Match[str], ops: gpu_time.Ops) -> _Device:
     """One device plane's events and ``Steps`` line."""
     buf, pl, reader = ctx.buf, ctx.pl, ctx.reader
     dev = _Device(pl.name, int(m.group(2)), _plane_stats(buf, pl))
@@ -548,7 +436,7 @@ def _device(ctx: _Ctx, m: re.Match[str], ops: _Ops) -> _Device:
     return dev
 
 
-def _device_line(ctx: _Ctx, a: int, z: int, head: _Line, dev: _Device, ops: _Ops, where: str) -> None:
+def _device_line(ctx: _Ctx, a: int, z: int, head: _Line, dev: _Device, ops: gpu_time.Ops, where: str) -> None:
     """A line's events into the device's arrays (ps since the session start), each kind classified once."""
     base, reader = ctx.base(head.ts_ns), ctx.reader
     is_ops = head.name in _OPS_LINES
@@ -568,7 +456,7 @@ def _device_line(ctx: _Ctx, a: int, z: int, head: _Line, dev: _Device, ops: _Ops
             s = {**{k: v for k, v in mstats.items() if v}, **ctx.stats(st)}
             hlo = str(s.get("hlo_op") or (name if is_ops else ""))
             mem = any(k.lower() in _MEM_STATS for k in s)
-            c = _category(name, hlo, str(s.get("hlo_category") or ""), mem)
+            c = gpu_time.category(name, hlo, str(s.get("hlo_category") or ""), mem)
             got = known[key] = (ops.get(name, hlo, c), c)
         t = float(base + off)
         start.append(t)
@@ -621,22 +509,17 @@ def _session_start(buf: bytes, planes: list[_Plane]) -> int | None:
 
 def _space_fields(buf: bytes, reader: Reader) -> tuple[list[_Plane], list[str], list[str]]:
     """The planes, host names and errors/warnings of an XSpace; what follows damage is counted as lost."""
-    spans, hosts, said = [], [], []
+    f: dict[int, list[Any]] = {}
     try:
-        for num, wt, a, z in pb.spans(buf):
-            if num in (_F_SPACE_PLANES, _F_SPACE_ERRORS, _F_SPACE_WARNINGS, _F_SPACE_HOSTS) and wt != 2:
-                raise ProtoError(f"XSpace field {num} with wire type {wt}")
-            if num == _F_SPACE_PLANES:
-                spans.append((a, z))
-            elif num == _F_SPACE_HOSTS:
-                hosts.append(_text(buf, a, z)[:200])
-            elif num in (_F_SPACE_ERRORS, _F_SPACE_WARNINGS):
-                said.append(_text(buf, a, z)[:300])
+        pb.collect(buf, 0, len(buf), dict.fromkeys(range(_F_SPACE_PLANES, _F_SPACE_HOSTS + 1), 2), what="XSpace",
+                   into=f)
     except ProtoError as exc:
         reader.bad(f"truncated or malformed XSpace protobuf ({exc}); the rest of the file is unreadable",
-                   field="XSpace", example=f"{len(spans)} plane(s) read before the damage")
+                   field="XSpace", example=f"{len(f.get(_F_SPACE_PLANES, []))} plane(s) read before the damage")
+    hosts = [pb.text(buf, a, z)[:200] for a, z in f.get(_F_SPACE_HOSTS, [])]
+    said = [pb.text(buf, a, z)[:300] for k in (_F_SPACE_ERRORS, _F_SPACE_WARNINGS) for a, z in f.get(k, [])]
     planes = []
-    for a, z in spans:
+    for a, z in f.get(_F_SPACE_PLANES, []):
         try:
             planes.append(_plane(buf, a, z))
         except ProtoError as exc:
@@ -652,7 +535,7 @@ def _host_name(path: Path) -> str:
     return path.stem
 
 
-def _read_space(reader: Reader, ops: _Ops, pattern: re.Pattern[str] | None) -> _Space:
+def _read_space(reader: Reader, ops: gpu_time.Ops, pattern: re.Pattern[str] | None) -> _Space:
     """One ``.xplane.pb``: its devices' events and steps, its host step spans."""
     buf = reader.bytes()
     planes, hosts, said = _space_fields(buf, reader)
@@ -679,61 +562,26 @@ def _read_space(reader: Reader, ops: _Ops, pattern: re.Pattern[str] | None) -> _
 
 
 # --- XLA's Chrome-trace JSON ----------------------------------------------------------------------------------
-def _key(v: Any) -> str:
-    return str(v)[:64]
-
-
-def _json_hook(d: dict[str, Any]) -> Any:
-    """Each trace event compacted as soon as it is decoded: the metadata naming processes and threads, and
-    the complete (``X``) events; other objects pass through."""
-    ph = d.get("ph")
-    if ph is None:
-        return d
-    if ph == "M":
-        args, kind = d.get("args"), d.get("name")
-        if kind in ("process_name", "thread_name") and isinstance(args, dict) and isinstance(args.get("name"), str):
-            return ("M", kind, _key(d.get("pid")), _key(d.get("tid")), args["name"][:300])
-        return None
-    if ph != "X":
-        return None
-    ts, dur = number(d.get("ts")), number(d.get("dur"))
-    if ts is None:
-        return tracejson.Bad("ts", f"{rules.NON_FINITE_TIME} (ts)")
-    if dur is None:
-        return tracejson.Bad("dur", f"{rules.NON_FINITE_TIME} (dur)")
-    if dur < 0:
-        return tracejson.Bad("dur", rules.NEGATIVE_DURATION)
-    args = d.get("args") if isinstance(d.get("args"), dict) else {}
-    name = d.get("name") if isinstance(d.get("name"), str) else ""
+def _json_args(args: dict[str, Any]) -> tuple:
+    """What an event's ``args`` says: its HLO op and category, step_num, group_id, a memory stat."""
     mem = any(isinstance(k, str) and k.lower() in _MEM_STATS for k in args)
-    return ("X", _key(d.get("pid")), _key(d.get("tid")), ts, dur, name[:2000], str(args.get("hlo_op") or ""),
-            str(args.get("hlo_category") or ""), args.get("step_num"), args.get("group_id"), mem)
+    return (str(args.get("hlo_op") or ""), str(args.get("hlo_category") or ""), args.get("step_num"),
+            args.get("group_id"), mem)
 
 
-_JSON_SELECTION = tracejson.Selection(hook=_json_hook)
-
-
-def _read_json(reader: Reader, ops: _Ops, pattern: re.Pattern[str] | None) -> _Space:
-    """One XLA trace JSON into the same structures as an XSpace (µs become ps)."""
-    ev = tracejson.read_events(reader, _JSON_SELECTION, selective=False)
-    reader.report.lines_read += ev.n_events
-    procs = {e[2]: e[4] for e in ev.kept if e[0] == "M" and e[1] == "process_name"}
-    threads = {(e[2], e[3]): e[4] for e in ev.kept if e[0] == "M" and e[1] == "thread_name"}
-    xs = [e for e in ev.kept if e[0] == "X"]
-    del ev.kept[:]
-    space = _Space(reader.path, reader.path.name, _host_name(reader.path))
-    space.planes = sorted(set(procs.values()))
-    base_us = min((e[3] for e in xs), default=0.0)
+def _read_json(reader: Reader, ops: gpu_time.Ops, pattern: re.Pattern[str] | None) -> _Space:
+    """One XLA trace JSON into the same structures as an XSpace (µs become ps): processes name the planes,
+    threads the lines; each event ``(ts, dur, name, hlo_op, hlo_category, step_num, group_id, memory stat)``."""
+    tr = tracejson.threads(reader, _json_args)
+    space = _Space(reader.path, reader.path.name, _host_name(reader.path), planes=sorted(set(tr.processes.values())))
+    base_us = min((e[0] for events in tr.events.values() for e in events), default=0.0)
     if base_us >= _EPOCH_NS / 1000:  # epoch µs: counted from the first event, whose epoch time is known
         space.start_ns = int(base_us * 1000)
     else:
         base_us = 0.0
     devices: dict[str, _Device] = {}
-    by_line: dict[tuple[str, str], list[tuple]] = {}
-    for e in xs:
-        by_line.setdefault((e[1], e[2]), []).append(e)
-    for (pid, tid), events in by_line.items():
-        plane, line = procs.get(pid, ""), threads.get((pid, tid), "")
+    for (pid, tid), events in tr.events.items():
+        plane, line = tr.processes.get(pid, ""), tr.names.get((pid, tid), "")
         m = _DEVICE_RE.match(plane)
         if m is not None:
             dev = devices.get(pid)
@@ -741,32 +589,35 @@ def _read_json(reader: Reader, ops: _Ops, pattern: re.Pattern[str] | None) -> _S
                 dev = devices[pid] = _Device(plane, int(m.group(2)), {})
             _json_line(dev, line, events, base_us, ops)
         elif plane.startswith(_HOST_PREFIX):
-            _json_host_steps(space, events, base_us, pattern)
+            for e in events:  # step marks by the rule of _host_steps
+                num = _step_number("", e[5], None) if e[5] is not None else None
+                if (pattern.fullmatch(e[2]) is not None) if pattern is not None else num is not None:
+                    ps = (float(round((e[0] - base_us) * 1e6)), float(round((e[0] - base_us + e[1]) * 1e6)))
+                    space.steps.append((num, *ps, e[2]))
     for dev in devices.values():
         _keep_activity(dev, reader, f"{space.where}:{dev.plane}")
     space.devices = sorted(devices.values(), key=lambda d: d.ordinal)
     return space
 
 
-def _json_line(dev: _Device, line: str, events: list[tuple], base_us: float, ops: _Ops) -> None:
+def _json_line(dev: _Device, line: str, events: list[tuple], base_us: float, ops: gpu_time.Ops) -> None:
     """One thread's events of a device process: a ``Steps`` line's steps, or its activity (kept aside per line
     until :func:`_keep_activity` knows which lines hold the device's activity)."""
     if line == _STEPS_LINE:
-        dev.steps.extend((_step_number(e[5], e[8], e[9]), round((e[3] - base_us) * 1e6),
-                          round((e[3] - base_us + e[4]) * 1e6)) for e in events)
+        dev.steps.extend((_step_number(e[2], e[5], e[6]), round((e[0] - base_us) * 1e6),
+                          round((e[0] - base_us + e[1]) * 1e6)) for e in events)
         return
     is_ops = line in _OPS_LINES
     known: dict[tuple, tuple[int, int]] = {}
     rows = []
-    for e in events:
-        key = (e[5], e[6], e[7], e[10])
-        got = known.get(key)
+    for ts, dur, name, hlo, hlo_cat, _, _, mem in events:
+        got = known.get((name, hlo, hlo_cat, mem))
         if got is None:
-            hlo = e[6] or (e[5] if is_ops else "")
-            c = _category(e[5], hlo, e[7], e[10])
-            got = known[key] = (ops.get(e[5], hlo, c), c)
-        s = float(round((e[3] - base_us) * 1e6))
-        rows.append((s, s + float(round(e[4] * 1e6)), got[0], got[1]))
+            hlo_op = hlo or (name if is_ops else "")
+            c = gpu_time.category(name, hlo_op, hlo_cat, mem)
+            got = known[(name, hlo, hlo_cat, mem)] = (ops.get(name, hlo_op, c), c)
+        s = float(round((ts - base_us) * 1e6))
+        rows.append((s, s + float(round(dur * 1e6)), *got))
     dev.pending[line] = rows
 
 
@@ -778,19 +629,8 @@ def _keep_activity(dev: _Device, reader: Reader, where: str) -> None:
         rows = lines[names[i]]
         if rows and _take(reader, len(rows), f"{where}/{names[i]}"):
             dev.lines.append(names[i])
-            dev.start.extend(r[0] for r in rows)
-            dev.end.extend(r[1] for r in rows)
-            dev.op.extend(r[2] for r in rows)
-            dev.cat.extend(r[3] for r in rows)
-
-
-def _json_host_steps(space: _Space, events: list[tuple], base_us: float, pattern: re.Pattern[str] | None) -> None:
-    """A host thread's step marks, by the rule of :func:`_host_steps`."""
-    for e in events:
-        num = _step_number("", e[8], None) if e[8] is not None else None
-        if (pattern.fullmatch(e[5]) is not None) if pattern is not None else num is not None:
-            space.steps.append((num, float(round((e[3] - base_us) * 1e6)), float(round((e[3] - base_us + e[4]) * 1e6)),
-                                e[5]))
+            for arr, col in zip((dev.start, dev.end, dev.op, dev.cat), zip(*rows, strict=True), strict=True):
+                arr.extend(col)
 
 
 # --- which files ------------------------------------------------------------------------------------------
@@ -821,7 +661,7 @@ def _files(reader: Reader) -> list[Path]:
     return pbs or files
 
 
-def _read(reader: Reader, files: list[Path], ops: _Ops, options: Options) -> list[_Space]:
+def _read(reader: Reader, files: list[Path], ops: gpu_time.Ops, options: Options) -> list[_Space]:
     pattern = re.compile(options.step_pattern) if options.step_pattern else None
     root = reader.path if len(files) > 1 else None
     out = []
@@ -841,22 +681,13 @@ def _read(reader: Reader, files: list[Path], ops: _Ops, options: Options) -> lis
 def _spans(marks: list[tuple], what: str, reader: Reader) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Step numbers, starts and ends (ps) from marks ``(number or None, start, end, ...)``: marks of one number
     joined (first start to last end); unnumbered ones numbered in time order."""
-    if any(m[0] is None for m in marks):
+    got = gpu_time.step_spans(marks)
+    if got.renumbered:
         reader.note(f"{what}: steps without a number (no step_num stat, name not a number) are numbered 0, 1, ... "
                     "in time order")
-        order = sorted(range(len(marks)), key=lambda i: marks[i][1])
-        marks = [(k, *marks[i][1:3]) for k, i in enumerate(order)]
-    spans: dict[int, list[float]] = {}
-    for num, s, e, *_ in marks:
-        got = spans.setdefault(int(num), [s, e])
-        got[0], got[1] = min(got[0], s), max(got[1], e)
-    nums = sorted(spans, key=lambda n: (spans[n][0], n))
-    ss = np.array([spans[n][0] for n in nums], dtype=np.float64)
-    se = np.array([spans[n][1] for n in nums], dtype=np.float64)
-    over = int((ss[1:] < se[:-1]).sum()) if len(ss) > 1 else 0
-    if over:
-        reader.note(f"{what}: {over} step span(s) overlap the previous one")
-    return np.array(nums, dtype=np.int64), ss, se
+    if got.overlaps:
+        reader.note(f"{what}: {got.overlaps} step span(s) overlap the previous one")
+    return got.nums, got.ss, got.se
 
 
 def _device_spans(sp: _Space, dev: _Device, reader: Reader) -> tuple[str, tuple] | None:
@@ -916,43 +747,27 @@ def _device_table(placed: list[_Placed], t0: float) -> pd.DataFrame:
     """Per device with events: counts per category, busy (union), compute, comm, overlap, exposed comm, idle."""
     rows = []
     for p in placed:
-        if not len(p.start):
-            continue
-        first, last = float(p.start.min()), float(p.end.max())
-        iv = p.intervals()
-        cols, _, _ = gpu_time.step_table(np.array([first]), np.array([last]), iv, scale=_PS)
-        kern = np.concatenate([iv["compute"][0], iv["comm"][0]]), np.concatenate([iv["compute"][1], iv["comm"][1]])
-        rows.append({
-            "host": p.space.host, "device": p.dev.plane, "ordinal": p.dev.ordinal, "rank": p.rank,
-            "events": len(p.start), **{f"{c}_count": int((p.cat == i).sum()) for i, c in enumerate(_CATS)},
-            "busy_s": gpu_time.union_length(*kern) * _PS, **{k: float(v[0]) for k, v in cols.items()},
-            "first_s": (first - t0) * _PS, "last_s": (last - t0) * _PS,
-            "sum_s": float((p.end - p.start).sum()) * _PS, "lines": len(p.dev.lines),
-        })
+        if len(p.start):
+            tot, first, last = gpu_time.whole_span(p.intervals(), per_s=1e12)
+            rows.append({"host": p.space.host, "device": p.dev.plane, "ordinal": p.dev.ordinal, "rank": p.rank,
+                         "events": len(p.start), **{f"{c}_count": int((p.cat == i).sum()) for i, c in enumerate(_CATS)},
+                         **tot, "first_s": (first - t0) * _PS, "last_s": (last - t0) * _PS,
+                         "sum_s": float((p.end - p.start).sum()) * _PS, "lines": len(p.dev.lines)})
     return pd.DataFrame(rows)
 
 
-def _ops_table(placed: list[_Placed], ops: _Ops) -> pd.DataFrame:
+def _ops_table(placed: list[_Placed], ops: gpu_time.Ops) -> pd.DataFrame:
     """Per event name and HLO op: category, count, summed / mean / longest seconds, devices it ran on."""
     have = [p for p in placed if len(p.start)]
     if not have:
-        return pd.DataFrame(columns=["name", "hlo_op", "category", "count", "sum_s", "mean_s", "max_s", "devices"])
-    df = pd.DataFrame({"op": np.concatenate([p.op for p in have]),
-                       "dur": np.concatenate([p.end - p.start for p in have]) * _PS,
-                       "rank": np.concatenate([np.full(len(p.op), p.rank) for p in have])})
-    g = df.groupby("op").agg(count=("dur", "size"), sum_s=("dur", "sum"), max_s=("dur", "max"),
-                             devices=("rank", "nunique"))
-    keys = [ops.keys[i] for i in g.index]
-    out = pd.DataFrame({"name": [k[0] for k in keys], "hlo_op": [k[1] for k in keys],
-                        "category": [_CATS[ops.cats[i]] for i in g.index], "count": g["count"].to_numpy(),
-                        "sum_s": g["sum_s"].to_numpy(), "mean_s": (g["sum_s"] / g["count"]).to_numpy(),
-                        "max_s": g["max_s"].to_numpy(), "devices": g["devices"].to_numpy()})
-    return out.sort_values(["sum_s", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
+        return ops.table(np.empty(0, np.int64), np.empty(0), np.empty(0, np.int64), op_column="hlo_op")
+    return ops.table(np.concatenate([p.op for p in have]), np.concatenate([p.end - p.start for p in have]) * _PS,
+                     np.concatenate([np.full(len(p.op), p.rank) for p in have]), op_column="hlo_op")
 
 
 def _step_tables(placed: list[_Placed], t0: float, reader: Reader) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """The step rows (per device and step), the per-step kernel table and which marks cut the steps."""
-    steps, kern, how = [], [], []
+    parts, how = [], []
     for p in placed:
         got = _device_spans(p.space, p.dev, reader) if len(p.start) or p.dev.steps else None
         if got is None:
@@ -960,20 +775,12 @@ def _step_tables(placed: list[_Placed], t0: float, reader: Reader) -> tuple[pd.D
         how.append(got[0])
         sn, ss, se = got[1]
         ss, se = ss + p.shift, se + p.shift
-        iv = p.intervals() if len(p.start) else {}
-        cols, cats, outside = gpu_time.step_table(ss, se, iv, scale=_PS)
-        steps.append(pd.DataFrame({"attempt": 0, "step": sn, "rank": p.rank, "start_s": (ss - t0) * _PS,
-                                   "end_s": (se - t0) * _PS, **cols}))
-        kern.extend(pd.DataFrame({"rank": p.rank, "step": sn, "category": c, **cats[c]}) for c in _CATS)
+        cols, cats, outside = gpu_time.step_table(ss, se, p.intervals() if len(p.start) else {}, per_s=1e12)
+        parts.append((p.rank, sn, (ss - t0) * _PS, (se - t0) * _PS, cols, cats))
         if outside > 1e-6:
             reader.note(f"{p.space.host} {p.dev.plane}: {outside:.6f} s of device activity lies outside every step "
                         "(not counted in step rows)")
-    if not steps:
-        return pd.DataFrame(), pd.DataFrame(), []
-    k = pd.concat(kern, ignore_index=True)
-    k["category"] = pd.Categorical(k["category"], categories=list(_CATS))
-    k = k.sort_values(["rank", "step", "category"], kind="stable").reset_index(drop=True)
-    return pd.concat(steps, ignore_index=True), k, sorted(set(how))
+    return (*gpu_time.step_frames(parts), sorted(set(how)))
 
 
 def _origin(placed: list[_Placed], spaces: list[_Space], shifts: list[float]) -> float:
@@ -991,19 +798,18 @@ def _at(p: _Placed) -> str:
 
 
 def _identified(stats: dict[str, Any]) -> tuple[str, str] | None:
-    """The model a device plane's capability stats identify (:data:`_IDENTIFIED`), and the text saying why."""
-    vendor = str(stats.get("device_vendor") or "").strip().lower()
+    """The model a device plane's capability stats identify (``device_ids.csv``), and the text saying why."""
+    vendor = str(stats.get("device_vendor") or "")
     major, minor, cores, mem = (stats.get(k) for k in ("compute_cap_major", "compute_cap_minor", "core_count",
                                                         "memory_size"))
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (major, minor, cores, mem)):
         return None
-    gib = mem / 2**30
-    for v, ma, mi, co, lo, hi, model in _IDENTIFIED:
-        if (vendor, major, minor, cores) == (v, ma, mi, co) and lo <= gib < hi:
-            return model, (f'device plane stats: device_vendor "{stats.get("device_vendor")}", compute_cap '
-                           f"{major}.{minor}, core_count {cores}, memory_size {gib:.1f} GiB: a {model} "
-                           "(the vendor's datasheet gives its compute units and memory)")
-    return None
+    row = device_ids.identify(vendor, major, minor, cores, mem)  # type: ignore[arg-type]
+    if row is None:
+        return None
+    return row.accelerator, (f'device plane stats: device_vendor "{stats.get("device_vendor")}", compute_cap '
+                             f"{major}.{minor}, core_count {cores}, memory_size {mem / 2**30:.1f} GiB: a "
+                             f"{row.accelerator} (the vendor's datasheet gives its compute units and memory)")
 
 
 def _describe(stats: dict[str, Any]) -> str:
@@ -1052,7 +858,7 @@ def _facts(out: Parsed, spaces: list[_Space], placed: list[_Placed], reader: Rea
 # --- parse ----------------------------------------------------------------------------------------------------
 def parse(reader: Reader, options: Options) -> Parsed:
     """Read an ``.xplane.pb``, XLA's trace JSON, or a folder of one profiling session's files (one per host)."""
-    ops = _Ops()
+    ops = gpu_time.Ops()
     spaces = _read(reader, _files(reader), ops, options)
     shifts, first_ns = _shifts(spaces, reader)
     placed = _place(spaces, shifts)
@@ -1082,7 +888,7 @@ def parse(reader: Reader, options: Options) -> Parsed:
         "device_planes": sorted({n for sp in spaces for n in sp.planes if _DEVICE_RE.match(n)}),
         "devices_with_events": [f"{p.space.host}:{p.dev.plane}" for p in placed if len(p.start)],
         "activity_lines": sorted({ln for p in placed for ln in p.dev.lines}),
-        "steps_from": "; ".join(how) or None, "t0_ps": t0,
+        "steps_from": "; ".join(how) or None, "data_wait_from": None, "t0_ps": t0,
     }
     if first_ns is not None:
         extra["t0_epoch_ns"] = first_ns + int(round(t0 / 1000))
