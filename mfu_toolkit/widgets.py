@@ -1140,13 +1140,15 @@ def roofline_scenario(*, accelerator: str = "H100 SXM", dtype: str = "bf16", seq
                       hidden: int = 4096, model: str = "transformer") -> RooflineResult:
     """One layer's ops (``model="transformer"``) or the DLRM's (``"dlrm"``, ``batch`` samples) on
     ``accelerator``: peak from the registry for ``dtype`` (fp32 → the TF32 peak), bandwidth from
-    the registry's datasheet table, and the MFU ceiling of the ops at their roofline."""
+    the registry's datasheet table, and the MFU ceiling of the ops at their roofline.
+    ``model="dlrm-step"``: a whole training step of the ``dlrm-dcnv2`` preset, its embedding lookups,
+    sparse update and optimizer state beside the dense layers (``roofline.recsys_step_roofline``)."""
     from . import roofline as rl
 
     if dtype not in ROOFLINE_DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(ROOFLINE_DTYPES)}; got {dtype!r}")
-    if model not in ("transformer", "dlrm"):
-        raise ValueError(f"model must be 'transformer' or 'dlrm'; got {model!r}")
+    if model not in ("transformer", "dlrm", "dlrm-step"):
+        raise ValueError(f"model must be 'transformer', 'dlrm' or 'dlrm-step'; got {model!r}")
     try:
         peak = hardware.get_peak(accelerator, ROOFLINE_DTYPES[dtype])
         bw = hardware.get_memory_bandwidth(accelerator)
@@ -1155,14 +1157,17 @@ def roofline_scenario(*, accelerator: str = "H100 SXM", dtype: str = "bf16", seq
     if model == "transformer":
         ops = rl.transformer_layer_ops(seq_len=seq_len, batch=batch, hidden=hidden, heads=max(1, hidden // 128),
                                        dtype=dtype)
-    else:
+    elif model == "dlrm":
         ops = rl.dlrm_ops(batch=batch, dtype=dtype)
+    else:
+        ops = rl.recsys_step_ops("dlrm-dcnv2", batch=batch, dtype=dtype)
     ceiling = rl.mfu_ceiling(ops, peak.flops, bw.bytes_per_s)
     ridge = rl.ridge_point(peak.flops, bw.bytes_per_s)
     times = [rl.op_time(o, peak.flops, bw.bytes_per_s) for o in ops]
     memory_share = sum(t for o, t in zip(ops, times, strict=True) if o.intensity < ridge) / sum(times)
     what = (f"one layer, {batch:,} × {seq_len:,} tokens, hidden {hidden:,}" if model == "transformer"
-            else f"DLRM-DCNv2, {batch:,} samples")
+            else f"DLRM-DCNv2, {batch:,} samples" if model == "dlrm"
+            else f"DLRM-DCNv2 training step with its embedding traffic, {batch:,} samples")
     headline = (f"MFU ceiling {ceiling:.1%} at the roofline ({what}, {dtype}) · ridge {ridge:,.0f} FLOP/B · "
                 f"memory-bound ops {memory_share:.1%} of the time")
     return RooflineResult(peak.accelerator, dtype, tuple(ops), peak.flops, bw.bytes_per_s, peak.source, bw.source,

@@ -41,7 +41,8 @@ def test_required_presets_exist_and_cite_sources():
         assert preset.name == name == preset.config.name
         # every preset names a paper (arXiv) or a config file URL
         assert "arXiv:" in preset.source or "https://" in preset.source, name
-    assert set(list_presets("dlrm")) == {"dlrm-dcnv2"}
+    assert set(list_presets("dlrm")) == {"dlrm-dcnv2", "dlrm-criteo-kaggle", "dlrm-criteo-terabyte",
+                                         "dlrm-criteo-terabyte-mlperf"}
     assert "hstu-ml-20m-large" in list_presets("hstu")
 
 

@@ -397,6 +397,102 @@ _HSTU_ROWS: list[_Row] = [
 ]
 # fmt: on
 
+# --- the original DLRM reference (facebookresearch/dlrm) and the Generative Recommenders configs --------------
+
+_DLRM_REPO = "https://github.com/facebookresearch/dlrm/blob/090956ee2319ddd349a42232958aefccfe3f7b0a/"
+_DLRM_REF = (
+    "Naumov et al. 2019, 'Deep Learning Recommendation Model for Personalization and Recommendation Systems', "
+    "arXiv:1906.00091; configuration from the reference's run script " + _DLRM_REPO + "{script} line {line}: "
+    "{flags}. Read at that commit: dlrm_s_pytorch.py lines 1150-1170 (dot interaction without "
+    "--arch-interaction-itself: the top MLP's input, num_fea * (num_fea - 1) // 2 + the bottom output, is "
+    "prepended to --arch-mlp-top), line 972 (--optimizer default 'sgd'; the script passes none), line 277 "
+    "(nn.EmbeddingBag(n, m, mode='sum', sparse=True): fp32 rows), lines 1108-1123 (the table sizes are the "
+    "dataset's category counts{cap}, so no row counts are stated; the dense count, 13 in --arch-mlp-bot, is "
+    "the data's m_den); dlrm_data_pytorch.py lines 334-335 (one index per sparse feature per sample: "
+    "pooling factor 1). {batch}"
+)
+
+
+def _dlrm_reference(name: str, where: tuple[str, int, str], arch: tuple, notes: tuple[str, str, str],
+                    derived: dict[str, float] | None = None) -> _Row:
+    """A row of the DLRM reference (26 sparse and 13 dense Criteo features, dot interaction, SGD).
+
+    ``where`` = (run script, line, its flags); ``arch`` = (bottom MLP sizes after the 13 inputs, embedding
+    dim, top MLP sizes after the interaction), from ``--arch-mlp-bot``, ``--arch-sparse-feature-size`` and
+    ``--arch-mlp-top``; ``notes`` = (the row cap, the batch, the description)."""
+    (script, line, flags), (bottom, dim, top), (cap, batch, description) = where, arch, notes
+    fields = dict(n_dense=13, bottom_mlp=bottom, n_sparse=26, embedding_dim=dim, top_mlp=top, interaction="dot",
+                  embedding_bytes=4, optimizer="sgd")
+    source = _DLRM_REF.format(script=script, line=line, flags=flags, cap=cap, batch=batch)
+    return name, fields, source, description, {"derived": dict(derived or {})}
+
+
+_GR_REPO = "https://github.com/meta-recsys/generative-recommenders/blob/db1bf8f2e8f6a92a738dafd52a245eafb25a222b/"
+
+
+def _gr_hstu(name: str, path: str, numbers: tuple[int, ...], lines: str, large: bool) -> _Row:
+    """An HSTU row from a Generative Recommenders gin file (``configs/<path>``) read at a fixed commit;
+    ``numbers`` as in ``_hstu`` and ``lines`` the file's lines that state them."""
+    layers, d, heads, dqk, seq, neg = numbers
+    source = (
+        "Zhai et al. 2024, 'Actions Speak Louder than Words: Trillion-Parameter Sequential Transducers for "
+        f"Generative Recommendations', arXiv:2402.17152; config {_GR_REPO}configs/{path} ({lines}: "
+        f"train_fn.max_sequence_length = {seq}, train_fn.item_embedding_dim = {d}, hstu_encoder.num_blocks = "
+        f"{layers}, hstu_encoder.num_heads = {heads}, hstu_encoder.dqk = hstu_encoder.dv = {dqk}, "
+        f"train_fn.num_negatives = {neg}); seq_len is the maximum, pass the real lengths for exact attention "
+        "FLOPs; the file states no item count and no sparse optimizer"
+    )
+    fields = dict(n_layers=layers, d_model=d, n_heads=heads, dqk=dqk, dv=dqk, seq_len=seq, causal=True,
+                  n_negatives=neg)
+    description = ("HSTU-large sequential recommender (causal pointwise attention)" if large else
+                   "HSTU sequential recommender in the SASRec baseline's configuration (causal pointwise attention)")
+    return name, fields, source, description, {}
+
+
+# fmt: off
+_DLRM_ROWS += [
+    _dlrm_reference(
+        "dlrm-criteo-kaggle",
+        ("bench/dlrm_s_criteo_kaggle.sh", 24,
+         '--arch-sparse-feature-size=16 --arch-mlp-bot="13-512-256-64-16" --arch-mlp-top="512-256-1"'),
+        ((512, 256, 64, 16), 16, (512, 256, 1)),
+        ("", "The script trains with --mini-batch-size=128.",
+         "DLRM reference on the Criteo Kaggle (Display Advertising Challenge) data"),
+        # this project's count (tests/test_recsys_presets.py): bottom 2 x 155,136 + dot 2 x 27^2 x 16 + top
+        # 2 x 319,232; embedding bytes: 26 lookups x 16 x 4 B x (lookup read + update read + update write),
+        # plain SGD keeps no state
+        derived={"forward_flops_per_sample": 972_064, "embedding_bytes_per_sample": 4_992}),
+    _dlrm_reference(
+        "dlrm-criteo-terabyte",
+        ("bench/dlrm_s_criteo_terabyte.sh", 24,
+         '--arch-sparse-feature-size=64 --arch-mlp-bot="13-512-256-64" --arch-mlp-top="512-512-256-1" '
+         "--max-ind-range=10000000"),
+        ((512, 256, 64), 64, (512, 512, 256, 1)),
+        (", capped at --max-ind-range", "The script trains with --mini-batch-size=2048.",
+         "DLRM reference on the Criteo Terabyte click logs")),
+    _dlrm_reference(
+        "dlrm-criteo-terabyte-mlperf",
+        ("bench/run_and_time.sh", 17,
+         '--arch-sparse-feature-size=128 --arch-mlp-bot="13-512-256-128" --arch-mlp-top="1024-1024-512-256-1" '
+         "--max-ind-range=40000000 --mlperf-logging"),
+        ((512, 256, 128), 128, (1024, 1024, 512, 256, 1)),
+        (", capped at --max-ind-range", "The script trains with --mini-batch-size=2048.",
+         "DLRM reference in the MLPerf configuration that preceded DLRM-DCNv2 (Criteo Terabyte)")),
+]
+_HSTU_ROWS += [
+    _gr_hstu("hstu-ml-3b-large", "ml-3b/hstu-sampled-softmax-n96-seqlen500-large-final.gin",
+             (16, 256, 8, 32, 500, 128), "lines 8, 16, 18-21, 32", large=True),
+    _gr_hstu("hstu-ml-3b", "ml-3b/hstu-sampled-softmax-n96-seqlen500-final.gin",
+             (4, 256, 4, 64, 500, 128), "lines 8, 16, 18-21, 32", large=False),
+    _gr_hstu("hstu-ml-20m", "ml-20m/hstu-sampled-softmax-n128-final.gin",
+             (4, 256, 4, 64, 200, 128), "lines 12, 19, 21-24, 35", large=False),
+    _gr_hstu("hstu-ml-1m", "ml-1m/hstu-sampled-softmax-n128-final.gin",
+             (2, 50, 1, 50, 200, 128), "lines 12, 19, 21-24, 35", large=False),
+    _gr_hstu("hstu-amzn-books", "amzn-books/hstu-sampled-softmax-n512-final.gin",
+             (4, 64, 4, 16, 50, 512), "lines 12, 19, 21-24, 37", large=False),
+]
+# fmt: on
+
 
 def _preset(kind: type[ModelConfig], row: _Row) -> Preset:
     """One table row as a Preset whose ``kind`` config carries the preset's name."""
