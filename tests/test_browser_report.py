@@ -42,8 +42,9 @@ CASES = {
     "dcgm": ("dcgm/NVIDIA_DCGM_issue244_dcgmi_dmon_8gpu_NA_multiplexing.excerpt.txt", {}),
 }
 NO_TIMED_STEPS = {"lightning", "sacct", "tensorboard", "dcgm"}
-# The builder's reading order (mfu_toolkit.analysis.answer.Answer.sections), then the figures.
-ORDER = ["The answer", "Missing facts", "Largest losses", "Stragglers", "Checkpoint interval", "Checks",
+# The reading order of the answer's blocks (mfu_toolkit.render.blocks.blocks), then the figures.
+ORDER = ["The answer", "Dense MFU and embedding bandwidth", "Hang (Flight Recorder)", "Missing facts",
+         "Largest losses", "Stragglers", "Checkpoint interval", "Downtime by cause", "Communication", "Checks",
          "Facts used", "What the log holds", "Waterfall", "Scorecard", "Steady-state window", "Figures"]
 TEMPLATE_PROSE = ("Three ways to run", "sample-reading", "Questions to try", "Cells tagged", "The setup cell",
                   "Nothing below needs editing", "The template behind", "text between the cells")

@@ -247,3 +247,22 @@ def test_calc_choices_match_the_flops_tables():
     from mfu_toolkit.cli import calc
 
     assert set(calc._OPTIMIZERS) == set(OPTIMIZERS) and set(calc._ROW_DTYPES) == set(ROW_DTYPES)
+
+
+def test_a_run_counting_steps_gets_its_samples_from_the_global_batch():
+    # 10 job-level steps of 2 s with a global batch of 128 (a recorded run without model FLOPs counts
+    # its work in steps): 128 / 2 s = 64 samples/s steady, and 10 × 128 / 20 s = 64 end to end
+    from mfu_toolkit.analysis import embedding_bandwidth
+    from mfu_toolkit.run import Run, RunMeta
+
+    n = 10
+    steps = {"attempt": [0] * n, "step": list(range(1, n + 1)), "rank": [-1] * n,
+             "start_s": [2.0 * i for i in range(n)], "end_s": [2.0 * (i + 1) for i in range(n)]}
+    run = Run.build(steps, None, RunMeta(name="steps", global_batch=128))
+    steady = embedding_bandwidth(run, model="dlrm-dcnv2", accelerator="H100 SXM", n_accelerators=4)
+    assert steady.samples_per_s == 64.0 and steady.reason == ""
+    assert embedding_bandwidth(run, model="dlrm-dcnv2", accelerator="H100 SXM", n_accelerators=4,
+                               basis="end_to_end").samples_per_s == 64.0
+    bare = Run.build(steps, None, RunMeta(name="steps"))
+    unknown = embedding_bandwidth(bare, model="dlrm-dcnv2", accelerator="H100 SXM", n_accelerators=4)
+    assert unknown.samples_per_s != unknown.samples_per_s and "give the global batch" in unknown.reason

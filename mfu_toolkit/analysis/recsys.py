@@ -139,14 +139,23 @@ def _rate(acc: Accounting | None, samples_per_s: float | None, basis: str) -> tu
             return _NAN, "", "the log claims no samples/s (basis='claim')"
         return float(c["value"]), f"the log's claim at {c.get('where')} ({c.get('counts', '')})", ""
     s = acc.summary
-    if s.work_unit != "sample":
+    per_unit = _samples_per_unit(acc)
+    if per_unit is None:
         return _NAN, "", (f"the run counts its work in {s.work_unit}s, not samples: samples/s unknown (give the "
                           "global batch)")
     if basis == "steady":
-        rate = 1.0 / s.ideal_s_per_unit if s.ideal_s_per_unit else _NAN
+        rate = per_unit / s.ideal_s_per_unit if s.ideal_s_per_unit else _NAN
         return rate, "the ideal step, as the steady-state MFU (evaluations and other losses excluded)", ""
-    rate = s.useful_work / s.wall_s if s.wall_s > 0 else _NAN
+    rate = s.useful_work * per_unit / s.wall_s if s.wall_s > 0 else _NAN
     return rate, "useful samples over the whole wall time, as the end-to-end MFU", ""
+
+
+def _samples_per_unit(acc: Accounting) -> float | None:
+    """Samples in one unit of the accounting's work: 1 for samples, the global batch for steps."""
+    unit, batch = acc.summary.work_unit, acc.run.meta.global_batch
+    if unit == "sample":
+        return 1.0
+    return float(batch) if unit == "step" and batch else None
 
 
 def _memory(accelerator: str | None, n: int | None) -> tuple[float, str, str]:
