@@ -97,6 +97,25 @@ CHECKS: dict[str, dict[int, list[tuple[str, float, float, str, str]]]] = {
         3: [("printed_mfu", 0.82645, 0.001, "a fraction", "the substring table gives the L40 the L4's 121"),  # 100/121
             ("true_mfu", 0.55233, 0.001, "a fraction", "the L40's own dense bf16 peak is 181.05")],  # 100/181.05
     },
+    "13_communication_and_downtime": {
+        # S × (n−1)/n / peak = 4e9 × 7/8 / 450e9 = 7.7778 ms (NVLink4: 900 GB/s both ways, 450 each)
+        1: [("allgather_ms", 7.7778, 0.01, "milliseconds",
+             "floor = S × (n−1)/n / the per-direction peak; NVLink4 prints 900 GB/s with both directions added")],
+        # 2,360,832 × 2(3−1)/3 / 50e9 = 62.955 µs; 62.955 / 5,663 = 0.011117, the efficiency against NDR
+        2: [("floor_us", 62.955, 0.05, "microseconds",
+             "floor = S × 2(n−1)/n / 50 GB/s (NDR: 400 Gb/s each way)"),
+            ("floor_share", 0.011117, 0.0002, "a fraction of the measured 5,663 µs",
+             "divide the floor by the measured time")],
+        # 0.40 × 2 / (2 + e) ≥ 0.39 -> e ≤ 0.051282 s; 1 − 0.051282 / 0.630 = 0.91860
+        3: [("min_overlap", 0.9186, 0.002, "a fraction (0.5 = half overlapped)",
+             "solve 0.40 × 2 / (2 + exposed) = 0.39 for the exposed time, then exposed = 0.630 s × (1 − overlap)")],
+        # 1,920 steps × 9 s / 35,364.285491 s = 48.8629 %
+        7: [("goodput_9s", 48.8629, 0.01, "percent, as the library prints it",
+             "(max saved step − min loaded step) × reference step / total runtime × 100, with 1,920 steps")],
+        # 3,632 s / 240 steps = 15.1333 s per redone step; 5,240 − 5,200 = 40 steps -> 605.33 s
+        9: [("recompute_s", 605.33, 2.0, "seconds",
+             "the steps after the last checkpoint are redone: 5,240 − 5,200 of them, at 3,632 s / 240 each")],
+    },
 }
 _ITEM = re.compile(r"^(\d+)\.\s+(.*)$")
 _DATA = re.compile(r"""(["'])\.\./data(?=[/"'])""")  # a quoted path that starts with ../data
