@@ -801,7 +801,7 @@ def _parse(src: Any, reader: Reader, options: Options) -> Parsed:
     else:
         extra["steps_from"] = None
         why = ("no NVTX step range is tied to a device's kernels" if steps else
-               f"no NVTX range is named as a step ({pattern!r})")
+               f"no NVTX range is named as a step (pattern {pattern})")
         reader.note(f"{why}: steps cannot be cut from this capture, so the Run has no step rows (none are "
                     "invented); per-device totals are in tables['kernels']; pass step_pattern= to name the ranges "
                     "that mark steps")
