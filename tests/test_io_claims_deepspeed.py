@@ -23,8 +23,10 @@ from pathlib import Path
 import pytest
 from _realdata import realdata  # noqa: F401  (fixture)
 from _samples import megatron_line
+from _timing import explain, growth, linear_bound
 
 from mfu_toolkit.io import load_run
+from mfu_toolkit.io.throughput_timer import timer_line
 
 SFT = "deepspeedai_DeepSpeedExamples_dschat_step1_sft_opt-1.3b_gbs128.log"
 DPO = "deepspeedai_DeepSpeedExamples_dschat_step2_dpo_opt-350M_gbs32.log"
@@ -284,3 +286,47 @@ def test_megatron_deepspeed_timer_claims_are_partial_and_never_a_mismatch(realda
     checks = [c for c in build_answer(run).checks if c.name == "claim samples_per_s"]
     assert not [c for c in checks if c.status == "warn"]
     assert any(c.status == "info" and "part of each step" in c.message for c in checks)
+
+
+# --- the shared reader (mfu_toolkit.io.throughput_timer.timer_line), as both formats call it ----------------------
+@pytest.mark.parametrize("form", ["global_step", "micro_step", "running_only", "running_only_mem"])
+def test_timer_line_reads_each_spelling(form):
+    line = _timer_line(form, 30, "10.5", "12.0", 30)
+    timed = timer_line(line)
+    assert (timed.form, timed.step, timed.epoch) == (form.removesuffix("_mem"), "30", 0)
+    assert timed.micro_step == (60 if form == "global_step" else None)
+    key = "SamplesPerSec" if form.startswith("running_only") else "RunningAvgSamplesPerSec"
+    assert timed.rates[key] == "10.5" and timed.rates.get("CurrSamplesPerSec") == (
+        None if form.startswith("running_only") else "12.0")
+    assert ("MemAllocated" in timed.rates) == (form != "running_only")
+    assert timer_line(line, whole=True, memory=False).rates.keys() <= {key, "CurrSamplesPerSec"}
+    broken = line.replace("SamplesPerSec=", "SamplesPerSec:")
+    assert timer_line(broken, whole=True) is None  # a spelling printed whole has its rate's '='
+    assert (timer_line(broken) is None) == (form != "global_step")  # epoch=/micro_step=/global_step= is enough
+
+
+def test_whole_takes_a_spelling_only_as_deepspeed_prints_it():
+    """The deepspeed format reads any epoch=/micro_step=/global_step= (and counts a bad step); the megatron format
+    only a spelling printed whole, RunningAvgSamplesPerSec before SamplesPerSec wherever each is on the line."""
+    bad_step = "epoch=0/micro_step=2/global_step=2x, RunningAvgSamplesPerSec=1.0, CurrSamplesPerSec=2.0"
+    assert (timer_line(bad_step).form, timer_line(bad_step).step) == ("global_step", "2x")
+    assert timer_line(bad_step, whole=True) is None
+    second = "epoch=0/micro_step=2/global_step=q " + bad_step.replace("2x", "4")
+    assert timer_line(second).step == "q" and timer_line(second, whole=True).step == "4"
+    both = "0/5, SamplesPerSec=1.0 | 0/6, RunningAvgSamplesPerSec=2.0, CurrSamplesPerSec=3.0"
+    assert timer_line(both).form == "running_only" and timer_line(both, whole=True).form == "micro_step"
+    assert timer_line("12345678901234567890/5, RunningAvgSamplesPerSec=1.0") is None  # no 19-digit epoch
+    # MemAllocated's value runs to the next comma or space: read with it, it can hide a rate glued to it
+    glued = "0/5, RunningAvgSamplesPerSec=1.0, CurrSamplesPerSec=3.0, MemAllocated=x)CurrSamplesPerSec=7"
+    assert timer_line(glued).rates["CurrSamplesPerSec"] == "3.0"
+    assert timer_line(glued, whole=True, memory=False).rates["CurrSamplesPerSec"] == "7"
+
+
+@pytest.mark.parametrize("unit", ["epoch=0/micro_step=1/global_step=1x ", "0/1, SamplesPerSec=1 ", "0/"])
+def test_timer_line_takes_linear_time_on_repeated_spellings(unit):
+    def make(n: int):
+        line = unit * (n // len(unit)) + "RunningAvgSamplesPerSec=1"
+        return lambda: (timer_line(line), timer_line(line, whole=True))
+
+    ratio = growth(make, 50_000)
+    assert ratio < linear_bound(), explain(ratio)

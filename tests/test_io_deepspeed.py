@@ -15,14 +15,18 @@ import statistics
 import warnings
 from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from _realdata import files, realdata  # noqa: F401
 from _timing import explain, growth, linear_bound
 
 from mfu_toolkit.io import detect_format, load_run
-from mfu_toolkit.io.base import InternalLoadError
+from mfu_toolkit.io.base import InternalLoadError, Parsed
+from mfu_toolkit.io.deepspeed_runtime import RUNTIME_LINES, Runtime, world_facts
 from mfu_toolkit.io.formats import deepspeed
+from mfu_toolkit.io.lines import Line, read
+from mfu_toolkit.io.reading import Reader
 from mfu_toolkit.run import LoadError, LoadWarning, Run, SchemaError, read_run, save_run
 
 SFT = "deepspeedai_DeepSpeedExamples_dschat_step1_sft_opt-1.3b_gbs128.log"
@@ -273,6 +277,28 @@ def test_megatron_deepspeed_engine_lines_with_format_deepspeed(realdata):  # noq
     assert run.steps[["attempt", "step"]].values.tolist() == [[0, 2], [1, 2]]
     # Sunspot: step=1 at 09:09:53,312, step=2 at 09:10:13,619
     assert run.steps["end_s"].iloc[0] - run.steps["start_s"].iloc[0] == pytest.approx(20.307)
+
+
+def test_runtime_rows_read_a_megatron_deepspeed_log_in_any_table(realdata):  # noqa: F811
+    """The launcher, config-dump, profiler and comms rows (io/deepspeed_runtime.py) need no deepspeed state: a table
+    of them alone reads the Megatron-DeepSpeed log the megatron format reads, as its raw lines say."""
+    path = realdata / "deepspeed" / MOE
+    text, lines = path.read_text(), _lines(path)
+    launches: list[int] = []
+    state = SimpleNamespace(runtime=Runtime(Reader(path, "test"), on_launch=lambda at: launches.append(at.ln)))
+    rt = state.runtime
+    read(rt.reader, (Line(None, None, lambda st, at, m: st.runtime.block(at)), *RUNTIME_LINES), state)
+    assert launches == [i + 1 for i, t in enumerate(lines) if "cmd = " in t or "WORLD INFO DICT" in t] == [2, 3]
+    assert rt.launcher["dist_world_size"][0] == int(re.search(r"dist_world_size=(\d+)", text).group(1)) == 4
+    hosts = json.loads(base64.b64decode(re.search(r"--world_info=(\S+)", text).group(1)))
+    assert rt.launcher["hosts"][:2] == ({h: len(d) for h, d in hosts.items()}, 2) == ({"localhost": 4}, 2)
+    assert rt.config["train_batch_size"][0] == re.search(r"train_batch_size \.+ (\d+)", text).group(1) == "256"
+    assert rt.config_count("train_batch_size")[0] == 256 and rt.arg_count("micro_batch_size") is None
+    out = Parsed()
+    assert world_facts(out, rt) == 4
+    assert {f.name: f.value for f in out.facts} == {"n_ranks": 4, "n_accelerators": 4, "n_nodes": 1,
+                                                    "accelerators_per_node": 4}
+    assert all(f.where.startswith(f"{path}:") for f in out.facts) and not rt.reader.report.skipped
 
 
 def test_a_lost_engine_line_stays_one_row(realdata):  # noqa: F811

@@ -20,7 +20,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from mfu_toolkit.io import rules, values
+from mfu_toolkit.io import deepspeed_runtime, rules, values
 from mfu_toolkit.io.formats import dcgm, deepspeed, hf_trainer, lightning, megatron, sacct, torchtitan
 from mfu_toolkit.io.values import MAX_CHARS, as_number, number, numeral, timestamp
 
@@ -251,7 +251,7 @@ def _dcgm(tok: str) -> tuple[float | None, str]:
 def _deepspeed(kind: str):
     def read(raw: str | None) -> tuple[float, str | None]:
         scan = types.SimpleNamespace(reader=_Reader())
-        v = deepspeed._checked(scan, raw, 1, "x", kind=kind)
+        v = deepspeed_runtime.checked(scan.reader, raw, 1, "x", kind=kind)  # deepspeed's checker, now shared
         return v, scan.reader.got[0] if scan.reader.got else None
     return read
 

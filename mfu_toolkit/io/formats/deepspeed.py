@@ -1,5 +1,8 @@
 """DeepSpeed engine logs and DeepSpeed-Chat training logs (the stdout of a ``deepspeed`` launch).
 
+Each kind of line is a row of :data:`LINES`, read by the shared dispatcher (:mod:`mfu_toolkit.io.lines`); the
+launcher, config-dump, Flops Profiler and comms lines, which Megatron-DeepSpeed logs print too, by the rows of
+:mod:`mfu_toolkit.io.deepspeed_runtime`, and the throughput timer's line by :mod:`mfu_toolkit.io.throughput_timer`.
 What the format reads and how it maps to a :class:`~mfu_toolkit.run.Run`:
 
 - **Engine progress**, printed by rank 0 every ``steps_per_print`` steps: ``[Rank 0] step=N, skipped=K,
@@ -52,11 +55,10 @@ those; this one reads only their DeepSpeed lines (and says so), and :func:`sniff
 
 from __future__ import annotations
 
-import base64
-import binascii
 import math
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from statistics import median
@@ -66,10 +68,13 @@ import numpy as np
 import pandas as pd
 
 from .. import rules, timeline
-from ..base import Claim, Parsed, loader_for
+from ..base import Parsed, loader_for
+from ..deepspeed_runtime import RUNTIME_LINES, Runtime, checked, world_facts
+from ..lines import At, Handler, Line, claim, read
 from ..reading import Reader, read_head
-from ..throughput_timer import TIMER_COUNTS, UNDER_MEGATRON
-from ..values import number, timestamp
+from ..throughput_timer import ENGINE, running_key, timer_line
+from ..throughput_timer import claims as timer_claims
+from ..values import timestamp
 
 NAME = "deepspeed"
 
@@ -99,35 +104,16 @@ _TS_SPAN = 96  # a timestamp is looked for in the first characters of a line onl
 _STEP = re.compile(r"(?<![\w/])step=([^,\s]{0,64}), skipped=([^,\s]{0,64})")
 _RANK = re.compile(r"\[Rank (\d{1,9})\]")
 _LR = re.compile(r"\blr=\[([^\],]{0,64})")
-_TIMER_NEW = re.compile(r"epoch=(\d{1,18})/micro_step=(\d{1,18})/global_step=([^,\s]{0,64})")
-_TIMER_OLD = re.compile(r"(?<![\d/])(\d{1,18})/(\d{1,18}), (RunningAvg)?SamplesPerSec=")
-_TIMER_KV = re.compile(
-    r"\b(RunningAvgSamplesPerSec|CurrSamplesPerSec|SamplesPerSec|MemAllocated|MaxMemAllocated)=([^,\s]{0,64})")
 _OVERFLOW = re.compile(
     r"(?:OVERFLOW! Rank (\d{1,9}) Skipping step|Overflow detected\. Skipping step)"
     r"\.? Attempted loss scale: ([^,\s]{0,64})")
 _PPO = re.compile(r"(?<!\w)epoch: ([^|]{0,40})\|step: ([^|]{0,40})(.*)$")
-_CONFIG = re.compile(r"\[config\.py:\d{1,6}:print\]\s{1,16}(\w{1,64})\s[ .]{0,200}(.{0,200})")
-_WORLD_INFO = re.compile(r"--world_info=([A-Za-z0-9+/=_-]{1,65536})")
-_HOSTS = re.compile(r"'([^']{0,256})':\s{0,8}\[([0-9,\s]{0,65536})\]")
-_WORLD_SIZE = re.compile(r"\bdist_world_size=([^,\s]{0,64})")
-_NNODES = re.compile(r"\bnnodes=([^,\s]{0,64}), num_local_procs=([^,\s]{0,64})")
 _VERSION = re.compile(r"DeepSpeed info: version=([^,\s]{0,64})")
 _MEGATRON_ITER = re.compile(r"\biteration(?:\s{1,64}|=\s{0,64})\d{1,18}\s{0,64}/\s{0,64}\d{1,18}\s{0,64}\|")
-_PREFIX = re.compile(r"^\s{0,64}(?:\[rank\d{1,9}\]:|\d{1,6}:)\s?", re.IGNORECASE)
-_SIZE = re.compile(r"(?<![0-9.])([0-9.]{1,32})([KMGTP]?B)")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
 
 _EPOCH = datetime(1970, 1, 1)
-_MAX_SECONDS = 1e9  # a duration longer than ~30 years is damage, not a step
 _NEAR = 5  # lines: a timer line or a second engine's line belongs to the record printed just before
 _ROW_BUDGET = 2_000_000  # step rows expanded from intervals; beyond it each interval is one row
-_COMMS_COLUMNS = (("total_latency_ms", "Total Latency(ms)", "duration"),
-                  ("avg_latency_ms", "Avg Latency(ms)", "duration"), ("tput_avg_gbps", "tput_avg (Gbps)", "value"),
-                  ("busbw_avg_gbps", "busbw_avg (Gbps)", "value"))
-_SIZE_UNITS = {"B": 0, "KB": 1, "MB": 2, "GB": 3, "TB": 4, "PB": 5}
-_SI = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
-_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 _PPO_FIELDS = {"ppo_ep": "ppo_epoch", "act_loss": "act_loss", "cri_loss": "cri_loss", "unsuper_loss": "unsuper_loss"}
 _E2E_FIELDS = {"E2E latency": "e2e_s", "Gather latency": "gather_s", "Generate time": "generate_s",
                "Training time": "training_s", "Others": "others_s", "CurSamplesPerSec": "cur_samples_per_s",
@@ -135,27 +121,12 @@ _E2E_FIELDS = {"E2E latency": "e2e_s", "Gather latency": "gather_s", "Generate t
 _DSCHAT_TP = {"Model Parameters": "params_b", "Latency": "latency_s", "TFLOPs": "tflops",
               "Samples/sec": "samples_per_s", "Time/seq": "time_per_seq_s", "Batch Size": "batch_size",
               "Sequence Length": "seq_len"}
-# The Flops Profiler summary's keys (deepspeed/profiling/flops_profiler/profiler.py, print_model_profile)
-_PROFILER = {
-    "world size": "world_size", "data parallel size": "dp_size", "model parallel size": "mp_size",
-    "batch size per GPU": "batch_per_gpu", "params per gpu": "params_per_gpu", "params per GPU": "params_per_gpu",
-    "params per device": "params_per_gpu", "params of model": "params_of_model",
-    "fwd MACs per GPU": "fwd_macs_per_gpu", "fwd flops per GPU": "fwd_flops_per_gpu",
-    "fwd flops of model": "fwd_flops_of_model", "fwd latency": "fwd_latency_s", "bwd latency": "bwd_latency_s",
-    "step latency": "step_latency_s", "iter latency": "iter_latency_s", "fwd FLOPS per GPU": "fwd_flops_per_s_per_gpu",
-    "bwd FLOPS per GPU": "bwd_flops_per_s_per_gpu", "fwd+bwd FLOPS per GPU": "fwd_bwd_flops_per_s_per_gpu",
-    "samples/second": "samples_per_s",
-}
-_CONFIG_KEYS = frozenset({
-    "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "fp16_enabled",
-    "bfloat16_enabled", "bf16_enabled", "zero_optimization_stage", "zero_enabled", "world_size", "steps_per_print"})
 _ARG_KEYS = frozenset({
     "per_device_train_batch_size", "per_device_training_batch_size", "gradient_accumulation_steps", "max_seq_len",
     "max_prompt_seq_len", "max_answer_seq_len", "model_name_or_path", "actor_model_name_or_path",
     "critic_model_name_or_path", "zero_stage", "actor_zero_stage", "critic_zero_stage"})
 _STAGE_ARGS = (("zero_stage", ""), ("actor_zero_stage", "actor "), ("critic_zero_stage", "critic "))
-_DSCHAT_MARKS = ("***** Running training *****", "Total Micro Batches", "Total Generation Batches", "|E2E latency=")
-_LAUNCH_MARKS = ("--world_info=", "WORLD INFO DICT", "dist_world_size=", "nnodes=", "cmd = ", "exits successfully")
+_DSCHAT_MARKS = ("***** Running training *****", "Total Micro Batches", "Total Generation Batches")  # E2E: a record
 
 # --- sniffing ----------------------------------------------------------------------------------
 _SNIFF_STRONG = re.compile(
@@ -192,42 +163,39 @@ def sniff(path: Path, head: bytes) -> float:
     return 0.95 if strong else 0.6
 
 
-# --- the scan ----------------------------------------------------------------------------------
-@dataclass
+# --- what the lines gather ------------------------------------------------------------------------
 class _Scan:
-    """What one pass over the lines collected. ``config``, ``args``, ``launcher`` and ``profiler``
-    hold ``name -> (value, line, text)``, the first statement of each."""
+    """What one pass over the lines gathers, and where the launch stands (``runtime``: what the launcher, config
+    dump, profiler and comms lines state, see :mod:`mfu_toolkit.io.deepspeed_runtime`)."""
 
-    reader: Reader
-    launch: int = 0  # engine launches (attempts before renumbering)
-    ppo_launch: int = 0
-    marker: bool = False  # a launch line was seen since the last engine record
-    ppo_marker: bool = False
-    engine: list[dict[str, Any]] = field(default_factory=list)
-    last0: dict[int, int] = field(default_factory=dict)  # rank -> last engine-0 step of this launch
-    ppo: list[dict[str, Any]] = field(default_factory=list)
-    overflow: list[dict[str, Any]] = field(default_factory=list)
-    pending: list[dict[str, Any]] = field(default_factory=list)  # overflow lines not yet given an engine step
-    pending_ppo: list[dict[str, Any]] = field(default_factory=list)
-    eval_open: bool = False
-    comms: list[dict[str, Any]] = field(default_factory=list)
-    in_comms: bool = False
-    comm_op: str | None = None
-    prof_left: int = 0
-    profiler: dict[str, tuple[float, int, str]] = field(default_factory=dict)
-    config: dict[str, tuple[str, int, str]] = field(default_factory=dict)
-    args: dict[str, tuple[str, int, str]] = field(default_factory=dict)
-    launcher: dict[str, tuple[Any, int, str]] = field(default_factory=dict)
-    dschat_tp: list[dict[str, Any]] = field(default_factory=list)
-    dschat_at: tuple[int, str] | None = None
-    megatron: int = 0
-    neox: int = 0  # of the Megatron-style iteration lines, GPT-NeoX's (its own step() per micro-batch)
-    other: int = 0
-    exits: int = 0
-    timer_mismatch: int = 0
-    version: str | None = None
-    t_first: float | None = None
-    prev_text: str = ""
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+        self.launch = self.ppo_launch = 0  # engine and DeepSpeed-Chat launches (attempts before renumbering)
+        self.marker = self.ppo_marker = False  # a launch line was seen since the last engine / PPO record
+        self.engine: list[dict[str, Any]] = []
+        self.last0: dict[int, int] = {}  # rank -> last engine-0 step of this launch
+        self.ppo: list[dict[str, Any]] = []
+        self.overflow: list[dict[str, Any]] = []
+        self.pending: list[dict[str, Any]] = []  # overflow lines not yet given an engine step
+        self.pending_ppo: list[dict[str, Any]] = []  # nor a PPO step
+        self.dschat_tp: list[dict[str, Any]] = []
+        self.runtime = Runtime(reader, _ARG_KEYS, self.launched)  # launcher, config dump, profiler, comms
+        self.eval_open = False
+        self.dschat_at: tuple[int, str] | None = None
+        self.megatron = self.neox = 0  # Megatron-style iteration lines; of them GPT-NeoX's (step() per micro-batch)
+        self.other = self.timer_mismatch = 0
+        self.version: str | None = None
+        self.t_first: float | None = None
+        self.prev_text = self.text = ""  # the last line that went on to the record rows before this one; this one
+
+    def launched(self, at: At) -> None:
+        """A launch line (``cmd = ...``, ``WORLD INFO DICT``): after records, the next one starts an attempt; the
+        command of DeepSpeed-Chat's ``main.py`` names its framework."""
+        self.marker = self.ppo_marker = bool(self.engine or self.ppo) or self.marker
+        args = self.runtime.args
+        if "cmd = " in at.text and "main.py" in at.text and ("model_name_or_path" in args
+                                                            or "actor_model_name_or_path" in args):
+            self.dschat_at = self.dschat_at or (at.ln, at.text)
 
     def where(self, line: int) -> str:
         return f"{self.reader.name}:{line}"
@@ -256,26 +224,6 @@ def _stamp(scan: _Scan, ln: int, text: str, *, count: bool = True) -> float | No
     return t
 
 
-def _checked(scan: _Scan, raw: str | None, ln: int, name: str, *, kind: str = "value") -> float:
-    """A numeric field's value (``values.number``, Python's float grammar); NaN, counted with line
-    and field, when it is not usable.
-
-    ``kind``: ``"value"`` (finite, >= 0), ``"duration"`` (the same, a negative one is a negative
-    duration), ``"any"`` (any float, NaN and infinity included: a loss may diverge).
-    """
-    text = (raw or "").strip()
-    v = number(text, nonfinite="keep")
-    if v is None:
-        why = rules.MISSING_FIELD if not text else rules.NON_NUMERIC
-    elif kind == "any" or (math.isfinite(v) and v >= 0 and (kind != "duration" or v <= _MAX_SECONDS)):
-        return v
-    else:
-        why = (rules.NEGATIVE_DURATION if kind == "duration" and v < 0
-               else f"{rules.VALUE_OUT_OF_RANGE} (negative or not finite)")
-    scan.reader.bad(why, line=ln, field=name, example=f"{name}={text}"[:160])
-    return math.nan
-
-
 def _step_of(scan: _Scan, ln: int, text: str, raw: str | None, name: str, *, dup: bool = True) -> int | None:
     """A record's step number; None, counted, when it is none or (``dup``) the line repeats the one before."""
     step = rules.as_step(raw)
@@ -285,74 +233,38 @@ def _step_of(scan: _Scan, ln: int, text: str, raw: str | None, name: str, *, dup
     return step
 
 
-def _scan(reader: Reader) -> _Scan:
-    scan = _Scan(reader)
-    for ln, text in reader.lines():
-        if not text.strip():
-            continue
-        reader.report.lines_read += 1
-        if scan.t_first is None or text.lstrip().startswith("["):
-            _stamp(scan, ln, text, count=False)  # the job's first event sets the time origin
-        if scan.in_comms and _comms_row(scan, ln, text):
-            continue
-        scan.in_comms = False
-        if scan.prof_left > 0:
-            scan.prof_left -= 1
-            if _profiler_line(scan, ln, text):
-                continue
-        if not _record_line(scan, ln, text) and not _context_line(scan, ln, text):
-            scan.other += 1
-        scan.prev_text = text
-    return scan
+# --- LINES: every line first, then the records ------------------------------------------------------------------
+def _each(scan: _Scan, at: At, m: None) -> bool:
+    """Every line: a stamp sets the time origin (the job's first event); a row of an open comms table or a line of
+    an open profiler summary is read here; any other line goes on to the rows below (as ``scan.text``)."""
+    text = at.text
+    if scan.t_first is None or text.lstrip().startswith("["):
+        _stamp(scan, at.ln, text, count=False)
+    if (scan.runtime.in_comms or scan.runtime.prof_left > 0) and scan.runtime.block(at):
+        return True
+    scan.prev_text, scan.text = scan.text, text
+    return False
 
 
-def _record_line(scan: _Scan, ln: int, text: str) -> bool:
-    """Engine, overflow and DeepSpeed-Chat step records; False when the line is none of them."""
-    if "step=" in text and "skipped=" in text:
-        _engine_step(scan, ln, text)
-    elif "RunningAvgSamplesPerSec=" in text or ", SamplesPerSec=" in text:
-        _engine_timer(scan, ln, text)
-    elif "Skipping step" in text and "loss scale" in text:
-        _overflow(scan, ln, text)
-    elif "E2E latency=" in text:
-        _e2e(scan, ln, text)
-    elif "|step: " in text and "epoch: " in text:
-        _ppo_step(scan, ln, text)
-    elif "average reward score:" in text and scan.ppo and "e2e_s" not in scan.ppo[-1]:
-        scan.ppo[-1]["reward"] = _checked(scan, text.rpartition(":")[2], ln, "average reward score", kind="any")
-    elif "Model Parameters:" in text and "Latency:" in text:
-        _dschat_throughput(scan, ln, text)
-    else:
-        return False
-    if scan.dschat_at is None and ("|E2E latency=" in text or "Model Parameters:" in text):
-        scan.dschat_at = (ln, text)
-    return True
+def _record(read_line: Callable[[_Scan, int, str], bool | None], *also: str) -> Handler:
+    """A record row's handler: ``read_line(scan, ln, text)`` reads the line if it holds one of ``also`` (when given;
+    a False result: not this row's line after all); the first DeepSpeed-Chat record line is kept (``framework``)."""
 
+    def handler(scan: _Scan, at: At, m: None) -> bool:
+        text = at.text
+        for needle in also:  # a plain loop: cheaper than any() of a generator
+            if needle in text:
+                break
+        else:
+            if also:
+                return False
+        if read_line(scan, at.ln, text) is False:
+            return False
+        if scan.dschat_at is None and ("|E2E latency=" in text or "Model Parameters:" in text):
+            scan.dschat_at = (at.ln, text)
+        return True
 
-def _context_line(scan: _Scan, ln: int, text: str) -> bool:
-    """Launcher, config, profiler, comms and DeepSpeed-Chat markers; False for noise."""
-    if "Comm. Op" in text and "Latency" in text:
-        scan.in_comms, scan.comm_op = True, None
-    elif "DeepSpeed Flops Profiler" in text:
-        scan.prof_left = 60
-    elif ":print]" in text and "config.py" in text:
-        if (m := _CONFIG.search(text)) is not None and m.group(1) in _CONFIG_KEYS:  # the config dump
-            scan.config.setdefault(m.group(1), (m.group(2).strip(), ln, text))
-    elif any(k in text for k in _LAUNCH_MARKS):
-        _launcher(scan, ln, text)
-    elif "DeepSpeed info: version=" in text:
-        m = _VERSION.search(text)
-        scan.version = scan.version or (m.group(1) if m else None)
-    elif "***** Evaluating" in text:
-        scan.eval_open = True
-    elif any(k in text for k in _DSCHAT_MARKS):
-        scan.dschat_at = scan.dschat_at or (ln, text)
-    elif "iteration" in text and _MEGATRON_ITER.search(text):
-        scan.megatron += 1
-        scan.neox += "samples/sec:" in text or "approx flops per GPU" in text
-    else:
-        return False
-    return True
+    return handler
 
 
 # --- engine records ----------------------------------------------------------------------------
@@ -401,20 +313,15 @@ def _engine_step(scan: _Scan, ln: int, text: str) -> None:
         rec = _new_record(scan, ln, step, int(rank_m.group(1)) if rank_m else 0, _stamp(scan, ln, text))
     rec["skipped"] = skipped
     lr = _LR.search(text)
-    rec["learning_rate"] = _checked(scan, lr.group(1), ln, "lr") if lr else math.nan
+    rec["learning_rate"] = checked(scan.reader, lr.group(1), ln, "lr") if lr else math.nan
 
 
 def _engine_timer(scan: _Scan, ln: int, text: str) -> None:
-    """The throughput timer's line, joined to the step record printed just before it."""
-    if (m := _TIMER_NEW.search(text)) is not None:
-        (epoch, micro, gstep), form = m.groups(), "global_step"
-    elif (m := _TIMER_OLD.search(text)) is not None:
-        epoch, gstep, running = m.groups()
-        micro, form = None, "micro_step" if running else "running_only"
-    else:
+    """The throughput timer's line (``throughput_timer.timer_line``), joined to the step record printed just before."""
+    if (timed := timer_line(text)) is None:
         scan.bad(f"{rules.BAD_STEP} (throughput-timer line without its step)", ln, "global_step", text)
         return
-    if (step := _step_of(scan, ln, text, gstep, "global_step")) is None:
+    if (step := _step_of(scan, ln, text, timed.step, "global_step")) is None:
         return
     last = scan.engine[-1] if scan.engine else None
     if (last is not None and "timer_line" not in last and last["launch"] == scan.launch and ln - last["line"] <= _NEAR
@@ -424,16 +331,15 @@ def _engine_timer(scan: _Scan, ln: int, text: str) -> None:
     else:  # a timer line on its own is a record too
         rec = _new_record(scan, ln, step, 0, _stamp(scan, ln, text))
         rec["from_timer"] = True
-    values = dict(_TIMER_KV.findall(text))
-    running_key = "SamplesPerSec" if form == "running_only" else "RunningAvgSamplesPerSec"
-    rec.update(timer_line=ln, timer_form=form, epoch=int(epoch), micro_step=int(micro) if micro is not None else None,
-               timer_step=step, samples_per_s_running=_checked(scan, values.get(running_key), ln, running_key))
+    form, values, key = timed.form, timed.rates, running_key(timed.form)
+    rec.update(timer_line=ln, timer_form=form, epoch=timed.epoch, micro_step=timed.micro_step, timer_step=step,
+               samples_per_s_running=checked(scan.reader, values.get(key), ln, key))
     # DeepSpeed before 0.7 printed the running average only: no CurrSamplesPerSec to miss
     rec["samples_per_s"] = (math.nan if form == "running_only"
-                            else _checked(scan, values.get("CurrSamplesPerSec"), ln, "CurrSamplesPerSec"))
+                            else checked(scan.reader, values.get("CurrSamplesPerSec"), ln, "CurrSamplesPerSec"))
     for key, col in (("MemAllocated", "mem_allocated_gb"), ("MaxMemAllocated", "max_mem_allocated_gb")):
         if key in values:
-            rec[col] = _checked(scan, values[key].removesuffix("GB"), ln, key)
+            rec[col] = checked(scan.reader, values[key].removesuffix("GB"), ln, key)
 
 
 def _overflow(scan: _Scan, ln: int, text: str) -> None:
@@ -443,7 +349,7 @@ def _overflow(scan: _Scan, ln: int, text: str) -> None:
         scan.other += 1
         return
     rec = {"line": ln, "ts": _stamp(scan, ln, text), "rank": int(m.group(1)) if m.group(1) else 0,
-           "loss_scale": _checked(scan, m.group(2).rstrip("."), ln, "Attempted loss scale"), "engine_step": None,
+           "loss_scale": checked(scan.reader, m.group(2).rstrip("."), ln, "Attempted loss scale"), "engine_step": None,
            "ppo_step": None}
     scan.overflow.append(rec)
     scan.pending.append(rec)
@@ -472,8 +378,16 @@ def _ppo_step(scan: _Scan, ln: int, text: str) -> None:
     for part in m.group(3).split("|"):
         key, sep, value = part.partition(":")
         if sep and key.strip() in _PPO_FIELDS:
-            rec[_PPO_FIELDS[key.strip()]] = _checked(scan, value, ln, key.strip(), kind="any")
+            rec[_PPO_FIELDS[key.strip()]] = checked(scan.reader, value, ln, key.strip(), kind="any")
     scan.ppo.append(rec)
+
+
+def _reward(scan: _Scan, ln: int, text: str) -> bool:
+    """``average reward score: x``, of the PPO step printed before it (while it has no E2E latency line yet)."""
+    if not scan.ppo or "e2e_s" in scan.ppo[-1]:
+        return False
+    scan.ppo[-1]["reward"] = checked(scan.reader, text.rpartition(":")[2], ln, "average reward score", kind="any")
+    return True
 
 
 def _e2e(scan: _Scan, ln: int, text: str) -> None:
@@ -490,7 +404,7 @@ def _e2e(scan: _Scan, ln: int, text: str) -> None:
         token = value.strip().split(" ", 1)[0].split("(", 1)[0]
         kind = "duration" if name.endswith("_s") and not name.endswith("per_s") else "value"
         token = token.removesuffix("s") if kind == "duration" else token
-        last[name] = _checked(scan, token, ln, key.strip(), kind=kind)
+        last[name] = checked(scan.reader, token, ln, key.strip(), kind=kind)
     if "e2e_s" not in last:
         scan.bad(rules.MISSING_FIELD, ln, "E2E latency", text)
         last["e2e_s"] = math.nan
@@ -508,128 +422,48 @@ def _dschat_throughput(scan: _Scan, ln: int, text: str) -> None:
         token = value.strip().split(" ", 1)[0]
         token = token.removesuffix("s") if name.endswith("_s") else token
         if name != "params_b" or token != "NA":
-            row[name] = _checked(scan, token, ln, key.strip())
+            row[name] = checked(scan.reader, token, ln, key.strip())
     scan.dschat_tp.append(row)
 
 
-# --- context: launcher, config, profiler, comms --------------------------------------------------
-def _launcher(scan: _Scan, ln: int, text: str) -> None:
-    """World size and devices from the launcher; the launch command's arguments."""
-    if "exits successfully" in text:
-        scan.exits += 1
-        return
-    if "cmd = " in text or "WORLD INFO DICT" in text:
-        scan.marker = scan.ppo_marker = bool(scan.engine or scan.ppo) or scan.marker
-    if "cmd = " in text:
-        _arguments(scan, ln, text)
-    if "--world_info=" in text:
-        m = _WORLD_INFO.search(text)
-        _world_info(scan, ln, text, m.group(1) if m else "")
-    elif "WORLD INFO DICT" in text:
-        hosts = {h: len([t for t in ids.split(",") if t.strip()]) for h, ids in _HOSTS.findall(text)}
-        if hosts:
-            scan.launcher.setdefault("hosts", (hosts, ln, text))
-        else:
-            scan.bad("unreadable WORLD INFO DICT", ln, "WORLD INFO DICT", text)
-    counts = [("dist_world_size", m.group(1))] if (m := _WORLD_SIZE.search(text)) is not None else []
-    if (m := _NNODES.search(text)) is not None:
-        counts += [("nnodes", m.group(1)), ("num_local_procs", m.group(2))]
-    for name, raw in counts:
-        if (value := rules.as_count(raw)) is None:
-            scan.bad(rules.VALUE_OUT_OF_RANGE, ln, name, text)
-        else:
-            scan.launcher.setdefault(name, (value, ln, text))
-
-
-def _world_info(scan: _Scan, ln: int, text: str, token: str) -> None:
-    """``--world_info=<base64 JSON {host: [device, ...]}>``, decoded without evaluating anything."""
-    try:
-        if not token:
-            raise ValueError("empty")
-        raw = base64.b64decode(token + "=" * (-len(token) % 4),
-                               altchars=b"-_" if "-" in token or "_" in token else None, validate=True)
-    except (binascii.Error, ValueError):
-        scan.reader.bad("--world_info is not base64", line=ln, field="world_info", example=token[:120])
-        return
-    value, ok = scan.reader.json(raw, line=ln)
-    if not ok:
-        return
-    if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()) or not value:
-        scan.reader.bad(f"{rules.NOT_AN_OBJECT} (--world_info is not {{host: [devices]}})", line=ln, field="world_info",
-                        example=raw[:120].decode("utf-8", "replace"))
-        return
-    scan.launcher.setdefault("hosts", ({str(h): len(v) for h, v in value.items()}, ln, text))
-
-
-def _arguments(scan: _Scan, ln: int, text: str) -> None:
-    """``--name value`` / ``--name=value`` arguments of the launch command that state facts."""
-    tokens = text.split()
-    for i, tok in enumerate(tokens):
-        name, sep, value = tok[2:].partition("=")
-        if not tok.startswith("--") or name not in _ARG_KEYS or name in scan.args:
-            continue
-        if not sep:
-            value = tokens[i + 1] if i + 1 < len(tokens) and not tokens[i + 1].startswith("--") else ""
-        if value:
-            scan.args[name] = (value, ln, text)
-    if "main.py" in text and any(k in scan.args for k in ("model_name_or_path", "actor_model_name_or_path")):
-        scan.dschat_at = scan.dschat_at or (ln, text)
-
-
-def _profiler_line(scan: _Scan, ln: int, text: str) -> bool:
-    """A ``key:   value unit`` line of the Flops Profiler summary (prefix ``0: `` allowed)."""
-    body = _PREFIX.sub("", text, count=1).strip()
-    if body.startswith("---") and scan.profiler:
-        scan.prof_left = 0  # the aggregated profile follows: the summary is over
-        return True
-    key, sep, value = body.partition(":")
-    key = " ".join(key.split("=", 1)[0].split())
-    if (name := _PROFILER.get(key) if sep else None) is None:
-        return False  # notation lines, or another record printed while the block was open
-    parts = value.split()
-    amount = _checked(scan, parts[0] if parts else "", ln, key)
-    unit = parts[1] if len(parts) > 1 else ""
-    if name.endswith("latency_s") and unit not in _SECONDS:
-        scan.bad(f"unknown time unit {unit!r}", ln, key, text)
-        return True
-    scale = _SECONDS[unit] if name.endswith("latency_s") else _SI[unit[:1] if unit[:1] in "KMGTP" else ""]
-    scan.profiler.setdefault(name, (amount * scale, ln, text))
-    return True
-
-
-def _comms_row(scan: _Scan, ln: int, text: str) -> bool:
-    """A line of the comms summary: an operation name or a row; False ends the table."""
-    tokens = text.split()
-    if tokens and tokens[0].endswith(":") and tokens[0][:-1].isdigit():
-        tokens = tokens[1:]  # launcher prefix "0:"
-    if len(tokens) == 1 and _IDENT.fullmatch(tokens[0]):
-        scan.comm_op = tokens[0]
-        return True
-    if (m := _SIZE.fullmatch(tokens[0]) if tokens else None) is not None:
-        size, unit, rest = m.group(1), m.group(2), tokens[1:]
-    elif len(tokens) > 1 and tokens[1] in _SIZE_UNITS:
-        size, unit, rest = tokens[0], tokens[1], tokens[2:]
+# --- LINES: markers (the launcher, config dump, profiler and comms rows: deepspeed_runtime.RUNTIME_LINES) --------
+def _marks(scan: _Scan, at: At, m: None) -> bool:
+    """The version (``DeepSpeed info: version=``), an evaluation (``***** Evaluating``: the next engine record's
+    interval includes it) or a DeepSpeed-Chat marker; read even when it says nothing more."""
+    text = at.text
+    if "DeepSpeed info: version=" in text:
+        m = _VERSION.search(text)
+        scan.version = scan.version or (m.group(1) if m else None)
+    elif "***** Evaluating" in text:
+        scan.eval_open = True
     else:
-        return False
-    if len(rest) != 5:
-        return False
-    if scan.comm_op is None:
-        scan.bad("comms row before any operation name", ln, "Comm. Op", text)
-        return True
-    if (count := rules.as_step(rest[0])) is None:
-        scan.bad(rules.NON_NUMERIC, ln, "Count", text)
-    row = {"op": scan.comm_op, "message_size": f"{size} {unit}", "count": count, "line": ln,
-           "message_bytes": _checked(scan, size, ln, "Message Size") * 1024.0 ** _SIZE_UNITS[unit]}
-    for raw, (col, name, kind) in zip(rest[1:], _COMMS_COLUMNS, strict=True):
-        value = number(raw, nonfinite="keep")
-        if value is not None and value < 0:  # the comms logger's counters wrap: a negative total is no time
-            why = rules.NEGATIVE_DURATION if kind == "duration" else rules.VALUE_OUT_OF_RANGE
-            scan.bad(f"{why} (counter overflow)", ln, name, text.strip())
-            row[col] = math.nan
-        else:
-            row[col] = _checked(scan, raw, ln, name, kind=kind)
-    scan.comms.append(row)
+        scan.dschat_at = scan.dschat_at or (at.ln, text)
     return True
+
+
+def _megatron_line(scan: _Scan, at: At, m: None) -> bool:
+    """A Megatron-LM ``iteration N/ M |`` line (the megatron format reads it), counted; GPT-NeoX's apart."""
+    scan.megatron += 1
+    scan.neox += "samples/sec:" in at.text or "approx flops per GPU" in at.text
+    return True
+
+
+# The line table (mfu_toolkit.io.lines): the first row that reads a line ends its dispatch. Records first, then
+# what states the job; a line no row reads is noise (counted in a note). The engine's wall_clock_breakdown timers
+# ('[Rank 0] time (ms) | fwd: ...') are such noise here: mfu_toolkit.io.timers.TIMER_LINES would read them.
+LINES = (
+    Line(None, None, _each),
+    Line("skipped=", None, _record(_engine_step, "step=")),
+    Line("SamplesPerSec=", None, _record(_engine_timer, "RunningAvgSamplesPerSec=", ", SamplesPerSec=")),
+    Line("Skipping step", None, _record(_overflow, "loss scale")),
+    Line("E2E latency=", None, _record(_e2e)),
+    Line("|step: ", None, _record(_ppo_step, "epoch: ")),
+    Line("average reward score:", None, _record(_reward)),
+    Line("Model Parameters:", None, _record(_dschat_throughput, "Latency:")),
+    *RUNTIME_LINES,
+    Line(("DeepSpeed info: version=", "***** Evaluating", *_DSCHAT_MARKS), None, _marks),
+    Line("iteration", _MEGATRON_ITER, _megatron_line),
+)
 
 
 # --- steps -------------------------------------------------------------------------------------
@@ -637,8 +471,8 @@ def _log_interval(scan: _Scan, options: Options, recs: list[dict[str, Any]]) -> 
     """The log interval and where it came from: the option, ``steps_per_print``, or the gaps."""
     if options.log_interval is not None:
         return options.log_interval, "log_interval="
-    if "steps_per_print" in scan.config:
-        value = rules.as_count(scan.config["steps_per_print"][0], upper=rules.MAX_LOG_INTERVAL)
+    if "steps_per_print" in (config := scan.runtime.config):
+        value = rules.as_count(config["steps_per_print"][0], upper=rules.MAX_LOG_INTERVAL)
         if value is not None:
             return value, "steps_per_print in the config dump"
     common = timeline.log_interval(np.array([r["step"] for r in recs], dtype=np.int64),
@@ -756,60 +590,18 @@ def _renumber(steps: pd.DataFrame) -> pd.DataFrame:
 
 
 # --- facts and claims --------------------------------------------------------------------------
-def _world_facts(out: Parsed, scan: _Scan) -> int | None:
-    """n_ranks, n_accelerators, n_nodes, accelerators_per_node; returns the world size."""
-    ranks = None
-    if "dist_world_size" in scan.launcher:
-        ranks = scan.launcher["dist_world_size"][0]
-        scan.fact(out, "n_ranks", ranks, scan.launcher["dist_world_size"])
-    elif "world_size" in scan.profiler:
-        ranks = rules.as_count(scan.profiler["world_size"][0])
-        scan.fact(out, "n_ranks", ranks, scan.profiler["world_size"])
-    if "hosts" in scan.launcher:
-        said = scan.launcher["hosts"]
-        hosts = said[0]
-        devices = rules.as_count(sum(hosts.values()))
-        scan.fact(out, "n_accelerators", devices, said)
-        scan.fact(out, "n_nodes", rules.as_count(len(hosts)), said)
-        if len(set(hosts.values())) == 1:
-            scan.fact(out, "accelerators_per_node", rules.as_count(next(iter(hosts.values()))), said)
-        ranks = ranks or devices
-    elif "nnodes" in scan.launcher:
-        scan.fact(out, "n_nodes", scan.launcher["nnodes"][0], scan.launcher["nnodes"])
-    return ranks
-
-
-def _config_count(scan: _Scan, key: str) -> tuple[int, int, str] | None:
-    """A count the config dump states (``(value, line, text)``); a bad one is counted."""
-    if key not in scan.config:
-        return None
-    raw, ln, text = scan.config[key]
-    if (value := rules.as_count(raw)) is None:
-        scan.bad(rules.VALUE_OUT_OF_RANGE, ln, key, text)
-        return None
-    return value, ln, text
-
-
-def _arg_count(scan: _Scan, *keys: str) -> tuple[int, int, str] | None:
-    """The first of ``keys`` the launch command gives as a count: ``(value, line, "--key value")``."""
-    for key in keys:
-        if key in scan.args and (value := rules.as_count(scan.args[key][0])) is not None:
-            return value, scan.args[key][1], f"--{key} {value}"
-    return None
-
-
 def _batch_facts(out: Parsed, scan: _Scan, ranks: int | None) -> float | None:
     """global_batch and micro_batch; returns the global batch."""
-    micro = (_config_count(scan, "train_micro_batch_size_per_gpu")
-             or (scan.profiler["batch_per_gpu"] if "batch_per_gpu" in scan.profiler else None)
-             or _arg_count(scan, "per_device_train_batch_size", "per_device_training_batch_size"))
+    rt = scan.runtime
+    micro = (rt.config_count("train_micro_batch_size_per_gpu") or rt.profiler.get("batch_per_gpu")
+             or rt.arg_count("per_device_train_batch_size", "per_device_training_batch_size"))
     if micro is not None:
         scan.fact(out, "micro_batch", rules.as_count(micro[0]), micro)
-    if (total := _config_count(scan, "train_batch_size")) is not None:
+    if (total := rt.config_count("train_batch_size")) is not None:
         scan.fact(out, "global_batch", float(total[0]), total,
                   f"train_batch_size (DeepSpeed config dump): {total[2].strip()}")
         return float(total[0])
-    per, gas = _arg_count(scan, "per_device_train_batch_size"), _arg_count(scan, "gradient_accumulation_steps")
+    per, gas = rt.arg_count("per_device_train_batch_size"), rt.arg_count("gradient_accumulation_steps")
     if per is None or gas is None or ranks is None:
         return None
     scan.fact(out, "global_batch", float(per[0] * gas[0] * ranks), per,
@@ -820,62 +612,60 @@ def _batch_facts(out: Parsed, scan: _Scan, ranks: int | None) -> float | None:
 
 def _model_facts(out: Parsed, scan: _Scan) -> None:
     """dtype, parallelism, seq_len, model and framework."""
+    rt, args = scan.runtime, scan.runtime.args
     for key, dtype in (("fp16_enabled", "fp16"), ("bfloat16_enabled", "bf16"), ("bf16_enabled", "bf16")):
-        if scan.config.get(key, ("",))[0] == "True":
-            scan.fact(out, "dtype", dtype, scan.config[key])
+        if rt.config.get(key, ("",))[0] == "True":
+            scan.fact(out, "dtype", dtype, rt.config[key])
             break
     _parallelism_fact(out, scan)
     seq = next((r for r in scan.dschat_tp if math.isfinite(r.get("seq_len", math.nan))), None)
-    prompt, answer = _arg_count(scan, "max_prompt_seq_len"), _arg_count(scan, "max_answer_seq_len")
+    prompt, answer = rt.arg_count("max_prompt_seq_len"), rt.arg_count("max_answer_seq_len")
     if seq is not None:
         out.fact("seq_len", rules.as_count(seq["seq_len"]), scan.where(seq["line"]),
                  f"Sequence Length: {seq['seq_len']:g}")
-    elif (arg := _arg_count(scan, "max_seq_len")) is not None:
+    elif (arg := rt.arg_count("max_seq_len")) is not None:
         scan.fact(out, "seq_len", arg[0], arg)
     elif prompt is not None and answer is not None:
         scan.fact(out, "seq_len", prompt[0] + answer[0], prompt, f"{prompt[2]} + {answer[2]}")
-    if "model_name_or_path" in scan.args:
-        said = scan.args["model_name_or_path"]
+    if "model_name_or_path" in args:
+        said = args["model_name_or_path"]
         scan.fact(out, "model", said[0], said, f"--model_name_or_path {said[0]}")
-    elif "actor_model_name_or_path" in scan.args:
-        actor, ln, _ = scan.args["actor_model_name_or_path"]
-        critic = scan.args.get("critic_model_name_or_path", ("?",))[0]
+    elif "actor_model_name_or_path" in args:
+        actor, ln, _ = args["actor_model_name_or_path"]
+        critic = args.get("critic_model_name_or_path", ("?",))[0]
         out.fact("model", f"actor {actor}, critic {critic}", scan.where(ln),
                  f"--actor_model_name_or_path {actor} --critic_model_name_or_path {critic}")
     if scan.dschat_at is not None:
         out.fact("framework", "DeepSpeed-Chat", scan.where(scan.dschat_at[0]), scan.dschat_at[1])
     else:
-        saids = [*scan.profiler.values(), *scan.launcher.values(), *scan.config.values()]
-        lines = [r["line"] for r in scan.engine] + [s[1] for s in saids] + [r["line"] for r in scan.comms]
+        saids = [*rt.profiler.values(), *rt.launcher.values(), *rt.config.values()]
+        lines = [r["line"] for r in scan.engine] + [s[1] for s in saids] + [r["line"] for r in rt.comms]
         out.fact("framework", "DeepSpeed", scan.where(min(lines, default=1)),
                  "DeepSpeed engine, launcher, config or profiler lines")
 
 
 def _parallelism_fact(out: Parsed, scan: _Scan) -> None:
     """ZeRO stage and data-parallel size (config dump), else the profiler's sizes, else the ZeRO arguments."""
-    if "zero_optimization_stage" in scan.config:
-        said = scan.config["zero_optimization_stage"]
-        dp = scan.config.get("world_size", ("",))[0]
+    config, profiler, args = scan.runtime.config, scan.runtime.profiler, scan.runtime.args
+    if "zero_optimization_stage" in config:
+        said = config["zero_optimization_stage"]
+        dp = config.get("world_size", ("",))[0]
         scan.fact(out, "parallelism", f"ZeRO stage {said[0]}" + (f", data parallel {dp}" if dp else ""), said)
-    elif "dp_size" in scan.profiler or "mp_size" in scan.profiler:
-        sizes = [(label, scan.profiler[key])
-                 for label, key in (("data parallel", "dp_size"), ("model parallel", "mp_size"))
-                 if key in scan.profiler and rules.as_count(scan.profiler[key][0]) is not None]
+    elif "dp_size" in profiler or "mp_size" in profiler:
+        sizes = [(label, profiler[key]) for label, key in (("data parallel", "dp_size"), ("model parallel", "mp_size"))
+                 if key in profiler and rules.as_count(profiler[key][0]) is not None]
         if sizes:
             text = ", ".join(f"{label} {rules.as_count(v[0])}" for label, v in sizes)
             scan.fact(out, "parallelism", text, sizes[0][1])
-    elif stages := [(k, who, scan.args[k]) for k, who in _STAGE_ARGS if k in scan.args]:
+    elif stages := [(k, who, args[k]) for k, who in _STAGE_ARGS if k in args]:
         scan.fact(out, "parallelism", ", ".join(f"{who}ZeRO stage {v[0]}" for _, who, v in stages), stages[0][2],
                   " ".join(f"--{k} {v[0]}" for k, _, v in stages))
 
 
-# What DeepSpeed's throughput timer counts: mfu_toolkit.io.throughput_timer.
+# What DeepSpeed-Chat and the profiler count (the throughput timer's: mfu_toolkit.io.throughput_timer).
 _COUNTS = {
     "ppo_cur": "DeepSpeed-Chat CurSamplesPerSec: the samples of one PPO step (all ranks) / its E2E latency",
     "ppo_avg": "DeepSpeed-Chat AvgSamplesPerSec: average since the first PPO step (the last value printed)",
-    "curr": "CurrSamplesPerSec of {whose}, at each printed step: {what}",
-    "running": "{key} of {whose}, the running average since the timer's start (its first 2 steps left out; the last "
-               "value printed): {what}",
     "profiler": "DeepSpeed Flops Profiler: 3 × forward FLOPs per GPU / (fwd + bwd latency) at the profiled step "
                 "(optimizer step excluded)",
     "dschat": "DeepSpeed-Chat print_throughput TFLOPs per micro-batch, as printed: Megatron-formula FLOPs of one "
@@ -883,47 +673,32 @@ _COUNTS = {
 }
 
 
-def _last(metric: str, values: list[float], unit: str, counts: str, where: str, basis: str = "steady") -> Claim | None:
-    """The last finite value a framework printed (a running average) as one claim."""
-    finite = [v for v in values if math.isfinite(v)]
-    return (Claim(metric, finite[-1], unit, counts, where, n=len(finite), statistic="last", basis=basis)
-            if finite else None)
-
-
-def _timer_claims(out: Parsed, scan: _Scan, ppo: bool) -> None:
-    """CurrSamplesPerSec (median) and the running average (last) of engine 0, one pair per timer line form."""
-    timed = [r for r in scan.engine if r["engine"] == 0 and "timer_line" in r]
-    whose = "engine 0 (the actor in DeepSpeed-Chat step 3; its training phase only)" if ppo else "the DeepSpeed engine"
-    tail = UNDER_MEGATRON if scan.megatron > scan.neox else ""
-    basis = "partial" if tail else "steady"  # under Megatron-DeepSpeed the timer spans part of a step
-    for form, what in TIMER_COUNTS.items():
-        if not (mine := [r for r in timed if r["timer_form"] == form]):
-            continue
-        first = scan.where(mine[0]["timer_line"])
-        key = "SamplesPerSec" if form == "running_only" else "RunningAvgSamplesPerSec"
-        out.claim(Claim.summarise("samples_per_s", [r["samples_per_s"] for r in mine], unit="samples/s", where=first,
-                                  counts=_COUNTS["curr"].format(whose=whose, what=what + tail), basis=basis))
-        out.claim(_last("samples_per_s", [r["samples_per_s_running"] for r in mine], "samples/s",
-                        _COUNTS["running"].format(key=key, whose=whose, what=what + tail), first, basis))
+def _claim(out: Parsed, scan: _Scan, metric: str, values: list[float], unit: str, key: str, line: int,
+           last: bool = False) -> None:
+    """One claim of the finite ``values`` (their median, or the last printed: a running average) at ``line``."""
+    claim(scan.reader, out, metric, [(v, line) for v in values if math.isfinite(v)], unit, _COUNTS[key], label=metric,
+          last=last)
 
 
 def _claims(out: Parsed, scan: _Scan, ppo: bool) -> None:
-    """What DeepSpeed and DeepSpeed-Chat say about their own throughput."""
+    """What DeepSpeed and DeepSpeed-Chat say about their own throughput; the engine's timer, one pair of claims per
+    spelling (all data-parallel ranks' samples over the printing rank's time)."""
     if steps := [r for r in scan.ppo if "e2e_line" in r]:
-        first = scan.where(steps[0]["e2e_line"])
-        cur = [r.get("cur_samples_per_s", math.nan) for r in steps]
-        out.claim(Claim.summarise("samples_per_s", cur, unit="samples/s", counts=_COUNTS["ppo_cur"], where=first))
-        avg = [r.get("avg_samples_per_s", math.nan) for r in steps]
-        out.claim(_last("samples_per_s", avg, "samples/s", _COUNTS["ppo_avg"], first))
-    _timer_claims(out, scan, ppo)
-    if "fwd_bwd_flops_per_s_per_gpu" in scan.profiler:
-        value, ln, _ = scan.profiler["fwd_bwd_flops_per_s_per_gpu"]
-        out.claim(Claim.summarise("tflops_per_accelerator", [value / 1e12], unit="TFLOP/s per GPU",
-                                  counts=_COUNTS["profiler"], where=scan.where(ln)))
+        first = steps[0]["e2e_line"]
+        _claim(out, scan, "samples_per_s", [r.get("cur_samples_per_s", math.nan) for r in steps], "samples/s",
+               "ppo_cur", first)
+        _claim(out, scan, "samples_per_s", [r.get("avg_samples_per_s", math.nan) for r in steps], "samples/s",
+               "ppo_avg", first, last=True)
+    timed = [(r["timer_line"], r["timer_form"], r["samples_per_s_running"], r["samples_per_s"])
+             for r in scan.engine if r["engine"] == 0 and "timer_line" in r]
+    timer_claims(scan.reader, out, timed, at_first=True, under_megatron=scan.megatron > scan.neox,
+                 whose="engine 0 (the actor in DeepSpeed-Chat step 3; its training phase only)" if ppo else ENGINE)
+    if "fwd_bwd_flops_per_s_per_gpu" in (profiler := scan.runtime.profiler):
+        value, ln, _ = profiler["fwd_bwd_flops_per_s_per_gpu"]
+        _claim(out, scan, "tflops_per_accelerator", [value / 1e12], "TFLOP/s per GPU", "profiler", ln)
     if tp := [r for r in scan.dschat_tp if math.isfinite(r.get("tflops", math.nan))]:
-        out.claim(Claim.summarise("tflops_per_accelerator", [r["tflops"] for r in tp],
-                                  unit="TFLOP/s per GPU (as printed)", counts=_COUNTS["dschat"],
-                                  where=scan.where(tp[0]["line"])))
+        _claim(out, scan, "tflops_per_accelerator", [r["tflops"] for r in tp], "TFLOP/s per GPU (as printed)",
+               "dschat", tp[0]["line"])
 
 
 # --- the Run's parts ---------------------------------------------------------------------------
@@ -938,8 +713,8 @@ def _tables(scan: _Scan, t0: float, ppo: bool) -> dict[str, pd.DataFrame]:
         ov["time_s"] = pd.to_numeric(ov.pop("ts"), errors="coerce") - t0
         ov["step"] = pd.to_numeric(ov.pop("ppo_step" if ppo else "engine_step"), errors="coerce").astype("Int64")
         tables["overflow"] = ov.drop(columns=["engine_step", "ppo_step"], errors="ignore")
-    if scan.comms:
-        tables["comms"] = pd.DataFrame(scan.comms)
+    if scan.runtime.comms:
+        tables["comms"] = pd.DataFrame(scan.runtime.comms)
     if scan.dschat_tp:
         tables["dschat_throughput"] = pd.DataFrame(scan.dschat_tp)
     return tables
@@ -992,14 +767,17 @@ def parse(reader: Reader, options: Options) -> Parsed:
     """Read a DeepSpeed or DeepSpeed-Chat log; see the module docstring for the mapping."""
     if reader.path.is_dir():
         reader.fail("is a directory; the deepspeed format reads one log file")
-    scan = _scan(reader)
-    if not (scan.engine or scan.ppo or scan.comms or scan.profiler or scan.launcher or scan.config or scan.dschat_tp):
+    scan = _Scan(reader)
+    unread = read(reader, LINES, scan)
+    scan.other += unread  # and the lines _overflow could not read
+    rt = scan.runtime
+    if not (scan.engine or scan.ppo or rt.comms or rt.profiler or rt.launcher or rt.config or scan.dschat_tp):
         hint = (f"; it has {scan.megatron} Megatron-LM iteration lines: load it with format='megatron'"
                 if scan.megatron else "")
         reader.fail("no DeepSpeed records found (engine 'step=N, skipped=K' or 'RunningAvgSamplesPerSec=' lines, "
                     "DeepSpeed-Chat step lines, a flops-profiler summary, a comms table or launcher lines)" + hint)
     out = Parsed()
-    batch = _batch_facts(out, scan, _world_facts(out, scan))
+    batch = _batch_facts(out, scan, world_facts(out, rt))
     _model_facts(out, scan)
     ppo = any("e2e_line" in r for r in scan.ppo)
     info: dict[str, Any] = {}
@@ -1029,14 +807,14 @@ def _extra(scan: _Scan, info: dict[str, Any], t0: float) -> dict[str, Any]:
         extra["t0_timezone"] = "unknown (the log's local time)"
     if scan.version:
         extra["deepspeed_version"] = scan.version
-    if scan.exits:
-        extra["launcher_processes_exited"] = scan.exits
+    if scan.runtime.exits:
+        extra["launcher_processes_exited"] = scan.runtime.exits
     if scan.overflow:
         extra["overflow_lines"] = len(scan.overflow)
     if skipped := [r["skipped"] for r in scan.engine if r["engine"] == 0 and r.get("skipped") is not None]:
         extra["skipped_steps_last_printed"] = skipped[-1]
-    if scan.profiler:
-        extra["flops_profiler"] = {k: v[0] for k, v in scan.profiler.items()}
+    if scan.runtime.profiler:
+        extra["flops_profiler"] = {k: v[0] for k, v in scan.runtime.profiler.items()}
     return extra
 
 

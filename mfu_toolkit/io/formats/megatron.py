@@ -42,7 +42,8 @@ from .. import rules, timeline
 from ..base import Parsed, loader_for
 from ..lines import At, Columns, Line, Stated, claim, read, states
 from ..reading import Reader, read_head
-from ..throughput_timer import TIMER_COUNTS, UNDER_MEGATRON
+from ..throughput_timer import claims as timer_claims
+from ..throughput_timer import running_key, timer_line
 from ..timers import TIMER_LINES, Timers
 from ..values import number, timestamp
 
@@ -154,17 +155,6 @@ _TFLOPS_COUNTS = {
           "calculator's count (recomputation added) there in 2024, its training_log.py prints Megatron-LM's "
           "num_floating_point_operations (model FLOPs) since 2025-06; which one this is, the line does not say",
 }
-# DeepSpeed's throughput timer inside a Megatron-DeepSpeed log: its lines' forms here, what they count
-# in mfu_toolkit.io.throughput_timer (shared with the deepspeed format).
-_DS_TIMER_FORMS = (
-    ("global_step", re.compile(r"epoch=\d{1,18}/micro_step=\d{1,18}/global_step=\d{1,18}, RunningAvgSamplesPerSec=")),
-    ("micro_step", re.compile(r"(?<![\d/])\d{1,18}/\d{1,18}, RunningAvgSamplesPerSec=")),
-    ("running_only", re.compile(r"(?<![\d/])\d{1,18}/\d{1,18}, SamplesPerSec=")),
-)
-_DS_TIMER_KV = re.compile(r"\b(RunningAvgSamplesPerSec|CurrSamplesPerSec|SamplesPerSec)=([^,\s]{0,64})")
-_CURR_COUNTS = "CurrSamplesPerSec of the DeepSpeed engine, at each printed step: {what}"
-_RUNNING_COUNTS = ("{key} of the DeepSpeed engine, the running average since the timer's start (its first 2 steps "
-                   "left out; the last value printed): {what}")
 _NEOX_SPS = re.compile(r"samples/sec:\s{0,64}([^\s|]{0,64})\s{0,64}\|")
 _TFLOPS_EQ = re.compile(r"(?<![\w\]-])TFLOPs\s{0,8}=")
 # GPT-NeoX human_readable_flops: "%3.1f%s" with "", KFLOPS ... ZFLOPS, then "Yi" for 1e24 and above.
@@ -566,13 +556,12 @@ def _ds_rate(at: At, values: dict[str, str], key: str) -> float:
 
 
 def _ds_timer(st: _State, at: At, m: None) -> bool:
-    """DeepSpeed's throughput-timer line (deepspeed/utils/timer.py) in one of its three forms: claims."""
-    if (form := next((name for name, rx in _DS_TIMER_FORMS if rx.search(at.text)), None)) is None:
+    """DeepSpeed's throughput-timer line, printed whole in one of its spellings (``throughput_timer.timer_line``)."""
+    if (timed := timer_line(at.text, whole=True, memory=False)) is None:
         return False
-    values = dict(_DS_TIMER_KV.findall(at.text))
-    running = _ds_rate(at, values, "SamplesPerSec" if form == "running_only" else "RunningAvgSamplesPerSec")
-    curr = math.nan if form == "running_only" else _ds_rate(at, values, "CurrSamplesPerSec")
-    st.ds_timer.append((at.ln, form, running, curr))
+    running = _ds_rate(at, timed.rates, running_key(timed.form))
+    curr = math.nan if timed.form == "running_only" else _ds_rate(at, timed.rates, "CurrSamplesPerSec")
+    st.ds_timer.append((at.ln, timed.form, running, curr))
     return True
 
 
@@ -793,18 +782,8 @@ def _claims(reader: Reader, st: _State, out: Parsed) -> None:
     for form, counts in _TFLOPS_COUNTS.items() if "tflops" in fields else ():
         if mine := [(v, line[i]) for i, v in zip(*fields["tflops"], strict=True) if st.tflops_form.get(i) == form]:
             claim(reader, out, "tflops_per_accelerator", mine, "TFLOP/s per GPU", counts, label=f"TFLOPs ({form})")
-    neox = "samples_per_sec" in fields or "approx_flops_per_gpu" in fields
-    tail = UNDER_MEGATRON if len(st.rec) and not neox else ""
-    basis = "partial" if tail else "steady"  # under Megatron-DeepSpeed the timer spans part of a step
-    for form, what in TIMER_COUNTS.items():
-        if not (mine := [t for t in st.ds_timer if t[1] == form]):
-            continue
-        if form != "running_only":
-            claim(reader, out, "samples_per_s", [(t[3], t[0]) for t in mine], "samples/s",
-                  _CURR_COUNTS.format(what=what + tail), label="CurrSamplesPerSec", basis=basis)
-        key = "SamplesPerSec" if form == "running_only" else "RunningAvgSamplesPerSec"
-        claim(reader, out, "samples_per_s", [(t[2], t[0]) for t in mine], "samples/s",
-              _RUNNING_COUNTS.format(key=key, what=what + tail), label=key, last=True, basis=basis)
+    neox = "samples_per_sec" in fields or "approx_flops_per_gpu" in fields  # GPT-NeoX steps per micro-batch
+    timer_claims(reader, out, st.ds_timer, under_megatron=bool(len(st.rec)) and not neox)
 
 
 # --- parse -----------------------------------------------------------------------------------------------------
