@@ -343,14 +343,14 @@ def flops_explorer_html(preset: str, **options: Any) -> str:
     return '<div class="flops-summary">' + "<br>".join(lines) + "</div>"
 
 
-def _room_dpi() -> float:
+def room_dpi() -> float:
     """The explorers' resolution: ``plots.ROOM_STYLE``'s, chosen for a projector."""
     from .plots import ROOM_STYLE
 
     return float(ROOM_STYLE["figure.dpi"])
 
 
-def _in_room_style(draw: Any) -> Any:
+def in_room_style(draw: Any) -> Any:
     """Draw an explorer's figure under ``plots.ROOM_STYLE`` (dpi and font sizes for a room),
     whatever the notebook's own rcParams: text sizes are read when each artist is made, so the
     whole drawing runs inside the style."""
@@ -368,7 +368,7 @@ def _in_room_style(draw: Any) -> Any:
     return drawn
 
 
-@_in_room_style
+@in_room_style
 def flops_explorer_figure(preset: str, **options: Any):  # -> matplotlib.figure.Figure
     """A seaborn bar chart of forward FLOPs per token/sample by component, each bar labelled
     with its share. Built on a bare ``Figure`` (not pyplot), so repeated redraws never pile up
@@ -380,7 +380,7 @@ def flops_explorer_figure(preset: str, **options: Any):  # -> matplotlib.figure.
     r = explorer_flops(preset, **options)
     scale, prefix = _prefix_for(float(table["forward_flops"].max()))
     data = table.assign(value=table["forward_flops"] / scale)
-    fig = Figure(figsize=(8.5, 4.0), dpi=_room_dpi(), layout="constrained")
+    fig = Figure(figsize=(8.5, 4.0), dpi=room_dpi(), layout="constrained")
     ax = fig.add_subplot()
     sns.barplot(data=data, y="component", x="value", hue="component", legend=False, ax=ax,
                 palette="viridis")
@@ -602,7 +602,7 @@ EXPLORER_FIGSIZE = (8.5, 4.0)  # inches; at plots.ROOM_STYLE's 110 dpi 935 × 44
 STRAGGLER_RANK_OPTIONS = tuple(2**k for k in range(3, 15))  # 8 .. 16,384 ranks
 CHECKPOINT_GPU_OPTIONS = tuple(2**k for k in range(6, 16))  # 64 .. 32,768 GPUs
 GEM_GPU_OPTIONS = tuple(2**k for k in range(9, 15))  # 512 .. 16,384 GPUs
-_LEGEND_RIGHT = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "frameon": False, "fontsize": "small"}
+LEGEND_RIGHT = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "frameon": False, "fontsize": "small"}
 
 
 
@@ -614,7 +614,7 @@ def explorer_headline_html(text: str, *, error: bool = False) -> str:
     return f'<div class="{cls}" style="font-size:1.15em"><b>{html.escape(text)}</b></div>'
 
 
-def _figure(*, left: float = 0.09, right: float = 0.97, bottom: float = 0.14, top: float = 0.9):
+def explorer_figure(*, left: float = 0.09, right: float = 0.97, bottom: float = 0.14, top: float = 0.9):
     """A bare matplotlib Figure and its Axes, with fixed margins.
 
     Bare (never registered with pyplot), so redraws cannot pile up open figures; fixed margins
@@ -622,7 +622,7 @@ def _figure(*, left: float = 0.09, right: float = 0.97, bottom: float = 0.14, to
     pass to every redraw."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=EXPLORER_FIGSIZE, dpi=_room_dpi())
+    fig = Figure(figsize=EXPLORER_FIGSIZE, dpi=room_dpi())
     fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top)
     return fig, fig.add_subplot()
 
@@ -709,7 +709,7 @@ def _pct(v: float, digits: int = 1) -> str:
     return f"{v:.{digits}%}"
 
 
-def _style(ax) -> None:
+def style_axes(ax) -> None:
     import seaborn as sns
 
     ax.grid(alpha=0.3)
@@ -717,14 +717,14 @@ def _style(ax) -> None:
     sns.despine(ax=ax)
 
 
-@_in_room_style
+@in_room_style
 def gap_figure(result):  # -> matplotlib.figure.Figure
     """The gap explorer's chart: the waterfall of ``result.table`` (a ``GapResult``), drawn by
     ``plots.waterfall``."""
     from .plots import waterfall
 
     # fixed margins: rotated category labels below, both MFUs named in the right margin
-    fig, ax = _figure(left=0.085, right=0.8, bottom=0.3, top=0.92)
+    fig, ax = explorer_figure(left=0.085, right=0.8, bottom=0.3, top=0.92)
     waterfall(result.table, ax=ax)
     return fig
 
@@ -748,7 +748,7 @@ def gap_table(result):  # -> pandas.DataFrame of strings
     )
 
 
-@_in_room_style
+@in_room_style
 def straggler_figure(result):  # -> matplotlib.figure.Figure
     """Expected synchronous step time vs job size, with and without the slow ranks; the chosen
     size marked. Drawn here (``plots.expected_step_time`` has no slow ranks) with matplotlib
@@ -756,7 +756,7 @@ def straggler_figure(result):  # -> matplotlib.figure.Figure
     import seaborn as sns
 
     t = result.table
-    fig, ax = _figure(right=0.72)
+    fig, ax = explorer_figure(right=0.72)
     deep = sns.color_palette("deep")
     ax.plot(t["n_ranks"], t["expected_step_s"], marker="o", ms=4, color=deep[3], label="jitter + slow ranks")
     ax.plot(t["n_ranks"], t["jitter_only_step_s"], marker="x", ms=4, color=deep[0], label="jitter only")
@@ -770,8 +770,8 @@ def straggler_figure(result):  # -> matplotlib.figure.Figure
     ax.set_xlabel("ranks in the synchronous job (log scale)")
     ax.set_ylabel("expected step time (s)")
     ax.set_title("A synchronous step waits for the slowest rank")
-    ax.legend(**_LEGEND_RIGHT)
-    _style(ax)
+    ax.legend(**LEGEND_RIGHT)
+    style_axes(ax)
     return fig
 
 
@@ -793,7 +793,7 @@ def straggler_table(result):  # -> pandas.DataFrame of strings
     )
 
 
-@_in_room_style
+@in_room_style
 def checkpoint_figure(result):  # -> matplotlib.figure.Figure
     """Expected overhead vs checkpoint interval with Young's and Daly's optima and the chosen
     interval (``plots.checkpoint_overhead_curve``); for an asynchronous checkpoint whose optimum
@@ -802,7 +802,7 @@ def checkpoint_figure(result):  # -> matplotlib.figure.Figure
 
     from .plots import checkpoint_overhead_curve
 
-    fig, ax = _figure(left=0.1, right=0.62, bottom=0.14, top=0.86)
+    fig, ax = explorer_figure(left=0.1, right=0.62, bottom=0.14, top=0.86)
     checkpoint_overhead_curve(checkpoint_s=result.blocking_s, mtbf_s=result.mtbf_s, restart_s=result.restart_s,
                               mode=result.mode, write_s=result.write_s if result.mode == "async" else None,
                               chosen_interval_s=result.interval_s, ax=ax)
@@ -816,7 +816,7 @@ def checkpoint_figure(result):  # -> matplotlib.figure.Figure
         ax.plot([result.optimum_s], [result.optimum_overhead], marker="D", color=sns.color_palette("deep")[2],
                 linestyle="none", markersize=8, zorder=7,
                 label=f"optimum: write time ({result.optimum_overhead:.2%})")
-    ax.legend(**_LEGEND_RIGHT)
+    ax.legend(**LEGEND_RIGHT)
     return fig
 
 
@@ -839,13 +839,13 @@ def checkpoint_table(result):  # -> pandas.DataFrame of strings
     return pd.DataFrame(cols, index=pd.Index(markers[rows], name="marker"))
 
 
-@_in_room_style
+@in_room_style
 def gem_figure(result):  # -> matplotlib.figure.Figure
     """Paid GPU-hours of the baseline and scaled jobs, split into useful and idle parts."""
     import seaborn as sns
 
     t = result.table
-    fig, ax = _figure(left=0.1, right=0.6)
+    fig, ax = explorer_figure(left=0.1, right=0.6)
     gh = t["gpu_hours"].to_numpy(float) / 1e6
     useful = t["end_to_end_mfu"].to_numpy(float)
     in_steps = t["idle_in_steps_share"].to_numpy(float)
@@ -864,8 +864,8 @@ def gem_figure(result):  # -> matplotlib.figure.Figure
     ax.set_xlabel("GPU-hours (millions)")
     ax.set_title(f"{result.flops_multiplier:g}× training FLOPs at {result.efficiency_multiplier:g}× end-to-end "
                  f"efficiency: {result.gpu_hours_ratio:.2f}× GPU-hours")
-    ax.legend(**_LEGEND_RIGHT)
-    _style(ax)
+    ax.legend(**LEGEND_RIGHT)
+    style_axes(ax)
     ax.grid(axis="y", visible=False)
     return fig
 
@@ -895,7 +895,7 @@ def render_explorer(result: Any, figure: Any, table: Any) -> tuple[str, bytes, A
     return explorer_headline_html(result.headline), figure_png(figure(result)), table(result)
 
 
-def _live(controls: list[Any], compute: Any, figure: Any, table: Any, css: str, layout: list[Any]) -> Any:
+def live_explorer(controls: list[Any], compute: Any, figure: Any, table: Any, css: str, layout: list[Any]) -> Any:
     """Wire ``controls`` to ``compute() -> result``; show ``result.headline`` and replace the
     figure and table in one Output (:func:`show_outputs`: no flicker, no pile-up)."""
     import ipywidgets as w
@@ -925,7 +925,7 @@ def _live(controls: list[Any], compute: Any, figure: Any, table: Any, css: str, 
     return box
 
 
-def _slider_style() -> dict[str, str]:
+def slider_style() -> dict[str, str]:
     return {"description_width": "initial"}
 
 
@@ -945,7 +945,7 @@ def gap_explorer(**defaults: Any) -> Any:
     if unknown:
         raise TypeError(f"gap_explorer got unknown parameters {unknown}; gap_scenario takes {sorted(d)}")
     d.update(defaults)
-    st = _slider_style()
+    st = slider_style()
 
     def fs(name: str, lo: float, hi: float, step: float, desc: str, fmt: str = ".2f") -> Any:
         return w.FloatSlider(value=d[name], min=lo, max=hi, step=step, description=desc, readout_format=fmt,
@@ -987,7 +987,7 @@ def gap_explorer(**defaults: Any) -> Any:
         w.HBox([w.VBox([ranks, steps, jitter, strag, slow, stall, seed]),
                 w.VBox([ev, ck, ck_s, w.HBox([asy, fail]), mtbf, restart])]),
     ]
-    return _live(controls, compute, gap_figure, gap_table, "gap-explorer", layout)
+    return live_explorer(controls, compute, gap_figure, gap_table, "gap-explorer", layout)
 
 
 def straggler_explorer(
@@ -999,7 +999,7 @@ def straggler_explorer(
 
     from .scenarios.whatif import straggler_scenario
 
-    st = _slider_style()
+    st = slider_style()
     options = sorted(set(STRAGGLER_RANK_OPTIONS) | {ranks})
     n = w.SelectionSlider(options=[(f"{v:,}", v) for v in options], value=ranks, description="ranks",
                           continuous_update=False, style=st)
@@ -1013,7 +1013,7 @@ def straggler_explorer(
         return straggler_scenario(ranks=n.value, jitter_cv=cv.value, slow_ranks=k.value, slowdown=s.value)
 
     layout = [w.HBox([w.VBox([n, cv]), w.VBox([k, s])])]
-    return _live([n, cv, k, s], compute, straggler_figure, straggler_table, "straggler-explorer", layout)
+    return live_explorer([n, cv, k, s], compute, straggler_figure, straggler_table, "straggler-explorer", layout)
 
 
 @renamed(gpus="n_accelerators", failures_per_gpu_per_year="failures_per_accelerator_per_year")
@@ -1034,7 +1034,7 @@ def checkpoint_explorer(
 
     from .scenarios.whatif import LLAMA3_FAILURES_PER_GPU_YEAR, checkpoint_scenario
 
-    st = _slider_style()
+    st = slider_style()
     rate0 = (LLAMA3_FAILURES_PER_GPU_YEAR if failures_per_accelerator_per_year is None
              else failures_per_accelerator_per_year)
     if interval_min is None:
@@ -1064,7 +1064,7 @@ def checkpoint_explorer(
                                    interval_s=interval.value * 60.0)
 
     layout = [w.HBox([w.VBox([g, rate, restart]), w.VBox([write, interval])]), mode]
-    return _live([g, rate, write, mode, restart, interval], compute, checkpoint_figure, checkpoint_table,
+    return live_explorer([g, rate, write, mode, restart, interval], compute, checkpoint_figure, checkpoint_table,
                  "checkpoint-explorer", layout)
 
 
@@ -1086,7 +1086,7 @@ def gem_explorer(
 
     from .scenarios.whatif import gem_scenario
 
-    st = _slider_style()
+    st = slider_style()
     fm = w.FloatSlider(value=flops_multiplier, min=1.0, max=10.0, step=0.5, description="training FLOPs ×",
                        readout_format=".1f", continuous_update=False, style=st)
     em = w.FloatSlider(value=efficiency_multiplier, min=1.0, max=4.0, step=0.1,
@@ -1109,7 +1109,7 @@ def gem_explorer(
                             accelerator=accelerator, dtype=dtype)
 
     layout = [w.HBox([w.VBox([fm, em, g]), w.VBox([ss, e0, f0])])]
-    return _live([fm, em, g, ss, e0, f0], compute, gem_figure, gem_table, "gem-explorer", layout)
+    return live_explorer([fm, em, g, ss, e0, f0], compute, gem_figure, gem_table, "gem-explorer", layout)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1194,13 +1194,13 @@ def roofline_table(result: RooflineResult):  # -> pandas.DataFrame of strings
     })
 
 
-@_in_room_style
+@in_room_style
 def roofline_figure(result: RooflineResult):  # -> matplotlib.figure.Figure
     import pandas as pd
 
     from .plots import roofline
 
-    fig, ax = _figure(left=0.1, right=0.64, bottom=0.14, top=0.88)
+    fig, ax = explorer_figure(left=0.1, right=0.64, bottom=0.14, top=0.88)
     data = pd.DataFrame({"name": [o.name for o in result.ops], "kind": [o.kind for o in result.ops],
                          "intensity": [o.intensity for o in result.ops]})
     roofline(data, peak_flops=result.peak_flops, bandwidth=result.bandwidth, accelerator=result.accelerator, ax=ax)
@@ -1214,7 +1214,7 @@ def roofline_explorer(*, accelerator: str = "H100 SXM", dtype: str = "bf16", seq
     ``roofline-explorer``."""
     import ipywidgets as w
 
-    st = _slider_style()
+    st = slider_style()
     with_bw = [a.name for a in hardware.accelerators() if _has_bandwidth(a.name)]
     acc = w.Dropdown(options=with_bw, value=hardware.resolve(accelerator).name, description="accelerator", style=st)
     dt = w.Dropdown(options=list(ROOFLINE_DTYPES), value=dtype, description="dtype", style=st)
@@ -1230,7 +1230,8 @@ def roofline_explorer(*, accelerator: str = "H100 SXM", dtype: str = "bf16", seq
                                  hidden=hid.value)
 
     layout = [w.HBox([w.VBox([seq, bat, hid]), w.VBox([acc, dt])])]
-    return _live([seq, bat, hid, acc, dt], compute, roofline_figure, roofline_table, "roofline-explorer", layout)
+    return live_explorer([seq, bat, hid, acc, dt], compute, roofline_figure, roofline_table, "roofline-explorer",
+                         layout)
 
 
 def _has_bandwidth(name: str) -> bool:
@@ -1314,12 +1315,12 @@ def replay_table(result: ReplayScenario):  # -> pandas.DataFrame of strings
     )
 
 
-@_in_room_style
+@in_room_style
 def replay_figure(result: ReplayScenario):  # -> matplotlib.figure.Figure
     """The what-if's waterfall (``plots.replay_waterfall``) beside the job as traced, hollow."""
     from .plots import replay_waterfall
 
-    fig, ax = _figure(left=0.09, right=0.97, bottom=0.22, top=0.9)
+    fig, ax = explorer_figure(left=0.09, right=0.97, bottom=0.22, top=0.9)
     replay_waterfall(result.waterfall, baseline=result.base_waterfall, label=f"what-if ({result.factor:.2f}×)",
                      ax=ax)
     ax.set_title(f"{result.job}: the step replayed, ideal → actual")
@@ -1343,7 +1344,7 @@ def replay_explorer(results: Any, *, job: str | None = None, target: str = "work
         raise ValueError(f"job must be one of {', '.join(jobs)}; got {job!r}")
     if target not in REPLAY_TARGETS:
         raise ValueError(f"target must be one of {', '.join(REPLAY_TARGETS)}; got {target!r}")
-    st = _slider_style()
+    st = slider_style()
 
     def options(name: str) -> tuple[list[int], list[int], tuple[int, int]]:
         wk = jobs[name].by_worker
@@ -1372,7 +1373,7 @@ def replay_explorer(results: Any, *, job: str | None = None, target: str = "work
             headline.value = explorer_headline_html(f"No result: {exc}", error=True)
             return
         head, png, tab = render_explorer(result, replay_figure, replay_table)
-        show_outputs(out, png, tab)  # as _live does: chart and table in one update, headline last
+        show_outputs(out, png, tab)  # as live_explorer does: chart and table in one update, headline last
         headline.value = head
 
     def on_job(_: Any = None) -> None:

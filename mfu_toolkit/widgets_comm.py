@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import interconnect
-from .widgets import _LEGEND_RIGHT, _figure, _in_room_style, _live, _slider_style, _style
+from .widgets import LEGEND_RIGHT, explorer_figure, in_room_style, live_explorer, slider_style, style_axes
 
 __all__ = [
     "COMM_COLLECTIVES",
@@ -185,14 +185,14 @@ def comm_table(result: CommScenario):  # -> pandas.DataFrame of strings
 _SIZE_TICKS = (1e6, 1e7, 1e8, 1e9, 1e10, 1e11)
 
 
-@_in_room_style
+@in_room_style
 def comm_figure(result: CommScenario):  # -> matplotlib.figure.Figure
     """MFU against the bytes a step moves, on the chosen link: at the chosen overlap, with none, and with the
     communication fully hidden; the chosen size marked."""
     import numpy as np
     import seaborn as sns
 
-    fig, ax = _figure(left=0.1, right=0.64, bottom=0.16, top=0.88)
+    fig, ax = explorer_figure(left=0.1, right=0.64, bottom=0.16, top=0.88)
     deep = sns.color_palette("deep")
     sizes = np.geomspace(1e6, 1e11, 121)
     comm = sizes * result.busbw_factor / result.peak_bytes_per_s / result.efficiency
@@ -214,8 +214,8 @@ def comm_figure(result: CommScenario):  # -> matplotlib.figure.Figure
     ax.set_xlabel("bytes per step (S, log scale)")
     ax.set_ylabel("MFU (%)")
     ax.set_title(f"{result.coll} over {result.n_ranks:,} ranks on {result.link}")
-    ax.legend(**_LEGEND_RIGHT)
-    _style(ax)
+    ax.legend(**LEGEND_RIGHT)
+    style_axes(ax)
     return fig
 
 
@@ -228,7 +228,7 @@ def comm_explorer(*, link: str = "NDR", coll: str = "allreduce", size_bytes: flo
 
     first = comm_scenario(link=link, coll=coll, size_bytes=size_bytes, n_ranks=n_ranks, overlap=overlap,
                           efficiency=efficiency, compute_s=compute_s, mfu=mfu)  # refuses bad defaults here
-    st = _slider_style()
+    st = slider_style()
     sizes = sorted(set(COMM_SIZES) | {float(size_bytes)})
     size = w.SelectionSlider(options=[(format_bytes(v), v) for v in sizes], value=float(size_bytes),
                              description="bytes per step", continuous_update=False, style=st)
@@ -255,4 +255,5 @@ def comm_explorer(*, link: str = "NDR", coll: str = "allreduce", size_bytes: flo
                              overlap=ov.value, efficiency=eff.value, compute_s=comp.value, mfu=m.value)
 
     layout = [w.HBox([w.VBox([size, ranks, ov, eff]), w.VBox([ln, co, comp, m])])]
-    return _live([size, ranks, ov, eff, ln, co, comp, m], compute, comm_figure, comm_table, "comm-explorer", layout)
+    return live_explorer([size, ranks, ov, eff, ln, co, comp, m], compute, comm_figure, comm_table, "comm-explorer",
+                         layout)
