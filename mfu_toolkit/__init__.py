@@ -18,8 +18,6 @@ Importing the package is cheap: the pandas-based rooms load only when first used
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from .formulas import (  # noqa: F401  (re-exported; pure Python + numpy)
     MFUAbove100Error,
     MFUResult,
@@ -49,7 +47,20 @@ _LAZY = {
 }
 
 
+def _version() -> str:
+    """The installed distribution's version (``version`` in pyproject.toml, the one place it is set)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mfu_toolkit")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "0+unknown"
+
+
 def __getattr__(name: str):
+    if name == "__version__":  # read on first use: importlib.metadata costs start-up time
+        globals()[name] = value = _version()
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'mfu_toolkit' has no attribute {name!r}")
@@ -62,4 +73,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | {"__version__"})

@@ -3,6 +3,8 @@
 - ``MFU_REQUIRE_BROWSER=1``: a missing Chromium fails the browser tests instead of skipping them.
 - ``MFU_REQUIRE_TORCH=1``: a missing PyTorch fails the FLOP-counter tests instead of skipping them.
 - ``MFU_REQUIRE_SPARK=1``: a missing PySpark or Java fails the Spark engine tests instead of skipping them.
+- ``MFU_REQUIRE_WHEEL=1``: where neither the package index nor a local wheelhouse is reachable, the
+  built-wheel test (``tests/test_wheel.py``) fails instead of skipping.
 - ``MFU_REALDATA``: folder of real training logs for the loader tests.
 """
 

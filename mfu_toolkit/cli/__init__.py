@@ -105,7 +105,7 @@ class _Commands:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The ``mfu`` parser; ``only`` limits the imports to the one subcommand being run."""
     parser = _Parser(prog="mfu", description="Measure and explain Model FLOPs Utilization (MFU).")
-    parser.add_argument("--version", action="version", version=f"mfu_toolkit {_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="print the version of mfu_toolkit and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name, info in COMMANDS.items():
@@ -114,10 +114,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _version() -> str:
-    from .. import __version__
+class _Version(argparse.Action):
+    """``mfu --version``: the package's version (its metadata), read only when asked for."""
 
-    return __version__
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: Any = None) -> None:
+        from .. import __version__
+
+        sys.stdout.write(f"mfu_toolkit {__version__}\n")
+        parser.exit(0)
 
 
 def _command_of(argv: Sequence[str]) -> str | None:

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from .common import apply_inputs, error, interface_in_use, load, parse_numbers
+from .common import apply_inputs, error, interface_in_use, load, parse_numbers, with_example
 
 
 def _validate_text(answer: Any, interface: str) -> str:
@@ -40,7 +40,13 @@ def run_analyze(args: argparse.Namespace) -> int:
     from ..run import LoadError, SchemaError
 
     interface = interface_in_use()
+    if args.examples or args.example == "list":
+        from ..examples import listing
+
+        print(listing())
+        return 0
     try:
+        args = with_example(args)
         args = parse_numbers(args, interface)
         run = apply_inputs(load(args), args, interface)
         acc = account(run, warmup_steps=args.warmup_steps)  # once: the answer and the report share it
@@ -73,10 +79,10 @@ def run_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-
-
 def add_parser(subparsers: Any) -> None:
     """Add the ``analyze`` subcommand to an argparse subparsers object."""
+    from ..examples import DEFAULT
+
     a = subparsers.add_parser(
         "analyze",
         description=(
@@ -88,11 +94,16 @@ def add_parser(subparsers: Any) -> None:
         ),
         epilog=_formats_epilog(),
     )
-    a.add_argument("path", help="log file or folder, a Run .parquet, or - for standard input")
+    a.add_argument("path", nargs="?", help="log file or folder, a Run .parquet, or - for standard input")
+    a.add_argument("--example", nargs="?", const=DEFAULT, metavar="NAME",
+                   help="instead of PATH, a sample log shipped with the package, analysed with its own inputs "
+                        f"(without NAME: {DEFAULT}; `--example list` lists them); prints what `mfu analyze "
+                        "PATH INPUTS` prints on its file, and names both on stderr")
+    a.add_argument("--examples", action="store_true", help="list the sample logs --example takes, and exit")
     _reading_args(a)
     _fact_args(a)
     _advice_and_output_args(a)
-    a.set_defaults(func=run_analyze)
+    a.set_defaults(func=run_analyze, example_parser=a)
 
 
 def _formats_epilog() -> str:

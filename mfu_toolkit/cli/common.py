@@ -50,6 +50,43 @@ def load(args: argparse.Namespace) -> Any:
         return load_run(args.path if args.path == "-" else path, args.format or "auto", **options)
 
 
+# Flags that exclude each other (argparse groups of `mfu analyze`): a user's one replaces an example's other.
+_EXCLUSIVE = (frozenset({"flops_per_sample", "flops_per_token", "flops_per_step", "preset"}),
+              frozenset({"n_accelerators", "packages"}))
+
+
+def with_example(args: argparse.Namespace) -> argparse.Namespace:
+    """``--example NAME``: the arguments with the example's log as PATH and its inputs added; a flag
+    the user gave wins over the example's. Without ``--example`` a PATH is required. The example
+    and the command that prints the same are said on stderr, so what stdout holds is exactly what
+    that command prints."""
+    name = getattr(args, "example", None)
+    if name is None:
+        if args.path is None:
+            raise ValueError("give a log PATH (or --example for a sample log shipped with the package)")
+        return args
+    if args.path is not None:
+        raise ValueError(f"give a log PATH or --example, not both (got {args.path!r} and --example {name})")
+    from ..examples import get
+
+    ex = get(name)
+    parser = args.example_parser
+    own = vars(parser.parse_args([str(ex.path), *ex.args]))
+    given = {dest for dest, value in vars(args).items() if value not in (None, False)}
+    merged = dict(vars(args), path=own["path"])
+    for dest, value in own.items():
+        if value in (None, False) or dest in given or any(dest in g and g & given for g in _EXCLUSIVE):
+            continue
+        merged[dest] = value
+    dest_of = {flag: parser._option_string_actions[flag].dest for flag in ex.args[::2]}  # ex.args: flag, value, ...
+    replaced = [f"{flag} {value}" for flag, value in zip(ex.args[::2], ex.args[1::2], strict=True)
+                if merged[dest_of[flag]] != own[dest_of[flag]]]
+    yours = f" (yours replace {', '.join(replaced)})" if replaced else ""
+    print(f"example {ex.name!r}: {ex.summary}; given as {' '.join(ex.args)}{yours}\n"
+          f"  {'without yours' if replaced else 'the same as'}: {ex.command()}", file=sys.stderr)
+    return argparse.Namespace(**merged)
+
+
 def _column_map(text: str) -> dict[str, str]:
     """``step:iter,start_s:t0`` -> ``{"step": "iter", "start_s": "t0"}`` (the table format's columns)."""
     pairs = [p.split(":", 1) for p in text.replace(" ", "").split(",") if p]
