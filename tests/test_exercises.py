@@ -34,7 +34,8 @@ def test_every_teaching_notebook_has_an_exercise_version():
     gen = _generator()
     names = [p.name for p in gen.teaching_notebooks()]
     assert {"04_steady_state_vs_end_to_end.ipynb", "05_stragglers.ipynb", "06_checkpoints_and_failures.ipynb",
-            "07_scaling_and_the_gem_story.ipynb"} <= set(names)
+            "07_scaling_and_the_gem_story.ipynb", "13_communication_and_downtime.ipynb",
+            "14_recsys_at_gem_scale.ipynb"} <= set(names)
     assert "08_team_report.ipynb" not in names
     assert [p.name for p in COMMITTED] == names, "run `make exercises` (tools/make_exercises.py)"
 
@@ -163,7 +164,7 @@ def test_questions_with_checks_check_themselves():
     wrong one with a hint, and only reports an unanswered one (so the notebook still runs)."""
     gen = _generator()
     assert {"01_mfu_basics", "02_model_flops", "06_checkpoints_and_failures", "11_roofline",
-            "12_check_a_claim", "13_communication_and_downtime"} <= set(gen.CHECKS)
+            "12_check_a_claim", "13_communication_and_downtime", "14_recsys_at_gem_scale"} <= set(gen.CHECKS)
     for path in COMMITTED:
         ex = json.loads(path.read_text())
         checks = gen.CHECKS.get(path.stem, {})

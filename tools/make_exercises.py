@@ -116,6 +116,25 @@ CHECKS: dict[str, dict[int, list[tuple[str, float, float, str, str]]]] = {
         9: [("recompute_s", 605.33, 2.0, "seconds",
              "the steps after the last checkpoint are redone: 5,240 − 5,200 of them, at 3,632 s / 240 each")],
     },
+    "14_recsys_at_gem_scale": {
+        # 214 × 128 × 4 B × 3 (lookup, update read and write) + 214 rows × 4 B × 2 (state read and written) = 330,416
+        1: [("rowwise_bytes", 330416, 0.5, "bytes per sample",
+             "the rows are touched three times as before (214 × 128 × 4 B each); the state is one 4-byte accumulator "
+             "per row, read and written")],
+        # (F / P) / (bytes / W) = 96,182,784 × 8e12 / (2.25e15 × 547,840) = 0.62424
+        2: [("ratio_b200", 0.62424, 0.001, "a ratio",
+             "dense MFU / embedding bandwidth utilisation = (F / P) / (bytes / W) with F = 96,182,784, "
+             "P = 2.25e15, bytes = 547,840 and W = 8e12")],
+        # 0.2618592 × (1 − s) = 0.20  ->  s = 1 − 0.20 / 0.2618592 = 0.23623
+        3: [("input_share_20", 0.23623, 0.002, "a fraction of the step",
+             "dense MFU = ceiling × (1 − input share); solve 0.2619 × (1 − s) = 0.20 for s")],
+        # 65,536 × 26,624 B × 63/64 / 50e9 B/s = 34.351 ms
+        4: [("alltoall_ms", 34.351, 0.05, "milliseconds",
+             "(N − 1)/N of 65,536 × 26,624 B leaves each GPU, one way, at 50 GB/s")],
+        # steady state = end to end / goodput = 0.20 / 0.85 = 0.23529
+        5: [("steady_mfu", 0.23529, 0.001, "a fraction (0.2 = 20 %)",
+             "end-to-end MFU = steady-state MFU × goodput: divide 0.20 by 0.85")],
+    },
 }
 _ITEM = re.compile(r"^(\d+)\.\s+(.*)$")
 _DATA = re.compile(r"""(["'])\.\./data(?=[/"'])""")  # a quoted path that starts with ../data
