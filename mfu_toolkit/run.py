@@ -982,6 +982,17 @@ def _stored_meta(raw: bytes, path: Path) -> RunMeta:
         raise LoadError(f"the saved meta is invalid: {exc}", path=path, field="meta") from None
 
 
+def _with_lists(table: Any) -> pd.DataFrame:
+    """An Arrow table as pandas, its list columns as Python lists (as they were saved), not numpy arrays."""
+    import pyarrow as pa
+
+    df = table.to_pandas()
+    for i, f in enumerate(table.schema):
+        if pa.types.is_list(f.type) or pa.types.is_large_list(f.type):
+            df[f.name] = pd.Series(table.column(i).to_pylist(), index=df.index, dtype=object)
+    return df
+
+
 def _stored_table(text: Any, what: str, path: Path) -> pd.DataFrame:
     """A table saved as base64 Arrow IPC; damage is a LoadError naming the file and the table."""
     import pyarrow as pa
@@ -992,7 +1003,7 @@ def _stored_table(text: Any, what: str, path: Path) -> pd.DataFrame:
         raise LoadError(f"the saved {what} is missing or not text", path=path, field=what)
     try:
         with pa.ipc.open_stream(base64.b64decode(text, validate=True)) as r:
-            return r.read_all().to_pandas()
+            return _with_lists(r.read_all())
     except MemoryError:
         raise
     except Exception as exc:  # base64, Arrow IPC and conversion errors of a damaged file

@@ -355,9 +355,11 @@ def test_html_report_embeds_the_figures(run, tmp_path):
         "Waterfall", "Timeline", "Step time", "Per-rank time relative to the step median (red",
         "GPU utilisation (what monitoring shows) vs MFU over time"]
     assert "<h1>Team &lt;run&gt;</h1>" in text and "Steady-state MFU" in text
-    # the answer first, then the detail: checks, facts used, waterfall and scorecard are the tables
+    # the answer first, then the detail: the restarts' downtime by cause, checks, facts used, waterfall
+    # and scorecard are the tables (the simulated run fails and restarts)
     assert re.findall(r"<h2>(.*?)</h2>", text)[:2] == ["The answer", "Largest losses"]
-    assert text.count("<table>") == 4 and "stragglers" in text and "end_to_end_mfu" in text
+    assert text.count("<table>") == 5 and "<h2>Downtime by cause</h2>" in text
+    assert "stragglers" in text and "end_to_end_mfu" in text
     job = html_report(simulate(CFG.replace(per_rank=False, n_steps=40, fail_at_steps=())))
     assert job.count("data:image/png;base64,") == 3
     assert "Per-rank heatmap left out" in job and "GPU utilisation vs MFU left out" in job
