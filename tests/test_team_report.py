@@ -130,8 +130,9 @@ def test_headings_are_printed_with_their_content():
                     for o in c.get("outputs", [])]
     sections = [h for h in html_outputs if "<h2>" in h]
     # the sample's facts are all given, so nothing is missing; its checkpoint advice comes
-    # from checkpoint_write_s and checkpoint_every_steps
-    assert [_headings(h)[0] for h in sections] == [*SECTIONS[:3], "Checkpoint interval", *SECTIONS[3:]]
+    # from checkpoint_write_s and checkpoint_every_steps, and its failure and restart from its events
+    assert [_headings(h)[0] for h in sections] == [*SECTIONS[:3], "Checkpoint interval", "Downtime by cause",
+                                                    *SECTIONS[3:]]
     for h in sections:  # each heading has its content below it, in the same output
         after = h.split("</h2>", 1)[1]
         assert re.search(r"<(p|table|ul)\b", after), h[:200]
