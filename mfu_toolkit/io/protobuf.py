@@ -96,38 +96,7 @@ def fields(b: bytes, start: int = 0, end: int | None = None, *, depth: int = 0) 
     ``depth``: how deep this message sits below the one the format started from; a caller that
     descends into a submessage passes its own depth + 1, and past :data:`MAX_DEPTH` it is refused.
     """
-    n = len(b) if end is None else min(end, len(b))
-    if n - start > MAX_MESSAGE_BYTES:
-        raise ProtoError(f"message of {n - start:,} bytes, over the {MAX_MESSAGE_BYTES:,} bytes protobuf allows")
-    if depth > MAX_DEPTH:
-        raise ProtoError(f"messages nested deeper than {MAX_DEPTH}")
-    out = []
-    i = start
-    while i < n:
-        key = b[i]
-        if key < 0x80:  # field numbers up to 15 fit the key in one byte
-            i += 1
-        else:
-            key, i = varint(b, i, n)
-        num, wt = key >> 3, key & 7
-        if num == 0:
-            raise ProtoError("field number 0")
-        if wt == 0:
-            v, i = varint(b, i, n)
-        elif wt == 2:
-            ln, i = varint(b, i, n)
-            if i + ln > n:
-                raise ProtoError("length-delimited field runs past the end")
-            v, i = b[i : i + ln], i + ln
-        elif wt in _SIZES:
-            size = _SIZES[wt]
-            if i + size > n:
-                raise ProtoError(f"fixed{size * 8} runs past the end")
-            v, i = b[i : i + size], i + size
-        else:
-            raise ProtoError(f"unsupported wire type {wt}")
-        out.append((num, wt, v))
-    return out
+    return [(num, wt, a if wt == 0 else b[a:z]) for num, wt, a, z in spans(b, start, end, depth=depth)]
 
 
 def spans(b: bytes | bytearray | memoryview, start: int = 0, end: int | None = None, *,
