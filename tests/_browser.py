@@ -198,3 +198,26 @@ def collect_console_errors(page) -> list[str]:
     page.on("console", on_console)
     page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
     return errors
+
+
+def nudge_first_slider(page, explorer, before: str, after: str, table_text: str) -> None:
+    """An explorer that shows the headline ``before`` with its chart and table; one ArrowRight on its
+    first slider must make the headline ``after``, put ``table_text`` in its table and redraw the
+    chart in place (one image, not the old one)."""
+    from playwright.sync_api import expect
+
+    explorer.scroll_into_view_if_needed()
+    expect(explorer.locator(".mfu-headline")).to_have_text(before, timeout=30_000)
+    expect(explorer.locator(".widget-output img").first).to_be_visible(timeout=20_000)
+    expect(explorer.locator(".widget-output table.dataframe").first).to_be_visible()
+    src_before = explorer.locator(".widget-output img").first.get_attribute("src")
+    handle = explorer.locator(".noUi-handle").first
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    page.keyboard.press("ArrowRight")
+    expect(explorer.locator(".mfu-headline")).to_have_text(after, timeout=30_000)
+    table = explorer.locator(".widget-output table.dataframe")
+    expect(table.first).to_contain_text(table_text, timeout=20_000)
+    expect(explorer.locator(".widget-output img")).to_have_count(1, timeout=20_000)  # redrawn in place
+    expect(table).to_have_count(1)
+    assert explorer.locator(".widget-output img").first.get_attribute("src") != src_before  # a new chart

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 import pytest
-from _browser import ROOT, collect_console_errors, open_and_run_all
+from _browser import ROOT, collect_console_errors, nudge_first_slider, open_and_run_all
 
 from mfu_toolkit.widgets_comm import comm_scenario, comm_table
 
@@ -63,26 +63,12 @@ def test_13_communication_explorer_slider_moves_the_mfu(lab, page, tmp_path):
         assert page.locator(".jp-RenderedImage img").count() >= 3  # Nsight bars, per-rank bars, restarts
 
     explorer = page.locator(".comm-explorer").first
-    explorer.scroll_into_view_if_needed()
     before = comm_scenario()
-    expect(explorer.locator(".mfu-headline")).to_have_text(before.headline, timeout=30_000)
-    expect(explorer.locator(".widget-output img").first).to_be_visible(timeout=20_000)
-    expect(explorer.locator(".widget-output table.dataframe").first).to_be_visible()
-    src_before = explorer.locator(".widget-output img").first.get_attribute("src")
-
     # The first slider is the bytes per step (16 GB among 1, 2, 5 × 10^k). ArrowRight moves it to 20 GB.
-    handle = explorer.locator(".noUi-handle").first
-    handle.scroll_into_view_if_needed()
-    handle.focus()
-    page.keyboard.press("ArrowRight")
     after = comm_scenario(size_bytes=2e10)
     assert after.headline != before.headline and after.mfu_after < before.mfu_after
-    expect(explorer.locator(".mfu-headline")).to_have_text(after.headline, timeout=30_000)
-    table = explorer.locator(".widget-output table.dataframe")
-    expect(table.first).to_contain_text(comm_table(after).loc["time floor (at the peak)", "value"], timeout=20_000)
-    expect(explorer.locator(".widget-output img")).to_have_count(1, timeout=20_000)  # redrawn in place
-    expect(table).to_have_count(1)
-    assert explorer.locator(".widget-output img").first.get_attribute("src") != src_before  # a new chart
+    nudge_first_slider(page, explorer, before.headline, after.headline,
+                       comm_table(after).loc["time floor (at the peak)", "value"])
     explorer.scroll_into_view_if_needed()
     page.screenshot(path=str(tmp_path / "13_comm_explorer.png"), full_page=False)
     assert not errors, errors

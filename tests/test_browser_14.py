@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 import pytest
-from _browser import ROOT, collect_console_errors, open_and_run_all
+from _browser import ROOT, collect_console_errors, nudge_first_slider, open_and_run_all
 
 from mfu_toolkit.widgets_recsys import recsys_scenario, recsys_table
 
@@ -63,27 +63,12 @@ def test_14_recsys_explorer_slider_moves_the_headline(lab, page, tmp_path):
     assert page.locator(".jp-RenderedImage img").count() >= (3 if os.environ.get("MFU_REALDATA", "").strip() else 2)
 
     explorer = page.locator(".recsys-explorer").first
-    explorer.scroll_into_view_if_needed()
     before = recsys_scenario()
-    expect(explorer.locator(".mfu-headline")).to_have_text(before.headline, timeout=30_000)
-    expect(explorer.locator(".widget-output img").first).to_be_visible(timeout=20_000)
-    expect(explorer.locator(".widget-output table.dataframe").first).to_be_visible()
-    src_before = explorer.locator(".widget-output img").first.get_attribute("src")
-
     # The first slider is the embedding dimension (128 among 16 … 512). ArrowRight moves it to 256.
-    handle = explorer.locator(".noUi-handle").first
-    handle.scroll_into_view_if_needed()
-    handle.focus()
-    page.keyboard.press("ArrowRight")
     after = recsys_scenario(embedding_dim=256)
     assert after.headline != before.headline and after.dense_mfu < before.dense_mfu
-    expect(explorer.locator(".mfu-headline")).to_have_text(after.headline, timeout=30_000)
-    table = explorer.locator(".widget-output table.dataframe")
-    expect(table.first).to_contain_text(recsys_table(after).loc["embedding bytes per sample", "value"],
-                                        timeout=20_000)
-    expect(explorer.locator(".widget-output img")).to_have_count(1, timeout=20_000)  # redrawn in place
-    expect(table).to_have_count(1)
-    assert explorer.locator(".widget-output img").first.get_attribute("src") != src_before  # a new chart
+    nudge_first_slider(page, explorer, before.headline, after.headline,
+                       recsys_table(after).loc["embedding bytes per sample", "value"])
     explorer.scroll_into_view_if_needed()
     page.screenshot(path=str(tmp_path / "14_recsys_explorer.png"), full_page=False)
     assert not errors, errors
