@@ -19,7 +19,7 @@ from .facts import InputError
 from .render.vocabulary import ask, check_interface, check_value, given_where, input_name, one_line, said
 from .run import Run
 
-__all__ = ["InputError", "apply_inputs"]
+__all__ = ["InputError", "apply_inputs", "check_links"]
 
 
 def _count(field: str, value: Any, interface: str) -> int:
@@ -201,6 +201,33 @@ def _apply_flops(meta: Any, interface: str, preset: Any, seq_len: int | None, ca
     if mf.tokens_per_sample and meta.seq_len is None:
         changes["seq_len"] = int(mf.tokens_per_sample)
     return meta.replace(**changes)
+
+
+# --------------------------------------------------------------------------------------------
+# the links collectives are compared with
+
+
+def check_links(*, link: Any = None, nic: Any = None, interface: str = "python") -> tuple[Any, Any]:
+    """``link`` and ``nic`` as given, once each names a link of :mod:`mfu_toolkit.interconnect` (``None``
+    and a :class:`~mfu_toolkit.interconnect.Link` pass); an unknown name raises :class:`InputError`, one
+    line naming the input as ``interface`` spells it, the value and close matches (``--nic XDR9: ...``).
+    They then enter the analysis with the other options: ``account(run, link=link, nic=nic)``."""
+    from . import interconnect
+
+    check_interface(interface)
+    for field, value in (("link", link), ("nic", nic)):
+        if value is None or isinstance(value, interconnect.Link):
+            continue
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(f"{input_name(field, interface)} must be a link name; got {value!r}")
+        try:
+            interconnect.get_link(value)
+        except interconnect.UnknownLinkError as exc:
+            close = (f"close matches: {', '.join(exc.suggestions)}" if exc.suggestions
+                     else "no close match")
+            raise InputError(f"{said(field, value, interface)}: not a link of the interconnect table "
+                             f"(mfu_toolkit/interconnect.csv); {close}") from None
+    return link, nic
 
 
 # --------------------------------------------------------------------------------------------

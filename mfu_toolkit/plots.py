@@ -310,6 +310,7 @@ _PRETTY = {
     "lost_work": "lost work",
     "failure_downtime": "failure downtime",
     "other_events": "other events",
+    "exposed_comm": "exposed communication",
 }
 
 
@@ -348,7 +349,10 @@ def waterfall(
     ``metric``: ``mfu``; ``efficiency`` (the same walk in shares of wall time, from 100 % at
     steady state down to ideal compute / wall, which needs no FLOPs or peak); ``auto`` takes
     ``mfu`` when the table has it, else ``efficiency``, with a y-label that says so.
-    ``show_zero`` keeps categories with zero seconds.
+    ``show_zero`` keeps categories with zero seconds. Where the table has an ``exposed_comm`` row
+    (communication with no compute beside it, which a trace states per step) it is part of the
+    steady state, not a loss: the top of the ideal-compute bar, hatched. Elsewhere the table has no
+    such row, since it is unknown, not zero, and stays inside the ideal compute bar.
     """
     _check_ax(ax)
     t = _waterfall_input(table, metric, show_zero)
@@ -358,22 +362,27 @@ def waterfall(
     cats = t["category"].astype(str).to_numpy()
     wall = float(np.nansum(np.abs(seconds)))
     noise = 1e-9 * wall  # float noise of the accounting's subtractions (2.7e-9 s of a job), not a loss
-    keep = [i for i in range(1, len(t)) if show_zero or abs(seconds[i]) > noise]
-    top, bottom = scale, scale * shares[0]
+    exposed = [i for i in range(1, len(t)) if cats[i] == "exposed_comm"]  # part of the steady state, not a loss
+    keep = [i for i in range(1, len(t)) if i not in exposed and (show_zero or abs(seconds[i]) > noise)]
+    part = scale * float(shares[exposed].sum())
+    top, bottom = scale, scale * shares[0] + part
     ax, created = _axes(ax, (max(6.0, 0.75 * (len(keep) + 1) + 2.5), 4.6))
     xs = np.arange(len(keep) + 1)
     # the losses walk down from the top, each starting where the previous one ended; then the
     # ideal compute that remains. One bar call and one set of connectors for all of them.
     drops = scale * shares[keep]
     before = _waterfall_bars(ax, xs, top, drops, bottom)
-    _waterfall_bar_labels(ax, xs, keep, drops, before, seconds, shares, noise, top=top, bottom=bottom)
+    if exposed:
+        _waterfall_exposed(ax, xs[-1], bottom - part, part, seconds[exposed[0]], noise)
+    _waterfall_bar_labels(ax, xs, keep, drops, before, seconds, shares, noise, top=top, bottom=bottom - part)
     ax.axhline(top, color="0.25", linewidth=1.0, linestyle="--", zorder=0)
     ax.axhline(bottom, color="0.25", linewidth=1.0, linestyle="--", zorder=0)
     ax.set_xticks(xs, [_pretty(cats[i]) for i in keep] + [_pretty(cats[0])], rotation=30, ha="right",
                   rotation_mode="anchor")
     ax.set_xlim(-0.6, xs[-1] + 0.6)
     ax.set_xlabel("loss category, largest share of wall time first")
-    low = min(0.0, float(np.min(top - scale * np.cumsum(shares[1:])))) if len(t) > 1 else 0.0
+    walk = np.delete(shares, [0, *exposed])
+    low = min(0.0, float(np.min(top - scale * np.cumsum(walk)))) if len(walk) else 0.0
     y0, y1 = low - 0.14 * top, top * 1.12
     ax.set_ylim(y0, y1)
     _waterfall_mfu_labels(ax, metric, top, bottom, y0, y1)
@@ -425,6 +434,15 @@ def _waterfall_bars(ax: Axes, xs: np.ndarray, top: float, drops: np.ndarray, bot
     if len(drops):
         ax.hlines(after, lx + 0.35, lx + 0.65, colors="0.5", linewidth=0.8, linestyles=":")
     return before
+
+
+def _waterfall_exposed(ax: Axes, x: float, base: float, part: float, seconds: float, noise: float) -> None:
+    """The exposed communication inside the steady state: the top of the ideal-compute bar, hatched, labelled."""
+    ax.bar([x], [part], bottom=[base], width=0.7, color="none", edgecolor=_RED, hatch="///", linewidth=0.0)
+    unit, _ = _time_unit("auto", abs(seconds))
+    ax.text(x, base + part / 2, f"of which exposed\ncommunication {_in_unit(seconds, unit, noise_s=noise)}",
+            ha="center", va="center", fontsize="small",
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6})
 
 
 def _waterfall_bar_labels(ax: Axes, xs: np.ndarray, keep: list[int], drops: np.ndarray, before: np.ndarray,

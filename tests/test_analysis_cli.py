@@ -357,3 +357,67 @@ def test_columns_and_time_unit_reach_the_table_loader(tmp_path, capsys):
     assert _run(["analyze", str(log), "--format", "table", "--columns", "step"]) == 2
     assert capsys.readouterr().err == ("mfu analyze: error: --columns must be schema:column pairs separated by "
                                        "commas (step:iter,start_s:t0); got 'step' ('step' is not a pair)\n")
+
+
+# --------------------------------------------------------------------------------------------
+# --link, --nic and --step-pattern
+
+
+def _collectives_run(tmp_path: Path) -> Path:
+    """A Run of one AllReduce over 3 ranks on 3 nodes (the sizes of the real NCCL Inspector line that
+    notebook 13 reads: 2,360,832 B in 5,663 µs), saved as Parquet."""
+    import pandas as pd
+
+    from mfu_toolkit.run import Run, save_run
+
+    table = pd.DataFrame({"coll": ["AllReduce"], "comm_name": ["c0"], "rank": [0], "n_ranks": [3], "nnodes": [3],
+                          "msg_size_bytes": [2_360_832.0], "exec_time_s": [5.663e-3]})
+    path = tmp_path / "coll.parquet"
+    save_run(Run.build(tables={"collectives": table}), path)
+    return path
+
+
+def test_nic_and_link_flags_reach_the_collectives(tmp_path, capsys, monkeypatch):
+    path = _collectives_run(tmp_path)
+    assert _run(["analyze", str(path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "give --nic NAME (e.g. --nic NDR or --nic 400GbE)" in out and "nic=" not in out
+    assert _run(["analyze", str(path), "--link", "NVLink4"]) == 0
+    assert "; --link is intra-node only" in " ".join(capsys.readouterr().out.split())  # wrapped at 100 columns
+    assert _run(["analyze", str(path), "--nic", "NDR", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["communication"]["collectives"][0]
+    # by hand: busbw = 2,360,832 B / 5.663 ms x 2(3-1)/3 = 555.8 MB/s; NDR 400 Gb/s = 50 GB/s each way
+    assert row["link"] == "InfiniBand NDR" and row["reason"] == ""
+    assert row["comm_efficiency"] == pytest.approx(2_360_832 / 5.663e-3 * 4 / 3 / 50e9, rel=1e-9)
+    monkeypatch.setenv("MFU_INTERFACE", "make")
+    assert _run(["analyze", str(path), "--json"]) == 0
+    reason = json.loads(capsys.readouterr().out)["communication"]["collectives"][0]["reason"]
+    assert reason.endswith("give NIC=NAME (e.g. NIC=NDR or NIC=400GbE)")
+
+
+@pytest.mark.parametrize(("argv", "interface", "line"), [
+    (["--nic", "XDR9"], "cli", "--nic XDR9: not a link of the interconnect table (mfu_toolkit/interconnect.csv); "
+                               "close matches: InfiniBand XDR"),
+    (["--link", "nvlink"], "make", "LINK=nvlink: not a link of the interconnect table "
+                                   "(mfu_toolkit/interconnect.csv); close matches: NVLink5, NVLink4"),
+    (["--step-pattern", "("], "cli", "--step-pattern (: not a regular expression (missing ), unterminated"),
+    (["--step-pattern", "ProfilerStep#(\\d+)"], "make", "STEP_PATTERN=ProfilerStep#(\\d+): only the nsys and "
+                                                         "xplane formats take a step pattern"),
+])
+def test_a_bad_link_or_step_pattern_is_one_line(sim_file, capsys, monkeypatch, argv, interface, line):
+    monkeypatch.setenv("MFU_INTERFACE", interface)
+    assert _run(["analyze", str(sim_file), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"mfu analyze: error: {line}") and err.count("\n") == 1
+
+
+def test_step_pattern_cuts_an_nsys_export_into_steps(capsys):
+    from _realdata_b import realdata_dir
+
+    path = realdata_dir("nsys") / "GindaChen_nsys-ai_mfu_2gpu_before.sqlite"
+    assert _run(["analyze", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["exposed_comm"]["stated"] is False  # no step ranges: no steps
+    assert _run(["analyze", str(path), "--step-pattern", r"aten::to, op_id = (\d+)", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["exposed_comm"]["stated"] is True and doc["exposed_comm"]["seconds"] > 0
+    assert math.isclose(sum(r["seconds"] for r in doc["breakdown"]), doc["headline"]["wall_s"], rel_tol=1e-12)

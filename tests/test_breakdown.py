@@ -25,8 +25,10 @@ def _assert_sums(run: Run) -> pd.DataFrame:
     w = run.wall_seconds
     acc = account(run)
     assert set(acc.seconds) == set(CATEGORIES)
-    # stall is listed only where a flagged outlier booked some; every other category always
-    listed = set(CATEGORIES) - ({"stall"} if acc.seconds["stall"] == 0 else set())
+    # stall is listed only where a flagged outlier booked some, exposed_comm only where the run states it
+    # (exposed_comm_s per step); every other category always
+    listed = (set(CATEGORIES) - ({"stall"} if acc.seconds["stall"] == 0 else set())
+              - (set() if acc.exposed_comm_basis else {"exposed_comm"}))
     assert set(df["category"]) == listed
     assert math.isclose(df["seconds"].sum(), w, rel_tol=1e-9, abs_tol=1e-9 * max(w, 1.0))
     sec = _sec(df)

@@ -3,11 +3,15 @@
 Wall time ``W`` (the Run's first event to its last) is split into categories that sum to ``W``
 exactly (up to float rounding)::
 
-    W = ideal_compute + jitter + stall + stragglers + data_stall + eval + checkpoint_save
-      + checkpoint_load + init + lost_work + failure_downtime + other_events + unaccounted
+    W = ideal_compute + jitter + stall + stragglers + stage_imbalance + exposed_comm + data_stall
+      + eval + checkpoint_save + checkpoint_load + init + lost_work + failure_downtime
+      + other_events + unaccounted
 
 ``stall`` is non-zero only in runs whose loader flagged an outlier step (below), and the
-waterfall table lists it only then, so the tables of other runs are unchanged.
+waterfall table lists it only then, so the tables of other runs are unchanged. ``exposed_comm``
+is booked only for runs that state it per step (rule 3), and the table lists it only then:
+elsewhere it is unknown (not zero), stays inside ``ideal_compute``, and the table's
+``attrs["exposed_comm"]`` says why.
 
 Timeline rule (a priority sweep)
 --------------------------------
@@ -48,7 +52,13 @@ Timeline rule (a priority sweep)
      ``stage_imbalance``, not ``stragglers``. Step-level, this assumes no pipeline (the wait is
      an upper bound on what removing a straggler gains; ``straggler_whatif`` replays the
      dependency graph of a per-operation trace);
-   - ``x_k``     = ``L_k − data_k − strag_k``, the clean step time of the typical rank.
+   - ``x_k``     = ``L_k − data_k − strag_k``, the clean step time of the typical rank;
+   - ``comm_k``  = where the steps carry ``exposed_comm_s`` (communication with no compute
+     beside it, which traces loaded through :mod:`mfu_toolkit.io.gpu_time` give: Kineto,
+     Nsight Systems, XPlane): the median over ranks of it less ``strag_k`` (the typical rank's
+     exposed communication includes its wait for the slowest rank inside the collective, which
+     is booked already), within ``[0, x_k]``; 0 for a step no rank states it for. Without the
+     column it is unknown, never 0.
 
    With ``w_k`` the step's work (1 per step, or its ``samples``/``tokens`` for job-level rows
    that carry them), the ideal time per unit of work ``ρ`` is the median of ``x_k / w_k`` over the
@@ -57,6 +67,12 @@ Timeline rule (a priority sweep)
    ideal not explained by one rank or by input waits. ``ρ`` is capped at the mean clean rate
    ``Σ x_k / Σ w_k`` of the window and of all useful steps, so jitter is never negative,
    goodput never exceeds 100 % and the window MFU never exceeds the steady-state MFU.
+   Where the run states ``comm_k``, the ideal step is split in two, and nothing else moves: ``ρ_c``
+   is the same rate of ``(x_k − comm_k) / w_k`` (at most ``ρ``), ``ideal_compute = ρ_c · Σ w_k``
+   and ``exposed_comm = (ρ − ρ_c) · Σ w_k``. The steady-state MFU stays that of the whole ideal
+   step ``ρ`` (communication a step cannot hide is part of the step, and the same run read from a
+   log that does not time it gets the same MFU); the waterfall shows ``exposed_comm`` as the part
+   of the steady state that hiding the communication would recover (``breakdown``).
 4. Steps a loader flagged — a non-empty ``flag`` column in ``run.steps``, from any loader
    (MaxText sets ``compile``, ``async_dispatch``, ``outlier``; several flags in one cell are
    separated by commas, semicolons, bars or spaces; ``True`` counts as a flag, ``False``, 0,
@@ -82,7 +98,8 @@ MFU (PaLM, Chowdhery et al. 2022, Appendix B; ``formulas.mfu``)::
 where FLOPs or the peak are unknown the MFUs are ``None`` with the reason, never guessed.
 
 :func:`account` is the only function that takes the window options (``warmup_steps``,
-``step_range``, ``tolerance``, ``lookahead``); every analysis takes a Run (accounted with the
+``step_range``, ``tolerance``, ``lookahead``) and the links collectives are compared with
+(``link``, ``nic``: names of :mod:`mfu_toolkit.interconnect`); every analysis takes a Run (accounted with the
 defaults) or an :class:`Accounting`, and options given with an Accounting raise ``TypeError``.
 An Accounting computes its views once: ``summary`` (:class:`~.breakdown.MFUSummary`),
 ``waterfall`` (the :func:`~.breakdown.breakdown` table), ``scorecard`` and ``timeline`` (the
@@ -100,7 +117,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..interconnect import Link
 from ..run import Run
+from .communication import check_link_options
 from .reasons import Reason, flops_unknown, peak_unknown
 
 if TYPE_CHECKING:
@@ -123,6 +142,7 @@ CATEGORIES: tuple[str, ...] = (
     "stall",
     "stragglers",
     "stage_imbalance",
+    "exposed_comm",
     "data_stall",
     "eval",
     "checkpoint_save",
@@ -803,8 +823,11 @@ class Accounting:
     """Everything the breakdown computed: seconds per category, per-step table and window.
 
     ``steps`` is :func:`job_steps` plus ``labelled_s`` (time credited to the step on the
-    timeline), ``data_s``, ``straggler_s``, ``clean_s``, ``work``, ``in_window`` and ``why``.
-    ``rho`` is the ideal time per unit of work (``work_unit``).
+    timeline), ``data_s``, ``straggler_s``, ``clean_s``, ``work``, ``in_window`` and ``why``
+    (and ``exposed_comm_s``, the exposed communication booked per job step, where the run states
+    it: ``exposed_comm_basis`` says how, else ``exposed_comm_reason`` why it is unknown).
+    ``rho`` is the ideal time per unit of work (``work_unit``); ``link`` and ``nic`` are the
+    links given to :func:`account` for the collectives.
     """
 
     run: Run
@@ -818,6 +841,12 @@ class Accounting:
     flops_reason: Reason | str  # "" when known
     flops_source: str | None
     peak_reason: Reason | str  # "" when known
+    # how exposed communication was booked ("" where the run states none) and why it is unknown ("" where stated)
+    exposed_comm_basis: str = ""
+    exposed_comm_reason: str = ""
+    # the links collectives are compared with (comm_efficiency's link= and nic=), as given to account()
+    link: str | Link | None = None
+    nic: str | Link | None = None
 
     @cached_property
     def summary(self) -> MFUSummary:
@@ -903,9 +932,15 @@ class Accounting:
         return {"stall": f"{len(rows)} step(s) the loader flagged as outliers: " + "; ".join(parts)}
 
     @property
+    def steady_s(self) -> float:
+        """Useful work at the ideal step time (``ρ · Σ w``): ``ideal_compute`` plus the ``exposed_comm``
+        carved out of it where the run states it (rule 3; 0 elsewhere)."""
+        return self.seconds["ideal_compute"] + self.seconds.get("exposed_comm", 0.0)
+
+    @property
     def goodput(self) -> float:
-        """ideal_compute / W: the fraction of steady-state throughput the run achieved end to end."""
-        return self.seconds["ideal_compute"] / self.wall_s if self.wall_s > 0 else float("nan")
+        """steady_s / W: the fraction of steady-state throughput the run achieved end to end."""
+        return self.steady_s / self.wall_s if self.wall_s > 0 else float("nan")
 
 
 def _ideal_rate(clean: np.ndarray, w: np.ndarray, window: np.ndarray, useful: np.ndarray) -> float:
@@ -1077,10 +1112,58 @@ def _rho(clean: np.ndarray, w: np.ndarray, labelled: np.ndarray, in_win: np.ndar
     return _ideal_rate(clean, w, sel, useful & (w > 0)) if sel.any() else None
 
 
-def _split_useful(run: Run, js: pd.DataFrame, labelled: np.ndarray,
-                  lost: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class _Split:
+    """Each job step's labelled time split (module docstring, rule 3), and how exposed
+    communication was read (``exposed_basis``) or why it is unknown (``exposed_reason``)."""
+
+    data: np.ndarray
+    strag: np.ndarray
+    stage: np.ndarray
+    exposed: np.ndarray
+    clean: np.ndarray
+    exposed_basis: str
+    exposed_reason: str
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The per-step columns of :attr:`Accounting.steps` (``exposed_comm_s`` only where the run states it)."""
+        cols = {"data_s": self.data, "straggler_s": self.strag, "stage_imbalance_s": self.stage}
+        if self.exposed_basis:
+            cols["exposed_comm_s"] = self.exposed
+        return {**cols, "clean_s": self.clean}
+
+
+EXPOSED_COMM_RULE = ("per step, the median over ranks of the trace's exposed_comm_s (communication with no "
+                     "compute beside it) less the straggler wait already booked, at most the clean step time; "
+                     "the slice is the part of the ideal step it explains, (rho - rho_c) x work, rho_c the ideal "
+                     "rate of the clean times without it")
+
+
+def _exposed_comm(run: Run, js: pd.DataFrame, wait: np.ndarray, room: np.ndarray) -> tuple[np.ndarray, str, str]:
+    """Per job step its exposed communication (rule 3), with the basis; zeros and why where the run
+    states none (no ``exposed_comm_s`` with a value, or steps an engine reduced out of core)."""
+    s, n = run.steps, len(js)
+    if run.reductions is not None:
+        return np.zeros(n), "", ("the steps were reduced out of core, which keeps no exposed_comm_s: exposed "
+                                 "communication is unknown and stays inside ideal_compute")
+    if "exposed_comm_s" not in s.columns or not len(s) or not s["exposed_comm_s"].notna().any():
+        return np.zeros(n), "", ("the run states no exposed communication per step (exposed_comm_s, which "
+                                 "Kineto, Nsight Systems and XPlane traces give): it is unknown and stays inside "
+                                 "ideal_compute")
+    f = pd.DataFrame({"attempt": s["attempt"].to_numpy(np.int64), "step": s["step"].to_numpy(np.int64),
+                      "x": pd.to_numeric(s["exposed_comm_s"], errors="coerce").to_numpy(float)})
+    med = f.groupby(["attempt", "step"])["x"].median()  # NaN ranks skipped; a step with none stays NaN
+    key = pd.MultiIndex.from_arrays([js["attempt"].to_numpy(np.int64), js["step"].to_numpy(np.int64)])
+    per = med.reindex(key).to_numpy(float)
+    stated = np.isfinite(per) & (room > 0)
+    out = np.where(stated, np.minimum(np.maximum(np.nan_to_num(per) - wait, 0.0), room), 0.0)
+    logged = (room > 0) & ~js["inferred"].to_numpy(bool) if "inferred" in js.columns else room > 0
+    return out, f"{EXPOSED_COMM_RULE}; {int(stated.sum())} of {int(logged.sum())} logged useful steps state it", ""
+
+
+def _split_useful(run: Run, js: pd.DataFrame, labelled: np.ndarray, lost: np.ndarray) -> _Split:
     """Each job step's labelled time split (module docstring, rule 3): data wait, straggler wait,
-    stage imbalance and the clean time of the typical rank (0 for lost steps)."""
+    stage imbalance, exposed communication and the clean time of the typical rank (0 for lost steps)."""
     n = len(js)
     data = np.minimum(np.nan_to_num(js["data_wait_s"].to_numpy(float)), labelled) if n else np.zeros(0)
     strag_raw = np.nan_to_num((js["busy_max_s"] - js["busy_median_s"]).to_numpy(float)) if n else np.zeros(0)
@@ -1089,19 +1172,34 @@ def _split_useful(run: Run, js: pd.DataFrame, labelled: np.ndarray,
     for arr in (data, strag, clean):
         arr[lost] = 0.0
     stage_part = _stage_imbalance(run, js, strag)  # a heavier pipeline stage, booked apart
-    return data, strag - stage_part, stage_part, clean
+    exposed, basis, reason = _exposed_comm(run, js, strag, clean)
+    return _Split(data, strag - stage_part, stage_part, exposed, clean, basis, reason)
 
 
-def _book_useful(seconds: dict[str, float], useful_s: float, ideal: float, data: np.ndarray, strag: np.ndarray,
-                 stage: np.ndarray) -> float:
+def _book_useful(seconds: dict[str, float], useful_s: float, ideal: float, split: _Split,
+                 useful: np.ndarray) -> float:
     """Book the useful steps' ideal compute, straggler, stage and data waits into ``seconds``;
     return the useful time above all of them (jitter and stalls)."""
+    strag, stage, data = split.strag[useful], split.stage[useful], split.data[useful]
     seconds["ideal_compute"] = ideal
     seconds["stragglers"] = float(strag.sum()) if len(strag) else 0.0
     seconds["stage_imbalance"] = float(stage.sum()) if len(stage) else 0.0
     waits = float(data.sum()) if len(data) else 0.0
     seconds["data_stall"] += waits
     return useful_s - ideal - seconds["stragglers"] - seconds["stage_imbalance"] - waits
+
+
+def _carve_exposed(seconds: dict[str, float], split: _Split, rho: float | None, w: np.ndarray, labelled: np.ndarray,
+                   in_win: np.ndarray, useful: np.ndarray) -> None:
+    """Split the ideal compute into compute and exposed communication where the run states it (module
+    docstring, rule 3): ``ρ_c`` from the clean times less exposed communication, at most ``ρ``."""
+    if not split.exposed_basis or rho is None:
+        return
+    rho_c = _rho(np.maximum(split.clean - split.exposed, 0.0), w, labelled, in_win, useful)
+    rho_c = min(max(rho_c if rho_c is not None else rho, 0.0), rho)
+    work = float(w[useful].sum())
+    seconds["exposed_comm"] = (rho - rho_c) * work
+    seconds["ideal_compute"] = rho_c * work
 
 
 def _residual(wall: float, seconds: dict[str, float]) -> float:
@@ -1118,26 +1216,28 @@ def account(
     step_range: tuple[int, int] | None = None,
     tolerance: float = 0.10,
     lookahead: int = 5,
+    link: str | Link | None = None,
+    nic: str | Link | None = None,
 ) -> Accounting:
     """Run the timeline sweep and the steady-state window; the basis of every other analysis.
 
     Options (keyword-only) override the steady-state window: ``warmup_steps`` drops that many
     leading steps of each attempt; ``step_range=(first, last)`` keeps only those trainer steps;
-    ``tolerance`` and ``lookahead`` tune the warm-up detector.
+    ``tolerance`` and ``lookahead`` tune the warm-up detector. ``link`` and ``nic`` name the links
+    collectives are compared with (:func:`~.communication.comm_efficiency`; an unknown name raises).
     """
     if not isinstance(run, Run):
         raise TypeError(f"run must be a mfu_toolkit.run.Run; got {type(run).__name__}")
     warmup_steps, step_range, tolerance, lookahead = _checked_options(warmup_steps, step_range, tolerance, lookahead)
-    wall = run.t1 - run.t0
+    check_link_options(link=link, nic=nic)
     js = _job_table(run)
     ev = _Events(run.events)
     n = len(js)
     lost = js["lost"].to_numpy(dtype=bool) if n else np.zeros(0, bool)
     seconds, labelled, useful_s = _sweep(run, js, ev, lost)
-
     work = _work(run, js)
     w = work.per_step
-    data, strag, stage_part, clean = _split_useful(run, js, labelled, lost)
+    split = _split_useful(run, js, labelled, lost)
     flags = _step_flags(run, js)
     window = _window(
         js, ev, labelled, w, flags, warmup_steps=warmup_steps, step_range=step_range,
@@ -1145,30 +1245,23 @@ def account(
     )
     in_win = window.steps["in_window"].to_numpy(dtype=bool) if n else np.zeros(0, bool)
     useful_mask = ~lost
-    rho = _rho(clean, w, labelled, in_win, useful_mask)
+    rho = _rho(split.clean, w, labelled, in_win, useful_mask)
     ideal = rho * float(w[useful_mask].sum()) if rho is not None else 0.0
-    above = _book_useful(seconds, useful_s, ideal, data[useful_mask], strag[useful_mask], stage_part[useful_mask])
-    stall = _stall(clean, w, rho, flags, useful_mask, above)
+    above = _book_useful(seconds, useful_s, ideal, split, useful_mask)
+    stall = _stall(split.clean, w, rho, flags, useful_mask, above)
     seconds["stall"] = float(stall.sum())
     seconds["jitter"] = above - seconds["stall"]
-    seconds["unaccounted"] = _residual(wall, seconds)
+    _carve_exposed(seconds, split, rho, w, labelled, in_win, useful_mask)
+    seconds["unaccounted"] = _residual(run.t1 - run.t0, seconds)
     steps_out = _with_columns(
-        js, labelled_s=labelled, data_s=data, straggler_s=strag, stage_imbalance_s=stage_part, clean_s=clean,
-        work=w, in_window=in_win,
+        js, labelled_s=labelled, **split.columns(), work=w, in_window=in_win,
         why=window.steps["why"].to_numpy() if n else np.zeros(0, object), flag=flags, stall_s=stall,
     )
     return Accounting(
-        run=run,
-        wall_s=wall,
-        seconds=seconds,
-        steps=steps_out,
-        window=window,
-        rho=rho,
-        work_unit=work.unit,
-        flops_per_unit=work.flops_per_unit,
-        flops_reason=work.flops_reason,
-        flops_source=work.flops_source,
-        peak_reason=_peak_reason(run),
+        run=run, wall_s=run.t1 - run.t0, seconds=seconds, steps=steps_out, window=window, rho=rho,
+        work_unit=work.unit, flops_per_unit=work.flops_per_unit, flops_reason=work.flops_reason,
+        flops_source=work.flops_source, peak_reason=_peak_reason(run), exposed_comm_basis=split.exposed_basis,
+        exposed_comm_reason=split.exposed_reason, link=link, nic=nic,
     )
 
 

@@ -831,6 +831,8 @@ def build_answer(
     title: str | None = None,
     report_date: str | dt.date | None = None,
     interface: str | None = None,
+    link: str | None = None,
+    nic: str | None = None,
 ) -> Answer:
     """The answer for one run, shared by ``mfu analyze`` and the HTML report.
 
@@ -840,9 +842,11 @@ def build_answer(
 
     ``checkpoint_write_s``, ``checkpoint_every_steps`` and ``mtbf_hours`` feed the checkpoint
     advice (Young/Daly) where the log has no checkpoint events or no failures to measure them.
-    The answer is data: the interface whose terms ask for missing facts is chosen when it is
-    rendered (``answer_text(answer, interface="cli")``); ``interface`` here is accepted, with a
-    warning, for one release. An MFU above 100 % raises :class:`~mfu_toolkit.formulas.MFUAbove100Error`.
+    ``warmup_steps``, ``link`` and ``nic`` go to :func:`~.accounting.account` with a Run (an
+    Accounting was given its own). The answer is data: the interface whose terms ask for missing
+    facts is chosen when it is rendered (``answer_text(answer, interface="cli")``); ``interface``
+    here is accepted, with a warning, for one release. An MFU above 100 % raises
+    :class:`~mfu_toolkit.formulas.MFUAbove100Error`.
     """
     if interface is not None:
         warnings.warn("build_answer(interface=...) is ignored: give it when rendering (answer_text(answer, "
@@ -851,7 +855,7 @@ def build_answer(
         warmup_steps = int(facts.check_value("warmup_steps", warmup_steps))
     if not isinstance(run_or_accounting, (Run, Accounting)):
         raise TypeError(f"run_or_accounting must be a Run or an Accounting; got {type(run_or_accounting).__name__}")
-    acc = accounted(run_or_accounting, warmup_steps=warmup_steps)
+    acc = accounted(run_or_accounting, warmup_steps=warmup_steps, link=link, nic=nic)
     write_s, every, mtbf_h = (_positive_input(k, v) for k, v in (
         ("checkpoint_write_s", checkpoint_write_s), ("checkpoint_every_steps", checkpoint_every_steps),
         ("mtbf_hours", mtbf_hours)))
@@ -870,7 +874,7 @@ def build_answer(
         checks=checks, missing=tuple(_missing(acc, timed)), conflict=_conflict(list(checks)),
         facts=tuple(_facts_used(acc)), breakdown=breakdown(acc), scorecard=_pointed_scorecard(acc),
         window=acc.window.summary(), load=_load_summary(m.report), holds=_holds(acc.run), summary=summ.to_dict(),
-        hang=_hang(acc.run), downtime=_downtime(acc), communication=_communication(acc.run),
+        hang=_hang(acc.run), downtime=_downtime(acc), communication=_communication(acc),
         recsys=recsys_answer(acc) if timed else {},
     )
 
@@ -888,11 +892,13 @@ _COMM_COLUMNS = ("comm", "coll", "n_ranks", "nnodes", "scope", "records", "bytes
                  "peak_per_direction_bytes_per_s", "link_basis", "link_source", "comm_efficiency", "reason")
 
 
-def _communication(run: Run) -> dict[str, Any]:
-    """Collectives against the link (:func:`comm_efficiency`) where the run holds collectives with times,
-    and the exposed share of communication (:func:`exposed_comm_share`) where a trace gives it."""
+def _communication(acc: Accounting) -> dict[str, Any]:
+    """Collectives against the link (:func:`comm_efficiency`, with the accounting's ``link`` and ``nic``)
+    where the run holds collectives with times, and the exposed share of communication
+    (:func:`exposed_comm_share`) where a trace gives it."""
     out: dict[str, Any] = {}
-    coll = comm_efficiency(run)
+    run = acc.run
+    coll = comm_efficiency(run, link=acc.link, nic=acc.nic)
     if len(coll):
         cols = [c for c in _COMM_COLUMNS if c in coll.columns]
         out["collectives"] = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}

@@ -43,6 +43,7 @@ __all__ = [
     "account",
     "accounted",
     "breakdown",
+    "exposed_comm_note",
     "mfu_summary",
     "summary_of",
     "waterfall_of",
@@ -238,7 +239,7 @@ def summary_of(acc: Accounting) -> MFUSummary:
         end_to_end_hfu=figures["end_to_end_hfu"],
         goodput=acc.goodput,
         wall_s=acc.wall_s,
-        ideal_compute_s=acc.seconds["ideal_compute"],
+        ideal_compute_s=acc.steady_s,
         ideal_step_s=acc.ideal_step_s,
         work_unit=acc.work_unit,
         ideal_s_per_unit=acc.rho,
@@ -297,6 +298,15 @@ def breakdown(
     it is the waterfall from steady-state MFU down to end-to-end MFU. ``seconds`` sum to the
     wall time; ``mfu_after`` is NaN where FLOPs or the peak are unknown (``attrs['reasons']``).
     ``attrs`` also holds ``wall_s``, ``steady_state_mfu``, ``end_to_end_mfu`` and the rule.
+
+    ``exposed_comm`` (communication with no compute beside it) is a row only where the run states it
+    per step (``exposed_comm_s``, from a Kineto, Nsight Systems or XPlane trace): the part of the
+    steady-state step that hiding the communication would recover, carved out of the ideal compute.
+    It is part of the steady state, so its row comes last and its ``mfu_after`` is the MFU with it
+    hidden, above the steady-state MFU (which keeps its meaning: ``end_to_end_mfu`` = steady-state
+    MFU × (ideal_compute + exposed_comm) / wall). Elsewhere it is unknown, not zero, stays inside
+    ``ideal_compute``, and ``attrs['exposed_comm']`` says so (:func:`exposed_comm_note`: ``stated``,
+    ``seconds``, ``basis``, ``reason``).
     """
     return accounted(run, warmup_steps=warmup_steps, step_range=step_range).waterfall.copy()
 
@@ -305,21 +315,27 @@ def waterfall_of(acc: Accounting) -> pd.DataFrame:
     """The waterfall table of ``acc``, computed (``acc.waterfall`` holds it once computed)."""
     summ = acc.summary
     sec = acc.seconds
+    exposed = bool(acc.exposed_comm_basis)
     # stall is listed only where a flagged outlier booked some: tables of other runs are unchanged
-    losses = [c for c in CATEGORIES if c != "ideal_compute" and (c != "stall" or sec.get(c, 0.0) > 0)]
+    losses = [c for c in CATEGORIES if c not in ("ideal_compute", "exposed_comm")
+              and (c != "stall" or sec.get(c, 0.0) > 0)]
     rank = {c: i for i, c in enumerate(CATEGORIES)}
     losses.sort(key=lambda c: (-sec[c], rank[c]))
-    order = ["ideal_compute", *losses]
+    # exposed_comm (where the run states it) is part of the steady-state step: its row comes last, the
+    # MFU after hiding it, above the steady state
+    order = ["ideal_compute", *losses, *(["exposed_comm"] if exposed else [])]
     wall = acc.wall_s
     ideal = sec["ideal_compute"]
+    steady = ideal + (sec["exposed_comm"] if exposed else 0.0)  # the steady-state part of the wall time
+    last_steady = order[-2] if exposed else order[-1]
     cols: dict[str, list[Any]] = {"category": [], "seconds": [], "share": [], "efficiency_after": [], "mfu_after": []}
     removed = 0.0
     for c in order:
         if c != "ideal_compute":
             removed += sec[c]
         remaining = wall - removed
-        eff = ideal / remaining if remaining > 0 and ideal > 0 else float("nan")
-        if c == order[-1] and ideal > 0:
+        eff = steady / remaining if remaining > 0 and steady > 0 else float("nan")
+        if c == last_steady and steady > 0:
             eff = 1.0  # every loss removed: exactly steady state
         m = summ.steady_state_mfu * eff if summ.steady_state_mfu is not None else float("nan")
         cols["category"].append(c)
@@ -337,6 +353,16 @@ def waterfall_of(acc: Accounting) -> pd.DataFrame:
             "window": acc.window.summary(),
             "rule": "see mfu_toolkit.analysis.accounting module docstring (timeline priority sweep)",
             "details": acc.details,
+            "exposed_comm": exposed_comm_note(acc),
         }
     )
     return df
+
+
+def exposed_comm_note(acc: Accounting) -> dict[str, Any]:
+    """Whether the waterfall has an ``exposed_comm`` slice: ``stated``, its ``seconds`` (None where the
+    run states none: unknown, inside ``ideal_compute``), and the ``basis`` or the ``reason``."""
+    if acc.exposed_comm_basis:
+        return {"stated": True, "seconds": float(acc.seconds["exposed_comm"]), "basis": acc.exposed_comm_basis,
+                "reason": ""}
+    return {"stated": False, "seconds": None, "basis": "", "reason": acc.exposed_comm_reason}

@@ -18,10 +18,13 @@ Which link: a communicator inside one node (``nnodes`` 1) is compared with ``lin
 intra-node link of the run's accelerator (``interconnect.link_for_accelerator``), and ``link_basis`` says which.
 One spanning nodes is compared only with ``nic`` (a NIC port rate, assuming one port per rank as in DGX/HGX
 systems with a NIC per GPU), never with a guess: without it the efficiency is NaN and ``reason`` says why. The
-same holds where the table does not say whether the communicator spans nodes.
+same holds where the table does not say whether the communicator spans nodes. A reason that asks for a link is a
+:class:`LinkRequest`: its text asks in Python's terms, its code lets a front end ask in its own (``--nic NAME``,
+``NIC=NAME``). ``link`` and ``nic`` enter an analysis once, with the other options: ``account(run, link=, nic=)``.
 
 **Exposed communication** (:func:`exposed_comm_share`): communication with no compute beside it, the part of the
-step a rank waits for (``exposed_comm_s`` of :mod:`mfu_toolkit.io.gpu_time`), as a share of the step time.
+step a rank waits for (``exposed_comm_s`` of :mod:`mfu_toolkit.io.gpu_time`), as a share of the step time. The
+waterfall books the same per-step column as its own slice, ``exposed_comm`` (:mod:`.accounting`, rule 3).
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from .. import interconnect
 from ..interconnect import Link
 from ..run import Run
 
-__all__ = ["BUSBW_SOURCE", "busbw_factor", "collective_time_floor", "comm_efficiency", "exposed_comm_share"]
+__all__ = ["BUSBW_SOURCE", "LINK_ASKS", "LinkRequest", "busbw_factor", "check_link_options", "collective_time_floor",
+           "comm_efficiency", "exposed_comm_share"]
 
 BUSBW_SOURCE = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"
 # canonical collective -> (display name, factor as a function of n, size multiplier in Inspector's convention)
@@ -89,13 +93,59 @@ def collective_time_floor(coll: str, size_bytes: float, n_ranks: int, link: str 
     return float(size_bytes) * busbw_factor(coll, n_ranks) / peak
 
 
+#: what a :class:`LinkRequest` asks for, by its code, and the request in Python's terms
+LINK_ASKS: dict[str, str] = {
+    "nic": "give nic=NAME (e.g. nic='NDR' or nic='400GbE')",
+    "link_or_nic": "give link=NAME (intra-node) or nic=NAME with the node count",
+    "link": "give link=NAME",
+    "link_rate": "give link=NAME of a per-GPU rate (in Python, a Link you state)",
+}
+
+
+class LinkRequest(str):
+    """Why a collective's efficiency is unknown, ending with what to give: a ``str`` whose text asks in
+    Python's terms (``give nic=NAME``), with ``stem`` (the text before the request), ``asks`` (a
+    :data:`LINK_ASKS` code) and ``link_given`` (a ``link`` was given but does not apply), so a front end
+    asks in its own terms (:func:`mfu_toolkit.render.vocabulary.phrase`) without reading the text back."""
+
+    stem: str
+    asks: str
+    link_given: bool
+
+    def __new__(cls, stem: str, asks: str, *, link_given: bool = False) -> LinkRequest:
+        if asks not in LINK_ASKS:
+            raise ValueError(f"asks must be one of {', '.join(LINK_ASKS)}; got {asks!r}")
+        tail = "; link= is intra-node only" if link_given else ""
+        self = super().__new__(cls, f"{stem}; {LINK_ASKS[asks]}{tail}")
+        self.stem, self.asks, self.link_given = stem, asks, link_given
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_request, (self.stem, self.asks, self.link_given))
+
+
+def _rebuild_request(stem: str, asks: str, link_given: bool) -> LinkRequest:
+    return LinkRequest(stem, asks, link_given=link_given)
+
+
+def check_link_options(*, link: Any = None, nic: Any = None) -> None:
+    """Raise :class:`~mfu_toolkit.interconnect.UnknownLinkError` naming the parameter (``nic='XDR9': ...``)
+    where ``link`` or ``nic`` names no link of the table; ``None`` and a :class:`Link` pass."""
+    for param, value in (("link", link), ("nic", nic)):
+        if value is not None:  # an unknown name is an error naming the parameter, before anything is computed
+            try:
+                interconnect.get_link(value)
+            except interconnect.UnknownLinkError as exc:
+                raise interconnect.UnknownLinkError(f"{param}={value!r}: {exc}", name=exc.name,
+                                                    suggestions=exc.suggestions) from None
+
+
 def _link_unusable(link: Link) -> str:
     if link.per_direction_bytes_per_s is None:
         return (f"the source does not say whether {link.value:g} {link.unit} is one direction or both, so it gives "
                 "no per-direction peak")
-    return (f"the table gives {link.value:g} {link.unit} per link, not per accelerator: a rank's collective "
-            "bandwidth depends on how many of its links the collective uses; pass link= a per-GPU rate (a Link you "
-            "state)")
+    return LinkRequest(f"the table gives {link.value:g} {link.unit} per link, not per accelerator: a rank's "
+                       "collective bandwidth depends on how many of its links the collective uses", "link_rate")
 
 
 def _num(t: pd.DataFrame, column: str) -> pd.Series:
@@ -177,20 +227,20 @@ def _choose_link(scope: str, nnodes: float, run: Run, link: Any, nic: Any) -> tu
     """(link, basis, reason): the link a group is compared with, how it was chosen, or why there is none."""
     if scope == "inter_node":
         if nic is None:
-            return None, "", (f"the communicator spans {int(nnodes)} nodes: it is compared only with the NIC's "
-                              f"port rate, which the run does not state{_network_hint(run)}; give nic= (e.g. "
-                              "nic='NDR' or '400GbE')" + ("; link= is intra-node only" if link is not None else ""))
+            return None, "", LinkRequest(f"the communicator spans {int(nnodes)} nodes: it is compared only with the "
+                                         f"NIC's port rate, which the run does not state{_network_hint(run)}", "nic",
+                                         link_given=link is not None)
         return (interconnect.get_link(nic), "given NIC (nic=); assumes one port of this rate per rank, as in "
                 "systems with a NIC per GPU", "")
     if link is not None:
         where = "" if scope == "intra_node" else "; the table does not say whether the communicator spans nodes"
         return interconnect.get_link(link), "given (link=)" + where, ""
     if scope == "unknown":
-        return None, "", ("the table does not say whether the communicator spans nodes (no nnodes): the link is "
-                          "not guessed; give link= (intra-node) or nic= with the node count")
+        return None, "", LinkRequest("the table does not say whether the communicator spans nodes (no nnodes): the "
+                                     "link is not guessed", "link_or_nic")
     acc = run.meta.accelerator
     if not acc:
-        return None, "", "the run names no accelerator to infer its intra-node link from; give link="
+        return None, "", LinkRequest("the run names no accelerator to infer its intra-node link from", "link")
     try:
         found = interconnect.link_for_accelerator(acc)
     except ValueError as exc:  # unknown accelerator, or one whose link the table does not fix
@@ -208,7 +258,10 @@ def _efficiency_columns(groups: pd.DataFrame, run: Run, link: Any, nic: Any) -> 
             found, basis, reason = None, "", "a communicator of one rank: nothing crosses a link"
         peak = None if found is None else found.per_direction_bytes_per_s
         if found is not None and (peak is None or not found.per_accelerator):
-            reason, peak = f"{found.name}: {_link_unusable(found)}", None
+            why = _link_unusable(found)
+            reason = (LinkRequest(f"{found.name}: {why.stem}", why.asks) if isinstance(why, LinkRequest)
+                      else f"{found.name}: {why}")
+            peak = None
         if not reason and not (isinstance(bus, float) and math.isfinite(bus)):
             reason = ("no bus bandwidth: the collective has no NCCL formula or the table gives no size and time"
                       if not coll_known else "no bus bandwidth: the table gives no size and time, nor a busbw")
@@ -222,7 +275,10 @@ def _efficiency_columns(groups: pd.DataFrame, run: Run, link: Any, nic: Any) -> 
                      "link_source": None if found is None else found.source,
                      "peak_per_direction_bytes_per_s": peak if peak else math.nan, "comm_efficiency": eff,
                      "reason": reason})
-    return pd.concat([groups.reset_index(drop=True), pd.DataFrame(rows, index=range(len(groups)))], axis=1)
+    frame = pd.DataFrame(rows, index=range(len(groups)))
+    # object, not str: a LinkRequest keeps its code for the front ends (pandas would make it a plain str)
+    frame["reason"] = pd.Series([r["reason"] for r in rows], index=frame.index, dtype=object)
+    return pd.concat([groups.reset_index(drop=True), frame], axis=1)
 
 
 def _no_table_reason(run: Run) -> str:
@@ -248,13 +304,7 @@ def comm_efficiency(run: Run, *, link: str | Link | None = None, nic: str | Link
     busbw_bytes_per_s, busbw_stated_bytes_per_s, busbw_agrees, link, peak_per_direction_bytes_per_s, link_basis,
     link_source, comm_efficiency, reason`` (bandwidths in bytes/s, decimal). ``attrs``: ``busbw_source``,
     ``size_convention``, and ``reason`` when the run holds no collectives (then the frame is empty)."""
-    for param, value in (("link", link), ("nic", nic)):
-        if value is not None:  # an unknown name is an error naming the parameter, before anything is computed
-            try:
-                interconnect.get_link(value)
-            except interconnect.UnknownLinkError as exc:
-                raise interconnect.UnknownLinkError(f"{param}={value!r}: {exc}", name=exc.name,
-                                                    suggestions=exc.suggestions) from None
+    check_link_options(link=link, nic=nic)
     table = run.tables.get("collectives")
     out = pd.DataFrame(columns=_OUT)
     out.attrs.update(busbw_source=BUSBW_SOURCE, size_convention=(

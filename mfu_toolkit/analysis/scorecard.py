@@ -2,8 +2,10 @@
 
 - **model progress**: samples/s, tokens/s and effective model FLOP/s, end to end and at steady
   state;
-- **compute efficiency**: steady-state and end-to-end MFU, HFU where known, goodput, and the
-  accelerator idle share where a utilisation trace is attached;
+- **compute efficiency**: steady-state and end-to-end MFU, HFU where known, goodput, the share
+  of wall time in exposed communication where the run states it per step (the waterfall's
+  ``exposed_comm`` slice; no row elsewhere), and the accelerator idle share where a utilisation
+  trace is attached;
 - **scaling efficiency**: against other runs of the same job at other sizes, when given;
 - **reliability**: failures, restarts, mean time to recover, checkpoint time, lost work and the
   straggler tail (p99/p50 of the job-level step time).
@@ -108,7 +110,7 @@ def _model_progress(acc: Accounting, add: Add) -> None:
         e2e = None
         if steady is not None and acc.ideal_step_s and wall > 0:
             # end to end: the same useful work over the whole wall time
-            e2e = steady * acc.seconds["ideal_compute"] / wall
+            e2e = steady * acc.steady_s / wall
         name = {"flops_per_s": "model_flops_per_s"}.get(metric, metric)
         add("model_progress", f"{name}_steady", steady, unit, why)
         add("model_progress", f"{name}_end_to_end", e2e, unit, why)
@@ -116,13 +118,18 @@ def _model_progress(acc: Accounting, add: Add) -> None:
 
 
 def _compute_efficiency(acc: Accounting, summ: MFUSummary, add: Add) -> None:
-    """MFU, HFU, goodput and the accelerators' idle share."""
+    """MFU, HFU, goodput, exposed communication (where the run states it) and the accelerators' idle share."""
     add("compute_efficiency", "steady_state_mfu", summ.steady_state_mfu, "fraction",
         summ.reasons.get("steady_state_mfu", ""))
     add("compute_efficiency", "end_to_end_mfu", summ.end_to_end_mfu, "fraction", summ.reasons.get("end_to_end_mfu", ""))
     add("compute_efficiency", "steady_state_hfu", summ.steady_state_hfu, "fraction",
         summ.reasons.get("steady_state_hfu", ""))
     add("compute_efficiency", "goodput", summ.goodput, "fraction", "ideal compute time / wall time")
+    if acc.exposed_comm_basis:  # the waterfall's exposed_comm slice, listed only where the run states it
+        add("compute_efficiency", "exposed_comm_share",
+            acc.seconds["exposed_comm"] / acc.wall_s if acc.wall_s > 0 else None, "fraction",
+            "the part of the ideal step that communication with no compute beside it takes, over wall time "
+            "(the waterfall's exposed_comm)")
     idle, why = gpu_idle_share(acc.run)
     add("compute_efficiency", "gpu_idle_share", idle, "fraction", why)
 

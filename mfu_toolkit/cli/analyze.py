@@ -36,6 +36,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     from ..analysis.accounting import account
     from ..analysis.answer import build_answer
     from ..formulas import MFUAbove100Error
+    from ..inputs import check_links
     from ..render import answer_dict, answer_text
     from ..run import LoadError, SchemaError
 
@@ -48,8 +49,10 @@ def run_analyze(args: argparse.Namespace) -> int:
     try:
         args = with_example(args)
         args = parse_numbers(args, interface)
+        link, nic = check_links(link=args.link, nic=args.nic, interface=interface)  # before the log is read
         run = apply_inputs(load(args), args, interface)
-        acc = account(run, warmup_steps=args.warmup_steps)  # once: the answer and the report share it
+        # once: the answer and the report share it
+        acc = account(run, warmup_steps=args.warmup_steps, link=link, nic=nic)
         answer = build_answer(acc, checkpoint_write_s=args.checkpoint_s, checkpoint_every_steps=args.checkpoint_every,
                               mtbf_hours=args.mtbf_hours, report_date=datetime.date.today())
         if args.validate:
@@ -130,6 +133,10 @@ def _reading_args(a: Any) -> None:
                    help="format table only: schema:column pairs, e.g. step:iter,start_s:t0,end_s:t1")
     a.add_argument("--time-unit", default=None,
                    help="format table only: unit of the time columns (s, ms, us, ns, min, h, epoch_s, epoch_ms)")
+    a.add_argument("--step-pattern", metavar="REGEX", default=None,
+                   help="formats nsys and xplane only: a regular expression the whole name of a range (Nsight "
+                        "NVTX range, XPlane host event) must match to be a step; its first group, if any, is the "
+                        "step number (nsys default: ProfilerStep#(\\d+))")
 
 
 def _fact_args(a: Any) -> None:
@@ -155,6 +162,12 @@ def _fact_args(a: Any) -> None:
                    help="with --preset: count the causal mask in attention ((T + 1) / 2 keys per query; off "
                         "by default, as in PaLM Appendix B)")
     a.add_argument("--global-batch", help="samples per step")
+    a.add_argument("--link", metavar="NAME", default=None,
+                   help="intra-node link collectives inside one node are compared with (a name of "
+                        "mfu_toolkit/interconnect.csv, e.g. NVLink4; default: the accelerator's own)")
+    a.add_argument("--nic", metavar="NAME", default=None,
+                   help="NIC port rate collectives spanning nodes are compared with (a name of "
+                        "mfu_toolkit/interconnect.csv, e.g. NDR or 400GbE; one port per rank assumed)")
     a.add_argument("--seq-len",
                    help="tokens per sample; with --preset the FLOPs are counted at it, else at the log's own "
                         "sequence length, else at the preset's published one (required where it has none)")

@@ -48,6 +48,15 @@ def _waterfall_rows(bd: pd.DataFrame, wall: float) -> tuple[list[list[str]], lis
     return rows, folded
 
 
+def _waterfall_lines(bd: pd.DataFrame, folded: list[str]) -> list[str]:
+    """The waterfall's notes: what the exposed_comm slice is, where the run states it (a run that does
+    not has no such row: unknown, inside ideal_compute), and the categories folded."""
+    note = bd.attrs.get("exposed_comm") or {}
+    lines = [f"exposed_comm, the last row, is part of the steady-state step (the steady-state MFU includes it; "
+             f"its MFU after is the step with it hidden): {note['basis']}"] if note.get("stated") else []
+    return lines + ([f"Folded (0 s or float noise): {', '.join(folded)}"] if folded else [])
+
+
 def _headline_lines(answer: Answer, interface: str) -> list[str]:
     h = answer.headline
     if not answer.timed:
@@ -204,8 +213,9 @@ def _comm_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
     return out
 
 
-def _comm_block(answer: Answer) -> tuple[str, list[str], list[list[str]] | None, list[str] | None]:
-    """Exposed communication, and each collective's bus bandwidth against its link (or why unknown)."""
+def _comm_block(answer: Answer, interface: str) -> tuple[str, list[str], list[list[str]] | None, list[str] | None]:
+    """Exposed communication, and each collective's bus bandwidth against its link (or why unknown, a
+    request for the link said in ``interface``'s terms)."""
     c = answer.communication
     lines = []
     if c.get("exposed_share") is not None:
@@ -219,7 +229,8 @@ def _comm_block(answer: Answer) -> tuple[str, list[str], list[list[str]] | None,
             lines.append(f"Fixing them recovers {secs(slow['recovered_s'])} ({pct(slow['wall_share'])} of wall "
                          f"time); {slow['method']}")
     rows = c.get("collectives") or []
-    reasons = list(dict.fromkeys(r["reason"] for r in rows if r.get("comm_efficiency") is None and r.get("reason")))
+    reasons = list(dict.fromkeys(point_text(r["reason"], interface) for r in rows
+                                 if r.get("comm_efficiency") is None and r.get("reason")))
     lines += [f"Efficiency unknown: {why}" for why in reasons]
     if rows:
         lines.append(f"Bus bandwidth by nccl-tests' formulas ({c.get('busbw_source')}), against the link's "
@@ -260,7 +271,7 @@ def blocks(answer: Answer, interface: str = "python") -> list[tuple[str, list[st
     if answer.downtime:
         out.append(_downtime_block(answer))
     if answer.communication:
-        out.append(_comm_block(answer))
+        out.append(_comm_block(answer, interface))
     out.append(("Checks", [], [[c.status.upper(), c.name, c.message] for c in answer.checks],
                 ["status", "check", "message"]))
     out.append(("Facts used", [] if answer.facts else ["none"],
@@ -270,7 +281,7 @@ def blocks(answer: Answer, interface: str = "python") -> list[tuple[str, list[st
         out.append(("What the log holds", _holds_lines(answer), None, None))
         return out
     rows, folded = _waterfall_rows(answer.breakdown, answer.headline["wall_s"])
-    out.append(("Waterfall", [f"Folded (0 s or float noise): {', '.join(folded)}"] if folded else [],
+    out.append(("Waterfall", _waterfall_lines(answer.breakdown, folded),
                 rows, ["category", "seconds", "share", "efficiency after", "MFU after"]))
     out.append(("Scorecard", [], [[r["family"], r["metric"], value(r["value"], r["unit"]),
                                    point_text(r["note"], interface)]

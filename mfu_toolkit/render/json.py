@@ -37,11 +37,21 @@ def answer_dict(answer: Answer, *, interface: str = "python") -> dict[str, Any]:
         "window": answer.window, "load": answer.load, "holds": answer.holds,
         "summary": spoken_summary(answer.summary, interface),
         "hang": list(answer.hang),
-        "communication": answer.communication,
+        "communication": _spoken_communication(answer.communication, interface),
+        "exposed_comm": dict(answer.breakdown.attrs.get("exposed_comm") or {}),
         "downtime": list(answer.downtime),
         "recsys": answer.recsys,
     }
     return jsonable(doc)
+
+
+def _spoken_communication(comm: dict[str, Any], interface: str) -> dict[str, Any]:
+    """The communication part with each collective's reason phrased for ``interface`` (a request for the
+    link asks for ``--nic NAME``, ``NIC=NAME`` or ``nic=NAME``)."""
+    if not comm.get("collectives"):
+        return comm
+    rows = [{**r, "reason": point_text(r.get("reason"), interface)} for r in comm["collectives"]]
+    return {**comm, "collectives": rows}
 
 
 def jsonable(v: Any) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import facts
+from ..analysis.communication import LinkRequest
 from ..analysis.reasons import Reason
 from ..facts import InputError
 
@@ -39,6 +40,9 @@ _VOCABULARY: dict[str, tuple[str, str, str, str]] = {
     "mtbf_hours": ("mtbf_hours", "--mtbf-hours", "MTBF_HOURS", "H"),
     "format": ("format", "--format", "FORMAT", "NAME"),
     "columns": ("columns", "--columns", "COLUMN_MAP", "SCHEMA:COLUMN,..."),
+    "step_pattern": ("step_pattern", "--step-pattern", "STEP_PATTERN", "REGEX"),
+    "link": ("link", "--link", "LINK", "NAME"),
+    "nic": ("nic", "--nic", "NIC", "NAME"),
 }
 _COMPOSITE = {  # what to give for a fact several inputs can supply
     "model_flops": (("preset", "seq_len"), ("flops_per_sample",)),
@@ -169,12 +173,31 @@ _PHRASES = {
 }
 
 
+def _link_words(request: LinkRequest, interface: str) -> str:
+    """What a :class:`~mfu_toolkit.analysis.communication.LinkRequest` asks for, said in ``interface``'s terms
+    (for Python, exactly the request's own text)."""
+    asks = {
+        "nic": f"give {ask('nic', interface)} (e.g. {said('nic', 'NDR', interface)} or "
+               f"{said('nic', '400GbE', interface)})",
+        "link_or_nic": f"give {ask('link', interface)} (intra-node) or {ask('nic', interface)} with the node count",
+        "link": f"give {ask('link', interface)}",
+        "link_rate": f"give {ask('link', interface)} of a per-GPU rate"
+                     + (" (in Python, a Link you state)" if interface == "python" else ""),
+    }[request.asks]
+    link = input_name("link", interface) + ("" if interface == "cli" else "=")
+    return f"{request.stem}; {asks}" + (f"; {link} is intra-node only" if request.link_given else "")
+
+
 def phrase(reason: Any, interface: str) -> str:
     """A :class:`~mfu_toolkit.analysis.reasons.Reason` said in the terms of ``interface``, looked
     up by its code: ``flops_unknown`` for a run counted per sample becomes, for the command line,
     ``"model FLOPs per sample unknown (give --preset NAME --seq-len N or --flops-per-sample F)"``.
+    A :class:`~mfu_toolkit.analysis.communication.LinkRequest` (a collective's link unknown) asks for
+    ``--link NAME``/``--nic NAME``, ``LINK=NAME``/``NIC=NAME`` or ``link=``/``nic=`` the same way.
     A reason whose code asks for nothing is its own sentence; anything else is ``str(reason)``."""
     check_interface(interface)
+    if isinstance(reason, LinkRequest):
+        return _link_words(reason, interface)
     if not isinstance(reason, Reason):
         return str(reason or "")
     return "; ".join(_PHRASES[r.code](r, interface) if r.code in _PHRASES else str(r) for r in reason.each())
