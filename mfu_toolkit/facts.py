@@ -10,8 +10,10 @@ show which value was used and where it came from.
 stated facts fill the RunMeta fields the log leaves unset (``n_accelerators`` from a stated count,
 else ``n_nodes`` x ``accelerators_per_node``; ``accelerator`` where the peak registry resolves
 the stated name, with its peak at the stated ``dtype``, else bf16, said so; ``global_batch``,
-``seq_len``), the given values win, and each given value the log contradicts is a conflict
-(noted, never resolved silently). :func:`apply_given` sets the given fields and resolves the
+``seq_len``; the model FLOPs per sample of a stated ``reference_model`` where
+:func:`reference_preset` names its preset and neither the log nor the caller gives FLOPs), the
+given values win, and each given value the log contradicts is a conflict (noted, never resolved
+silently). :func:`apply_given` sets the given fields and resolves the
 peak per device or per package as the run's N counts. :func:`compare_given` and
 :func:`source_of` are what the answer reports about them.
 """
@@ -26,9 +28,9 @@ from typing import Any
 
 from .run import RunMeta
 
-__all__ = ["FACT_NAMES", "GIVEN", "InputError", "LoaderArgumentError", "STATED", "PACKAGE_COUNTS", "Fact", "Resolved",
-           "apply_given", "check_value", "comparable", "compare_given", "given", "mark_given", "resolve", "same",
-           "source_of", "trace_peak"]
+__all__ = ["FACT_NAMES", "GIVEN", "InputError", "LoaderArgumentError", "STATED", "PACKAGE_COUNTS", "REFERENCE_KINDS",
+           "Fact", "Resolved", "apply_given", "check_value", "comparable", "compare_given", "given", "mark_given",
+           "reference_preset", "resolve", "same", "source_of", "trace_peak"]
 
 GIVEN, STATED = "given", "stated"
 
@@ -91,6 +93,7 @@ FACT_NAMES: tuple[str, ...] = (
     "parallelism",
     "framework",
     "platform",
+    "reference_model",
 )
 
 
@@ -384,12 +387,56 @@ def _has_dtype(accelerator: str, dtype: str, note: Note, context: str) -> bool:
     return True
 
 
+#: Preset kinds whose model FLOPs per sample a stated reference model fixes: DLRM, whose FLOPs per sample follow
+#: from its layer sizes alone. A sequence model's (a transformer benchmark's, HSTU's) depend on sequence lengths,
+#: packed or padded, that the name does not fix, so its reference name alone gives no FLOPs.
+REFERENCE_KINDS: tuple[str, ...] = ("dlrm",)
+
+
+def reference_preset(name: Any) -> Any:
+    """The FLOPs preset (:class:`~mfu_toolkit.flops.Preset`) of a reference model a log names (the value of a
+    stated ``reference_model`` fact, e.g. MLPerf's ``dlrm_dcnv2``), where the preset registry knows the name and
+    its kind is in :data:`REFERENCE_KINDS`; else None."""
+    from .flops import FlopsConfigError, get_preset
+
+    if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME:
+        return None
+    try:
+        preset = get_preset(name.strip())
+    except FlopsConfigError:
+        return None
+    return preset if preset.kind in REFERENCE_KINDS else None
+
+
+def _reference_flops(stated: Sequence[Fact], fields: Mapping[str, Any], overrides: Mapping[str, Any],
+                     out: _Stated) -> None:
+    """Model FLOPs per sample from the preset of the reference model the log states (see
+    :func:`reference_preset`), where neither the log's own FLOPs nor the caller's are there; its
+    source names the rule and the line it was read from, then the preset's conventions and source."""
+    from .flops import model_flops
+
+    f = _first(stated, "reference_model")
+    if f is None or any(fields.get(k) is not None or overrides.get(k) is not None for k in _FLOPS_FIELDS[:3]):
+        return
+    preset = reference_preset(f.value)
+    if preset is None:
+        return
+    from .readable import short_where
+
+    mf = model_flops(preset)
+    rule = f"{f.text.strip() or f'the reference model {f.value!r}'}, stated in the log at {short_where(f.where)}"
+    out.fields["model_flops_per_sample"] = float(mf.training_per_sample)
+    out.fields["model_flops_source"] = f"{rule}; preset {preset.name!r} ({mf.conventions.summary()}): {mf.source}"
+    out.used.append(f"model_flops_per_sample {mf.training_per_sample:,.0f} of preset {preset.name!r} ({rule})")
+
+
 def _stated(stated: Sequence[Fact], fields: Mapping[str, Any], overrides: Mapping[str, Any], note: Note) -> _Stated:
     """The RunMeta fields the log's facts fill (count, accelerator, dtype), the caller's keywords
     winning; each used value is traced to its file:line in a note (and in ``peak_source``)."""
     out = _Stated()
     _stated_count(stated, fields, overrides, out)
     _stated_accelerator(stated, overrides, note, out)
+    _reference_flops(stated, fields, overrides, out)
     for name in ("global_batch", "seq_len"):
         f = _first(stated, name)
         if f is not None and overrides.get(name) is None and fields.get(name) == f.value:

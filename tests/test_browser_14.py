@@ -37,7 +37,7 @@ def _real_section_texts() -> list[str]:
     assert len(logs) == 5, f"MFU_REALDATA={value!r} does not hold the five MLPerf DLRM-DCNv2 logs"
     return [
         # the logs alone: a count the log does not state stays unknown, with the reason
-        "accelerator count unknown",
+        "does not state the accelerator count N",
         # with the system descriptions: every run, its dense MFU and embedding bandwidth
         "v5.0 NVIDIA, 64× GB200",
         # mfu analyze on Fujitsu's log: the two-part headline

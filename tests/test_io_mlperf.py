@@ -417,6 +417,21 @@ def test_real_submission_facts_of_every_file(realdata):  # noqa: F811
         assert platform_nodes == ([int(m.group(1))] if m else []), path.name
 
 
+def test_real_closed_division_logs_state_their_reference_model(realdata):  # noqa: F811
+    """Every real log says submission_division 'closed': each states its benchmark as the reference model (the
+    closed division trains it), and only a recommendation benchmark's gets model FLOPs from it (96,182,784 per
+    sample, the dlrm-dcnv2 hand count in tests/test_mlperf_dlrm.py); the transformer benchmarks stay without."""
+    for path in files(realdata / "mlperf"):
+        run = load_run(path)
+        ln, _, div = _raw(path, "submission_division")
+        bench_ln, _, bench = _raw(path, "submission_benchmark")
+        fact = _fact(run, "reference_model")
+        assert div == "closed" and fact["value"] == bench, path.name
+        assert fact["where"] == f"{path}:{bench_ln}" and f"at line {ln})" in fact["text"], path.name
+        flops = run.meta.model_flops_per_sample
+        assert flops == (96_182_784 if bench == "dlrm_dcnv2" else None), path.name
+
+
 def _stats(path):
     """(time_ms, throughput, metadata) of every tracked_stats record that carries a throughput."""
     return [(r["time_ms"], r["value"]["throughput"], r["metadata"]) for r in _mllog(path)

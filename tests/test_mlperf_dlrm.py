@@ -26,8 +26,10 @@ from mfu_toolkit.render import answer_text
 from mfu_toolkit.render.json import answer_dict
 from mfu_toolkit.run import Run, RunMeta, make_steps
 
-# Training FLOPs per sample of the MLPerf reference DLRM-DCNv2 (hand count in tests/test_flops_recsys.py):
-# 3 x 2 x (bottom 170,496 + cross 10,616,832 + top 5,243,136 multiply-adds).
+# Training FLOPs per sample of the MLPerf reference DLRM-DCNv2 (hand count in tests/test_flops_recsys.py) from the
+# reference configuration, https://github.com/mlcommons/training/tree/master/recommendation_v2/torchrec_dlrm
+# (embedding dim 128, bottom MLP 13-512-256-128, 3 DCNv2 cross layers of rank 512 on 27 x 128 = 3456 inputs, top MLP
+# 3456-1024-1024-512-256-1): 3 x 2 x (bottom 170,496 + cross 10,616,832 + top 5,243,136 multiply-adds).
 FLOPS = 3 * 2 * (13 * 512 + 512 * 256 + 256 * 128 + 3 * (3456 * 512 + 512 * 3456)
                  + 3456 * 1024 + 1024 * 1024 + 1024 * 512 + 512 * 256 + 256)
 BYTES = 214 * 128 * 4 * 5  # lookups, update read + write, Adagrad state read + write (tests/test_recsys_bytes.py)
@@ -113,7 +115,9 @@ def test_dense_mfu_and_embedding_bandwidth_from_the_raw_records(dlrm_logs, table
         row, given = table.loc[path.name], table_with_systems.loc[path.name]
         if acc is None or n is None:  # the log alone does not say: unknown, with the reason
             assert math.isnan(row["dense_mfu"]) and math.isnan(row["embedding_bw_utilisation"])
-            assert "unknown" in row["reason"]
+            assert row["reason"] == ("the log does not state the accelerator count N" if n is None else
+                                     "the log does not name the accelerator, so its peak FLOP/s and memory "
+                                     "bandwidth are unknown")
             desc = MLPERF_SYSTEM_DESCRIPTIONS[r["platform"]]
             acc, n = acc or desc["accelerator"], n or desc["n_accelerators"]
             assert given["accelerator"] == acc and given["n_accelerators"] == n and "github.com" in (
@@ -191,38 +195,124 @@ def test_the_reference_forward_flops_by_an_independent_counter():
 
 
 def test_analyze_prints_both_numbers_for_every_log(dlrm_logs):
-    from mfu_toolkit.inputs import apply_inputs
+    """No --preset: the FLOPs and the embedding bytes both come from the closed-division rule; each number is a
+    number, or both are unknown with one reason and the input that supplies it."""
     from mfu_toolkit.io import load_run
 
     for path in dlrm_logs:
         r = raw(path)
-        run = apply_inputs(load_run(path), preset="dlrm-dcnv2")
-        answer = build_answer(run)
+        answer = build_answer(load_run(path))
         text = answer_text(answer, interface="cli")
         assert "Dense MFU and embedding bandwidth" in text and "Embedding bandwidth utilisation:" in text
+        assert "Dense MFU:" in text
         rec = answer.recsys
         assert rec["bytes_per_sample"] == BYTES and rec["optimizer_from"] == "the log's opt_name 'adagrad'"
+        dense, emb = rec["dense_mfu"], rec["embedding_bandwidth"]
+        assert dense["flops_per_sample"] == FLOPS and answer.headline["numerator"]["flops_per_unit"] == FLOPS
+        assert dense["source"].startswith("the MLPerf closed-division rule: benchmark 'dlrm_dcnv2' is the reference")
+        assert "github.com/mlcommons/training" in dense["source"]
         _, _, acc, n = LOGS[path.name]
-        emb = rec["embedding_bandwidth"]
         if acc and n:
             rate = emb["samples_per_s"]["steady_state"]
             assert emb["steady_state"] == pytest.approx(rate * BYTES / (n * HBM[acc]), rel=1e-9)
+            assert dense["steady_state"] == pytest.approx(rate * FLOPS / (n * PEAK[acc]), rel=1e-9)
             assert rate == pytest.approx(r["trained"] / r["train_s"], rel=1e-2)  # the ideal step ~ the mean
+            assert dense["reason"] == emb["reason"] == "" and dense["give"] == emb["give"] == []
         else:
-            assert emb["steady_state"] is None or math.isnan(emb["steady_state"])
-            assert "unknown" in emb["reason"] and "unknown:" in text
+            assert dense["steady_state"] is None and emb["steady_state"] is None
+            assert dense["reason"] == emb["reason"] and str(dense["reason"]).startswith("the log does not ")
+            assert dense["give"] == emb["give"] == (["n_accelerators"] if n is None else ["accelerator"])
+            assert f"unknown: {emb['reason']}" in " ".join(text.split())  # the text wraps at 100 columns
         assert "All-to-all: unknown: the sharding" in text
         assert answer_dict(answer)["recsys"]["traffic"]["conventions"]
 
 
-def test_analyze_takes_the_model_from_the_closed_division_benchmark(dlrm_logs):
+def test_fujitsu_dense_mfu_from_the_log_alone_by_hand(dlrm_logs):
+    """``mfu analyze`` on the Fujitsu log, no flags: the numbers by hand from its raw ``:::MLLOG`` lines.
+
+    Training intervals (run_start or eval_stop to the next eval_start; 15 of them) with the samples their
+    epoch_num positions state x train_samples 4,195,197,692. Steady state: the median interval's rate,
+    209,730,394 samples / 24.887 s = 8,427,307 samples/s; x 96,182,784 FLOPs per sample (the reference model's
+    hand count above) / (4 x 989.4e12, the H100 SXM bf16 dense datasheet peak) = 20.48 %. End to end:
+    0.7498828381291592 x 4,195,197,692 = 3,145,906,752 samples over 471.408 s (the first record, cache_clear,
+    to the last) = 6,673,427 samples/s -> 16.22 %. Embedding bandwidth: 8,427,307 x 547,840 B / (4 x 3.35e12)
+    = 34.45 % (the H100 SXM HBM3 datasheet)."""
+    from mfu_toolkit.io import load_run
+
+    path = next(p for p in dlrm_logs if "Fujitsu" in p.name)
+    recs = [json.loads(line[len(":::MLLOG "):]) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.startswith(":::MLLOG ")]
+    train = next(r["value"] for r in recs if r["key"] == "train_samples")
+    starts = [r for r in recs if r["key"] == "eval_start"]
+    ends = [next(r for r in recs if r["key"] == "run_start"), *(r for r in recs if r["key"] == "eval_stop")]
+    rates = sorted((b["metadata"]["epoch_num"] - a["metadata"].get("epoch_num", 0.0)) * train
+                   / ((b["time_ms"] - a["time_ms"]) / 1000) for a, b in zip(ends, starts, strict=False))
+    assert len(rates) == 15
+    steady_rate = rates[7]  # the median of 15
+    stop = next(r for r in recs if r["key"] == "run_stop")
+    wall = (max(r["time_ms"] for r in recs) - min(r["time_ms"] for r in recs)) / 1000
+    e2e_rate = stop["metadata"]["epoch_num"] * train / wall
+    assert (round(steady_rate), round(wall, 3), round(e2e_rate)) == (8_427_307, 471.408, 6_673_427)
+
+    answer = build_answer(load_run(path))
+    dense, emb = answer.recsys["dense_mfu"], answer.recsys["embedding_bandwidth"]
+    assert dense["steady_state"] == pytest.approx(steady_rate * FLOPS / (4 * 989.4e12), rel=1e-6)
+    assert dense["end_to_end"] == pytest.approx(e2e_rate * FLOPS / (4 * 989.4e12), rel=1e-6)
+    assert (round(dense["steady_state"] * 100, 2), round(dense["end_to_end"] * 100, 2)) == (20.48, 16.22)
+    assert emb["steady_state"] == pytest.approx(steady_rate * BYTES / (4 * 3.35e12), rel=1e-6)
+    assert round(emb["steady_state"] * 100, 2) == 34.45
+    # the same in every front end's data: the headline MFU is the dense MFU
+    assert answer.headline["steady_state_mfu"] == dense["steady_state"]
+    doc = answer_dict(answer, interface="cli")
+    assert doc["recsys"]["dense_mfu"]["steady_state"] == dense["steady_state"]
+    assert doc["headline"]["numerator"]["source"].startswith("the MLPerf closed-division rule")
+
+
+def test_analyze_takes_the_model_and_the_flops_from_the_closed_division_benchmark(dlrm_logs):
     from mfu_toolkit.io import load_run
 
     run = load_run(next(p for p in dlrm_logs if "Fujitsu" in p.name))
     rec = recsys_answer(account(run))
     assert rec["model"] == "dlrm-dcnv2" and "closed-division" in rec["model_from"]
-    assert rec["dense_mfu"]["steady_state"] is None  # no FLOPs without a preset: dense MFU stays unknown
+    assert run.meta.model_flops_per_sample == FLOPS
+    assert run.meta.fact("reference_model")["value"] == "dlrm_dcnv2"
+    assert rec["dense_mfu"]["steady_state"] == pytest.approx(0.2048, abs=5e-5)
     assert rec["embedding_bandwidth"]["steady_state"] == pytest.approx(0.3445, abs=5e-4)
+    alone = embedding_bandwidth(run)  # the library call takes the same model from the run
+    assert alone.model == "dlrm-dcnv2" and alone.utilisation == rec["embedding_bandwidth"]["steady_state"]
+
+
+def test_a_given_preset_or_flops_count_wins_over_the_rule(dlrm_logs):
+    from mfu_toolkit.inputs import apply_inputs
+    from mfu_toolkit.io import load_run
+
+    path = next(p for p in dlrm_logs if "Fujitsu" in p.name)
+    ruled = build_answer(load_run(path)).recsys["dense_mfu"]
+    given = build_answer(apply_inputs(load_run(path), flops_per_sample=2 * FLOPS)).recsys
+    assert given["dense_mfu"]["flops_per_sample"] == 2 * FLOPS
+    assert given["dense_mfu"]["steady_state"] == pytest.approx(2 * ruled["steady_state"], rel=1e-12)
+    assert given["dense_mfu"]["source"] == "apply_inputs(flops_per_sample=...)"
+    assert given["model"] == "dlrm-dcnv2"  # the bytes still follow the reference model
+    at_load = load_run(path, model_flops_per_sample=3 * FLOPS)
+    assert at_load.meta.model_flops_per_sample == 3 * FLOPS
+    assert at_load.meta.model_flops_source == "given: load_run(model_flops_per_sample=)"
+    other = apply_inputs(load_run(path), preset="dlrm-criteo-terabyte")
+    rec = build_answer(other).recsys
+    assert rec["model"] == "dlrm-criteo-terabyte" and rec["model_from"] == "the preset given"
+    assert rec["dense_mfu"]["source"].startswith("preset 'dlrm-criteo-terabyte'")
+
+
+def test_giving_the_missing_count_gives_both_numbers(dlrm_logs):
+    from mfu_toolkit.inputs import apply_inputs
+    from mfu_toolkit.io import load_run
+
+    path = next(p for p in dlrm_logs if "h200_ngc24.04_merlin" in p.name)
+    rec = build_answer(apply_inputs(load_run(path), n_accelerators=8)).recsys
+    dense, emb = rec["dense_mfu"], rec["embedding_bandwidth"]
+    rate = emb["samples_per_s"]["steady_state"]
+    assert dense["steady_state"] == pytest.approx(rate * FLOPS / (8 * PEAK["H200 SXM"]), rel=1e-9)
+    assert emb["steady_state"] == pytest.approx(rate * BYTES / (8 * HBM["H200 SXM"]), rel=1e-9)
+    assert dense["reason"] == emb["reason"] == ""
 
 
 def test_alltoall_against_nvlink_when_the_sharding_is_given(dlrm_logs):
@@ -284,3 +374,108 @@ def test_non_recsys_runs_have_no_recsys_section():
     run = _toy_run(accelerator="H100 SXM", n_accelerators=8, extra={"preset": "llama3-8b"})
     assert recsys_answer(account(run)) == {}
     assert build_answer(run).recsys == {}
+
+
+# --- the closed-division rule on self-made logs --------------------------------------------------------------------
+
+
+def _mlperf_log(tmp_path, *, division: str | None = "closed", benchmark: str = "dlrm_dcnv2",
+                platform: str | None = None, sysjson: bool = True) -> Path:
+    """A small MLPerf result log: init 10 s, then three training intervals of 10 s (epoch_num 0 -> 0.25 -> 0.5 ->
+    0.75 of train_samples 1,000,000: 250,000 samples each), each followed by a 1 s evaluation; SYSJSON 1 x 8
+    'NVIDIA H100 80GB HBM3' where asked."""
+    from _samples import T0_MS, mllog, write_mlperf
+
+    out = [":::SYSJSON " + json.dumps({"number_of_nodes": "1", "accelerators_per_node": "8",
+                                       "accelerator_model_name": "NVIDIA H100 80GB HBM3"})] if sysjson else []
+    out += [mllog("init_start", T0_MS, event_type="INTERVAL_START"), mllog("submission_benchmark", T0_MS, benchmark)]
+    out += [mllog("submission_division", T0_MS, division)] if division is not None else []
+    out += [mllog("submission_platform", T0_MS, platform)] if platform is not None else []
+    t = T0_MS + 10_000
+    out += [mllog("global_batch_size", T0_MS, 1000), mllog("opt_name", T0_MS, "adagrad"),
+            mllog("train_samples", T0_MS, 1_000_000, epoch_num=0.0), mllog("init_stop", t, event_type="INTERVAL_END"),
+            mllog("run_start", t, event_type="INTERVAL_START"),
+            mllog("epoch_start", t, event_type="INTERVAL_START", epoch_num=0.0)]
+    for mark in (0.25, 0.5, 0.75):
+        t += 10_000
+        out += [mllog("eval_start", t, event_type="INTERVAL_START", epoch_num=mark),
+                mllog("eval_stop", t + 1000, event_type="INTERVAL_END", epoch_num=mark)]
+        t += 1000
+    out += [mllog("run_stop", t, event_type="INTERVAL_END", status="success", epoch_num=0.75),
+            mllog("epoch_stop", t, event_type="INTERVAL_END", epoch_num=0.75)]
+    return write_mlperf(tmp_path, lines=out)
+
+
+def test_a_closed_dlrm_log_gives_both_numbers_by_hand(tmp_path):
+    from mfu_toolkit.io import load_run
+
+    run = load_run(_mlperf_log(tmp_path))
+    assert run.meta.model_flops_per_sample == FLOPS
+    fact = run.meta.fact("reference_model")
+    assert (fact["value"], fact["where"].rsplit(":", 1)[1]) == ("dlrm_dcnv2", "3")  # the submission_benchmark line
+    assert fact["text"] == ("the MLPerf closed-division rule: benchmark 'dlrm_dcnv2' is the reference model "
+                            "(submission_division 'closed' at line 4)")
+    assert run.meta.model_flops_source.startswith(fact["text"] + ", stated in the log at result_0.txt:3; preset "
+                                                  "'dlrm-dcnv2'")
+    rec = build_answer(run).recsys
+    # 250,000 samples per 10 s interval = 25,000 samples/s on 8 H100 SXM (989.4 TFLOP/s bf16, 3.35 TB/s HBM3)
+    assert rec["dense_mfu"]["steady_state"] == pytest.approx(25_000 * FLOPS / (8 * 989.4e12), rel=1e-9)
+    assert rec["embedding_bandwidth"]["steady_state"] == pytest.approx(25_000 * BYTES / (8 * 3.35e12), rel=1e-9)
+
+
+@pytest.mark.parametrize(("division", "benchmark", "states"), [
+    ("open", "dlrm_dcnv2", False),  # an open submission may change the model
+    (None, "dlrm_dcnv2", False),  # no division stated: no rule
+    ("closed", "dlrm_dcnv3", True),  # a benchmark no preset is named after
+    ("closed", "bert", True),  # transformer benchmarks: FLOPs per sample depend on sequence lengths
+    ("closed", "gpt3", True),
+    ("closed", "llama2_70b_lora", True),
+])
+def test_the_rule_gives_no_flops_where_it_does_not_hold(tmp_path, division, benchmark, states):
+    from mfu_toolkit.io import load_run
+
+    run = load_run(_mlperf_log(tmp_path, division=division, benchmark=benchmark))
+    assert run.meta.model_flops_per_sample is None and run.meta.model_flops_source is None
+    assert (run.meta.fact("reference_model") is not None) == states
+    answer = build_answer(run)
+    assert answer.recsys == {} and answer.headline["steady_state_mfu"] is None
+    assert answer.headline["numerator"]["source"] == "unknown"
+
+
+def test_only_dlrm_presets_are_reference_models_with_flops():
+    """A DLRM's FLOPs per sample follow from its layer sizes; a sequence model's (BERT, GPT-3, HSTU) also from
+    sequence lengths the benchmark's name does not fix."""
+    from mfu_toolkit import facts
+
+    assert facts.reference_preset("dlrm_dcnv2").name == "dlrm-dcnv2"
+    assert facts.reference_preset(" dlrm_dcnv2 ").name == "dlrm-dcnv2"
+    names = ("bert", "gpt3", "llama2_70b_lora", "hstu-ml-1m", "", None, 7)
+    assert [facts.reference_preset(n) for n in names] == [None] * len(names)
+
+
+def test_closed_in_capitals_is_the_closed_division(tmp_path):
+    from mfu_toolkit.io import load_run
+
+    assert load_run(_mlperf_log(tmp_path, division=" Closed ")).meta.model_flops_per_sample == FLOPS
+
+
+@pytest.mark.parametrize(("platform", "n", "accelerator", "give"), [
+    ("1xNVIDIA HGX H200", None, "H200 SXM", ["n_accelerators"]),  # HGX boards carry 4 or 8: no count
+    ("2xNVIDIA GB200", 8, "GB200", []),  # the system table: 4 GPUs per MLPerf GB200 node
+    ("2xNVIDIA DGX H100", 16, "H100 SXM", []),  # 8 per DGX H100
+    ("1xD74H-7U", 8, None, ["accelerator"]),  # 8 per QCT D74H-7U, the GPU not named
+    ("1xACME Box", None, None, ["n_accelerators", "accelerator"]),
+])
+def test_what_the_platform_states_without_sysjson(tmp_path, platform, n, accelerator, give):
+    """The count and the accelerator a submission_platform states by the sourced system table (any submitter), else
+    both numbers unknown with one reason and the inputs that supply it; never read from the file name."""
+    from mfu_toolkit.io import load_run
+
+    run = load_run(_mlperf_log(tmp_path, platform=platform, sysjson=False))
+    assert (run.meta.n_accelerators, run.meta.accelerator) == (n, accelerator)
+    rec = build_answer(run).recsys
+    dense, emb = rec["dense_mfu"], rec["embedding_bandwidth"]
+    assert dense["give"] == emb["give"] == give and dense["reason"] == emb["reason"]
+    assert (dense["steady_state"] is None) == bool(give) == (emb["steady_state"] is None)
+    if give:
+        assert rec["dense_mfu"]["reason"].missing  # a Reason: the facts it asks for, as the answer's missing facts

@@ -12,11 +12,15 @@ updates count zero FLOPs but move most of the bytes. So the headline has two par
   against the interconnect (:func:`~mfu_toolkit.analysis.communication.collective_time_floor`): the share of the
   step the all-to-all needs at the link's per-direction peak.
 
-Where a run gives no samples/s, names no accelerator or no count, or the model is not a recommendation model,
-the figure is unknown with the reason, never guessed.
+The model is the preset given (``--preset``), else the reference model the log states (an MLPerf closed-division
+log names it: :func:`mfu_toolkit.facts.reference_preset`, the rule that also gives the run its model FLOPs when
+it is loaded). Where a run gives no samples/s or the model is not a recommendation model, the figure is unknown
+with the reason, never guessed; where it names no accelerator or no count, both figures are unknown with one
+reason, which names the facts to give.
 
 :func:`mlperf_dlrm_table` reads MLPerf Training DLRM-DCNv2 result logs, one row each: samples/s from the log's own
-counters, dense MFU with the ``dlrm-dcnv2`` preset's FLOPs, embedding bandwidth utilisation, time to train.
+counters, dense MFU with the model FLOPs ``mfu analyze`` takes (the reference model's), embedding bandwidth
+utilisation, time to train.
 """
 
 from __future__ import annotations
@@ -29,18 +33,20 @@ from typing import Any
 
 import pandas as pd
 
-from .. import hardware, interconnect
+from .. import facts, hardware, interconnect, readable
 from ..flops import FlopsConfigError, get_preset, model_flops
 from ..flops.recsys import SHARDINGS, EmbeddingTraffic, canonical_optimizer, embedding_traffic
 from ..run import Run
 from .accounting import Accounting, accounted
 from .communication import collective_time_floor
+from .reasons import Missing, Reason
 
 __all__ = ["BASES", "MLPERF_SYSTEM_DESCRIPTIONS", "EmbeddingBandwidth", "embedding_bandwidth",
            "mlperf_dlrm_table", "recsys_answer"]
 
 #: where samples/s come from for a Run: the ideal step (as steady-state MFU), the whole wall time, the log's claim
 BASES = ("steady", "end_to_end", "claim")
+_RECSYS_KINDS = ("dlrm", "hstu")  # the preset kinds with embedding tables: a given preset of these is a recsys model
 _NAN = math.nan
 
 _V50 = "https://github.com/mlcommons/training_results_v5.0/blob/0fdc28f013256aea84fa36fdaf1e0fa46094b18c/"
@@ -229,7 +235,7 @@ def embedding_bandwidth(
     if acc is None and model is None:
         model = run_or_model
     elif model is None:
-        model = meta.extra.get("preset")
+        model = _run_model(meta)[0]
     t, why, opt_from = _traffic(model, optimizer, embedding_bytes, acc.run if acc is not None else None)
     rate, rate_basis, rate_why = _rate(acc, samples_per_s, basis)
     acc_name = accelerator or (meta.accelerator if meta is not None else None)
@@ -251,42 +257,87 @@ def embedding_bandwidth(
 # the answer's two-part headline
 
 
-def _answer_model(acc: Accounting) -> tuple[str | None, str]:
-    """The recommendation preset of a run: the one given (--preset), else the preset an MLPerf closed-division
-    log's benchmark names (the closed division trains the reference model); None when neither is a recsys model."""
-    extra = acc.run.meta.extra
-    name, where = extra.get("preset"), "the preset given"
-    if not isinstance(name, str) and extra.get("division") == "closed" and isinstance(extra.get("benchmark"), str):
-        name, where = extra["benchmark"], (f"named by the MLPerf closed-division benchmark {extra['benchmark']!r}: "
-                                           "the closed division trains the reference model")
-    if not isinstance(name, str):
+def _run_model(meta: Any) -> tuple[str | None, str]:
+    """The recommendation preset of a run and where it came from: the preset given (``--preset``), else the
+    reference model the log states (:func:`mfu_toolkit.facts.reference_preset`, the one rule that also gives
+    the FLOPs); (None, "") when neither is a recommendation model."""
+    name = meta.extra.get("preset")
+    if isinstance(name, str):
+        try:
+            preset = get_preset(name)
+        except FlopsConfigError:
+            return None, ""
+        return (preset.name, "the preset given") if preset.kind in _RECSYS_KINDS else (None, "")
+    stated = meta.fact("reference_model", source=facts.STATED)
+    preset = facts.reference_preset(stated.get("value")) if stated is not None else None
+    if preset is None:
         return None, ""
-    try:
-        kind = get_preset(name).kind
-    except FlopsConfigError:
-        return None, ""
-    return (get_preset(name).name, where) if kind in ("dlrm", "hstu") else (None, "")
+    return preset.name, f"{stated.get('text') or 'the reference model'}, stated in the log at " \
+                        f"{readable.short_where(stated.get('where'))}"
+
+
+def _hardware_unknown(meta: Any, accelerator: str | None = None, n: int | None = None) -> Reason | str:
+    """One reason for both numbers where the accelerator count or the accelerator is unknown (dense MFU needs
+    N and the peak FLOP/s, embedding bandwidth N and the memory bandwidth: both need the two facts); its
+    ``missing`` names the facts to give, as the answer's missing facts do. "" when both are known."""
+    acc_name, count = accelerator or meta.accelerator, n or meta.n_accelerators
+    words = (["the log does not state the accelerator count N"] * (not count)
+             + ["the log does not name the accelerator, so its peak FLOP/s and memory bandwidth are unknown"]
+             * (not acc_name))
+    if not words:
+        return ""
+    missing = (Missing("n_accelerators"),) * (not count) + (Missing("peak_flops_per_accelerator"),) * (not acc_name)
+    return Reason(" and ".join(words), code="peak_unknown", missing=missing)
+
+
+def _gives(reason: Reason | str) -> list[str]:
+    """The inputs that supply what ``reason`` misses: ``n_accelerators`` and/or ``accelerator``."""
+    fields = [m.field for m in getattr(reason, "missing", ())]
+    return ["n_accelerators"] * ("n_accelerators" in fields) + ["accelerator"] * (
+        "peak_flops_per_accelerator" in fields)
+
+
+def _dense(acc: Accounting, why: Reason | str, model_from: str) -> dict[str, Any]:
+    """Dense MFU on the two bases with its numerator and its source, or why unknown (``why`` first); the note
+    names the source, or says it is the model's own rule (``model_from``)."""
+    s = acc.summary
+    per_sample = acc.flops_per_unit if acc.work_unit == "sample" else None
+    if per_sample is None and acc.work_unit == "step" and acc.flops_per_unit and acc.run.meta.global_batch:
+        per_sample = acc.flops_per_unit / float(acc.run.meta.global_batch)
+    source = acc.flops_source or ""
+    reason = why or ("" if s.steady_state_mfu is not None else s.reasons.get("steady_state_mfu") or "unknown")
+    note = "model FLOPs of the dense and interaction parts (lookups count zero): the MFU above"
+    if per_sample:
+        origin = readable.first(source)
+        origin = "the model's preset (the rule above)" if origin == model_from else origin
+        note = (f"{per_sample:,.0f} model FLOPs per sample, all in the dense and interaction parts (lookups count "
+                f"zero), from {origin}: the MFU above")
+    return {"steady_state": s.steady_state_mfu, "end_to_end": s.end_to_end_mfu, "note": note,
+            "flops_per_sample": per_sample, "source": source, "reason": reason, "give": _gives(reason)}
 
 
 def recsys_answer(acc: Accounting) -> dict[str, Any]:
     """The answer's two-part headline for a recommendation model (empty for other models): dense MFU (the
-    steady-state and end-to-end MFU) beside embedding bandwidth utilisation on the same two bases, the bytes
-    per sample with their conventions, the bandwidth with its source, and the all-to-all (unknown without the
-    sharding)."""
-    name, where = _answer_model(acc)
+    steady-state and end-to-end MFU, its FLOPs per sample and their source) beside embedding bandwidth
+    utilisation on the same two bases, the bytes per sample with their conventions, the bandwidth with its
+    source, and the all-to-all (unknown without the sharding). Where the accelerator count or the accelerator
+    is unknown, both numbers are unknown with one reason, and ``give`` names the inputs that supply it."""
+    name, where = _run_model(acc.run.meta)
     if name is None:
         return {}
     steady = embedding_bandwidth(acc, model=name, basis="steady")
     e2e = embedding_bandwidth(acc, model=name, basis="end_to_end")
-    s, t = acc.summary, steady.traffic
+    t = steady.traffic
     if t is None:
         return {}
+    why = _hardware_unknown(acc.run.meta)
+    emb_reason = why or steady.reason
     return {
         "model": name, "model_from": where,
-        "dense_mfu": {"steady_state": s.steady_state_mfu, "end_to_end": s.end_to_end_mfu,
-                      "note": "model FLOPs of the dense and interaction parts (lookups count zero): the MFU above"},
+        "dense_mfu": _dense(acc, why, where),
         "embedding_bandwidth": {
-            "steady_state": steady.utilisation, "end_to_end": e2e.utilisation, "reason": steady.reason,
+            "steady_state": None if emb_reason else steady.utilisation,
+            "end_to_end": None if emb_reason else e2e.utilisation, "reason": emb_reason, "give": _gives(emb_reason),
             "samples_per_s": {"steady_state": steady.samples_per_s, "end_to_end": e2e.samples_per_s},
             "bytes_per_s": {"steady_state": steady.bytes_per_s, "end_to_end": e2e.bytes_per_s}},
         "bytes_per_sample": t.per_sample, "traffic": t.to_dict(), "summary": t.summary(),
@@ -356,32 +407,49 @@ def _rates(run: Run) -> dict[str, Any]:
     }
 
 
-def _figures(row: dict[str, Any], flops_per_sample: float, t: EmbeddingTraffic, dtype: str) -> dict[str, Any]:
-    """Dense MFU and embedding bandwidth utilisation on the timed-run and training-only rates, or why unknown."""
-    acc, n = row["accelerator"], row["n_accelerators"]
+def _model_fields(run: Run, preset: str | None) -> dict[str, Any]:
+    """The model, its training FLOPs per sample and where both came from: the preset given (``preset=``), else
+    the run's own, as ``mfu analyze`` takes them (the reference model the log states, :func:`_run_model`)."""
+    if preset is not None:
+        mf = model_flops(preset)
+        return {"model": mf.name, "model_from": "the preset given (preset=)",
+                "training_flops_per_sample": mf.training_per_sample, "flops_from": f"preset {mf.name!r} given"}
+    name, where = _run_model(run.meta)
+    fps = run.meta.model_flops_per_sample
+    return {"model": name, "model_from": where or "unknown: the log states no reference model of a recommendation "
+                                                  "preset (a closed-division recommendation benchmark)",
+            "training_flops_per_sample": float(fps) if fps else _NAN, "flops_from": run.meta.model_flops_source or ""}
+
+
+def _figures(row: dict[str, Any], run: Run, dtype: str) -> dict[str, Any]:
+    """Dense MFU and embedding bandwidth utilisation on the timed-run and training-only rates, or why unknown
+    (the model first, then the accelerator count and the accelerator, in the words of the answer's reason)."""
+    acc, n, fps = row["accelerator"], row["n_accelerators"], row["training_flops_per_sample"]
+    opt = canonical_optimizer((run.meta.extra.get("params") or {}).get("opt_name"))
+    t = embedding_traffic(get_preset(row["model"]).config, optimizer=opt) if row["model"] else None
+    reason = "" if t is not None and math.isfinite(fps) else f"no model: {row['model_from']}"
+    reason = reason or str(_hardware_unknown(run.meta, acc, n))
     peak = bw = _NAN
-    reason = "" if acc else "accelerator unknown: the log does not name it"
     if acc:
         try:
             peak = hardware.get_peak(acc, dtype, per="package").flops
             bw = hardware.get_memory_bandwidth(acc).bytes_per_s
         except hardware.RegistryError as exc:
-            reason = " ".join(str(exc).split())
-    if not n:
-        reason = reason or "accelerator count unknown: the log does not state it"
-    out = {"training_flops_per_sample": flops_per_sample, "peak_flops_per_accelerator": peak,
-           "embedding_bytes_per_sample": t.per_sample, "hbm_bytes_per_s_per_accelerator": bw, "reason": reason}
+            reason = reason or " ".join(str(exc).split())
+    per_sample = t.per_sample if t is not None else _NAN
+    out = {"optimizer": opt, "peak_flops_per_accelerator": peak, "embedding_bytes_per_sample": per_sample,
+           "hbm_bytes_per_s_per_accelerator": bw, "reason": reason}
     for key, rate in (("", row["samples_per_s"]), ("_training", row["samples_per_s_training"])):
         ok = not reason
-        out["dense_mfu" + key] = rate * flops_per_sample / (n * peak) if ok else _NAN
-        out["embedding_bw_utilisation" + key] = rate * t.per_sample / (n * bw) if ok else _NAN
+        out["dense_mfu" + key] = rate * fps / (n * peak) if ok else _NAN
+        out["embedding_bw_utilisation" + key] = rate * per_sample / (n * bw) if ok else _NAN
     return out
 
 
 def mlperf_dlrm_table(
     runs: Any,
     *,
-    preset: str = "dlrm-dcnv2",
+    preset: str | None = None,
     systems: dict[str, Any] | None = None,
     dtype: str = "bf16",
 ) -> pd.DataFrame:
@@ -390,26 +458,28 @@ def mlperf_dlrm_table(
     ``systems``, e.g. :data:`MLPERF_SYSTEM_DESCRIPTIONS`, with the source; else unknown), global batch, samples/s
     from the log's counters (``samples_per_s``: its tracked_stats throughput, run_start to run_stop with the
     evaluations; ``samples_per_s_epoch_num``: epoch_num x train_samples over the same time;
-    ``samples_per_s_training``: over the training intervals alone), time to train, dense MFU (the preset's
-    training FLOPs per sample, the ``dtype`` peak: the logs state no precision) and embedding bandwidth
-    utilisation on the timed-run and training-only rates, with the optimizer the log names (``opt_name``).
-    ``attrs`` holds the conventions."""
+    ``samples_per_s_training``: over the training intervals alone), time to train, the model and its training
+    FLOPs per sample as ``mfu analyze`` takes them (``model_from``, ``flops_from``: the reference model the log
+    states by the MLPerf closed-division rule; ``preset=`` replaces it for every row, as ``--preset`` does), dense
+    MFU (the ``dtype`` peak: the logs state no precision) and embedding bandwidth utilisation on the timed-run and
+    training-only rates, with the optimizer the log names (``opt_name``); where one is unknown, ``reason`` says
+    why in the answer's words. ``attrs`` holds the conventions."""
     items = [runs] if isinstance(runs, (str, Path, Run)) else list(runs)
-    mf = model_flops(preset)
     rows = []
     for item in items:
         run = _load(item)
-        row = {**_file_fields(run), **_hardware_fields(run, systems), **_rates(run)}
-        opt = canonical_optimizer((run.meta.extra.get("params") or {}).get("opt_name"))
-        t = embedding_traffic(mf, optimizer=opt)
-        row["optimizer"] = opt
-        row.update(_figures(row, mf.training_per_sample, t, dtype))
+        row = {**_file_fields(run), **_hardware_fields(run, systems), **_rates(run), **_model_fields(run, preset)}
+        row.update(_figures(row, run, dtype))
         row["time_to_train_min"] = row["time_to_train_s"] / 60.0
         rows.append(row)
     table = pd.DataFrame(rows)
     if len(table):
         table["n_accelerators"] = table["n_accelerators"].astype("Int64")
-    table.attrs.update(preset=mf.name, flops_conventions=mf.conventions.summary(), dtype=dtype,
-                       bytes_conventions=list(embedding_traffic(mf).describe()), preset_source=mf.source,
+    models = sorted({m for m in (r["model"] for r in rows) if m})
+    table.attrs.update(preset=preset, models=models, dtype=dtype,
                        peak_per="package (the MLPerf system counts accelerators)")
+    if models:
+        mf = model_flops(models[0])
+        table.attrs.update(flops_conventions=mf.conventions.summary(), preset_source=mf.source,
+                           bytes_conventions=list(embedding_traffic(mf).describe()))
     return table

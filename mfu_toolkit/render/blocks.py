@@ -15,7 +15,7 @@ import pandas as pd
 from ..analysis.answer import FOLD_SHARE, Answer
 from ..readable import brief, num, pct, secs, si, tflops, value
 from .spoken import advice_text, denominator_sources, missing_text, point_text, where_text
-from .vocabulary import check_interface
+from .vocabulary import ask, check_interface
 
 __all__ = ["blocks", "fact_value", "facts_shown"]
 
@@ -100,7 +100,14 @@ def _headline_lines(answer: Answer, interface: str) -> list[str]:
         lines.append(f"Time to train (MLPerf run_start to run_stop): {secs(h['time_to_train_s'])}")
     return lines
 
-def _recsys_lines(answer: Answer) -> list[str]:
+
+def _recsys_why(part: dict[str, Any], interface: str) -> str:
+    """Why a recommendation figure is unknown, and the inputs that supply it, in ``interface``'s terms."""
+    give = " and ".join(ask(field, interface) for field in part.get("give") or [])
+    return f"{part.get('reason') or 'unknown'}" + (f" (give {give})" if give else "")
+
+
+def _recsys_lines(answer: Answer, interface: str) -> list[str]:
     """The two-part headline of a recommendation model: dense MFU beside embedding bandwidth utilisation,
     the bytes per sample with their conventions, the memory bandwidth with its source, the all-to-all."""
     r = answer.recsys
@@ -110,7 +117,7 @@ def _recsys_lines(answer: Answer) -> list[str]:
         lines.append(f"Dense MFU: {pct(dense['steady_state'])} steady state, {pct(dense['end_to_end'])} end to end "
                      f"({dense['note']})")
     else:
-        lines.append("Dense MFU: unknown (see the answer above)")
+        lines.append(f"Dense MFU: unknown: {_recsys_why(dense, interface)}")
     if emb["steady_state"] is not None and not emb["reason"]:
         lines.append(f"Embedding bandwidth utilisation: {pct(emb['steady_state'])} steady state, "
                      f"{pct(emb['end_to_end'])} end to end")
@@ -120,7 +127,7 @@ def _recsys_lines(answer: Answer) -> list[str]:
         lines.append(f"  memory: {mem['n_accelerators']:,} × {si(mem['bytes_per_s_per_accelerator'], 'B/s')} = "
                      f"{si(mem['cluster_bytes_per_s'], 'B/s')} ({mem['source']})")
     else:
-        lines.append(f"Embedding bandwidth utilisation: unknown: {emb['reason']}")
+        lines.append(f"Embedding bandwidth utilisation: unknown: {_recsys_why(emb, interface)}")
     lines.append(f"  per sample: {r['summary']}; optimizer from {r['optimizer_from']}")
     lines += [f"  convention: {c}" for c in r["traffic"]["conventions"]]
     a2a = r["alltoall"]
@@ -258,7 +265,7 @@ def blocks(answer: Answer, interface: str = "python") -> list[tuple[str, list[st
     out: list[tuple[str, list[str], list[list[str]] | None, list[str] | None]] = []
     out.append(("The answer", _headline_lines(answer, interface), None, None))
     if answer.recsys:
-        out.append(("Dense MFU and embedding bandwidth", _recsys_lines(answer), None, None))
+        out.append(("Dense MFU and embedding bandwidth", _recsys_lines(answer, interface), None, None))
     if answer.hang:
         out.append(_hang_block(answer))
     if answer.missing:

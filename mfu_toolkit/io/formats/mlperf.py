@@ -29,6 +29,10 @@ Facts (each with ``file:line`` and the line as printed):
   form also states ``n_nodes`` = N. ``submission_benchmark`` is the ``model``;
   ``global_batch_size`` the ``global_batch``; ``max_sequence_length`` (or ``seq_len``-type keys)
   the ``seq_len``.
+- ``submission_division`` ``closed`` with a ``submission_benchmark`` states the ``reference_model``: the
+  closed division trains the benchmark's reference model (MLPerf Training rules, "Divisions"), so the log
+  names the model it trained. How that becomes model FLOPs is :func:`mfu_toolkit.facts.resolve`'s rule (a
+  recommendation preset of that name gives the FLOPs per sample); an open-division log states none.
 - ``:::SYSJSON`` gives ``n_nodes`` (``number_of_nodes``), ``accelerators_per_node``, their
   product as ``n_accelerators``, ``accelerator`` (``accelerator_model_name``, exactly as printed)
   and ``framework``. Only SYSJSON states the accelerator count.
@@ -432,10 +436,23 @@ def _point_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str, An
     bench = _first(tl, "submission_benchmark")
     if bench is not None and isinstance(bench.value, str) and bench.value.strip():
         out.fact("model", bench.value, f"{reader.name}:{bench.line}", bench.text)
+        _reference_fact(out, reader, tl, bench)
     _count_fact(out, reader, _first(tl, "global_batch_size"), "global_batch")
     for key in _SEQ_KEYS:
         if _count_fact(out, reader, _first(tl, key), "seq_len") is not None:
             break
+
+
+def _reference_fact(out: Parsed, reader: Reader, tl: _Timeline, bench: _Rec) -> None:
+    """The benchmark's reference model, where the log states the closed division: its rules make a closed
+    submission train the reference model, so the benchmark names it (an open submission may change it)."""
+    div = _first(tl, "submission_division")
+    if div is None or not isinstance(div.value, str) or div.value.strip().lower() != "closed":
+        return
+    name = bench.value.strip()
+    out.fact("reference_model", name, f"{reader.name}:{bench.line}",
+             f"the MLPerf closed-division rule: benchmark {name[:60]!r} is the reference model "
+             f"(submission_division {div.value.strip()[:20]!r} at line {div.line})")
 
 
 def _dtype_fact(out: Parsed, reader: Reader, tl: _Timeline) -> None:
