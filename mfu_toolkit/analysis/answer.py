@@ -774,6 +774,9 @@ def _holds(run: Run) -> dict[str, Any]:
         "tables": {str(k): (int(len(df)), int(len(df.columns))) for k, df in run.tables.items()},
         "facts_stated": sum(1 for f in run.meta.facts if f.get("source") == facts.STATED),
         "claims": len(run.meta.claims),
+        # NCCL's own lines in a text log (io.nccl_info): version, world size, network, each at its line
+        **({"nccl": nccl} if (nccl := [{"name": f["name"], "value": f["value"], "where": f["where"]}
+                                        for f in run.meta.extra.get("nccl_facts", [])]) else {}),
     }
 
 

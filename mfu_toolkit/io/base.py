@@ -7,7 +7,9 @@ A format is a module under :mod:`mfu_toolkit.io.formats` with
   ``help(formats.megatron.Options)`` shows them); formats without options may leave it out;
 - ``sniff(path, head) -> float``: its confidence (0..1) that ``path`` holds it, from ``head``
   (the first 8 KiB, decompressed) or, for a folder, ``b""``;
-- ``parse(reader, options) -> Parsed``: the records, never a Run.
+- ``parse(reader, options) -> Parsed``: the records, never a Run;
+- ``TEXT_LOG = True`` (optional): a training log read line by line, whose NCCL lines the shared
+  stage reads (:class:`~mfu_toolkit.io.nccl_info.NcclStage`) before the format sees its lines.
 
 A format never builds ``RunMeta``, applies the caller's keywords, validates or warns:
 :func:`assemble` does that once for every format. It fills the LoadReport's totals, builds
@@ -40,6 +42,7 @@ from .. import facts as _facts
 from ..facts import FACT_NAMES, Fact, LoaderArgumentError
 from ..run import LoadError, LoadWarning, Run, RunMeta, SchemaError
 from . import rules
+from .nccl_info import NcclStage
 from .reading import Limits, Reader
 
 __all__ = [
@@ -328,10 +331,13 @@ def _input_bytes(path: Path) -> int:
 def load(mod: ModuleType, path: Path, *, strict: bool = False, display: str | None = None, **kwargs: Any) -> Run:
     """Parse ``path`` with format module ``mod`` and assemble the Run; only the toolkit's errors leave."""
     options, overrides, limits = split_options(mod, kwargs)
-    reader = Reader(path, mod.NAME, strict=strict, limits=limits, display=display)
+    stage = NcclStage() if getattr(mod, "TEXT_LOG", False) else None  # a text log: NCCL's lines read once, here
+    reader = Reader(path, mod.NAME, strict=strict, limits=limits, display=display, nccl=stage)
     token = rules.start_row_budget(_input_bytes(path))
     try:
         parsed = mod.parse(reader, options)
+        if stage is not None:
+            stage.state(parsed, reader)
     except (LoadError, SchemaError, LoaderArgumentError):
         raise
     except MemoryError:

@@ -15,6 +15,9 @@ function of the format, so each keeps its own rules and its own per-field error 
   size). A row with neither needle nor regex sees every line that reaches it.
 - Blank lines are passed over; every other line is counted in the report's ``lines_read``, and :func:`read`
   returns how many lines no row read (the format says so in a note).
+- NCCL's own ``NCCL_DEBUG=INFO`` lines never reach the table: ``reader.lines()`` of a text format
+  (``TEXT_LOG = True``) comes without them, and the shared stage (:class:`mfu_toolkit.io.nccl_info.NcclStage`)
+  reads and counts them, so they are neither a row's lines nor lines no row read.
 
 :class:`At` is where the dispatcher is (the reader, the line number and text); ``at.bad(reason, field)``
 counts a damaged field under a shared skip reason of :mod:`.rules` (or, in strict mode, raises a

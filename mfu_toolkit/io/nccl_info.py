@@ -48,14 +48,18 @@ Socket`` means no IB/RoCE device or plugin was usable: :meth:`NcclInfo.socket_fa
 fact with its reason (IB found no device, IB disabled by the environment, or none given) and
 whether collectives' traffic went over it (channels ``via NET/Socket``).
 
-A text loader reads them beside its own lines::
+Every text loader reads them in one place, :class:`NcclStage`: a format with ``TEXT_LOG = True`` gets
+its lines from ``Reader.lines()`` without NCCL's, which the stage reads, counts once in the LoadReport and
+states beside the format's records (facts ``n_ranks`` and ``n_nodes`` at their file:line, compared with
+the world size the framework states; ``meta.extra['nccl']`` and ``['nccl_facts']``; ``nccl_*`` tables;
+notes). The scanner alone, over any ``(line, text)`` pairs::
 
     scanner = NcclScanner()
-    for ln, text in reader.lines():
+    for ln, text in lines:
         if scanner.feed(ln, text):
             continue  # NCCL's line, not one of the framework's
         ...
-    info = scanner.result()  # info.facts(), info.summary(), info.frames()
+    info = scanner.result()  # info.facts(), info.summary(), info.frames(), info.notes()
 """
 
 from __future__ import annotations
@@ -63,11 +67,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .values import number
 
-__all__ = ["NEEDLE", "NcclInfo", "NcclScanner", "scan"]
+if TYPE_CHECKING:  # the stage puts NCCL's facts beside a format's records (base imports reading imports this)
+    from .base import Parsed
+    from .reading import Reader
+
+__all__ = ["NEEDLE", "NcclInfo", "NcclScanner", "NcclStage", "scan"]
 
 NEEDLE = "NCCL INFO"
 _VERSION_WORD = "NCCL version "
@@ -271,6 +279,27 @@ class NcclInfo:
                    default=None)
         if slow is not None:
             out.append({"name": "init_total_s", "value": slow["total_s"], "line": slow["line"], "text": slow["text"]})
+        return out
+
+    def notes(self) -> list[str]:
+        """What a reader of the tables should know, one sentence each: the world size's basis (or the split
+        communicators that state none), a fallback to sockets with its reason, the messages left unread."""
+        out: list[str] = []
+        world, splits = self.world(), self.splits()
+        if world is None and splits:
+            sizes = sorted({c["nranks"] for c in splits if c.get("nranks")})
+            out.append(f"{len(splits)} split communicator(s) of {', '.join(map(str, sizes))} ranks: a split's "
+                       "nranks is its group's size, not the world's, and no root communicator states the world size "
+                       "(n_ranks not stated)")
+        elif world is not None:
+            out.append(f"n_ranks {world['value']} from line {world['line']}: {world['why']}")
+        fb = self.socket_fallback()
+        if fb is not None:
+            out.append(f"NCCL fell back to sockets (TCP), line {fb['line']} '{fb['text'][:60]}' "
+                       f"({fb['processes']} process(es)): {fb['reason']}; {fb['traffic']}")
+        unread = self.n_lines - self.n_read
+        if unread:
+            out.append(f"{unread:,} NCCL INFO line(s) of kinds this reader does not use (left unread)")
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -558,6 +587,120 @@ def _via(text: str) -> dict[str, Any]:
     elif head:
         out["transport"] = head.split()[0]
     return out
+
+
+class NcclStage:
+    """The stage every text log goes through: NCCL's own lines taken out of the log's lines as its format reads
+    them, and what they state put beside the format's records.
+
+    A format that reads a training log line by line says so with ``TEXT_LOG = True``; the loading pipeline
+    (:func:`mfu_toolkit.io.base.load`) then gives its Reader a stage, and ``Reader.lines()`` passes the lines of
+    the log's own file through :meth:`without`. A line NCCL wrote (:meth:`NcclScanner.feed`; one substring test
+    for ``NCCL`` comes first, so other lines cost one ``in``) is read here and never reaches the format: it is no
+    line the format left unread or skipped. After ``parse``, :meth:`state` counts those lines once in the
+    report's ``lines_read`` and adds what they say (see :meth:`state`). A log without NCCL's lines is loaded
+    exactly as before: nothing is added.
+
+    When the last line of a file is NCCL's and no line break follows it, the format is given an empty last
+    line in its place, as for a file that ends with a line break, so no line of its own is taken for
+    half-written.
+    """
+
+    def __init__(self) -> None:
+        self.scanner = NcclScanner()
+        self.taken = 0  # lines of the first pass over the file that were NCCL's
+        self._passes = 0
+
+    def without(self, lines: Iterable[tuple[int, str]]) -> Iterable[tuple[int, str]]:
+        """``lines`` less NCCL's. The first pass over the file is recorded; a later pass (a format that reads
+        its file twice) has NCCL's lines taken out too, and recorded no second time."""
+        record = self._passes == 0
+        self._passes += 1
+        return self._take(lines, self.scanner if record else NcclScanner(), record)
+
+    def _take(self, lines: Iterable[tuple[int, str]], scanner: NcclScanner, record: bool) -> Iterable[tuple[int, str]]:
+        feed = scanner.feed
+        cut: int | None = None  # the number of the last line read, while it was NCCL's
+        for ln, text in lines:
+            if "NCCL" in text and feed(ln, text):
+                self.taken += record
+                cut = ln
+                continue
+            cut = None
+            yield ln, text
+        if cut is not None:
+            yield cut, ""
+
+    def state(self, parsed: Parsed, reader: Reader) -> None:
+        """Count NCCL's lines in ``lines_read`` and put what they state beside ``parsed``'s records.
+
+        ``n_ranks`` and ``n_nodes`` of the world communicator (:meth:`NcclInfo.world`) become facts at their
+        file:line where the log's own lines state none; where they do (``n_ranks``, else ``n_accelerators`` for
+        the world size), the two are compared, and a difference is a note naming both lines (the log's own value
+        stays its fact). ``meta.extra['nccl']`` gets :meth:`NcclInfo.summary`, ``meta.extra['nccl_facts']``
+        every fact of :meth:`NcclInfo.facts` at its file:line (the NCCL version, networks, transports, a socket
+        fallback, the slowest init), the tables (``nccl_communicators``, ``nccl_init_timings`` with the init
+        time of each rank, …) go beside the format's, and the report gets one note of what was read and the
+        notes of :meth:`NcclInfo.notes`.
+        """
+        if not self.taken:
+            return
+        info = self.scanner.result()
+        reader.report.lines_read += self.taken
+        at = reader.name
+        parsed.extra["nccl"] = info.summary()
+        parsed.extra["nccl_facts"] = [{"name": f["name"], "value": f["value"], "where": f"{at}:{f['line']}",
+                                       "text": f["text"]} for f in info.facts()]
+        for name, df in info.frames().items():
+            parsed.tables.setdefault(f"nccl_{name}", df)
+        reader.note(_digest(info, self.taken))
+        for name, got in (("n_ranks", info.world()), ("n_nodes", info.n_nodes())):
+            if got is not None:
+                _cross_check(parsed, reader, name, got)
+        for text in info.notes():
+            reader.note(f"NCCL's lines: {text}")
+
+
+def _digest(info: NcclInfo, taken: int) -> str:
+    """One note: how many lines were NCCL's, its version(s), the slowest init, the networks chosen."""
+    parts = [f"{taken:,} line(s) are NCCL's own (NCCL_DEBUG=INFO), read as NCCL's, not the log's "
+             "(meta.extra['nccl'], tables nccl_*)"]
+    if info.versions:
+        versions = ", ".join(f"{v} (line {at['line']})" for v, at in info.versions.items())
+        parts.append(f"NCCL {versions}" + (": several versions in one log (several launches?)"
+                                           if len(info.versions) > 1 else ""))
+    timed = [t for t in info.init_timings if t.get("total_s") is not None]
+    if timed:
+        slow = max(timed, key=lambda t: t["total_s"])
+        parts.append(f"communicator init took up to {slow['total_s']:g} s (rank {slow['rank']} of {slow['nranks']}, "
+                     f"line {slow['line']}; {len(timed)} rank init(s) timed)")
+    if nets := info.network_names():
+        parts.append("network " + ", ".join(nets))
+    return "; ".join(parts)
+
+
+def _cross_check(parsed: Parsed, reader: Reader, name: str, got: dict[str, Any]) -> None:
+    """NCCL's ``name`` (world size or nodes) as a fact where the log states none; else compared with the log's."""
+    where = f"{reader.name}:{got['line']}"
+    names = (name, "n_accelerators") if name == "n_ranks" else (name,)
+    own = next((f for n in names for f in parsed.facts if f.name == n), None)
+    if own is None:
+        parsed.fact(name, got["value"], where, got["text"])
+        return
+    if _equal(own.value, got["value"]):
+        return
+    what = "world size" if name == "n_ranks" else "node count"
+    said = f" ({own.text.strip()[:80]!r})" if own.text.strip() else ""
+    reader.note(f"the {what} differs: the log's own {own.name} is {own.value} at {own.where}{said}, NCCL's "
+                f"root communicator has {name} {got['value']} at {where} ({got['text'][:80]!r}); the log's own "
+                "value stays its fact (one log of several jobs or launches, or ranks the framework does not count?)")
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
 
 
 def scan(lines: Iterable[tuple[int, str]]) -> NcclInfo:

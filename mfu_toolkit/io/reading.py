@@ -12,7 +12,9 @@ discarded with it.
 :class:`Reader` is what a format's ``parse`` receives: the path, the limits, and the
 skip-or-raise rule (``bad`` counts a malformed record in the LoadReport or, with
 ``strict=True``, raises naming file, line and field). Nothing here executes or unpickles
-anything from a log.
+anything from a log. The Reader of a text log (a format with ``TEXT_LOG = True``) carries an
+:class:`~mfu_toolkit.io.nccl_info.NcclStage`: its ``lines()`` come without NCCL's own
+``NCCL_DEBUG=INFO`` lines, which the stage reads for every such format in one place.
 
 The limits can be raised per load (``load_run(path, max_inflate_factor=200)``) or for a
 session (``MFU_MAX_INFLATE_FACTOR``, ``MFU_MAX_LINE_BYTES``). A stream (stdin, a pipe, a FIFO, a
@@ -33,13 +35,14 @@ import sys
 import tempfile
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..run import LoadError, LoadReport
 from . import rules
+from .nccl_info import NcclStage
 
 __all__ = [
     "ANSI_RE",
@@ -352,6 +355,7 @@ class Reader:
     root: Path | None = None
     limits: Limits = field(default_factory=lambda: DEFAULT_LIMITS)
     display: str | None = None  # the name the user gave (``<stdin>``) when ``path`` is a spool
+    nccl: NcclStage | None = None  # a text log's stage: NCCL's own lines taken out of lines() (see nccl_info)
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
@@ -412,13 +416,22 @@ class Reader:
         return read_head(self.path if path is None else path, n)
 
     def lines(self, path: str | Path | None = None) -> Iterator[tuple[int, str]]:
-        """The file's lines (see :func:`iter_lines`); an over-long one is counted as a bad record."""
+        """The file's lines (see :func:`iter_lines`); an over-long one is counted as a bad record. With a stage
+        (``nccl``, a text log's), the lines of this Reader's own file come without NCCL's own lines."""
         cap = self.limits.max_line_bytes
 
         def too_long(line: int, n: int) -> None:
             self.bad(f"{rules.LINE_TOO_LONG} (over {cap:,} bytes; max_line_bytes= raises the limit)", line=line)
 
-        return iter_lines(self.path if path is None else path, self.limits, too_long=too_long)
+        lines = iter_lines(self.path if path is None else path, self.limits, too_long=too_long)
+        if self.nccl is not None and (path is None or Path(path) == self.path):
+            return iter(self.nccl.without(lines))
+        return lines
+
+    def text_lines(self, lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+        """``(line, text)`` pairs a format took out of its file by other means (a notebook's outputs) through the
+        same stage as :meth:`lines`: without NCCL's own lines, when the Reader has a stage."""
+        return iter(lines) if self.nccl is None else iter(self.nccl.without(lines))
 
     def csv_rows(self, text: str) -> CsvRows:
         return CsvRows(text, self)

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from ..analysis.answer import FOLD_SHARE, Answer
-from ..readable import brief, num, pct, secs, si, tflops, value
+from ..readable import brief, num, pct, secs, short_where, si, tflops, value
 from .spoken import advice_text, denominator_sources, missing_text, point_text, where_text
 from .vocabulary import ask, check_interface
 
@@ -284,6 +284,10 @@ def blocks(answer: Answer, interface: str = "python") -> list[tuple[str, list[st
     out.append(("Facts used", [] if answer.facts else ["none"],
                 [[f["name"], fact_value(f), where_text(f, interface)] for f in answer.facts] or None,
                 ["fact", "value", "from"]))
+    if answer.holds.get("nccl"):
+        rows = [[f["name"], fact_value(f), f"stated in the log at {short_where(f['where'])}"]
+                for f in answer.holds["nccl"]]
+        out.append(("From NCCL's lines", [], rows, ["fact", "value", "from"]))
     if not answer.timed:
         out.append(("What the log holds", _holds_lines(answer), None, None))
         return out

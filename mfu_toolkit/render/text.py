@@ -22,7 +22,7 @@ def answer_text(answer: Answer, *, interface: str = "python", width: int = 100) 
             indent = line[: len(line) - len(line.lstrip())]
             out += _wrap(line.strip(), width, indent=indent, hang="  " if not line.startswith("-") else "  ")
         if rows and head:
-            out += _table(rows, head, width, wrap=heading in ("Checks", "Facts used"))
+            out += _table(rows, head, width, wrap=heading in ("Checks", "Facts used", "From NCCL's lines"))
     return "\n".join(line[:width] for line in out)
 
 

@@ -77,6 +77,7 @@ from ..throughput_timer import claims as timer_claims
 from ..values import timestamp
 
 NAME = "deepspeed"
+TEXT_LOG = True  # read line by line: NCCL's own lines are read by the shared stage (io.nccl_info)
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,7 @@ from ..reading import Reader, parse_json, read_head
 from ..values import number
 
 NAME = "hf_trainer"
+TEXT_LOG = True  # read line by line: NCCL's own lines are read by the shared stage (io.nccl_info)
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,7 @@ from ..reading import Reader, parse_json
 from ..values import duration, number
 
 NAME = "llamafactory"
+TEXT_LOG = True  # read line by line: NCCL's own lines are read by the shared stage (io.nccl_info)
 LOG_NAME = "trainer_log.jsonl"
 
 

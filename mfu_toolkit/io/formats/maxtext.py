@@ -53,6 +53,7 @@ from ..reading import Reader
 from ..values import number
 
 NAME = "maxtext"
+TEXT_LOG = True  # read line by line: NCCL's own lines are read by the shared stage (io.nccl_info)
 
 
 @dataclass(frozen=True)

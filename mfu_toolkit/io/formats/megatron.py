@@ -48,6 +48,7 @@ from ..timers import TIMER_LINES, Timers
 from ..values import number, timestamp
 
 NAME = "megatron"
+TEXT_LOG = True  # read line by line: NCCL's own lines are read by the shared stage (io.nccl_info)
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ from ..reading import Reader, read_head
 from ..values import number, numeral
 
 NAME = "mlperf"
+TEXT_LOG = True  # read line by line: NCCL's own lines are read by the shared stage (io.nccl_info)
 
 
 @dataclass(frozen=True)

@@ -538,23 +538,10 @@ def _infos(reader: Reader, acc: _Acc, out: Parsed) -> None:
 
 
 def _info_notes(sub: Reader, info: NcclInfo) -> None:
-    """What a reader of the tables should know: split communicators, the world size's basis, sockets."""
-    world, splits = info.world(), info.splits()
+    """What a reader of the tables should know (:meth:`NcclInfo.notes`), each note naming its file."""
     where = sub.file or sub.name
-    if world is None and splits:
-        sizes = sorted({c["nranks"] for c in splits if c.get("nranks")})
-        sub.note(f"{where}: {len(splits)} split communicator(s) of {', '.join(map(str, sizes))} ranks: a split's "
-                 "nranks is its group's size, not the world's, and no root communicator states the world size "
-                 "(n_ranks not stated)")
-    elif world is not None:
-        sub.note(f"{where}: n_ranks {world['value']} from line {world['line']}: {world['why']}")
-    fb = info.socket_fallback()
-    if fb is not None:
-        sub.note(f"{where}: NCCL fell back to sockets (TCP), line {fb['line']} '{fb['text'][:60]}' "
-                 f"({fb['processes']} process(es)): {fb['reason']}; {fb['traffic']}")
-    unread = info.n_lines - info.n_read
-    if unread:
-        sub.note(f"{where}: {unread:,} NCCL INFO line(s) of kinds this reader does not use (left unread)")
+    for text in info.notes():
+        sub.note(f"{where}: {text}")
 
 
 def _notes(reader: Reader, acc: _Acc) -> None:

@@ -73,6 +73,7 @@ from ..reading import ANSI_RE, Reader, read_head
 from ..values import number, timestamp
 
 NAME = "nemo"
+TEXT_LOG = True  # read line by line: NCCL's own lines are read by the shared stage (io.nccl_info)
 
 
 @dataclass(frozen=True)
@@ -819,6 +820,7 @@ def parse(reader: Reader, options: Options) -> Parsed:
     extra: dict[str, Any] = {}
     if _is_notebook(reader):
         lines, extra = _notebook(reader, options.cell)
+        lines = reader.text_lines(lines)  # the cell's outputs, through the stage every text log goes through
     elif options.cell is not None:
         reader.fail("cell= picks a code cell of a notebook; this input is a text log", field="cell")
     else:

@@ -72,6 +72,7 @@ from ..reading import ANSI_RE, Reader
 from ..values import number, timestamp
 
 NAME = "torchtitan"
+TEXT_LOG = True  # read line by line: NCCL's own lines are read by the shared stage (io.nccl_info)
 
 
 @dataclass(frozen=True)
