@@ -6,12 +6,12 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 NBVAL  := --nbval --nbval-current-env --nbval-cell-timeout=120
 
-.PHONY: venv test unit notebooks browser lab lint regen bench clean report app exercises
+.PHONY: venv test unit notebooks browser lab lint regen bench clean report app exercises docs
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[test,lab]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[test,lab,docs]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -37,8 +37,8 @@ COMMA := ,
 
 # JupyterLab draws a saved explorer (widget state in the file) only in a trusted notebook, so the
 # curated notebooks are signed first (in your Jupyter data dir; editing one in Lab re-signs it).
-# lab-settings/overrides.json turns on the widget manager's saveState, so a notebook saved in Lab
-# keeps its explorers' state too. LAB_ROOT: the folder Lab serves.
+# lab-settings/overrides.json keeps the widget manager's saveState off: with it on, Lab marks every
+# notebook with saved explorers modified as it opens. LAB_ROOT: the folder Lab serves.
 LAB_ROOT ?= notebooks
 LAB_TRUST = $(wildcard notebooks/[0-9][0-9]_*.ipynb) notebooks/workshop_app.ipynb
 
@@ -101,6 +101,11 @@ REPORT_ARGS = -r interface make -r log_format "$$FORMAT" \
 # The notebook's cells about the template itself (tagged template: its title, how to run it, the
 # questions to try) are left out of every report; the report's own title and headings are outputs.
 REPORT_STRIP = --TagRemovePreprocessor.enabled=True --TagRemovePreprocessor.remove_cell_tags=template
+# One HTML file that loads nothing from the network: docs/nbconvert/offline (the lab template) embeds the
+# widget manager when the notebook saved widget state and MathJax when it holds math, each from
+# build/web_assets/static, which tools/web_assets.py --for fills (once, with their sha512 checked) only then.
+REPORT_HTML = --TemplateExporter.extra_template_basedirs="$(CURDIR)/docs/nbconvert" --template offline \
+	--TemplateExporter.extra_template_paths="$(CURDIR)/build/web_assets/static"
 
 report: $(STAMP)
 	@if [ -n "$$LOG" ] && [ ! -e "$$LOG" ]; then \
@@ -116,7 +121,8 @@ report: $(STAMP)
 	if [ $$rc -ne 0 ]; then printf 'make report: the report failed (%s); the error is in %s\n' \
 		"$$(grep -E '^[A-Za-z_.]*(Error|Exception)' "$$err" | tail -n 1)" "$$nb" >&2; fi; rm -f "$$err"; \
 	$(PY) -m jupyter nbconvert --to notebook --inplace --log-level=ERROR $(REPORT_STRIP) "$$nb" || exit $$?; \
-	$(PY) -m jupyter nbconvert --to html --no-input --log-level=ERROR "$$nb" || exit $$?; \
+	$(PY) tools/web_assets.py --for "$$nb" >/dev/null || exit $$?; \
+	$(PY) -m jupyter nbconvert --to html --no-input --log-level=ERROR $(REPORT_HTML) "$$nb" || exit $$?; \
 	if [ $$rc -ne 0 ]; then exit 1; fi; \
 	printf 'wrote %s and %s\n' "$$nb" "$${nb%.ipynb}.html"
 
@@ -135,3 +141,16 @@ app: $(STAMP)
 ## Regenerate the exercise versions of the teaching notebooks (answers removed).
 exercises: $(STAMP)
 	$(PY) tools/make_exercises.py
+
+## The documentation site: build/docs/html/index.html (README, the notebooks with their explorers, a
+## page per log format, the API reference), opened from disk with no network. Sphinx's warnings are
+## printed; docs/check_build.py fails the build on errors (broken markup, a page or module missing).
+## The first build fetches the pinned widget manager and MathJax (tools/web_assets.py).
+DOCS_OUT ?= build/docs
+
+docs: $(STAMP)
+	@mkdir -p -- "$(DOCS_OUT)"
+	@$(PY) tools/web_assets.py >/dev/null
+	$(PY) -m sphinx -b html -E -q -j auto -d "$(DOCS_OUT)/doctrees" -w "$(DOCS_OUT)/warnings.txt" docs "$(DOCS_OUT)/html"
+	$(PY) docs/check_build.py "$(DOCS_OUT)/warnings.txt"
+	@echo "make docs: open $(DOCS_OUT)/html/index.html"

@@ -68,12 +68,12 @@ def copy_project_tree(dest: Path) -> Path:
 class Server:
     """A JupyterLab or Voila server in its own process group on loopback."""
 
-    def __init__(self, cmd: list[str], url: str, probe: str, log: Path, cwd: Path):
+    def __init__(self, cmd: list[str], url: str, probe: str, log: Path, cwd: Path, env: dict[str, str] | None = None):
         self.url = url
         self.log = log
         self._fh = log.open("w")
-        self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=self._fh, stderr=subprocess.STDOUT,
-                                     start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=self._fh, stderr=subprocess.STDOUT, start_new_session=True,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
         deadline = time.time() + 90
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -118,6 +118,24 @@ def start_lab(tmp: Path) -> Server:
     base = f"http://127.0.0.1:{port}"
     server = Server(cmd, base, f"{base}/api/status?token={token}", tmp / "lab.log", root)
     server.token = token  # type: ignore[attr-defined]
+    return server
+
+
+def start_make_lab(tmp: Path, lab_root: Path) -> Server:
+    """``make lab`` as a user runs it (the curated notebooks signed, ``lab-settings/`` applied), serving
+    ``lab_root`` on a free port. Jupyter's config, data (signatures) and runtime dirs are in ``tmp``, so
+    the user's own are never touched; the token is chosen here (``JUPYTER_TOKEN``)."""
+    env = {"JUPYTER_CONFIG_DIR": str(tmp / "cfg"), "JUPYTER_DATA_DIR": str(tmp / "data"),
+           "JUPYTER_RUNTIME_DIR": str(tmp / "run"), "JUPYTER_TOKEN": secrets.token_hex(16)}
+    news = tmp / "cfg" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True, exist_ok=True)
+    (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
+                                                                      "checkForUpdates": False}))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = Server(["make", "lab", f"PORT={port}", f"LAB_ROOT={lab_root}"], base,
+                    f"{base}/api/status?token={env['JUPYTER_TOKEN']}", tmp / "make-lab.log", ROOT, env=env)
+    server.token = env["JUPYTER_TOKEN"]  # type: ignore[attr-defined]
     return server
 
 
@@ -221,3 +239,43 @@ def nudge_first_slider(page, explorer, before: str, after: str, table_text: str)
     expect(explorer.locator(".widget-output img")).to_have_count(1, timeout=20_000)  # redrawn in place
     expect(table).to_have_count(1)
     assert explorer.locator(".widget-output img").first.get_attribute("src") != src_before  # a new chart
+
+
+class StaticSite:
+    """A folder served over HTTP on loopback by a thread (the docs site as a browser reads it)."""
+
+    def __init__(self, folder: Path):
+        import functools
+        import http.server
+        import threading
+
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):  # noqa: D102  (no access log on the test's stderr)
+                pass
+
+        self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                                     functools.partial(Quiet, directory=str(folder)))
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def block_network(context, allowed: tuple[str, ...]) -> list[str]:
+    """Abort every request of ``context`` whose URL does not start with one of ``allowed`` (the local
+    site, ``file:``); returns the list the aborted URLs are appended to, so a test can assert it empty."""
+    attempted: list[str] = []
+
+    def handle(route):
+        url = route.request.url
+        if url.startswith(allowed):
+            route.continue_()
+        else:
+            attempted.append(url)
+            route.abort()
+
+    context.route("**/*", handle)
+    return attempted

@@ -123,3 +123,43 @@ def test_report_reads_in_order(pages, context, fmt):
         assert "Steady-state MFU" in text and "denominator" in text and "numerator" in text
         assert got["imgs"] and all(w > 0 for w in got["imgs"]), got["imgs"]
     assert not [e for e in errors if "net::ERR_FAILED" not in e], errors
+
+
+def test_make_report_html_is_one_file_that_loads_nothing(browser, tmp_path):
+    """``make report`` (the sample log) writes an HTML file that opens from disk with the network blocked:
+    the lab template's CDN scripts (require.js, MathJax) are gone, and since the report notebook saves no
+    widget state and holds no math, nothing needs embedding: no request but the file itself."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from _browser import block_network
+
+    if shutil.which("make") is None:
+        pytest.skip("needs GNU make")
+    r = subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed", "report", f"PY={sys.executable}",
+                        f"REPORTS={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    nb = json.loads((tmp_path / "sample-report.ipynb").read_text())
+    assert "widgets" not in nb["metadata"], "the report saves widget state: its explorers must be embedded"
+    html = tmp_path / "sample-report.html"
+    text = html.read_text()
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=\"https?:", text), "the report links a remote file"
+    assert "require.min.js" not in text and "MathJax" not in text
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    attempted = block_network(context, ("file:", "data:"))
+    requested: list[str] = []
+    try:
+        page = context.new_page()
+        errors = collect_console_errors(page)
+        page.on("request", lambda req: requested.append(req.url))
+        page.goto(html.as_uri(), wait_until="load")
+        got = page.evaluate(_PAGE)
+        page.close()
+    finally:
+        context.close()
+    assert not attempted and not errors, (attempted, errors)
+    assert [u for u in requested if not u.startswith("data:")] == [html.as_uri()], requested
+    assert got["h1"] and got["h1"][0].startswith("MFU report: "), got["h1"]
+    assert got["imgs"] and all(w > 0 for w in got["imgs"]), got["imgs"]

@@ -5,7 +5,9 @@ draws it only in a *trusted* notebook: the widget-view renderer of ``@jupyter-wi
 is registered as unsafe, so an untrusted output falls back to its ``text/plain``, the
 ``VBox(children=…`` text a participant saw. ``make lab`` therefore signs the curated notebooks
 (``jupyter trust``; a signature is a digest of the content, kept in the user's Jupyter data dir) and
-points Lab at ``lab-settings/`` (``saveState``: a notebook saved in Lab keeps its explorers' state).
+points Lab at ``lab-settings/``, which keeps the widget manager's ``saveState`` off: with it on, the
+manager marks a notebook modified for every explorer it restores from the file, so each committed
+notebook with explorers would open modified (``tests/test_make_lab.py`` opens every one).
 
 The browser test starts the real ``make lab`` (its Jupyter dirs in tmp_path, serving a copy of the
 notebooks) and opens a committed notebook without running it; a copy altered by one byte is not
@@ -64,7 +66,7 @@ def test_make_lab_signs_the_notebooks_and_uses_the_project_settings():
     lab = [line for line in out.splitlines() if "jupyter lab" in line][0]
     assert f'--LabApp.app_settings_dir="{ROOT}/lab-settings"' in lab, lab
     overrides = json.loads((ROOT / "lab-settings" / "overrides.json").read_text())
-    assert overrides == {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
+    assert overrides == {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": False}}
 
 
 @pytest.mark.browser
@@ -132,3 +134,39 @@ def test_html_export_carries_the_explorer_state(tmp_path):
         seen.add(mid)
         todo += [r for r in re.findall(r"IPY_MODEL_([\w-]+)", json.dumps(state[mid])) if r not in seen]
     assert "@jupyter-widgets/html-manager" in page and "embed-amd.js" in page
+
+
+def _regen_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("regen_notebooks", ROOT / "tools" / "regen_notebooks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_numbers_are_written_as_javascript_writes_them():
+    """JupyterLab saves what ``JSON.stringify`` writes: an integral double below 1e21 as its digits
+    (ECMA-262 Number::toString: ``2.0`` is ``2``, ``2.4e18`` is ``2400000000000000000``, ``-0`` is ``0``),
+    from 1e21 on with an exponent, and a fraction as it is."""
+    to_js = _regen_module().as_javascript_numbers
+    got = to_js({"a": [2.0, 2.4e18, -0.0, 0.5, 1e21, 1e-06, 3, True, "2.0", None]})
+    assert got == {"a": [2, 2400000000000000000, 0, 0.5, 1e21, 1e-06, 3, True, "2.0", None]}
+    assert [type(v) for v in got["a"][:5]] == [int, int, int, float, float]
+    assert json.dumps(got["a"][:3]) == "[2, 2400000000000000000, 0]"
+
+
+CURATED = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + [ROOT / "notebooks" / "workshop_app.ipynb"]
+
+
+@pytest.mark.parametrize("path", CURATED, ids=lambda p: p.name)
+def test_a_committed_notebook_is_in_the_form_lab_saves(path):
+    """The file is what ``tools/regen_notebooks.py`` writes (the kernel's installed spec, numbers as
+    JavaScript writes them), so Lab opens it unmodified and its save writes the same bytes; the browser
+    test of ``tests/test_make_lab.py`` checks the same in Lab itself."""
+    import nbformat
+
+    regen = _regen_module()
+    nb = nbformat.read(path, as_version=4)
+    again = nbformat.writes(regen.as_lab_saves(nb, nb.metadata["kernelspec"]["name"])) + "\n"
+    assert again == path.read_text(), f"{path.name}: run tools/regen_notebooks.py --no-execute {path.name}"

@@ -4,6 +4,12 @@ Voila runs on loopback on a copy of the project (``tests/_browser.py:start_voila
 must show every explorer with no code cell, no error and a clean console, and one slider move
 must change the straggler explorer's headline to the one its pure function gives.
 
+The console must hold no warning either. Voila's page shares JupyterLab's packages with the widget
+extensions it loads (webpack module federation); an extension built against a newer JupyterLab than
+the one inside Voila's page logs one "Unsatisfied version" warning per package (13 with Voila 0.5.13,
+whose page carries JupyterLab 4.2.5, and jupyterlab_widgets 3.0.17, built for ^4.6.2).
+``constraints.txt`` pins versions that agree; a warning here means they no longer do.
+
 Voila's ``lab`` template links the Font Awesome stylesheet from a CDN. Offline, that request can
 hang until the DNS lookup gives up, and the page waits for it before it starts the widgets; the
 test answers it with an empty stylesheet (icons only) and fails on any other off-machine request.
@@ -14,7 +20,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from _browser import collect_console_errors, start_voila
+from _browser import BENIGN_CONSOLE, collect_console_errors, start_voila
 
 from mfu_toolkit.scenarios.whatif import straggler_scenario
 from mfu_toolkit.widgets import CalculatorInputs, calculator_result
@@ -44,6 +50,18 @@ def _offline(context) -> list[str]:
     return elsewhere
 
 
+def _console_warnings(page) -> list[str]:
+    """Every console warning of the page (the benign noise of ``_browser.BENIGN_CONSOLE`` aside)."""
+    warnings: list[str] = []
+
+    def on_console(msg):
+        if msg.type == "warning" and not any(b in msg.text for b in BENIGN_CONSOLE):
+            warnings.append(msg.text)
+
+    page.on("console", on_console)
+    return warnings
+
+
 def test_workshop_app_in_voila(browser, tmp_path):
     from playwright.sync_api import expect
 
@@ -53,6 +71,7 @@ def test_workshop_app_in_voila(browser, tmp_path):
     try:
         page = context.new_page()
         errors = collect_console_errors(page)
+        warnings = _console_warnings(page)
         # "commit", not "load": Voila streams the page while the kernel runs the cells, and the
         # explorers' visibility below is the real readiness check
         page.goto(server.url + "/", timeout=120_000, wait_until="commit")
@@ -93,6 +112,7 @@ def test_workshop_app_in_voila(browser, tmp_path):
         for css in EXPLORERS:  # one picture per explorer, to look at
             page.locator(css).first.screenshot(path=str(tmp_path / f"app-{css.strip('.')}.png"))
         assert not errors, errors
+        assert not warnings, f"{len(warnings)} console warnings:\n" + "\n".join(warnings)
         assert not elsewhere, f"the app reached off the machine: {elsewhere}"
     except Exception:
         # pytest shows captured output of a failing test: the server's side of the story

@@ -25,9 +25,13 @@ Timeline rule (a priority sweep)
 2. Every instant of ``[t0, t1]`` gets exactly one label: the first of these that covers it
    (overlapping intervals of one kind count once; ranks are merged by union):
 
-   1. ``init`` events; 2. ``checkpoint_load``; 3. ``checkpoint_save``; 4. ``eval``;
+   1. ``init`` events;
+   2. ``checkpoint_load``;
+   3. ``checkpoint_save``;
+   4. ``eval``;
    5. ``data_load`` events (→ ``data_stall``);
-   6. useful job-level steps; 7. lost job-level steps (→ ``lost_work``);
+   6. useful job-level steps;
+   7. lost job-level steps (→ ``lost_work``);
    8. ``failure`` and ``restart`` events (→ ``failure_downtime``);
    9. ``queue`` and ``other`` events (→ ``other_events``);
    10. *background* events — any event whose ``detail`` mentions ``async`` or ``background``

@@ -75,7 +75,7 @@ timestamps, never silently rewritten. The loader checks them: for every step tha
 share (same attempt and step number), a rank's deviation is its step start minus the median start
 of that step over the ranks; its estimated clock offset is the median of its deviations. In
 synchronous training every rank starts a step within about one step of the others (they wait for
-each other in the collectives), so an |offset| above ``max(1 s, 5 × the median step duration)``
+each other in the collectives), so an absolute offset above ``max(1 s, 5 × the median step duration)``
 means the hosts' clocks disagree (the 1 s floor keeps ordinary NTP skew and launch jitter of
 millisecond steps below it). Such ranks are named with their offsets in a report note;
 ``meta.extra["clock_offsets_s"]`` lists them as ``{"rank": r, "offset_s": s}`` (empty when
