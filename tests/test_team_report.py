@@ -152,8 +152,9 @@ def test_headings_are_printed_with_their_content():
     # argparse used to answer these itself: "argument --gpus: invalid int value: 'abc'"
     (["GPUS=abc"], "GPUS=abc: expected a whole number >= 1"),
     (["PRESET=llama3-8b", "SEQ_LEN=x"], "SEQ_LEN=x: expected a whole number >= 1"),
+    (["NIC=XDR9"], "NIC=XDR9: not a link of the interconnect table"),
 ], ids=["accelerator-typo", "fp8-on-a100", "preset-typo", "negative-checkpoint", "gpus-not-a-number",
-        "seq-len-not-a-number"])
+        "seq-len-not-a-number", "nic-typo"])
 def test_a_wrong_value_is_one_line_before_papermill(tmp_path, args, named):
     # Before, papermill ran and printed an 80-98 line traceback with the useful line at the bottom.
     log = write_step_log(tmp_path / "steps.csv")
@@ -182,6 +183,18 @@ def test_a_home_grown_table_with_its_column_map(tmp_path):
     text = _visible_text((out / "steps-report.html").read_text())
     # 1e15 FLOPs per 0.5 s step on 8 × 989.4 TFLOP/s (H100 SXM bf16 dense, NVIDIA's H100 page) = 25.27 %
     assert "Steady-state MFU: 25.27%" in text and "ideal 500.000 ms" in text, text[:1500]
+
+
+@needs_make
+def test_the_nic_reaches_the_report(tmp_path, realdata):  # noqa: F811
+    """NIC=NDR reaches the report's communication section as --nic does mfu analyze."""
+    log = realdata / "nccl" / "DataDog_datadog-agent_nccl_inspector_v4.0_real_payload_3rank.excerpt.jsonl"
+    out = tmp_path / "reports"
+    r = _make(f"LOG={log}", f"REPORTS={out}", "NIC=NDR")
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = _visible_text(next(out.glob("*-report.html")).read_text())
+    # the Inspector line: 2,360,832 B in 5.663 ms among 3 ranks, busbw x 2(3-1)/3 = 555.8 MB/s; NDR 50 GB/s each way
+    assert "1.11% of InfiniBand NDR" in text and "give NIC=NAME" not in text
 
 
 @needs_make
