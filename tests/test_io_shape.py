@@ -54,6 +54,15 @@ def test_the_limits_cover_the_answer_layer():
     assert len(_package_files()) > 80  # the whole package, io/formats included
 
 
+MAX_FORMAT_LINES = 900  # a format is one room: what it shares with others lives in io/ (lines, timers, timeline)
+
+
+@pytest.mark.parametrize("path", FORMAT_FILES, ids=lambda p: p.stem)
+def test_no_format_module_is_over_its_size(path):
+    n = len(path.read_text().splitlines())
+    assert n <= MAX_FORMAT_LINES, f"{path.name}: {n} lines, over {MAX_FORMAT_LINES}: move what it shares into io/"
+
+
 @pytest.mark.parametrize("path", FORMAT_FILES, ids=lambda p: p.stem)
 def test_each_format_follows_the_shape(path):
     mod = importlib.import_module(f"mfu_toolkit.io.formats.{path.stem}")

@@ -1137,6 +1137,11 @@ class _Split:
         return {**cols, "clean_s": self.clean}
 
 
+# one reason for a run without the column and for steps reduced out of core (which keep none), so the
+# answer is the same whichever engine read the steps
+_NO_EXPOSED = ("the run states no exposed communication per step (exposed_comm_s, which Kineto, Nsight Systems "
+               "and XPlane traces give; steps reduced out of core keep none): it is unknown and stays inside "
+               "ideal_compute")
 EXPOSED_COMM_RULE = ("per step, the median over ranks of the trace's exposed_comm_s (communication with no "
                      "compute beside it) less the straggler wait already booked, at most the clean step time; "
                      "the slice is the part of the ideal step it explains, (rho - rho_c) x work, rho_c the ideal "
@@ -1147,13 +1152,9 @@ def _exposed_comm(run: Run, js: pd.DataFrame, wait: np.ndarray, room: np.ndarray
     """Per job step its exposed communication (rule 3), with the basis; zeros and why where the run
     states none (no ``exposed_comm_s`` with a value, or steps an engine reduced out of core)."""
     s, n = run.steps, len(js)
-    if run.reductions is not None:
-        return np.zeros(n), "", ("the steps were reduced out of core, which keeps no exposed_comm_s: exposed "
-                                 "communication is unknown and stays inside ideal_compute")
-    if "exposed_comm_s" not in s.columns or not len(s) or not s["exposed_comm_s"].notna().any():
-        return np.zeros(n), "", ("the run states no exposed communication per step (exposed_comm_s, which "
-                                 "Kineto, Nsight Systems and XPlane traces give): it is unknown and stays inside "
-                                 "ideal_compute")
+    if run.reductions is not None or "exposed_comm_s" not in s.columns or not len(s) \
+            or not s["exposed_comm_s"].notna().any():
+        return np.zeros(n), "", _NO_EXPOSED
     f = pd.DataFrame({"attempt": s["attempt"].to_numpy(np.int64), "step": s["step"].to_numpy(np.int64),
                       "x": pd.to_numeric(s["exposed_comm_s"], errors="coerce").to_numpy(float)})
     med = f.groupby(["attempt", "step"])["x"].median()  # NaN ranks skipped; a step with none stays NaN

@@ -29,10 +29,8 @@ Facts (each with ``file:line`` and the line as printed):
   form also states ``n_nodes`` = N. ``submission_benchmark`` is the ``model``;
   ``global_batch_size`` the ``global_batch``; ``max_sequence_length`` (or ``seq_len``-type keys)
   the ``seq_len``.
-- ``submission_division`` ``closed`` with a ``submission_benchmark`` states the ``reference_model``: the
-  closed division trains the benchmark's reference model (MLPerf Training rules, "Divisions"), so the log
-  names the model it trained. How that becomes model FLOPs is :func:`mfu_toolkit.facts.resolve`'s rule (a
-  recommendation preset of that name gives the FLOPs per sample); an open-division log states none.
+- ``submission_division`` ``closed`` with a ``submission_benchmark`` states the ``reference_model`` (MLPerf
+  Training rules, "Divisions"); :func:`mfu_toolkit.facts.resolve` turns it into model FLOPs where it can.
 - ``:::SYSJSON`` gives ``n_nodes`` (``number_of_nodes``), ``accelerators_per_node``, their
   product as ``n_accelerators``, ``accelerator`` (``accelerator_model_name``, exactly as printed)
   and ``framework``. Only SYSJSON states the accelerator count.
@@ -69,11 +67,8 @@ TEXT_LOG = True  # read line by line: NCCL's own lines are read by the shared st
 
 @dataclass(frozen=True)
 class Options:
-    """What the MLPerf format accepts besides the RunMeta keywords.
-
-    ``clock_tolerance_s`` (default 1.0): a record more than this many seconds earlier than one
-    already read is skipped as non-monotonic; smaller offsets (ranks' clocks) are accepted.
-    """
+    """Besides the RunMeta keywords: ``clock_tolerance_s`` (default 1.0), a record more than this many seconds
+    earlier than one already read is skipped as non-monotonic; smaller offsets (ranks' clocks) are accepted."""
 
     clock_tolerance_s: float = 1.0
 
@@ -92,8 +87,7 @@ _ID_KEYS = ("samples_count", "epoch_num", "first_epoch_num", "epoch_count")
 _TOKEN_COUNTED = {"gpt3"}
 _PLATFORM_RE = re.compile(r"(\d+)\s*[xX]\s*(.+)", re.S)  # matched on the stripped value
 _SEQ_KEYS = ("max_sequence_length", "sequence_length", "seq_len", "seq_length", "max_seq_length")
-# Keys that state the training precision, where a submission logs one (MLPerf has no standard key;
-# none of the v4.x result files read here logs one): a dtype name, or True for an "fp8" flag.
+# Keys that state the training precision (MLPerf has no standard key): a dtype name, or True for an "fp8" flag.
 _DTYPE_KEYS = ("precision", "dtype", "compute_dtype", "training_precision")
 _FP8_FLAGS = ("fp8", "use_fp8", "fp8_training")
 # Keys whose line is kept as printed, for the facts' text.
@@ -109,12 +103,9 @@ _JSON_START = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*(?:\{\s*[\"}]|\[\s*[\[{\"\]])"
 
 
 def sniff(path: Path, head: bytes) -> float:
-    """0.95 when ``:::MLLOG {`` records appear (in the head, or in the first 4 MiB).
-
-    Records after a long preamble (launcher or shell output) are searched for in the first 4 MiB,
-    but only when the head is text (``rules.looks_like_text``) and not a JSON document (a trace, a
-    metrics dump): anything else is rejected from its head alone, without reading further.
-    """
+    """0.95 when ``:::MLLOG {`` records appear in the head, or in the first 4 MiB after a long preamble
+    (launcher or shell output) where the head is text (``rules.looks_like_text``) and not a JSON document
+    (a trace, a metrics dump): anything else is rejected from its head alone, without reading further."""
     p = Path(path)
     if p.is_dir() or not head:
         return 0.0
@@ -445,8 +436,7 @@ def _point_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str, An
 
 
 def _reference_fact(out: Parsed, reader: Reader, tl: _Timeline, bench: _Rec) -> None:
-    """The benchmark's reference model, where the log states the closed division: its rules make a closed
-    submission train the reference model, so the benchmark names it (an open submission may change it)."""
+    """The benchmark's reference model, where the log states the closed division (which trains it)."""
     div = _first(tl, "submission_division")
     if div is None or not isinstance(div.value, str) or div.value.strip().lower() != "closed":
         return
