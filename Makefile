@@ -65,7 +65,7 @@ clean:
 ##   [PRESET=llama3-8b SEQ_LEN=N | FLOPS_PER_SAMPLE=F | FLOPS_PER_TOKEN=F | FLOPS_PER_STEP=F] [GLOBAL_BATCH=N]
 ##   [COLUMN_MAP=step:iter,start_s:t0,...]
 ##   [TIME_UNIT=ms] [CHECKPOINT_S=s CHECKPOINT_EVERY=steps MTBF_HOURS=h] [LINK=NVLink4] [NIC=NDR]
-##   [STEP_PATTERN=REGEX]. Without LOG: the sample log.
+##   [STEP_PATTERN=REGEX] [SHARDING=table_wise|column_wise|data_parallel]. Without LOG: the sample log.
 ## Checks the values first (mfu analyze --validate: a wrong one is one line and exit 2), then runs
 ## notebooks/08_team_report.ipynb headless (papermill) into $(REPORTS)/NAME-report.ipynb and .html.
 ## Exit status 0 written, else 2 (make's own for any failed recipe); the one line on stderr says which:
@@ -77,7 +77,7 @@ SAMPLE_LOG := data/sample_team_log.csv
 # What the user passes reaches the shell only as environment variables ("$$LOG"), never pasted
 # into the command line, so a file name with spaces, quotes, $ or backticks is just a name.
 export LOG FORMAT REPORTS ACCELERATOR DTYPE GPUS PACKAGES PRESET SEQ_LEN FLOPS_PER_SAMPLE FLOPS_PER_TOKEN \
-	FLOPS_PER_STEP GLOBAL_BATCH COLUMN_MAP TIME_UNIT CHECKPOINT_S CHECKPOINT_EVERY MTBF_HOURS LINK NIC STEP_PATTERN
+	FLOPS_PER_STEP GLOBAL_BATCH COLUMN_MAP TIME_UNIT CHECKPOINT_S CHECKPOINT_EVERY MTBF_HOURS LINK NIC STEP_PATTERN SHARDING
 # The same values as mfu analyze flags; MFU_INTERFACE=make makes its errors name the make variables.
 CHECK_ARGS = $(if $(filter-out auto,$(FORMAT)),--format "$$FORMAT") \
 	$(if $(ACCELERATOR),--accelerator "$$ACCELERATOR") $(if $(DTYPE),--dtype "$$DTYPE") \
@@ -89,7 +89,7 @@ CHECK_ARGS = $(if $(filter-out auto,$(FORMAT)),--format "$$FORMAT") \
 	$(if $(TIME_UNIT),--time-unit "$$TIME_UNIT") $(if $(CHECKPOINT_S),--checkpoint-s "$$CHECKPOINT_S") \
 	$(if $(CHECKPOINT_EVERY),--checkpoint-every "$$CHECKPOINT_EVERY") \
 	$(if $(MTBF_HOURS),--mtbf-hours "$$MTBF_HOURS") $(if $(LINK),--link "$$LINK") $(if $(NIC),--nic "$$NIC") \
-	$(if $(STEP_PATTERN),--step-pattern "$$STEP_PATTERN")
+	$(if $(STEP_PATTERN),--step-pattern "$$STEP_PATTERN") $(if $(SHARDING),--sharding "$$SHARDING")
 REPORT_ARGS = -r interface make -r log_format "$$FORMAT" \
 	$(if $(ACCELERATOR),-r accelerator "$$ACCELERATOR") $(if $(DTYPE),-r dtype "$$DTYPE") \
 	$(if $(GPUS),-p n_accelerators "$$GPUS") $(if $(PACKAGES),-p packages "$$PACKAGES") \
@@ -100,7 +100,7 @@ REPORT_ARGS = -r interface make -r log_format "$$FORMAT" \
 	$(if $(TIME_UNIT),-r time_unit "$$TIME_UNIT") $(if $(CHECKPOINT_S),-p checkpoint_write_s "$$CHECKPOINT_S") \
 	$(if $(CHECKPOINT_EVERY),-p checkpoint_every_steps "$$CHECKPOINT_EVERY") \
 	$(if $(MTBF_HOURS),-p mtbf_hours "$$MTBF_HOURS") $(if $(LINK),-r link "$$LINK") $(if $(NIC),-r nic "$$NIC") \
-	$(if $(STEP_PATTERN),-r step_pattern "$$STEP_PATTERN")
+	$(if $(STEP_PATTERN),-r step_pattern "$$STEP_PATTERN") $(if $(SHARDING),-r sharding "$$SHARDING")
 # The notebook's cells about the template itself (tagged template: its title, how to run it, the
 # questions to try) are left out of every report; the report's own title and headings are outputs.
 REPORT_STRIP = --TagRemovePreprocessor.enabled=True --TagRemovePreprocessor.remove_cell_tags=template

@@ -19,7 +19,7 @@ from .facts import InputError
 from .render.vocabulary import ask, check_interface, check_value, given_where, input_name, one_line, said
 from .run import Run
 
-__all__ = ["InputError", "apply_inputs", "check_links"]
+__all__ = ["InputError", "apply_inputs", "check_links", "check_sharding"]
 
 
 def _count(field: str, value: Any, interface: str) -> int:
@@ -204,7 +204,18 @@ def _apply_flops(meta: Any, interface: str, preset: Any, seq_len: int | None, ca
 
 
 # --------------------------------------------------------------------------------------------
-# the links collectives are compared with
+# the links collectives are compared with, and how a recommendation model's tables are split
+
+
+def check_sharding(sharding: Any, *, interface: str = "python") -> str | None:
+    """``sharding`` as given, once it is one of :data:`mfu_toolkit.flops.recsys.SHARDINGS` (``None`` passes);
+    another value raises :class:`InputError`, one line naming the input as ``interface`` spells it."""
+    from .flops.recsys import SHARDINGS
+
+    check_interface(interface)
+    if sharding is None or sharding in SHARDINGS:
+        return sharding
+    raise InputError(f"{said('sharding', sharding, interface)}: expected one of {', '.join(SHARDINGS)}")
 
 
 def check_links(*, link: Any = None, nic: Any = None, interface: str = "python") -> tuple[Any, Any]:

@@ -479,3 +479,68 @@ def test_what_the_platform_states_without_sysjson(tmp_path, platform, n, acceler
     assert (dense["steady_state"] is None) == bool(give) == (emb["steady_state"] is None)
     if give:
         assert rec["dense_mfu"]["reason"].missing  # a Reason: the facts it asks for, as the answer's missing facts
+
+
+# --------------------------------------------------------------------------------------------
+# the all-to-all of sharded tables, given the sharding (and, over nodes, the NIC)
+
+FUJITSU = "v4.1_Fujitsu_GX2560M7_H100_SXM_80GBx4_dlrm_dcnv2_result_0.txt"
+TYCHE = "v5.0_NVIDIA_tyche_ngpu64_ngc25.03_hugectr_dlrm_dcnv2_result_0.txt"
+
+
+def _alltoall(capsys, *argv: str) -> tuple[int, list[str], dict]:
+    from mfu_toolkit.cli import main
+
+    code = main(["analyze", *argv])
+    text = capsys.readouterr()
+    # an All-to-all line with its wrapped continuation (indented), as one line
+    joined = text.out.replace("\n  ", " ")
+    lines = [ln for ln in joined.splitlines() if ln.startswith("All-to-all")] + text.err.splitlines()
+    if code:
+        return code, lines, {}
+    assert main(["analyze", *argv, "--json"]) == 0
+    return code, lines, json.loads(capsys.readouterr().out)["recsys"]["alltoall"]
+
+
+def test_the_all_to_all_of_table_wise_tables_by_hand(capsys, realdata):  # noqa: F811
+    path = str(realdata / "mlperf" / FUJITSU)
+    code, lines, a2a = _alltoall(capsys, path)
+    assert code == 0 and a2a["give"] == ["sharding"] and "give --sharding" in " ".join(lines)
+    code, lines, a2a = _alltoall(capsys, path, "--sharding", "table_wise")
+    # by hand: 26 pooled vectors x 128 dims x 4 B (fp32), forward and their gradients back = 26,624 B per
+    # sample; global batch 49,152 (the log's global_batch_size) on 4 GPUs, (4 - 1) / 4 of it leaves its rank:
+    # 49,152 x 26,624 x 3/4 = 981,467,136 B per step. One node (the log's SYSJSON): NVLink4, 450 GB/s each way;
+    # each rank sends 49,152 x 26,624 / 4 x 3/4 = 245,366,784 B -> 545.26 µs, of the steady step
+    # 49,152 / 8,427,307 samples/s (the median training interval, see above) = 5.8326 ms: 9.35 %
+    assert a2a["bytes_per_step"] == 49_152 * 26_624 * 3 / 4 == 981_467_136
+    assert a2a["link"] == "NVLink4" and a2a["floor_s"] == pytest.approx(245_366_784 / 450e9, rel=1e-9)
+    assert a2a["share"] == pytest.approx(245_366_784 / 450e9 / (49_152 / 8_427_307), rel=2e-3)
+    assert lines[:2] == ["All-to-all (table_wise): 981.5 MB per step cross ranks",
+                         "All-to-all floor: 545.260 µs at the NVLink4 peak, 9.35% of the steady-state step"]
+    code, lines, a2a = _alltoall(capsys, path, "--sharding", "data_parallel")  # replicated: nothing crosses
+    assert a2a["bytes_per_step"] == 0 and lines[0].startswith("All-to-all (data_parallel): 0 B per step")
+    assert not any("unknown" in ln for ln in lines)
+
+
+def test_over_nodes_the_all_to_all_asks_for_the_nic(capsys, realdata):  # noqa: F811
+    path = str(realdata / "mlperf" / TYCHE)
+    code, lines, a2a = _alltoall(capsys, path, "--sharding", "table_wise")
+    # 16 nodes of 4 GB200 (the sourced systems table): the all-to-all crosses the NIC, which the log does not name
+    assert a2a["bytes_per_step"] == 135_168 * 26_624 * 63 / 64 and a2a["give"] == ["nic"]
+    assert "give --nic NAME" in " ".join(lines)
+    code, lines, a2a = _alltoall(capsys, path, "--sharding", "table_wise", "--nic", "NDR")
+    # each rank sends 135,168 x 26,624 / 64 x 63/64 = 55,351,296 B over NDR's 50 GB/s each way: 1.107 ms
+    assert a2a["link"] == "InfiniBand NDR" and a2a["floor_s"] == pytest.approx(55_351_296 / 50e9, rel=1e-9)
+
+
+def test_a_sharding_not_known_is_one_line_naming_the_input(capsys, realdata):  # noqa: F811
+    from mfu_toolkit.inputs import InputError, check_sharding
+
+    code, lines, _ = _alltoall(capsys, str(realdata / "mlperf" / FUJITSU), "--sharding", "rowwise")
+    assert code == 2 and lines == ["mfu analyze: error: --sharding rowwise: expected one of table_wise, "
+                                   "column_wise, data_parallel"]
+    with pytest.raises(InputError, match=r"^SHARDING=rowwise: expected one of"):
+        check_sharding("rowwise", interface="make")
+    with pytest.raises(ValueError, match="sharding must be one of"):
+        account(Run.build(make_steps({"step": [0, 1], "start_s": [0.0, 1.0], "end_s": [1.0, 2.0]})),
+                sharding="rowwise")

@@ -121,6 +121,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..flops.recsys import SHARDINGS
 from ..interconnect import Link
 from ..run import Run
 from .communication import check_link_options
@@ -851,6 +852,8 @@ class Accounting:
     # the links collectives are compared with (comm_efficiency's link= and nic=), as given to account()
     link: str | Link | None = None
     nic: str | Link | None = None
+    # how a recommendation model's tables are sharded (flops.recsys.SHARDINGS), for its all-to-all
+    sharding: str | None = None
 
     @cached_property
     def summary(self) -> MFUSummary:
@@ -1223,18 +1226,23 @@ def account(
     lookahead: int = 5,
     link: str | Link | None = None,
     nic: str | Link | None = None,
+    sharding: str | None = None,
 ) -> Accounting:
     """Run the timeline sweep and the steady-state window; the basis of every other analysis.
 
     Options (keyword-only) override the steady-state window: ``warmup_steps`` drops that many
     leading steps of each attempt; ``step_range=(first, last)`` keeps only those trainer steps;
     ``tolerance`` and ``lookahead`` tune the warm-up detector. ``link`` and ``nic`` name the links
-    collectives are compared with (:func:`~.communication.comm_efficiency`; an unknown name raises).
+    collectives are compared with (:func:`~.communication.comm_efficiency`; an unknown name raises);
+    ``sharding`` (``table_wise``, ``column_wise``, ``data_parallel``) how a recommendation model's
+    tables are split, which sets its all-to-all (:func:`~.recsys.embedding_bandwidth`).
     """
     if not isinstance(run, Run):
         raise TypeError(f"run must be a mfu_toolkit.run.Run; got {type(run).__name__}")
     warmup_steps, step_range, tolerance, lookahead = _checked_options(warmup_steps, step_range, tolerance, lookahead)
     check_link_options(link=link, nic=nic)
+    if sharding is not None and sharding not in SHARDINGS:
+        raise ValueError(f"sharding must be one of {', '.join(SHARDINGS)}; got {sharding!r}")
     js = _job_table(run)
     ev = _Events(run.events)
     n = len(js)
@@ -1266,7 +1274,7 @@ def account(
         run=run, wall_s=run.t1 - run.t0, seconds=seconds, steps=steps_out, window=window, rho=rho,
         work_unit=work.unit, flops_per_unit=work.flops_per_unit, flops_reason=work.flops_reason,
         flops_source=work.flops_source, peak_reason=_peak_reason(run), exposed_comm_basis=split.exposed_basis,
-        exposed_comm_reason=split.exposed_reason, link=link, nic=nic,
+        exposed_comm_reason=split.exposed_reason, link=link, nic=nic, sharding=sharding,
     )
 
 

@@ -836,6 +836,7 @@ def build_answer(
     interface: str | None = None,
     link: str | None = None,
     nic: str | None = None,
+    sharding: str | None = None,
 ) -> Answer:
     """The answer for one run, shared by ``mfu analyze`` and the HTML report.
 
@@ -845,7 +846,7 @@ def build_answer(
 
     ``checkpoint_write_s``, ``checkpoint_every_steps`` and ``mtbf_hours`` feed the checkpoint
     advice (Young/Daly) where the log has no checkpoint events or no failures to measure them.
-    ``warmup_steps``, ``link`` and ``nic`` go to :func:`~.accounting.account` with a Run (an
+    ``warmup_steps``, ``link``, ``nic`` and ``sharding`` go to :func:`~.accounting.account` with a Run (an
     Accounting was given its own). The answer is data: the interface whose terms ask for missing
     facts is chosen when it is rendered (``answer_text(answer, interface="cli")``); ``interface``
     here is accepted, with a warning, for one release. An MFU above 100 % raises
@@ -858,7 +859,7 @@ def build_answer(
         warmup_steps = int(facts.check_value("warmup_steps", warmup_steps))
     if not isinstance(run_or_accounting, (Run, Accounting)):
         raise TypeError(f"run_or_accounting must be a Run or an Accounting; got {type(run_or_accounting).__name__}")
-    acc = accounted(run_or_accounting, warmup_steps=warmup_steps, link=link, nic=nic)
+    acc = accounted(run_or_accounting, warmup_steps=warmup_steps, link=link, nic=nic, sharding=sharding)
     write_s, every, mtbf_h = (_positive_input(k, v) for k, v in (
         ("checkpoint_write_s", checkpoint_write_s), ("checkpoint_every_steps", checkpoint_every_steps),
         ("mtbf_hours", mtbf_hours)))

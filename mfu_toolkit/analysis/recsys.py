@@ -325,7 +325,8 @@ def recsys_answer(acc: Accounting) -> dict[str, Any]:
     name, where = _run_model(acc.run.meta)
     if name is None:
         return {}
-    steady = embedding_bandwidth(acc, model=name, basis="steady")
+    # the all-to-all crosses the NIC where one is given (a job over nodes), else the intra-node link
+    steady = embedding_bandwidth(acc, model=name, basis="steady", sharding=acc.sharding, link=acc.nic or acc.link)
     e2e = embedding_bandwidth(acc, model=name, basis="end_to_end")
     t = steady.traffic
     if t is None:
@@ -345,9 +346,23 @@ def recsys_answer(acc: Accounting) -> dict[str, Any]:
         "memory": {"accelerator": steady.accelerator, "n_accelerators": steady.n_accelerators,
                    "bytes_per_s_per_accelerator": steady.bandwidth_per_accelerator,
                    "cluster_bytes_per_s": steady.cluster_bandwidth, "source": steady.bandwidth_source},
-        "alltoall": {"bytes_per_sample": t.alltoall_per_sample, "reason": steady.alltoall_reason,
-                     "share": steady.alltoall_share, "link": steady.alltoall_link},
+        "alltoall": _alltoall_part(t, steady),
     }
+
+
+def _alltoall_part(t: EmbeddingTraffic, bw: EmbeddingBandwidth) -> dict[str, Any]:
+    """The all-to-all of the answer: bytes per sample and per step, the floor time against the link and its
+    share of the step, or why unknown with the input that supplies it (``give``: the sharding, or the NIC)."""
+    why = bw.alltoall_reason
+    give = ["sharding"] if bw.sharding is None else (["nic"] if "NIC" in why else [])
+    per_step = bw.alltoall_bytes_per_step
+    return {"bytes_per_sample": t.alltoall_per_sample, "sharding": bw.sharding,
+            "bytes_per_step": per_step if math.isfinite(per_step) else None, "floor_s": _finite(bw.alltoall_floor_s),
+            "reason": why, "give": give if why else [], "share": bw.alltoall_share, "link": bw.alltoall_link}
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
 
 
 # --------------------------------------------------------------------------------------------

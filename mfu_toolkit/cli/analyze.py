@@ -36,7 +36,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     from ..analysis.accounting import account
     from ..analysis.answer import build_answer
     from ..formulas import MFUAbove100Error
-    from ..inputs import check_links
+    from ..inputs import check_links, check_sharding
     from ..render import answer_dict, answer_text
     from ..run import LoadError, SchemaError
 
@@ -50,9 +50,10 @@ def run_analyze(args: argparse.Namespace) -> int:
         args = with_example(args)
         args = parse_numbers(args, interface)
         link, nic = check_links(link=args.link, nic=args.nic, interface=interface)  # before the log is read
+        sharding = check_sharding(args.sharding, interface=interface)
         run = apply_inputs(load(args), args, interface)
         # once: the answer and the report share it
-        acc = account(run, warmup_steps=args.warmup_steps, link=link, nic=nic)
+        acc = account(run, warmup_steps=args.warmup_steps, link=link, nic=nic, sharding=sharding)
         answer = build_answer(acc, checkpoint_write_s=args.checkpoint_s, checkpoint_every_steps=args.checkpoint_every,
                               mtbf_hours=args.mtbf_hours, report_date=datetime.date.today())
         if args.validate:
@@ -165,6 +166,9 @@ def _fact_args(a: Any) -> None:
     a.add_argument("--link", metavar="NAME", default=None,
                    help="intra-node link collectives inside one node are compared with (a name of "
                         "mfu_toolkit/interconnect.csv, e.g. NVLink4; default: the accelerator's own)")
+    a.add_argument("--sharding", default=None, metavar="table_wise|column_wise|data_parallel",
+                   help="how a recommendation model's embedding tables are split over the ranks (sets its "
+                        "all-to-all bytes per step; data_parallel: replicated, nothing crosses)")
     a.add_argument("--nic", metavar="NAME", default=None,
                    help="NIC port rate collectives spanning nodes are compared with (a name of "
                         "mfu_toolkit/interconnect.csv, e.g. NDR or 400GbE; one port per rank assumed)")

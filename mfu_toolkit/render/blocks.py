@@ -130,10 +130,22 @@ def _recsys_lines(answer: Answer, interface: str) -> list[str]:
         lines.append(f"Embedding bandwidth utilisation: unknown: {_recsys_why(emb, interface)}")
     lines.append(f"  per sample: {r['summary']}; optimizer from {r['optimizer_from']}")
     lines += [f"  convention: {c}" for c in r["traffic"]["conventions"]]
-    a2a = r["alltoall"]
-    lines.append(f"All-to-all: {pct(a2a['share'])} of the step at the {a2a['link']} peak" if a2a.get("link")
-                 and a2a.get("share") is not None and not a2a["reason"] else f"All-to-all: unknown: {a2a['reason']}")
-    return lines
+    return lines + _alltoall_lines(r["alltoall"], interface)
+
+
+def _alltoall_lines(a2a: dict[str, Any], interface: str) -> list[str]:
+    """The all-to-all of the sharded tables: its bytes per step and its floor against the link, or why unknown."""
+    out = []
+    if a2a.get("bytes_per_step") is not None:
+        out.append(f"All-to-all ({a2a['sharding']}): {si(a2a['bytes_per_step'], 'B')} per step cross ranks")
+    if a2a.get("link") and a2a.get("floor_s") is not None and not a2a["reason"]:
+        out.append(f"All-to-all floor: {secs(a2a['floor_s'])} at the {a2a['link']} peak, {pct(a2a['share'])} of "
+                   "the steady-state step")
+    elif a2a.get("bytes_per_step") == 0:
+        out[-1] += f": {a2a['reason']}"  # replicated tables: nothing to move, not unknown
+    elif a2a["reason"]:
+        out.append(f"All-to-all: unknown: {_recsys_why(a2a, interface)}")
+    return out
 
 
 def _loss_lines(answer: Answer) -> list[str]:

@@ -43,6 +43,7 @@ _VOCABULARY: dict[str, tuple[str, str, str, str]] = {
     "step_pattern": ("step_pattern", "--step-pattern", "STEP_PATTERN", "REGEX"),
     "link": ("link", "--link", "LINK", "NAME"),
     "nic": ("nic", "--nic", "NIC", "NAME"),
+    "sharding": ("sharding", "--sharding", "SHARDING", "table_wise|column_wise|data_parallel"),
 }
 _COMPOSITE = {  # what to give for a fact several inputs can supply
     "model_flops": (("preset", "seq_len"), ("flops_per_sample",)),
