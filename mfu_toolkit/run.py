@@ -43,6 +43,7 @@ __all__ = [
     "LoadError",
     "LoadWarning",
     "LoadReport",
+    "InputRequest",
     "RunMeta",
     "Run",
     "empty_steps",
@@ -139,6 +140,28 @@ class LoadError(ValueError):
 class LoadWarning(UserWarning):
     """Issued once per load when records were skipped; the LoadReport has the details."""
 
+
+
+class InputRequest(str):
+    """A load note that ends by asking for an input: a ``str`` whose text asks in Python's terms (``...;
+    pass accelerator= to state it``), with ``stem`` (the text before the request) and ``asks`` (the input
+    fields that supply it, any one of them), so a front end asks in its own terms
+    (:func:`mfu_toolkit.render.vocabulary.phrase`) without reading the text back."""
+
+    stem: str
+    asks: tuple[str, ...]
+
+    def __new__(cls, stem: str, asks: tuple[str, ...], python: str) -> InputRequest:
+        self = super().__new__(cls, f"{stem}; {python}")
+        self.stem, self.asks = stem, tuple(asks)
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_input_request, (self.stem, self.asks, str(self)[len(self.stem) + 2:]))
+
+
+def _rebuild_input_request(stem: str, asks: tuple[str, ...], python: str) -> InputRequest:
+    return InputRequest(stem, asks, python)
 
 @dataclass
 class LoadReport:

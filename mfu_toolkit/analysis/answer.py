@@ -34,7 +34,7 @@ import pandas as pd
 
 from .. import facts, readable
 from ..flops import preset_family
-from ..run import Run
+from ..run import InputRequest, Run
 from .accounting import Accounting, accounted
 from .breakdown import breakdown, mfu_summary
 from .checkpoint import checkpoint_overhead, checkpoint_report, daly_interval, young_interval
@@ -582,8 +582,17 @@ def _load_checks(run: Run, timed: bool) -> list[Check]:
     shown = set(rep.fact_notes)  # the fact checks' rows and the facts used table
     for note in rep.notes:
         if note not in shown:
-            out.append(Check("load note", "info", note.replace(folder, "") if folder else note, code="load.note"))
+            out.append(Check("load note", "info", _without(note, folder), code="load.note"))
     return out
+
+
+def _without(note: str, folder: str | None) -> str:
+    """A load note with the log's folder left out of its text (a request keeps asking for its inputs)."""
+    if not folder:
+        return note
+    if isinstance(note, InputRequest):
+        return InputRequest(note.stem.replace(folder, ""), note.asks, str(note)[len(note.stem) + 2:])
+    return note.replace(folder, "")
 
 
 # --------------------------------------------------------------------------------------------

@@ -291,7 +291,7 @@ def blocks(answer: Answer, interface: str = "python") -> list[tuple[str, list[st
         out.append(_downtime_block(answer))
     if answer.communication:
         out.append(_comm_block(answer, interface))
-    out.append(("Checks", [], [[c.status.upper(), c.name, c.message] for c in answer.checks],
+    out.append(("Checks", [], [[c.status.upper(), c.name, point_text(c.message, interface)] for c in answer.checks],
                 ["status", "check", "message"]))
     out.append(("Facts used", [] if answer.facts else ["none"],
                 [[f["name"], fact_value(f), where_text(f, interface)] for f in answer.facts] or None,

@@ -28,7 +28,8 @@ def answer_dict(answer: Answer, *, interface: str = "python") -> dict[str, Any]:
     doc = {
         "title": answer.title, "log_name": answer.log_name, "date": answer.date, "interface": interface,
         "conflict": answer.conflict, "headline": headline, "losses": list(answer.losses),
-        "stragglers": answer.stragglers, "checkpoint": checkpoint, "checks": [c.to_dict() for c in answer.checks],
+        "stragglers": answer.stragglers, "checkpoint": checkpoint,
+        "checks": [{**c.to_dict(), "message": point_text(c.message, interface)} for c in answer.checks],
         "facts": [{**f, "where": where_text(f, interface)} for f in answer.facts], "missing": missing,
         "missing_fields": [{**m, "text": t} for m, t in zip(answer.missing, missing, strict=True)],
         "breakdown": answer.breakdown.to_dict(orient="records"),

@@ -12,6 +12,7 @@ from typing import Any
 from .. import hardware
 from ..analysis.communication import LinkRequest
 from ..analysis.reasons import Reason
+from ..run import InputRequest
 from .vocabulary import ask, check_interface, input_name, phrase
 
 __all__ = ["advice_text", "denominator_sources", "missing_text", "point_text", "spoken_summary", "where_text"]
@@ -38,7 +39,7 @@ def denominator_sources(facts: tuple[dict[str, Any], ...] | list[dict[str, Any]]
 def point_text(note: Any, interface: str) -> str:
     """A note of the headline, scorecard or a collective: a :class:`Reason` or
     :class:`~mfu_toolkit.analysis.communication.LinkRequest` phrased by its code, else as it is."""
-    return phrase(note, interface) if isinstance(note, (Reason, LinkRequest)) else str(note or "")
+    return phrase(note, interface) if isinstance(note, (Reason, LinkRequest, InputRequest)) else str(note or "")
 
 
 def _flops_text(item: dict[str, Any], interface: str) -> str:

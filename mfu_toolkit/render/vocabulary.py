@@ -14,6 +14,7 @@ from .. import facts
 from ..analysis.communication import LinkRequest
 from ..analysis.reasons import Reason
 from ..facts import InputError
+from ..run import InputRequest
 
 __all__ = ["INTERFACES", "InputError", "ask", "check_interface", "check_value", "flops_request", "given_where",
            "input_name", "one_line", "parse_value", "phrase", "phrase_error", "said"]
@@ -193,12 +194,16 @@ def phrase(reason: Any, interface: str) -> str:
     """A :class:`~mfu_toolkit.analysis.reasons.Reason` said in the terms of ``interface``, looked
     up by its code: ``flops_unknown`` for a run counted per sample becomes, for the command line,
     ``"model FLOPs per sample unknown (give --preset NAME --seq-len N or --flops-per-sample F)"``.
+    A load note's :class:`~mfu_toolkit.run.InputRequest` asks for its inputs the same way.
     A :class:`~mfu_toolkit.analysis.communication.LinkRequest` (a collective's link unknown) asks for
     ``--link NAME``/``--nic NAME``, ``LINK=NAME``/``NIC=NAME`` or ``link=``/``nic=`` the same way.
     A reason whose code asks for nothing is its own sentence; anything else is ``str(reason)``."""
     check_interface(interface)
     if isinstance(reason, LinkRequest):
         return _link_words(reason, interface)
+    if isinstance(reason, InputRequest):  # a load note asking for an input: Python's own text, else the flag
+        return str(reason) if interface == "python" else (
+            f"{reason.stem}; give {' or '.join(ask(f, interface) for f in reason.asks)}")
     if not isinstance(reason, Reason):
         return str(reason or "")
     return "; ".join(_PHRASES[r.code](r, interface) if r.code in _PHRASES else str(r) for r in reason.each())

@@ -67,6 +67,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...run import InputRequest
 from .. import rules, timeline
 from ..base import Parsed, loader_for
 from ..deepspeed_runtime import RUNTIME_LINES, Runtime, checked, world_facts
@@ -748,8 +749,8 @@ def _notes(scan: _Scan, info: dict[str, Any], out: Parsed, ppo: bool, batch: flo
         note("overflow lines after the last step record are attached to no step")
     stated = {f.name for f in out.facts}
     if "n_ranks" in stated and "n_accelerators" not in stated:
-        note("the log states the number of ranks (processes), not of devices; DeepSpeed runs one rank per device as a "
-             "rule: pass n_accelerators= if so")
+        note(InputRequest("the log states the number of ranks (processes), not of devices; DeepSpeed runs one rank "
+                          "per device as a rule", ("n_accelerators",), "pass n_accelerators= if so"))
     if scan.overflow and "dtype" not in stated:
         note("fp16 loss-scaler lines (OVERFLOW/Overflow detected) imply fp16 mixed precision; "
              "the dtype itself is not stated")

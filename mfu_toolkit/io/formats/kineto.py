@@ -99,7 +99,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...run import LoadError, LoadReport, Run
+from ...run import InputRequest, LoadError, LoadReport, Run
 from .. import gpu_time, rules, tracejson
 from .. import kineto_ranks as kr
 from ..base import Parsed, loader_for
@@ -588,7 +588,8 @@ def _no_device_named(traces: list[_Trace], reader: Reader) -> None:
     mtia = sorted({t.backend for t in traces if t.backend and "mtia" in t.backend.lower()})
     hint = (f"; the process group backend ({mtia[0]}) is MTIA's, so the device is an MTIA of a generation the "
             "trace does not name") if mtia else " (a CPU-only rank, or a profiler that saw no GPU)"
-    reader.note(f"{how}: no device named{hint}; the accelerator is unknown, not assumed: pass accelerator= to state it")
+    reader.note(InputRequest(f"{how}: no device named{hint}; the accelerator is unknown, not assumed", ("accelerator",),
+                             "pass accelerator= to state it"))
 
 
 # --- one rank file: what a worker process (or a Spark task) computes -----------------------------

@@ -56,6 +56,7 @@ from typing import Any
 
 import pandas as pd
 
+from ...run import InputRequest
 from .. import rules, timeline
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader, read_head
@@ -90,11 +91,9 @@ _SEQ_KEYS = ("max_sequence_length", "sequence_length", "seq_len", "seq_length", 
 # Keys that state the training precision (MLPerf has no standard key): a dtype name, or True for an "fp8" flag.
 _DTYPE_KEYS = ("precision", "dtype", "compute_dtype", "training_precision")
 _FP8_FLAGS = ("fp8", "use_fp8", "fp8_training")
-# Keys whose line is kept as printed, for the facts' text.
 _TEXT_KEYS = frozenset({"submission_platform", "submission_benchmark", "global_batch_size", *_SEQ_KEYS, *_DTYPE_KEYS,
                         *_FP8_FLAGS})
-# time_ms after the year 9999 is not a time a log was written at.
-_MAX_TIME_MS = 253_402_300_800_000
+_MAX_TIME_MS = 253_402_300_800_000  # time_ms after the year 9999 is not a time a log was written at
 # A line bash's xtrace (set -x) prints for a command it runs: one or more "+" then a space.
 _XTRACE = re.compile(r"\+{1,16} ")
 _MAX_RANK = 10_000_000
@@ -484,17 +483,18 @@ def _platform_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str,
         out.fact("accelerator", acc, where, text)
     elif "accelerator" not in stated:
         why = found.note if found is not None else "neither the system table nor the peak registry knows it"
-        reader.note(f"peak unknown: the platform {plat.value!r} at {where} names {system!r}, not an accelerator the "
-                    f"registry resolves ({why}); pass accelerator= to set it")
+        reader.note(InputRequest(f"peak unknown: the platform {plat.value!r} at {where} names {system!r}, not an "
+                                 f"accelerator the registry resolves ({why})", ("accelerator",),
+                                 "pass accelerator= to set it"))
     if per is not None and "accelerators_per_node" not in stated:
         out.fact("accelerators_per_node", per, where, text)
         if "platform_nodes" in extra:
             extra["platform_accelerators"] = extra["platform_nodes"] * per
     elif "accelerators_per_node" not in stated and "platform_nodes" in extra:
-        reader.note(f"n_accelerators unknown: the platform {plat.value!r} at {where} names {extra['platform_nodes']} "
-                    f"x {system!r}, a system whose accelerators per node the loader has no source for "
-                    f"({found.note if found is not None else 'not in mfu_toolkit/systems.csv'}); pass n_accelerators= "
-                    "for the job's count")
+        reader.note(InputRequest(f"n_accelerators unknown: the platform {plat.value!r} at {where} names "
+                                 f"{extra['platform_nodes']} x {system!r}, a system whose accelerators per node the "
+                                 f"loader has no source for ({found.note if found else 'not in systems.csv'})",
+                                 ("n_accelerators",), "pass n_accelerators= for the job's count"))
 
 
 def _check_ranks(out: Parsed, reader: Reader) -> None:

@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...run import LoadError
+from ...run import InputRequest, LoadError
 from .. import gpu_time, rules
 from ..base import Parsed, loader_for
 from ..reading import Reader
@@ -732,8 +732,9 @@ def _facts(out: Parsed, src: Any, reader: Reader, act: _Activity | None) -> None
     elif names:
         reader.note(f"{table} names {len(names)} kinds of GPU ({', '.join(names)}): no accelerator stated")
     else:
-        reader.note(f"GPU unknown: the export names no GPU (looked at {', '.join(looked)}); an environment variable "
-                    "of the job (a peak FLOP/s) names no device; pass accelerator= to state it")
+        reader.note(InputRequest(f"GPU unknown: the export names no GPU (looked at {', '.join(looked)}); an "
+                                 "environment variable of the job (a peak FLOP/s) names no device", ("accelerator",),
+                                 "pass accelerator= to state it"))
 
 
 def _export_meta(src: Any) -> dict[str, Any]:
@@ -802,9 +803,9 @@ def _parse(src: Any, reader: Reader, options: Options) -> Parsed:
         extra["steps_from"] = None
         why = ("no NVTX step range is tied to a device's kernels" if steps else
                f"no NVTX range is named as a step (pattern {pattern})")
-        reader.note(f"{why}: steps cannot be cut from this capture, so the Run has no step rows (none are "
-                    "invented); per-device totals are in tables['kernels']; pass step_pattern= to name the ranges "
-                    "that mark steps")
+        reader.note(InputRequest(f"{why}: steps cannot be cut from this capture, so the Run has no step rows (none "
+                                 "are invented); per-device totals are in tables['kernels']", ("step_pattern",),
+                                 "pass step_pattern= to name the ranges that mark steps"))
     _facts(out, src, reader, act)
     meta = _export_meta(src)
     if "derived_window_ns" in meta:

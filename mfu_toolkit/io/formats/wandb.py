@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...run import InputRequest
 from .. import rules, timeline
 from ..base import Claim, Parsed, loader_for
 from ..reading import Reader, parse_json, read_head
@@ -436,8 +437,9 @@ def _metadata(path: Path, reader: Reader, out: Parsed) -> None:
     if n is not None:
         line, raw = at.get("gpu_count", (1, ""))
         out.fact("n_accelerators", n, f"{sub.name}:{line}", raw)
-        reader.note(f"n_accelerators {n} from {path.name}: the GPUs of the host that ran wandb.init; "
-                    "a multi-node job has more (pass n_accelerators= for the job's count)")
+        reader.note(InputRequest(f"n_accelerators {n} from {path.name}: the GPUs of the host that ran wandb.init; "
+                                 "a multi-node job has more", ("n_accelerators",),
+                                 "pass n_accelerators= for the job's count"))
     elif not names:
         reader.note(f"{path.name}: no GPU fields (gpu, gpu_count, gpu_nvidia); accelerator and count unknown")
 

@@ -80,6 +80,7 @@ import numpy as np
 import pandas as pd
 
 from ... import device_ids, hardware
+from ...run import InputRequest
 from .. import gpu_time, rules, tracejson
 from .. import protobuf as pb
 from ..base import Parsed, loader_for
@@ -117,12 +118,9 @@ _PB_SUFFIX = ".xplane.pb"
 
 @dataclass(frozen=True)
 class Options:
-    """What the XPlane format accepts besides the RunMeta keywords.
-
-    ``step_pattern``: a regular expression; given, the host events whose whole name it matches mark the
-    steps (numbered by their ``step_num`` stat, else in time order) instead of the host events that carry
-    a ``step_num`` stat. A device plane's ``Steps`` line comes first either way.
-    """
+    """Besides the RunMeta keywords: ``step_pattern``, a regular expression; given, the host events whose whole
+    name it matches mark the steps (numbered by their ``step_num`` stat, else in time order) instead of the
+    host events that carry a ``step_num`` stat. A device plane's ``Steps`` line comes first either way."""
 
     step_pattern: str | None = None
 
@@ -836,8 +834,9 @@ def _accelerator(out: Parsed, placed: list[_Placed], reader: Reader) -> None:
         except ValueError:
             pass
     seen = sorted({_describe(p.dev.stats) for p in used})
-    reader.note(f"accelerator unknown: the device planes name no device ({'; '.join(seen[:3]) or 'no device plane'}"
-                "), and these stats identify no model for certain; pass accelerator= to state it")
+    planes = "; ".join(seen[:3]) or "no device plane"
+    reader.note(InputRequest(f"accelerator unknown: the device planes name no device ({planes}), and these stats "
+                             "identify no model for certain", ("accelerator",), "pass accelerator= to state it"))
 
 
 def _facts(out: Parsed, spaces: list[_Space], placed: list[_Placed], reader: Reader) -> None:
