@@ -939,8 +939,8 @@ def _comm_slow(run: Run) -> dict[str, Any]:
         rep = comm_stragglers(run)
     except ValueError:
         return {}
-    rows = rep.table[rep.table["in_host"].isna()]
-    keep = ["level", "rank", "host", "kind", "onset_step", "end_step", "to_end", "steps", "seconds",
+    rows = rep.table[rep.table["in_host"].isna() & rep.table["in_link"].isna()]
+    keep = ["level", "rank", "host", "link", "kind", "onset_step", "end_step", "to_end", "steps", "seconds",
             "comm_excess", "compute_excess", "recovered_s", "waits_for"]
     return {"verdict": rep.verdict, "kind": rep.kind, "recovered_s": rep.recovered_s, "wall_share": rep.wall_share,
             "method": rep.recovery_method, "rows": rows[[c for c in keep if c in rows.columns]].to_dict("records")}

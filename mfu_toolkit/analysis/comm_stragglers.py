@@ -47,6 +47,11 @@ change point in per-iteration time is accepted only when the mean moves by at le
    table with ``rank`` and ``host``/``hostname`` such as NCCL's ``communicators`` or XLA's
    ``device_events``), each host's series is the median over its ranks, and the same detection
    names a host when at least half its ranks are slow together.
+6. **Links.** Where ranks map to the link (NIC, rail) they send through (``links=``, or a ``link``/``nic``
+   column of the steps), each link's series is the median over its ranks, and a link is named the same
+   way: in a rail-optimised cluster a slow rail spans hosts, so no host shows it while its link does.
+   NCCL's own lines list a process's NICs and each channel's, not one NIC per rank, so the map is never
+   guessed from them.
 
 What fixing it recovers: per step, the exposed comm above the peers' median, taken to the median
 (the part not explained by waiting); the step shrinks by the largest such excess among the named
@@ -88,6 +93,7 @@ _MIN_SEGMENT = 3  # the shortest segment binary segmentation may cut off
 _COMM_SUFFIXES = ("-send", "-recv", "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast")
 _HOST_COLUMNS = ("host", "hostname")
 _HOST_TABLES = ("device_events", "communicators", "collectives", "inspector_comms")
+_LINK_COLUMNS = ("link", "nic")
 _SHOWN = 3
 
 
@@ -296,9 +302,9 @@ def _given_hosts(hosts: Mapping[int, Any] | int, ranks: np.ndarray) -> tuple[dic
             f"hosts={n}: ranks numbered host by host, {n} per host (as given, not read)")
 
 
-def _table_hosts(df: pd.DataFrame) -> dict[int, str]:
-    """rank → host from a table with ``rank`` and ``host``/``hostname`` (global ranks only)."""
-    col = next((c for c in _HOST_COLUMNS if c in df.columns), None)
+def _table_hosts(df: pd.DataFrame, columns: tuple[str, ...] = _HOST_COLUMNS) -> dict[int, str]:
+    """rank → host (or the first of ``columns``) from a table with ``rank`` and it (global ranks only)."""
+    col = next((c for c in columns if c in df.columns), None)
     if col is None or "rank" not in df.columns:
         return {}
     sub = df[df["rank"].notna() & df[col].notna()]
@@ -327,6 +333,21 @@ def _host_map(run: Run, ranks: np.ndarray, hosts: Mapping[int, Any] | int | None
             found = _table_hosts(df)
             if found and set(found) & {int(r) for r in ranks}:
                 return found, f"run.tables[{name!r}] (rank, host)"
+    return {}, None
+
+
+def _link_map(run: Run, links: Mapping[int, Any] | None) -> tuple[dict[int, str], str | None]:
+    """Each rank's link (NIC, rail) and where that came from: ``links=``, or a ``link``/``nic`` steps column."""
+    if links is not None:
+        if not isinstance(links, Mapping):
+            raise ValueError(f"links must be a mapping rank -> link (NIC, rail); got {links!r}")
+        return {int(r): str(v) for r, v in links.items()}, "links= (given)"
+    s = run.steps
+    for col in _LINK_COLUMNS:
+        if col in s.columns and s[col].notna().any():
+            found = _table_hosts(s[s["rank"] >= 0][["rank", col]], (col,))
+            if found:
+                return found, f"run.steps column {col!r}"
     return {}, None
 
 
@@ -398,7 +419,7 @@ def _row(t: _Table, sg: _Signals, who: dict[str, Any], cols: np.ndarray, kind: s
         "compute_excess": math.expm1(_mean(np.nanmedian(sg.rc[a:b][:, cols], axis=1))),
         "excess_comm_s": float(np.nansum(np.clip(sg.em[a:b][:, cols], 0, None))),
         "waiting_s": float(np.nansum(np.clip(sg.em[a:b][:, cols], 0, None) - sg.unexplained[a:b][:, cols])),
-        "recovered_s": float(np.nansum(gain)), "waits_for": [], "in_host": None,
+        "recovered_s": float(np.nansum(gain)), "waits_for": [], "in_host": None, "in_link": None,
         "_i0": a, "_i1": b, "_cols": cols, "_gain": gain,
     }
 
@@ -419,13 +440,14 @@ def _waits_for(t: _Table, sg: _Signals, row: dict[str, Any]) -> list[int]:
     return [int(r) for r in t.ranks[busy]]
 
 
-def _host_rows(t: _Table, sg: _Signals, host_of: dict[int, str], threshold: float, alpha: float,
-               min_steps: int) -> list[dict[str, Any]]:
-    """Comm episodes of hosts: the median over a host's ranks, so at least half of them slow together."""
+def _group_rows(t: _Table, sg: _Signals, group_of: dict[int, str], level: str, threshold: float, alpha: float,
+                min_steps: int) -> list[dict[str, Any]]:
+    """Comm episodes of hosts (or links): the median over a group's ranks, so at least half of them slow
+    together."""
     by_host: dict[str, list[int]] = {}
     for j, r in enumerate(t.ranks):
-        if int(r) in host_of:
-            by_host.setdefault(host_of[int(r)], []).append(j)
+        if int(r) in group_of:
+            by_host.setdefault(group_of[int(r)], []).append(j)
     rows = []
     for h, js in by_host.items():
         if len(js) < 2:
@@ -435,20 +457,22 @@ def _host_rows(t: _Table, sg: _Signals, host_of: dict[int, str], threshold: floa
         for ep in slow_episodes(series, threshold=threshold, alpha=alpha, min_steps=min_steps):
             kind = _comm_kind(sg, cols, ep, threshold)
             if kind is not None:
-                rows.append(_row(t, sg, {"level": "host", "rank": -1, "host": h}, cols, kind, ep))
+                who = {"level": level, "rank": -1, "host": h if level == "host" else None,
+                       "link": h if level == "link" else None}
+                rows.append(_row(t, sg, who, cols, kind, ep))
     return rows
 
 
-def _detect(t: _Table, host_of: dict[int, str], threshold: float, alpha: float,
+def _detect(t: _Table, host_of: dict[int, str], link_of: dict[int, str], threshold: float, alpha: float,
             min_steps: int) -> tuple[list[dict[str, Any]], list[str]]:
-    """Compute episodes first (they explain waiting), then comm episodes of ranks and hosts."""
+    """Compute episodes first (they explain waiting), then comm episodes of ranks, hosts and links."""
     kw = {"threshold": threshold, "alpha": alpha, "min_steps": min_steps}
     rc, _ = _relative(t, t.compute)
     compute_eps = {j: slow_episodes(rc[:, j], **kw) for j in range(len(t.ranks))}
     sg = _signals(t, compute_eps)
     rows, notes = [], []
     for j, r in enumerate(t.ranks):
-        who = {"level": "rank", "rank": int(r), "host": host_of.get(int(r))}
+        who = {"level": "rank", "rank": int(r), "host": host_of.get(int(r)), "link": link_of.get(int(r))}
         cols = np.array([j])
         rows += [_row(t, sg, who, cols, "compute", ep) for ep in compute_eps[j]]
         for ep in slow_episodes(sg.rm[:, j], **kw):
@@ -459,15 +483,17 @@ def _detect(t: _Table, host_of: dict[int, str], threshold: float, alpha: float,
                              "compute straggler (a host-side cause, e.g. CPU contention, slows both)")
                 continue
             rows.append(_row(t, sg, who, cols, kind, ep))
-    rows += _host_rows(t, sg, host_of, threshold, alpha, min_steps)
+    rows += _group_rows(t, sg, host_of, "host", threshold, alpha, min_steps)
+    rows += _group_rows(t, sg, link_of, "link", threshold, alpha, min_steps)
     for row in rows:
         if row["kind"] == "waiting":
             row["waits_for"] = _waits_for(t, sg, row)
-    for hr in (r for r in rows if r["level"] == "host" and r["kind"] == "comm"):
-        for r in rows:
-            if (r["level"] == "rank" and r["kind"] == "comm" and r["host"] == hr["host"]
-                    and r["_i0"] < hr["_i1"] and hr["_i0"] < r["_i1"]):
-                r["in_host"] = hr["host"]
+    for key in ("host", "link"):  # a rank's episode inside its named host's (link's) is that one's
+        for hr in (r for r in rows if r["level"] == key and r["kind"] == "comm"):
+            for r in rows:
+                if (r["level"] == "rank" and r["kind"] == "comm" and r[key] == hr[key]
+                        and r["_i0"] < hr["_i1"] and hr["_i0"] < r["_i1"]):
+                    r[f"in_{key}"] = hr[key]
     return rows, notes
 
 
@@ -533,7 +559,7 @@ def _replay_gain(rp: Any, t: _Table, rows: list[dict[str, Any]]) -> tuple[np.nda
 
 def _recover(run: Run, t: _Table, rows: list[dict[str, Any]], replay: bool) -> tuple[np.ndarray, str]:
     """The per-step recovery of fixing every named comm culprit, and how it was computed."""
-    culprits = [r for r in rows if r["kind"] == "comm" and r["in_host"] is None]
+    culprits = [r for r in rows if r["kind"] == "comm" and r["in_host"] is None and r["in_link"] is None]
     step_table = ("step table: per step, the largest exposed comm above the peers' median among the named "
                   "ranks (the part waiting does not explain), taken to the median")
     if not culprits or not replay:
@@ -557,7 +583,7 @@ def _recover(run: Run, t: _Table, rows: list[dict[str, Any]], replay: bool) -> t
 
 _COLUMNS = ("level", "rank", "host", "ranks", "stage", "kind", "attempt", "onset_step", "end_step", "to_end",
             "steps", "seconds", "comm_excess", "compute_excess", "excess_comm_s", "waiting_s", "recovered_s",
-            "waits_for", "in_host")
+            "waits_for", "in_host", "link", "in_link")
 _KIND_ORDER = {"comm": 0, "compute": 1, "waiting": 2}
 
 
@@ -565,7 +591,7 @@ _KIND_ORDER = {"comm": 0, "compute": 1, "waiting": 2}
 class CommStragglerReport:
     """Who is slow in communication (or makes others wait), when, for how long, and what fixing it recovers.
 
-    ``table``: one row per episode of a rank or host (``level``), its ``kind`` (:data:`COMM_KINDS`),
+    ``table``: one row per episode of a rank, host or link (``level``), its ``kind`` (:data:`COMM_KINDS`),
     ``onset_step``/``end_step`` (the last slow step; ``to_end`` when it lasts to the end of the
     run), ``steps`` and ``seconds`` (the episode's step spans summed), ``comm_excess`` and
     ``compute_excess`` (the excess over the peers' median as a geometric mean over the episode,
@@ -573,7 +599,8 @@ class CommStragglerReport:
     of comm above the peers' median), ``waiting_s`` (the part of it a concurrent compute straggler
     explains), ``recovered_s`` (what fixing this row alone
     recovers: exposed comm for ``comm``, compute for ``compute``, 0 for ``waiting``), ``waits_for``
-    (the compute stragglers a ``waiting`` row waits for), ``in_host`` (a rank row inside a named host).
+    (the compute stragglers a ``waiting`` row waits for), ``in_host`` / ``in_link`` (a rank row inside a
+    named host or link; ``link`` is the rank's link where the run maps one).
     ``recovered_s`` of the report: fixing every named comm culprit, per step the largest excess
     (``steps`` has it step by step); ``wall_share`` is that over the wall time.
     """
@@ -592,6 +619,7 @@ class CommStragglerReport:
     min_steps: int
     steps: pd.DataFrame = field(repr=False)
     notes: list[str] = field(default_factory=list)
+    links_from: str | None = None
 
     @property
     def wall_share(self) -> float:
@@ -599,14 +627,15 @@ class CommStragglerReport:
 
     @property
     def culprits(self) -> pd.DataFrame:
-        """The communication stragglers named (host rows stand for the ranks inside them)."""
+        """The communication stragglers named (host and link rows stand for the ranks inside them)."""
         t = self.table
-        return t[(t["kind"] == "comm") & t["in_host"].isna()].reset_index(drop=True)
+        return t[(t["kind"] == "comm") & t["in_host"].isna() & t["in_link"].isna()].reset_index(drop=True)
 
     def lines(self) -> list[str]:
         out = [self.verdict, f"Source: {self.source}", f"Compared with: {self.compared_with}",
                f"Method: CUSUM binary segmentation (alpha {self.alpha:g}), episodes ≥ {self.threshold:.0%} above "
-               f"the peers' median for ≥ {self.min_steps} steps; hosts from {self.hosts_from or 'nowhere (unknown)'}"]
+               f"the peers' median for ≥ {self.min_steps} steps; hosts from {self.hosts_from or 'nowhere (unknown)'}"
+               + (f"; links from {self.links_from}" if self.links_from else "")]
         for row in self.table.head(8).to_dict("records"):
             out.append(f"  {row['kind']:8s} {_who(row)}: comm {row['comm_excess']:+.0%}, compute "
                        f"{row['compute_excess']:+.0%}, {_when(row)}; excess comm {row['excess_comm_s']:.4g} s, "
@@ -624,8 +653,8 @@ def _ranks_text(ranks: list[int]) -> str:
 
 
 def _who(row: Mapping[str, Any]) -> str:
-    if row["level"] == "host":
-        return f"host {row['host']} (ranks {_ranks_text(list(row['ranks']))})"
+    if row["level"] in ("host", "link"):
+        return f"{row['level']} {row[row['level']]} (ranks {_ranks_text(list(row['ranks']))})"
     on = f" on host {row['host']}" if isinstance(row["host"], str) else ""
     stage = f" (stage {row['stage']})" if row["stage"] >= 0 else ""
     return f"rank {row['rank']}{on}{stage}"
@@ -639,7 +668,7 @@ def _when(row: Mapping[str, Any]) -> str:
 
 def _verdict(table: pd.DataFrame, recovered: float, wall: float, method: str, shape: tuple[int, int],
              threshold: float, min_steps: int) -> tuple[str, str]:
-    comm = table[(table["kind"] == "comm") & table["in_host"].isna()]
+    comm = table[(table["kind"] == "comm") & table["in_host"].isna() & table["in_link"].isna()]
     comp = table[table["kind"] == "compute"].sort_values("recovered_s", ascending=False, kind="stable")
     if len(comm):
         top = comm.iloc[0]
@@ -679,15 +708,17 @@ def _check(name: str, value: Any, lo: float, hi: float) -> float:
 
 def comm_stragglers(run: Run, *, threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA,
                     min_steps: int = DEFAULT_MIN_STEPS, hosts: Mapping[int, Any] | int | None = None,
-                    replay: bool = True) -> CommStragglerReport:
-    """Name the ranks and hosts slow only in communication, with onset, duration and what fixing them recovers.
+                    replay: bool = True, links: Mapping[int, Any] | None = None) -> CommStragglerReport:
+    """Name the ranks, hosts and links slow only in communication, with onset, duration and what fixing them
+    recovers.
 
     Uses ``run.steps`` per-rank rows: ``compute_s`` and ``comm_s`` (``exposed_comm_s`` for the recovery
     where present); a ValueError says what is missing when the run has no such table, one rank or
     fewer than ``2 × min_steps`` steps. ``threshold``: the smallest relative excess over the peers'
     median that counts (10 %, Greyhound's verification rule); ``alpha``: the CUSUM split's false-alarm
     bound per series; ``min_steps``: the shortest episode; ``hosts``: rank → host, or ranks per host,
-    else read from the run; ``replay``: use the per-operation replay for the recovery where it can.
+    else read from the run; ``links``: rank → link (NIC, rail), else a ``link``/``nic`` steps column;
+    ``replay``: use the per-operation replay for the recovery where it can.
     The method and its physics are in the module docstring.
     """
     threshold = _check("threshold", threshold, 0.0, 100.0)
@@ -696,9 +727,10 @@ def comm_stragglers(run: Run, *, threshold: float = DEFAULT_THRESHOLD, alpha: fl
         raise ValueError(f"min_steps must be an integer >= 1; got {min_steps!r}")
     t = _table(run, int(min_steps))
     host_of, hosts_from = _host_map(run, t.ranks, hosts)
+    link_of, links_from = _link_map(run, links)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN medians where a rank lacks a step
-        rows, notes = _detect(t, host_of, threshold, alpha, int(min_steps))
+        rows, notes = _detect(t, host_of, link_of, threshold, alpha, int(min_steps))
         gain, method = _recover(run, t, rows, replay)
     table = _frame(rows)
     wall = float(run.wall_seconds)
@@ -709,5 +741,5 @@ def comm_stragglers(run: Run, *, threshold: float = DEFAULT_THRESHOLD, alpha: fl
               f"exposed part from {t.exposed_from}")
     if hosts_from is None:
         notes.append("no rank → host map (pass hosts=, or load NCCL INFO logs or a trace naming hosts): ranks only")
-    return CommStragglerReport(table, verdict, kind, float(gain.sum()), wall, method, source,
-                               t.compared_with, hosts_from, threshold, alpha, int(min_steps), steps, notes)
+    return CommStragglerReport(table, verdict, kind, float(gain.sum()), wall, method, source, t.compared_with,
+                               hosts_from, threshold, alpha, int(min_steps), steps, notes, links_from)
