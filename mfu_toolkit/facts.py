@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .run import RunMeta
+from .run import InputRequest, RunMeta
 
 __all__ = ["FACT_NAMES", "GIVEN", "InputError", "LoaderArgumentError", "STATED", "PACKAGE_COUNTS", "REFERENCE_KINDS",
            "Fact", "Resolved", "apply_given", "check_value", "comparable", "compare_given", "given", "mark_given",
@@ -321,8 +321,9 @@ def _stated_accelerator(stated: Sequence[Fact], overrides: Mapping[str, Any], no
     if f is None:
         return
     if len(str(f.value)) > _MAX_NAME:
-        note(f"peak unknown: the accelerator the log states at {f.where} is {len(str(f.value))} characters "
-                    f"long, not a device name (at most {_MAX_NAME}); pass accelerator= to set it")
+        note(InputRequest(f"peak unknown: the accelerator the log states at {f.where} is {len(str(f.value))} "
+                          f"characters long, not a device name (at most {_MAX_NAME})", ("accelerator",),
+                          "pass accelerator= to set it"))
         return
     try:
         acc = hardware.resolve(str(f.value))
@@ -353,8 +354,8 @@ def _assume_bf16(accelerator: str, note: Note, context: str, out: _Stated) -> bo
     try:
         hardware.get_peak(accelerator, "bf16")
     except hardware.DtypeNotAvailableError as exc:
-        note(f"peak unknown until a dtype is given: {context}; {accelerator} has no bf16 peak (it has "
-                    f"{', '.join(exc.available) or 'none'}): pass dtype=")
+        note(InputRequest(f"peak unknown until a dtype is given: {context}; {accelerator} has no bf16 peak (it has "
+                          f"{', '.join(exc.available) or 'none'})", ("dtype",), "pass dtype="))
         return False
     except hardware.RegistryError:
         return False  # an unknown name: the caller's keyword meets the registry's own error later

@@ -42,3 +42,17 @@ def test_an_nsys_capture_without_steps_asks_for_the_step_pattern(realdata):  # n
     notes = [c["message"] for c in doc["checks"] if c["code"] == "load.note"]
     assert any(n.endswith("give --step-pattern REGEX") for n in notes)
     assert not any("pass " in n and "=" in n.split("pass ", 1)[1][:20] for n in notes)
+
+
+def test_the_facts_notes_ask_in_the_interfaces_terms_too(tmp_path):
+    # a V100 has no bf16 peak (fp64, fp32, fp16 in the registry, from NVIDIA's V100 datasheet): without a
+    # dtype the peak stays unknown, and the note asks for the dtype as each interface spells it
+    log = tmp_path / "steps.csv"
+    log.write_text("step,start_s,end_s\n" + "".join(f"{i},{i},{i + 1}\n" for i in range(4)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        answer = build_answer(load_run(log, accelerator="V100"))
+    flat = {i: " ".join(answer_text(answer, interface=i).split()) for i in ("python", "cli", "make")}
+    assert "V100 has no bf16 peak (it has fp64, fp32, fp16); pass dtype=" in flat["python"]
+    assert "(it has fp64, fp32, fp16); give --dtype" in flat["cli"] and "pass dtype=" not in flat["cli"]
+    assert "(it has fp64, fp32, fp16); give DTYPE=" in flat["make"]
