@@ -150,18 +150,15 @@ class InputRequest(str):
 
     stem: str
     asks: tuple[str, ...]
+    python: str  # the request in Python's terms, after the stem
 
     def __new__(cls, stem: str, asks: tuple[str, ...], python: str) -> InputRequest:
         self = super().__new__(cls, f"{stem}; {python}")
-        self.stem, self.asks = stem, tuple(asks)
+        self.stem, self.asks, self.python = stem, tuple(asks), python
         return self
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_input_request, (self.stem, self.asks, str(self)[len(self.stem) + 2:]))
-
-
-def _rebuild_input_request(stem: str, asks: tuple[str, ...], python: str) -> InputRequest:
-    return InputRequest(stem, asks, python)
+        return (InputRequest, (self.stem, self.asks, self.python))
 
 @dataclass
 class LoadReport:

@@ -93,6 +93,7 @@ class EmbeddingBandwidth:
     alltoall_share: float = _NAN
     alltoall_link: str | None = None
     alltoall_reason: str = ""
+    alltoall_asks: tuple[str, ...] = ()  # the inputs that would make the all-to-all known
 
     @property
     def bytes_per_sample(self) -> float:
@@ -182,7 +183,7 @@ def _alltoall(t: EmbeddingTraffic, sharding: str | None, n: int | None, gbs: flo
     """The all-to-all of a step against the link: bytes crossing ranks, the floor time and its share of the step."""
     if sharding is None:
         return {"alltoall_reason": "the sharding of the tables (table-wise, column-wise, data-parallel) is not "
-                                   "stated, so the all-to-all bytes are unknown"}
+                                   "stated, so the all-to-all bytes are unknown", "alltoall_asks": ("sharding",)}
     if sharding not in SHARDINGS:
         raise ValueError(f"sharding must be one of {', '.join(SHARDINGS)}; got {sharding!r}")
     if not n or not gbs:
@@ -194,7 +195,8 @@ def _alltoall(t: EmbeddingTraffic, sharding: str | None, n: int | None, gbs: flo
                 "alltoall_reason": "nothing crosses ranks (one shard, or replicated tables)"}
     if link is None and n_nodes != 1:
         return {**out, "alltoall_reason": "the job spans nodes (or does not say it does not): the link is the NIC "
-                                          "each rank sends through, which the run does not state"}
+                                          "each rank sends through, which the run does not state",
+                "alltoall_asks": ("nic",)}
     try:
         found = interconnect.get_link(link) if link is not None else interconnect.link_for_accelerator(accelerator)
         floor = collective_time_floor("alltoall", gbs * t.alltoall_per_sample / n, n, found)
@@ -354,11 +356,10 @@ def _alltoall_part(t: EmbeddingTraffic, bw: EmbeddingBandwidth) -> dict[str, Any
     """The all-to-all of the answer: bytes per sample and per step, the floor time against the link and its
     share of the step, or why unknown with the input that supplies it (``give``: the sharding, or the NIC)."""
     why = bw.alltoall_reason
-    give = ["sharding"] if bw.sharding is None else (["nic"] if "NIC" in why else [])
     per_step = bw.alltoall_bytes_per_step
     return {"bytes_per_sample": t.alltoall_per_sample, "sharding": bw.sharding,
             "bytes_per_step": per_step if math.isfinite(per_step) else None, "floor_s": _finite(bw.alltoall_floor_s),
-            "reason": why, "give": give if why else [], "share": bw.alltoall_share, "link": bw.alltoall_link}
+            "reason": why, "give": list(bw.alltoall_asks), "share": bw.alltoall_share, "link": bw.alltoall_link}
 
 
 def _finite(x: float) -> float | None:
