@@ -21,9 +21,9 @@ from matplotlib.figure import Figure
 from . import plots
 from .analysis.accounting import Accounting, accounted
 from .analysis.answer import Answer, build_answer
-from .analysis.breakdown import breakdown
 from .analysis.reasons import Reason
 from .analysis.utilisation import gpu_util_mfu_table
+from .analysis.waterfall import breakdown
 from .render import answer_sections
 from .render.vocabulary import check_interface, phrase
 from .run import Run

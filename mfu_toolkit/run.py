@@ -1,7 +1,7 @@
 """The Run: one schema for every log source.
 
 Every loader returns a :class:`Run`; every analysis takes one. A Run has three parts
-(see the design notes in the README):
+(the README, "Logs in: one Run for every format"):
 
 - ``steps``  one row per training step per rank (``rank = -1`` when the log is job-level only);
 - ``events`` job-level intervals (init, eval, checkpoints, failures, restarts, ...);

@@ -19,7 +19,7 @@ from mfu_toolkit.analysis.compare import major_variables
 from mfu_toolkit.cli import main
 from mfu_toolkit.run import Run, RunMeta
 
-bd = sys.modules["mfu_toolkit.analysis.breakdown"]  # the module (the package's name is its function)
+bd = sys.modules["mfu_toolkit.analysis.waterfall"]
 accounting = sys.modules["mfu_toolkit.analysis.accounting"]
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "samples" / "megatron_train.log"
 

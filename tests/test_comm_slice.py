@@ -20,7 +20,7 @@ import pytest
 from _realdata import files, realdata  # noqa: F401  (fixture)
 
 from mfu_toolkit.analysis import CATEGORIES, account, breakdown, build_answer, scorecard
-from mfu_toolkit.analysis.breakdown import exposed_comm_note
+from mfu_toolkit.analysis.waterfall import exposed_comm_note
 from mfu_toolkit.io import load_run
 from mfu_toolkit.plots import waterfall
 from mfu_toolkit.render import answer_dict, answer_text

@@ -144,3 +144,26 @@ def test_private_names_stay_inside_their_module():
                 leaks += [f"{path.relative_to(PACKAGE)}:{node.lineno} {a.name}" for a in node.names
                           if a.name.startswith("_") and not a.name.startswith("__")]
     assert not leaks, leaks
+
+
+def test_the_waterfall_module_no_longer_hides_the_waterfall_function():
+    # analysis.breakdown is the function; its code lives in analysis.waterfall. The old module path
+    # resolves each name it held for one release, with a warning, and importing it (first or after
+    # the package) leaves the function in place: a submodule import binds its name on the package.
+    code = (
+        "import warnings\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    from mfu_toolkit.analysis.breakdown import MFUSummary, account\n"
+        "    import mfu_toolkit.analysis.breakdown\n"
+        "import mfu_toolkit.analysis as a\n"
+        "from mfu_toolkit.analysis import accounting, waterfall\n"
+        "assert callable(a.breakdown) and a.breakdown is waterfall.breakdown, a.breakdown\n"
+        "assert MFUSummary is waterfall.MFUSummary and account is accounting.account\n"
+        "print(sorted({str(x.message).split(' moved to ')[1].rsplit('.', 1)[0] for x in w\n"
+        "              if issubclass(x.category, DeprecationWarning)}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == "['mfu_toolkit.analysis.accounting', 'mfu_toolkit.analysis.waterfall']"
+    assert not (PACKAGE / "analysis" / "breakdown.py").read_text().count("def ")  # a pointer, no code

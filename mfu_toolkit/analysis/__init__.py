@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from ..deprecation import moved
 from ..scenarios.replay import WhatIfResult, slowed_replay, straggler_whatif
+from . import breakdown as _old_breakdown_module  # noqa: F401  (loaded first: the function keeps the name)
 from .accounting import (
     CATEGORIES,
     Accounting,
@@ -37,7 +38,6 @@ from .accounting import (
     steady_state_window,
 )
 from .answer import Answer, Check, build_answer, straggler_verdict
-from .breakdown import MFUSummary, breakdown, mfu_summary
 from .checkpoint import (
     LLAMA3_405B,
     REFERENCE_SCENARIOS,
@@ -80,6 +80,7 @@ from .stragglers import (
     without_worst_ranks,
 )
 from .utilisation import gpu_util_mfu_table
+from .waterfall import MFUSummary, breakdown, mfu_summary  # after the old module of that name was imported
 
 __all__ = [
     "Answer",

@@ -128,7 +128,7 @@ from .communication import check_link_options
 from .reasons import Reason, flops_unknown, peak_unknown
 
 if TYPE_CHECKING:
-    from .breakdown import MFUSummary
+    from .waterfall import MFUSummary
 
 __all__ = [
     "CATEGORIES",
@@ -858,14 +858,14 @@ class Accounting:
     @cached_property
     def summary(self) -> MFUSummary:
         """The MFU summary of this accounting, computed once (:func:`~.breakdown.mfu_summary` returns it)."""
-        from .breakdown import summary_of
+        from .waterfall import summary_of
 
         return summary_of(self)
 
     @cached_property
     def waterfall(self) -> pd.DataFrame:
         """The waterfall table of this accounting (:func:`~.breakdown.breakdown`), computed once."""
-        from .breakdown import waterfall_of
+        from .waterfall import waterfall_of
 
         return waterfall_of(self)
 

@@ -36,7 +36,6 @@ from .. import facts, readable
 from ..flops import preset_family
 from ..run import InputRequest, Run
 from .accounting import Accounting, accounted
-from .breakdown import breakdown, mfu_summary
 from .checkpoint import checkpoint_overhead, checkpoint_report, daly_interval, young_interval
 from .comm_stragglers import comm_stragglers
 from .communication import comm_efficiency, exposed_comm_share
@@ -45,6 +44,7 @@ from .hang import hang_culprits
 from .reasons import Reason
 from .recsys import recsys_answer
 from .scorecard import scorecard
+from .waterfall import breakdown, mfu_summary
 
 __all__ = ["CHECK_STATUSES", "Check", "Answer", "build_answer", "straggler_verdict"]
 

@@ -79,7 +79,7 @@ def major_variables(run: Run | Accounting, *, step_range: tuple[int, int] | None
 
     ``window`` is the steady-state window's ``(first_step, last_step)``, as detected by
     :func:`~mfu_toolkit.analysis.account`, or within ``step_range=(first, last)`` when given
-    (keyword-only, passed to ``account``). An :class:`~mfu_toolkit.analysis.breakdown.Accounting`
+    (keyword-only, passed to ``account``). An :class:`~mfu_toolkit.analysis.accounting.Accounting`
     is used as it is (``step_range`` given with one raises ``TypeError``: the window is already chosen).
     """
     acc = accounted(run, step_range=step_range)

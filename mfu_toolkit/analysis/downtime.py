@@ -12,7 +12,7 @@ AI-Hypercomputer/resiliency@ef69c85) from a Run, with its parts: job starts (run
 step above 0) and saved, the smallest loaded step, the largest saved step, their difference times the
 reference step time (effective computation) over the total runtime (first event to last: the Run's wall
 time). Its rule, kept: no goodput without a loaded checkpoint, a saved step above 0 and a positive step
-difference. The waterfall (:func:`~mfu_toolkit.analysis.breakdown`) splits the same wall time by cause;
+difference. The waterfall (:func:`~mfu_toolkit.analysis.waterfall.breakdown`) splits the same wall time by cause;
 with the loader's ``reference_step_s`` its ``ideal_compute`` is the library's effective computation.
 """
 

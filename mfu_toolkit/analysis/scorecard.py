@@ -24,10 +24,10 @@ import pandas as pd
 
 from ..run import Run
 from .accounting import Accounting, accounted
-from .breakdown import MFUSummary
 from .checkpoint import checkpoint_report
 from .reasons import Reason
 from .scaling import run_throughput, scaling_from_runs
+from .waterfall import MFUSummary
 
 __all__ = ["FAMILIES", "scorecard", "scorecard_of", "gpu_idle_share"]
 

@@ -7,7 +7,7 @@ registers (``useful``: the useful
 job-level steps with their median busy time; ``grid``: per-rank value ranges to histogram;
 ``worst``: ranks to set apart, with their position; ``rank_bins``: each rank's heatmap row).
 
-A rank's busy time and data wait follow ``analysis.breakdown._busy_and_wait``: the wait is
+A rank's busy time and data wait follow ``analysis.accounting.busy_and_wait``: the wait is
 ``data_wait_s`` with NULL/NaN as 0; busy is ``compute_s`` where logged (not NULL/NaN), else
 ``max(end_s − start_s − wait, 0)``.
 """

@@ -38,7 +38,7 @@ JOB_COLUMNS: tuple[str, ...] = (
     "tokens", "rank_min", "rank_max", "n_timed", "flag",
 )
 # Flags in one text are separated by commas, semicolons, bars or white space, as
-# ``analysis.breakdown`` splits a ``flag`` cell in memory.
+# ``analysis.accounting`` splits a ``flag`` cell in memory.
 _FLAG_SEPARATORS = re.compile(r"[,;|\s]+")
 _INT_COLUMNS = ("attempt", "step", "n_ranks", "n_distinct", "n_rank_rows", "rank_min", "rank_max", "slowest_rank",
                 "n_timed")
@@ -144,7 +144,7 @@ class Reductions:
         return pd.DataFrame({c: self.job[c] for c in ("attempt", "start_s", "end_s")})
 
     def job_step_columns(self) -> dict[str, np.ndarray] | None:
-        """The columns of ``analysis.breakdown.job_steps``, in its row order (None: no steps)."""
+        """The columns of ``analysis.accounting.job_steps``, in its row order (None: no steps)."""
         j = self.job
         if not self.n_steps:
             return None
@@ -242,7 +242,7 @@ class Reductions:
 def step_flags(joined: np.ndarray) -> np.ndarray:
     """Each step's flags from the engine's text (its rows' distinct flags joined by ","; NULL for
     none): split at the separators, sorted and joined by "," ("" for none), as
-    ``analysis.breakdown`` joins the flags of a step's rows in memory."""
+    ``analysis.accounting`` joins the flags of a step's rows in memory."""
     codes, uniques = pd.factorize(pd.Series(joined, dtype=object), use_na_sentinel=True)
     text = [",".join(sorted({t for t in _FLAG_SEPARATORS.split(str(u).strip()) if t})) for u in uniques]
     return np.array([*text, ""], dtype=object)[codes]

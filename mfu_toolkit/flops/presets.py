@@ -553,19 +553,3 @@ def preset_family(name: str | None) -> str | None:
         return None
     return "moe-transformer" if config.n_experts else "dense-transformer"
 
-
-def preset_records() -> list[dict[str, Any]]:
-    """One dict per preset (name, kind, description, source, seq_len) for tables and widgets.
-
-    ``seq_len`` is the training sequence length the source states, ``None`` where it states none.
-    """
-    return [
-        {
-            "name": p.name,
-            "kind": p.kind,
-            "description": p.description,
-            "source": p.source,
-            "seq_len": getattr(p.config, "seq_len", None),
-        }
-        for p in PRESETS.values()
-    ]

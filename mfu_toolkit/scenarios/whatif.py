@@ -5,7 +5,7 @@ numbers; the widgets in :mod:`mfu_toolkit.widgets` only wire sliders to them and
 ``.headline``, so everything a user sees is tested here without a browser.
 
 - :func:`gap_scenario`        simulate a small run with the given knobs → the waterfall from
-  steady-state to end-to-end MFU (:func:`~mfu_toolkit.analysis.breakdown.breakdown`).
+  steady-state to end-to-end MFU (:func:`~mfu_toolkit.analysis.waterfall.breakdown`).
 - :func:`straggler_scenario`  expected synchronous step time with jitter and slow ranks, from
   order statistics (:func:`~mfu_toolkit.scenarios.order_stats.expected_sync_step`, re-exported
   here), for one job size and as a curve over job sizes.
@@ -32,7 +32,6 @@ import pandas as pd
 
 from .. import hardware
 from ..analysis.accounting import account
-from ..analysis.breakdown import breakdown
 from ..analysis.checkpoint import (
     DAY,
     HOUR,
@@ -42,6 +41,7 @@ from ..analysis.checkpoint import (
     job_mtbf,
     young_interval,
 )
+from ..analysis.waterfall import breakdown
 from ..deprecation import renamed
 from .order_stats import check_int, check_number, expected_sync_step
 from .simulate import SimConfig, simulate
@@ -154,7 +154,7 @@ def gap_scenario(
     ``init_s`` restart and a checkpoint load as long as the write. ``target_mfu`` is the
     steady-state MFU the FLOPs per step are set for. The defaults run in a few tens of ms.
 
-    Returns the waterfall table of :func:`~mfu_toolkit.analysis.breakdown.breakdown` (seconds
+    Returns the waterfall table of :func:`~mfu_toolkit.analysis.waterfall.breakdown` (seconds
     per category summing to the wall time) with steady-state and end-to-end MFU. Raises
     ``ValueError`` (``SimConfigError``) naming a bad parameter, including a job that cannot
     finish because failures come faster than checkpoints.
