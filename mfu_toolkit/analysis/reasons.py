@@ -114,7 +114,7 @@ def hfu_unknown() -> Reason:
 
 
 def work_unknown(unit: str, *, batch: bool, seq_len: bool) -> Reason:
-    """The ``unit``s ("sample" or "token") per step are unknown: no global batch and/or sequence length."""
+    """The units per step (``unit``: "sample" or "token") are unknown: no global batch and/or sequence length."""
     missing = (Missing("global_batch", unit=unit),) * batch + (Missing("seq_len", unit=unit),) * seq_len
     words = " and ".join(["global_batch"] * batch + ["seq_len"] * seq_len)
     return Reason(f"{unit}s per step unknown ({words} not set)", code="work_unknown", missing=missing)

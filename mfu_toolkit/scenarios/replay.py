@@ -700,7 +700,7 @@ def _waterfall(r: WhatIfResult, dur: np.ndarray | None = None) -> pd.DataFrame:
 
 def slowed_replay(result: WhatIfResult, *, worker: tuple[int, int] | None = None,
                   stage: int | None = None, factor: float = 1.5) -> dict[str, Any]:
-    """What-if on a replayed job: one worker ``(dp_rank, stage)`` or one stage ``factor``× slower.
+    """What-if on a replayed job: one worker ``(dp_rank, stage)`` or one stage slower by ``factor`` times.
 
     The chosen worker's (or stage's) compute ops are stretched by ``factor`` on top of the actual
     durations and the job is replayed. Returns ``slowdown`` (new S against the same ideal),
