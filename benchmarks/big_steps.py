@@ -28,15 +28,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _peak import peak_since_start, start_peak  # noqa: E402  (beside this script)
-
-ROOT = Path(__file__).resolve().parents[1]
+from _child import run_child  # noqa: E402  (beside this script)
+from _peak import peak_since_start, start_peak  # noqa: E402
 
 
 def _generate(folder: Path, ranks: int, steps: int) -> Path:
@@ -97,14 +95,6 @@ def _child(mode: str, path: str) -> dict:
     }
 
 
-def _run_child(mode: str, path: Path) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--child", mode, str(path)], cwd=ROOT,
-                          stdout=subprocess.PIPE, text=True)
-    if proc.returncode:
-        raise SystemExit(f"child {mode} {path.name} failed (exit {proc.returncode})")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=1024)
@@ -119,7 +109,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="big_steps_") as tmp:
         t0 = time.perf_counter()
         table = _generate(Path(tmp), a.ranks, a.steps)
-        made = _run_child("save", table)
+        made = run_child(__file__, "save", table)
         run_file = Path(made["path"])
         print(f"{a.ranks:,} ranks × {a.steps:,} steps = {a.ranks * a.steps:,} rows; generated in "
               f"{time.perf_counter() - t0:.0f} s: steps.parquet {table.stat().st_size / 2**20:.0f} MiB, "
@@ -133,8 +123,8 @@ def main() -> int:
         for path in (table, run_file):
             read = load = None
             for _ in range(a.repeat):
-                r = _run_child("read", path)
-                m = _run_child("load", path)
+                r = run_child(__file__, "read", path)
+                m = run_child(__file__, "load", path)
                 read = r if read is None or r["seconds"] < read["seconds"] else read
                 load = m if load is None or m["seconds"] < load["seconds"] else load
             tx = load["seconds"] / read["seconds"]

@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from _peak import peak_since_start, start_peak  # noqa: E402  (beside this script)
+from _child import best_of  # noqa: E402  (beside this script)
+from _peak import peak_since_start, start_peak  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 _TIMERS = (("forward-backward", 5164.84, 5177.15), ("forward-compute", 2584.92, 2735.66),
            ("backward-compute", 2423.13, 2586.40), ("batch-generator", 408.98, 817.78),
            ("grads-all-reduce", 193.33, 193.63))
@@ -80,19 +79,6 @@ def _child(mode: str, path: str) -> dict:
     return {"seconds": time.perf_counter() - t0, "rss_growth_mib": peak_since_start() - before, "rows": rows}
 
 
-def _run_child(mode: str, path: Path) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--child", mode, str(path)], cwd=ROOT,
-                          stdout=subprocess.PIPE, text=True)
-    if proc.returncode:
-        raise SystemExit(f"child {mode} {path.name} failed (exit {proc.returncode})")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def _best(mode: str, path: Path, repeat: int) -> dict:
-    runs = [_run_child(mode, path) for _ in range(repeat)]
-    return min(runs, key=lambda r: r["seconds"])
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[40_000, 160_000, 1_000_000])
@@ -114,8 +100,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="megatron_scale_") as tmp:
         for steps in a.sizes:
             path = _generate(Path(tmp), steps, a.timers)
-            lines = _best("lines", path, a.repeat)
-            load = _best("load", path, a.repeat)
+            lines, load = best_of(__file__, [("lines", path), ("load", path)], a.repeat)
             ratio = load["seconds"] / lines["seconds"]
             first = ratio if first is None else first
             print(f"{steps:>10,} {path.stat().st_size / 2**20:>7.0f} {lines['seconds']:>8.2f} {load['seconds']:>8.2f} "

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _child import best_of  # noqa: E402  (beside this script)
+
 _NCCL = (  # NCCL's spellings (src/init.cc, src/transport/*.cc); {r} the rank, {h} its host
     "{h}:{p}:{t} [{d}] NCCL INFO NCCL version 2.22.3+cuda12.4",
     "{h}:{p}:{t} [{d}] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB ib0:10.0.{d}.1<0>",
@@ -93,26 +93,6 @@ def _child(mode: str, path: str) -> dict:
     return {"seconds": seconds, "rows": len(run.steps), "lines_read": run.meta.report.lines_read}
 
 
-def _run_child(mode: str, path: Path) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--child", mode, str(path)], cwd=ROOT,
-                          stdout=subprocess.PIPE, text=True)
-    if proc.returncode:
-        raise SystemExit(f"child {mode} {path.name} failed (exit {proc.returncode})")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def _best(runs: list[tuple[str, Path]], repeat: int) -> list[dict]:
-    """The fastest of ``repeat`` fresh processes for each ``(mode, path)``, taken in turn (bare, plain, mixed,
-    bare, …), so that a busy spell of a shared machine falls on every mode alike."""
-    best: list[dict | None] = [None] * len(runs)
-    for _ in range(repeat):
-        for i, (mode, path) in enumerate(runs):
-            r = _run_child(mode, path)
-            if best[i] is None or r["seconds"] < best[i]["seconds"]:
-                best[i] = r
-    return best  # type: ignore[return-value]
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[20_000, 80_000, 320_000])
@@ -133,7 +113,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="nccl_lines_") as tmp:
         for steps in a.sizes:
             plain, mixed, n_nccl = _generate(Path(tmp), steps, a.per_step)
-            bare, p, m = _best([("bare", plain), ("plain", plain), ("mixed", mixed)], a.repeat)
+            bare, p, m = best_of(__file__, [("bare", plain), ("plain", plain), ("mixed", mixed)], a.repeat)
             if not (bare["rows"] == p["rows"] == m["rows"] and m["lines_read"] == p["lines_read"] + n_nccl):
                 raise SystemExit(f"the loads disagree: {bare}, {p}, {m}")
             ratio = m["seconds"] / p["seconds"]
