@@ -56,6 +56,7 @@ from .analysis import (
 from .analysis.checkpoint import CHECKPOINT_MODES, checkpoint_overhead
 from .analysis.stragglers import rank_matrix
 from .analysis.utilisation import gpu_util_mfu_table
+from .intervals import union
 from .run import Run
 from .scenarios.order_stats import DISTRIBUTIONS, sync_step_time
 
@@ -513,16 +514,9 @@ _BACKGROUND_WORDS = ("async", "background")
 
 
 def _merge_spans(start: np.ndarray, end: np.ndarray, tol: float) -> list[tuple[float, float]]:
-    """Union of intervals (sorted by start), joining those separated by at most ``tol``."""
-    if len(start) == 0:
-        return []
-    o = np.argsort(start, kind="stable")
-    s, e = start[o], end[o]
-    run_max = np.maximum.accumulate(e)
-    new = np.r_[True, s[1:] > run_max[:-1] + tol]
-    idx = np.flatnonzero(new)
-    ends = np.maximum.reduceat(e, idx)
-    return [(float(a), float(b - a)) for a, b in zip(s[idx], ends, strict=True)]
+    """``(start, width)`` of the union of intervals, joining those separated by at most ``tol``."""
+    us, ue = union(start, end, gap=tol)
+    return [(float(a), float(b - a)) for a, b in zip(us, ue, strict=True)]
 
 
 def timeline(

@@ -123,6 +123,7 @@ import pandas as pd
 
 from ..flops.recsys import SHARDINGS
 from ..interconnect import Link
+from ..intervals import covered_within, difference, exclusive_pieces, measure, union
 from ..run import Run
 from .communication import check_link_options
 from .reasons import Reason, flops_unknown, peak_unknown
@@ -449,79 +450,6 @@ def _step_flags(run: Run, js: pd.DataFrame) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
-# interval arithmetic
-
-
-def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint, sorted intervals covering the union of ``[starts, ends]`` (zero-length dropped)."""
-    starts = np.asarray(starts, dtype=float)
-    ends = np.asarray(ends, dtype=float)
-    keep = ends > starts
-    starts, ends = starts[keep], ends[keep]
-    if len(starts) == 0:
-        return np.empty(0), np.empty(0)
-    o = np.argsort(starts, kind="stable")
-    s, e = starts[o], ends[o]
-    run_max = np.maximum.accumulate(e)
-    new = np.r_[True, s[1:] > run_max[:-1]]
-    idx = np.flatnonzero(new)
-    us = s[idx]
-    ue = np.maximum.reduceat(e, idx)
-    return us, ue
-
-
-def _merge(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    return _union(np.r_[a[0], b[0]], np.r_[a[1], b[1]])
-
-
-def _measure(u: tuple[np.ndarray, np.ndarray]) -> float:
-    return float(np.sum(u[1] - u[0])) if len(u[0]) else 0.0
-
-
-def _covered(u: tuple[np.ndarray, np.ndarray], a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Measure of ``[a_i, b_i] ∩ union`` for each i (piecewise-linear cumulative coverage)."""
-    us, ue = u
-    if len(us) == 0:
-        return np.zeros(len(a))
-    xs = np.column_stack([us, ue]).ravel()
-    cum = np.cumsum(ue - us)
-    ys = np.column_stack([cum - (ue - us), cum]).ravel()
-    return np.interp(b, xs, ys) - np.interp(a, xs, ys)
-
-
-def _difference(u: tuple[np.ndarray, np.ndarray],
-                v: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The parts of the disjoint sorted intervals ``u`` outside the disjoint sorted ``v``."""
-    if not len(u[0]) or not len(v[0]):
-        return u
-    xs = np.unique(np.r_[u[0], u[1], v[0], v[1]])
-    mid = (xs[:-1] + xs[1:]) / 2
-
-    def inside(w: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        i = np.searchsorted(w[0], mid, side="right") - 1
-        return (i >= 0) & (mid < w[1][np.maximum(i, 0)])
-
-    keep = inside(u) & ~inside(v)
-    return _union(xs[:-1][keep], xs[1:][keep])
-
-
-def _exclusive_pieces(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Split the union of intervals (given sorted by start) into one disjoint piece per interval.
-
-    Each instant goes to the earliest-starting interval that covers it, so the pieces' lengths
-    sum to the union's measure.
-    """
-    if len(starts) == 0:
-        return np.empty(0), np.empty(0)
-    run_max = np.maximum.accumulate(ends)
-    prev = np.r_[-np.inf, run_max[:-1]]
-    a = np.maximum(starts, prev)
-    b = np.maximum(run_max, a)
-    b = np.where(ends > prev, b, a)  # fully inside earlier ones: empty piece
-    return a, b
-
-
-# --------------------------------------------------------------------------------------------
 # steady-state window
 
 
@@ -599,7 +527,7 @@ def _mark_phase_overlaps(js: pd.DataFrame, events: _Events, why: np.ndarray) -> 
         if not of_kind.any():
             continue
         u = events.intervals(of_kind & ~events.background)
-        hit = _covered(u, starts, ends) > 1e-9 * np.maximum(ends - starts, 1e-3)
+        hit = covered_within(u, starts, ends) > 1e-9 * np.maximum(ends - starts, 1e-3)
         why[hit & (why == "in window")] = f"overlaps {kind}"
 
 
@@ -748,7 +676,7 @@ class _Events:
         return np.isin(self._codes, [i for i, k in enumerate(self._uniques) if k in wanted])
 
     def intervals(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return _union(self.start[mask], self.end[mask])
+        return union(self.start[mask], self.end[mask])
 
 
 # --------------------------------------------------------------------------------------------
@@ -889,8 +817,8 @@ class Accounting:
         s = self.steps
         _sweep(self.run, s, _Events(self.run.events), s["lost"].to_numpy(bool) if len(s) else np.zeros(0, bool),
                pieces)
-        covered = _union(np.concatenate([p[2] for p in pieces]), np.concatenate([p[3] for p in pieces]))
-        rest = _difference((np.array([self.run.t0]), np.array([self.run.t1])), covered)
+        covered = union(np.concatenate([p[2] for p in pieces]), np.concatenate([p[3] for p in pieces]))
+        rest = difference((np.array([self.run.t0]), np.array([self.run.t1])), covered)
         pieces.append(("unaccounted", "everything else", *rest))
         n = [len(p[2]) for p in pieces]
         out = pd.DataFrame({
@@ -998,7 +926,7 @@ def _step_pieces(js: pd.DataFrame, mask: np.ndarray) -> tuple[np.ndarray, np.nda
     st = js["start_s"].to_numpy(float)[idx]
     en = js["end_s"].to_numpy(float)[idx]
     o = np.argsort(st, kind="stable")
-    a, b = _exclusive_pieces(st[o], en[o])
+    a, b = exclusive_pieces(st[o], en[o])
     return idx[o], a, b
 
 
@@ -1026,7 +954,7 @@ def _attempt_gaps(run: Run) -> tuple[np.ndarray, np.ndarray]:
     last = np.full(len(attempts), np.nan)
     np.fmin.at(first, inv, start)
     np.fmax.at(last, inv, end)
-    return _union(last[:-1], first[1:])
+    return union(last[:-1], first[1:])
 
 
 def accounted(run: Run | Accounting, **options: Any) -> Accounting:
@@ -1076,9 +1004,9 @@ def _sweep(run: Run, js: pd.DataFrame, ev: _Events, lost: np.ndarray,
     def add(label: str, u: tuple[np.ndarray, np.ndarray], source: str) -> None:
         nonlocal covered, covered_len
         if pieces is not None:
-            pieces.append((label, source, *_difference(u, covered)))
-        covered = _merge(covered, u)
-        new_len = _measure(covered)
+            pieces.append((label, source, *difference(u, covered)))
+        covered = union(np.r_[covered[0], u[0]], np.r_[covered[1], u[1]])
+        new_len = measure(covered)
         seconds[label] = seconds.get(label, 0.0) + (new_len - covered_len)
         covered_len = new_len
 
@@ -1089,12 +1017,12 @@ def _sweep(run: Run, js: pd.DataFrame, ev: _Events, lost: np.ndarray,
     labelled = np.zeros(len(js))
     idx, a, b = _step_pieces(js, ~lost)
     if len(idx):
-        labelled[idx] = np.maximum((b - a) - _covered(before_steps, a, b), 0.0)
-    add("useful", _union(a, b), "useful job-level steps")
+        labelled[idx] = np.maximum((b - a) - covered_within(before_steps, a, b), 0.0)
+    add("useful", union(a, b), "useful job-level steps")
     idx_l, al, bl = _step_pieces(js, lost)
     if len(idx_l):
-        labelled[idx_l] = np.maximum((bl - al) - _covered(covered, al, bl), 0.0)
-    add("lost_work", _union(al, bl), "job-level steps redone in a later attempt")
+        labelled[idx_l] = np.maximum((bl - al) - covered_within(covered, al, bl), 0.0)
+    add("lost_work", union(al, bl), "job-level steps redone in a later attempt")
     add("failure_downtime", _event_intervals(ev, ["failure", "restart"], background=None), "failure and restart events")
     add("other_events", _event_intervals(ev, ["queue", "other"], background=False), "queue and other events")
     for kind, label in (*_PHASE_KINDS, ("queue", "other_events"), ("other", "other_events")):
