@@ -45,9 +45,29 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from ..intervals import covered_before, covered_within, intersection, measure, union
+
 __all__ = ["CATEGORIES", "COMM", "COMM_WORDS", "COMPUTE", "DATA_LOADER_PREFIX", "MEMORY", "MEMORY_PREFIXES",
-           "STEP_COLUMNS", "Ops", "StepSpans", "category", "covered", "is_collective_op", "is_comm_kernel",
-           "step_frames", "step_spans", "step_table", "summed", "union", "union_length", "whole_span"]
+           "STEP_COLUMNS", "Ops", "StepSpans", "category", "is_collective_op", "is_comm_kernel", "step_frames",
+           "step_spans", "step_table", "summed", "whole_span"]
+
+# moved to mfu_toolkit.intervals (``union`` is that module's): the old names work for one release, with a warning
+_MOVED = {
+    "covered": ("intervals.covered_before((us, ue), t)", lambda us, ue, t: covered_before((us, ue), t)),
+    "union_length": ("intervals.measure(intervals.union(s, e))", lambda s, e: measure(union(s, e))),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import warnings
+
+    new, value = _MOVED[name]
+    warnings.warn(f"{__name__}.{name} moved to mfu_toolkit.{new}; the old name goes in the next release",
+                  DeprecationWarning, stacklevel=2)
+    return value
+
 
 CATEGORIES: tuple[str, ...] = ("compute", "comm", "memory")
 COMPUTE, COMM, MEMORY = 0, 1, 2  # a category's code: its index in CATEGORIES
@@ -95,41 +115,6 @@ def category(name: str, op: str = "", op_category: str = "", memory: bool = Fals
     return COMM if is_collective_op(op, op_category) or is_comm_kernel(name) else COMPUTE
 
 
-def union(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint sorted intervals covering the same time as the intervals ``[s, e)``."""
-    s = np.asarray(s, dtype=np.float64)
-    e = np.asarray(e, dtype=np.float64)
-    if not len(s):
-        return s, e
-    o = np.argsort(s, kind="stable")
-    s, e = s[o], e[o]
-    cm = np.maximum.accumulate(e)
-    new = np.empty(len(s), dtype=bool)
-    new[0] = True
-    new[1:] = s[1:] > cm[:-1]
-    idx = np.flatnonzero(new)
-    last = np.append(idx[1:] - 1, len(s) - 1)
-    return s[idx], cm[last]
-
-
-def union_length(s: np.ndarray, e: np.ndarray) -> float:
-    """The time covered by the intervals ``[s, e)`` (overlaps counted once)."""
-    us, ue = union(s, e)
-    return float((ue - us).sum())
-
-
-def covered(us: np.ndarray, ue: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Length of the disjoint sorted union ``(us, ue)`` that lies before each time in ``t``."""
-    t = np.asarray(t, dtype=np.float64)
-    if not len(us):
-        return np.zeros(len(t))
-    cum = np.concatenate([[0.0], np.cumsum(ue - us)])
-    i = np.searchsorted(us, t, side="right")
-    j = np.maximum(i - 1, 0)
-    part = np.where(i > 0, np.clip(t - us[j], 0.0, ue[j] - us[j]), 0.0)
-    return cum[j] + part
-
-
 def summed(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Sum over intervals of their length before each time in ``t`` (overlaps count twice)."""
     t = np.asarray(t, dtype=np.float64)
@@ -141,25 +126,6 @@ def summed(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
     n1 = np.searchsorted(ss, t, side="right")
     n2 = np.searchsorted(se, t, side="right")
     return (n1 * t - cs[n1]) - (n2 * t - ce[n2])
-
-
-def _within(us: np.ndarray, ue: np.ndarray, ss: np.ndarray, se: np.ndarray) -> np.ndarray:
-    """Per step ``[ss, se)``: the length of the disjoint union ``(us, ue)`` inside it."""
-    return covered(us, ue, se) - covered(us, ue, ss)
-
-
-def _intersection(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The disjoint sorted intervals where two disjoint sorted unions both hold (a linear merge)."""
-    (a_s, a_e), (b_s, b_e) = ((s[s < e], e[s < e]) for s, e in (a, b))  # empty intervals cover nothing
-    if not len(a_s) or not len(b_s):
-        return np.empty(0), np.empty(0)
-    # the boundaries where the count of covering unions changes; time covered twice is the intersection
-    t = np.concatenate([a_s, a_e, b_s, b_e])
-    d = np.concatenate([np.ones(len(a_s)), -np.ones(len(a_e)), np.ones(len(b_s)), -np.ones(len(b_e))])
-    o = np.lexsort((d, t))  # at equal times the ends (-1) first: touching intervals do not overlap
-    t, level = t[o], np.cumsum(d[o])
-    starts = np.flatnonzero(level == 2)
-    return t[starts], t[starts + 1]
 
 
 def step_table(ss: np.ndarray, se: np.ndarray, intervals: Mapping[str, tuple[np.ndarray, np.ndarray]],
@@ -188,19 +154,19 @@ def step_table(ss: np.ndarray, se: np.ndarray, intervals: Mapping[str, tuple[np.
         sks = np.sort(ks)
         count = np.searchsorted(sks, se, side="left") - np.searchsorted(sks, ss, side="left")
         kern[cat] = {"count": count.astype(np.int64), "sum_s": sum_in / per_s,
-                     "union_s": _within(*unions[cat], ss, se) / per_s}
+                     "union_s": covered_within(unions[cat], ss, se) / per_s}
         outside += max(float((ke - ks).sum()) - float(sum_in.sum()), 0.0)
     compute, comm = kern["compute"]["union_s"], kern["comm"]["union_s"]
-    overlap = _within(*_intersection(unions["compute"], unions["comm"]), ss, se) / per_s
+    overlap = covered_within(intersection(unions["compute"], unions["comm"]), ss, se) / per_s
     every = [np.concatenate([unions[c][i] for c in CATEGORIES]) for i in (0, 1)]
-    busy = _within(*union(*every), ss, se) / per_s
+    busy = covered_within(union(*every), ss, se) / per_s
     cols = {"compute_s": compute, "comm_s": comm, "overlap_s": overlap,
             "exposed_comm_s": np.maximum(comm - overlap, 0.0), "gpu_busy_s": busy,
             "gpu_idle_s": np.maximum((se - ss) / per_s - busy, 0.0)}
     if not any(len(intervals.get(c, ((), ()))[0]) for c in CATEGORIES):
         cols = {k: np.full(len(ss), np.nan) for k in cols}
     cols["data_wait_s"] = (np.full(len(ss), np.nan) if waits is None else
-                           _within(*union(*(np.asarray(a, dtype=np.float64) for a in waits)), ss, se) / per_s)
+                           covered_within(union(*(np.asarray(a, dtype=np.float64) for a in waits)), ss, se) / per_s)
     return cols, kern, outside / per_s
 
 
@@ -264,7 +230,7 @@ def whole_span(intervals: Mapping[str, tuple[np.ndarray, np.ndarray]],
     cols, _, _ = step_table(np.array([first]), np.array([last]), intervals, per_s=per_s)
     kern = [np.concatenate([np.asarray(intervals.get(c, ((), ()))[i], dtype=np.float64) for c in ("compute", "comm")])
             for i in (0, 1)]
-    out = {"busy_s": union_length(*kern) / per_s, **{k: float(v[0]) for k, v in cols.items() if k != "data_wait_s"}}
+    out = {"busy_s": measure(union(*kern)) / per_s, **{k: float(v[0]) for k, v in cols.items() if k != "data_wait_s"}}
     return out, first, last
 
 
