@@ -70,3 +70,15 @@ def test_every_operation_agrees_with_counting_cells(seed):
     o = np.argsort(s1, kind="stable")
     ps, pe = iv.exclusive_pieces(s1[o], e1[o])
     assert (pe - ps).sum() == c1.sum() and (pe >= ps).all()
+
+
+def test_the_old_gpu_time_names_warn_and_agree():
+    from mfu_toolkit.io import gpu_time
+
+    s, e = np.array([0.0, 1.0, 5.0]), np.array([2.0, 3.0, 6.0])
+    with pytest.warns(DeprecationWarning, match="intervals.measure"):
+        assert gpu_time.union_length(s, e) == 4.0
+    with pytest.warns(DeprecationWarning, match="intervals.covered_before"):
+        assert gpu_time.covered(*iv.union(s, e), np.array([4.0, 5.5])).tolist() == [3.0, 3.5]
+    with pytest.raises(AttributeError):
+        gpu_time.no_such_name  # noqa: B018
