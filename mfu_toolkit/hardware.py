@@ -57,17 +57,20 @@ if TYPE_CHECKING:
     import datetime as _dt
     from collections.abc import Callable, Iterable, Mapping
     from pathlib import Path
+    from typing import Any
 
 __all__ = [
     "DTYPES",
     "ENV_VAR",
     "Accelerator",
+    "DeviceNameError",
     "DtypeNotAvailableError",
     "MemoryBandwidth",
     "Peak",
     "Registry",
     "RefusedNameError",
     "RegistryError",
+    "SliceRefusedError",
     "SystemMatch",
     "UnknownAcceleratorError",
     "accelerators",
@@ -174,6 +177,52 @@ class RefusedNameError(UnknownAcceleratorError):
     def __init__(self, message: str, *, name: str, reason: str, suggestions: Iterable[str] = ()) -> None:
         super().__init__(message, name=name, suggestions=suggestions)
         self.reason = reason
+
+
+class SliceRefusedError(RefusedNameError):
+    """A MIG slice's name: its peak is a share of the GPU's, which the registry does not assume. Its text
+    says how to state the share in Python's terms (``register_accelerator(...)``,
+    ``peak_flops_per_accelerator=``); ``reason`` is the text before it, so a front end says it in its own
+    (:func:`mfu_toolkit.render.vocabulary.phrase_error`: a row in a CSV listed in ``MFU_ACCELERATORS_CSV``)."""
+
+    def __init__(self, *, name: str, reason: str) -> None:
+        super().__init__(
+            f"{reason}. State the slice's share yourself: register_accelerator({name!r}, vendor=..., "
+            f"peaks={{dtype: your share of the GPU's peak}}, ...) under your own name (a slice gets roughly its "
+            "fraction of the SMs, not exactly), or give the peak directly (peak_flops_per_accelerator=... in the "
+            "Python API, --peak-tflops-per-gpu for mfu calc)", name=name, reason=reason)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_slice_refused_error, (self.name, self.reason))
+
+
+def _slice_refused_error(name: str, reason: str) -> SliceRefusedError:
+    return SliceRefusedError(name=name, reason=reason)
+
+
+class DeviceNameError(RegistryError):
+    """A name of one device of a package (``MI250X GCD``) asked for a per-package peak. Its text asks in
+    Python's terms (``pass per='device', ...``); ``name``, ``device``, ``package`` and ``devices_per_package``
+    are the data a front end asks with in its own (:func:`mfu_toolkit.render.vocabulary.phrase_error`), with
+    ``stem`` (the text before the request), ``field`` (``"per"``), ``value`` (``"package"``) and ``asks``
+    (the inputs that resolve it: ``per``, or the package's name for ``accelerator``)."""
+
+    field = "per"
+    value = "package"
+    asks = ("per", "accelerator")
+
+    def __init__(self, *, name: str, device: str, package: str, devices_per_package: int) -> None:
+        self.name, self.device, self.package, self.devices_per_package = name, device, package, devices_per_package
+        self.stem = (f"{name!r} names one {device}, one of the {devices_per_package} devices of a {package} "
+                     "package, so its peak is per device")
+        super().__init__(f"{self.stem}: pass per='device', or name the package ({package!r}) for per='package'")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_device_name_error, (self.name, self.device, self.package, self.devices_per_package))
+
+
+def _device_name_error(name: str, device: str, package: str, devices_per_package: int) -> DeviceNameError:
+    return DeviceNameError(name=name, device=device, package=package, devices_per_package=devices_per_package)
 
 
 class DtypeNotAvailableError(RegistryError):
@@ -948,11 +997,7 @@ class Registry:
                       if gpu and total and used else "")
         reason = (f"{name!r} is a {what} {of}, not the whole GPU: its peak is a share of the GPU's, which the "
                   f"registry does not assume{understate}")
-        return RefusedNameError(
-            f"{reason}. State the slice's share yourself: register_accelerator({name!r}, vendor=..., "
-            f"peaks={{dtype: your share of the GPU's peak}}, ...) under your own name (a slice gets roughly its "
-            "fraction of the SMs, not exactly), or give the peak directly (peak_flops_per_accelerator=... in the "
-            "Python API, --peak-tflops-per-gpu for mfu calc)", name=name, reason=reason)
+        return SliceRefusedError(name=name, reason=reason)
 
     def _close_matches(self, name: str, key: str, n: int = 5) -> list[str]:
         """Canonical names close to ``key``: the same vendor, then the same family and nearest number.
@@ -1000,10 +1045,8 @@ class Registry:
             raise RegistryError(f"sparse must be True or False; got {sparse!r}")
         acc, device = self._lookup(name)
         if device and per == "package":
-            raise RegistryError(
-                f"{name!r} names one {device}, one of the {acc.devices_per_package} devices of a {acc.name} package, "
-                f"so its peak is per device: pass per='device', or name the package ({acc.name!r}) for "
-                "per='package'")
+            raise DeviceNameError(name=name, device=device, package=acc.name,
+                                  devices_per_package=acc.devices_per_package)
         per = per or ("device" if device else "package")
         if dtype not in acc.dense:
             available = acc.dtypes()

@@ -16,7 +16,7 @@ from typing import Any
 
 from . import facts
 from .facts import InputError
-from .render.vocabulary import ask, check_interface, check_value, given_where, input_name, one_line, said
+from .render.vocabulary import ask, check_interface, check_value, given_where, input_name, one_line, phrase_error, said
 from .run import Run
 
 __all__ = ["InputError", "apply_inputs", "check_links", "check_sharding"]
@@ -49,8 +49,8 @@ def _resolve_peak(meta: Any, name: str, dtype: str, per: str | None, *, sparse: 
         return meta.with_accelerator(name, dtype, sparse=sparse, per=per)
     except hardware.DtypeNotAvailableError as exc:
         raise InputError(f"{said('dtype', dtype, interface)}: {one_line(exc)}") from None
-    except hardware.RegistryError as exc:
-        raise InputError(f"{said(blame, name, interface)}: {one_line(exc)}") from None
+    except hardware.RegistryError as exc:  # a request in the registry's text is said in the interface's terms
+        raise InputError(f"{said(blame, name, interface)}: {one_line(phrase_error(exc, interface))}") from None
 
 
 def _known_dtype(dtype: str, interface: str) -> str:

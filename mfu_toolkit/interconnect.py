@@ -35,6 +35,7 @@ from . import hardware
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
+    from typing import Any
 
 __all__ = [
     "BUILTIN_CSV",
@@ -43,6 +44,7 @@ __all__ = [
     "SCOPES",
     "UNITS",
     "InterconnectError",
+    "NoListedLinkError",
     "Link",
     "UnknownLinkError",
     "add_links_csv",
@@ -69,6 +71,32 @@ _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 class InterconnectError(ValueError):
     """Any problem with the interconnect table: bad data, an unknown name, an accelerator without a link."""
+
+
+class NoListedLinkError(InterconnectError):
+    """A known accelerator whose intra-node link the table does not fix. Its text asks in Python's terms
+    (``give the link by name, e.g. link='NVLink4'``); ``stem`` (the text before the request), ``python``
+    (the request), ``asks`` (``("link",)``), ``examples`` and ``detail`` (per asked field) let a front end
+    ask in its own (``--link NAME``, ``LINK=NAME``), as an :class:`~mfu_toolkit.run.InputRequest` does."""
+
+    asks = ("link",)
+    examples = (("PCIe Gen5 x16", "NVLink4"),)
+
+    def __init__(self, *, accelerator: str, listed: Iterable[str]) -> None:
+        self.accelerator, self.listed = accelerator, tuple(listed)
+        self.stem = (f"no intra-node link with a source is listed for {accelerator!r} (its link depends on how the "
+                     "system is built, or no sourced figure was found)")
+        names = " or ".join(f"link={e!r}" for e in self.examples[0])
+        self.python = f"give the link by name, e.g. {names}. Accelerators with a listed link: {', '.join(self.listed)}"
+        self.detail = (f". Accelerators with a listed link: {', '.join(self.listed)}",)
+        super().__init__(f"{self.stem}; {self.python}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_no_listed_link, (self.accelerator, self.listed))
+
+
+def _no_listed_link(accelerator: str, listed: tuple[str, ...]) -> NoListedLinkError:
+    return NoListedLinkError(accelerator=accelerator, listed=listed)
 
 
 class UnknownLinkError(InterconnectError):
@@ -313,11 +341,7 @@ def link_for_accelerator(accelerator: str) -> Link:
     table = _table()
     name = table.by_accelerator.get(canonical)
     if name is None:
-        listed = ", ".join(sorted(table.by_accelerator))
-        raise InterconnectError(
-            f"no intra-node link with a source is listed for {canonical!r} (its link depends on how the system is "
-            f"built, or no sourced figure was found); give the link by name, e.g. link='PCIe Gen5 x16' or "
-            f"link='NVLink4'. Accelerators with a listed link: {listed}")
+        raise NoListedLinkError(accelerator=canonical, listed=sorted(table.by_accelerator))
     return table.links[name]
 
 

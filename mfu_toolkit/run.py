@@ -143,22 +143,42 @@ class LoadWarning(UserWarning):
 
 
 class InputRequest(str):
-    """A load note that ends by asking for an input: a ``str`` whose text asks in Python's terms (``...;
+    """A note that ends by asking for an input: a ``str`` whose text asks in Python's terms (``...;
     pass accelerator= to state it``), with ``stem`` (the text before the request) and ``asks`` (the input
     fields that supply it, any one of them), so a front end asks in its own terms
-    (:func:`mfu_toolkit.render.vocabulary.phrase`) without reading the text back."""
+    (:func:`mfu_toolkit.render.vocabulary.phrase`) without reading the text back.
+
+    What a front end says beyond the bare inputs is data too: ``detail`` (per asked field, words said after
+    its request: ``"(intra-node)"``), ``examples`` (per asked field, values said as typed: ``("NDR",
+    "400GbE")``) and ``unused`` (inputs given that do not apply here, each with why: ``(("link", "is
+    intra-node only"),)``)."""
 
     stem: str
     asks: tuple[str, ...]
     python: str  # the request in Python's terms, after the stem
+    detail: tuple[str, ...]
+    examples: tuple[tuple[str, ...], ...]
+    unused: tuple[tuple[str, str], ...]
 
-    def __new__(cls, stem: str, asks: tuple[str, ...], python: str) -> InputRequest:
+    def __new__(cls, stem: str, asks: tuple[str, ...], python: str, detail: tuple[str, ...] = (),
+                examples: tuple[tuple[str, ...], ...] = (), unused: tuple[tuple[str, str], ...] = ()) -> InputRequest:
+        asks = tuple(asks)
+        for name, value in (("detail", detail), ("examples", examples)):
+            if value and len(value) != len(asks):
+                raise ValueError(f"{name} must give one entry per asked field ({len(asks)}); got {len(value)}")
         self = super().__new__(cls, f"{stem}; {python}")
-        self.stem, self.asks, self.python = stem, tuple(asks), python
+        self.stem, self.asks, self.python = stem, asks, python
+        self.detail, self.examples = tuple(detail), tuple(tuple(e) for e in examples)
+        self.unused = tuple((str(f), str(why)) for f, why in unused)
         return self
 
+    def with_stem(self, stem: str) -> InputRequest:
+        """The same request after another stem (its Python request and its data kept)."""
+        return InputRequest(stem, self.asks, self.python, self.detail, self.examples, self.unused)
+
     def __reduce__(self) -> tuple[Any, ...]:
-        return (InputRequest, (self.stem, self.asks, self.python))
+        return (InputRequest, (self.stem, self.asks, self.python, self.detail, self.examples, self.unused))
+
 
 @dataclass
 class LoadReport:

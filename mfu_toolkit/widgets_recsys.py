@@ -15,7 +15,7 @@ it and replaces one Output's chart and table in place. The model, in the terms o
    ``batch`` samples per accelerator on the accelerator's roofline (peak from the registry, memory bandwidth from
    its datasheet): each dense layer is compute- or memory-bound by its intensity; the embedding lookups, the
    sparse update and the optimizer state are bytes (:func:`~mfu_toolkit.flops.recsys.embedding_traffic`); with
-   table-wise sharding over ``n_gpus`` the all-to-all of the pooled embeddings is timed on ``link`` at its
+   table-wise sharding over ``n_accelerators`` the all-to-all of the pooled embeddings is timed on ``link`` at its
    per-direction peak. The parts run one after another (no overlap): the least time the step can take.
 3. **The input pipeline.** ``input_share`` is the share of the step the accelerators wait for their input (the
    part of the pipeline not hidden behind compute): the step lasts ``roofline step / (1 − input_share)``.
@@ -28,10 +28,12 @@ it and replaces one Output's chart and table in place. The model, in the terms o
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
 from . import hardware, interconnect
+from .deprecation import renamed
 from .widgets import EXPLORER_FIGSIZE, in_room_style, live_explorer, room_dpi, slider_style, style_axes
 from .widgets_comm import comm_links, format_bytes, format_seconds
 
@@ -84,7 +86,7 @@ class RecsysScenario:
     row_dtype: str
     optimizer: str
     batch: int  # samples per accelerator per step
-    n_gpus: int
+    n_accelerators: int
     sharding: str
     link: str | None  # the interconnect table's name, where something crosses ranks
     link_bytes_per_s: float  # per direction (NaN without a link)
@@ -114,6 +116,13 @@ class RecsysScenario:
     def share(self, part: str) -> float:
         """A part of the step (an attribute named in ``RECSYS_PARTS``) as a share of it."""
         return getattr(self, part) / self.step_s
+
+    @property
+    def n_gpus(self) -> int:
+        """The old name of :attr:`n_accelerators`, read with a ``DeprecationWarning`` until the next release."""
+        warnings.warn("RecsysScenario.n_gpus is renamed n_accelerators; the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return self.n_accelerators
 
 
 def _whole(name: str, value: Any, lo: int, hi: int) -> int:
@@ -217,14 +226,16 @@ def _scenario_where(sharding: str, found: Any) -> str:
     return f"{RECSYS_SHARDINGS[sharding]} on one GPU (nothing crosses)"
 
 
+@renamed(n_gpus="n_accelerators")
 def recsys_scenario(*, embedding_dim: int = 128, pooling: int | None = None, batch: int = 65_536,
-                    n_gpus: int = 8, sharding: str = "table_wise", link: str | None = None,
+                    n_accelerators: int = 8, sharding: str = "table_wise", link: str | None = None,
                     input_share: float = 0.0, accelerator: str = "H100 SXM", optimizer: str = "adagrad",
                     row_dtype: str = "fp32", dtype: str = "bf16", matmul_efficiency: float = 1.0) -> RecsysScenario:
     """One DLRM-DCNv2 training step of ``batch`` samples per accelerator on ``accelerator``, its tables
-    ``sharding`` over ``n_gpus`` (the all-to-all on ``link``, any name or alias of :mod:`mfu_toolkit.interconnect`;
-    default the accelerator's own intra-node link; used only where something crosses ranks), a share
-    ``input_share`` of the step spent waiting for input:
+    ``sharding`` over ``n_accelerators`` (the all-to-all on ``link``, any name or alias of
+    :mod:`mfu_toolkit.interconnect`; default the accelerator's own intra-node link; used only where something
+    crosses ranks), a share ``input_share`` of the step spent waiting for input (``n_gpus=``, the old name of
+    ``n_accelerators``, works until the next release with a ``DeprecationWarning``):
     the step's parts at the roofline, the dense MFU and the embedding bandwidth utilisation (the module docstring
     has the model).
 
@@ -239,7 +250,7 @@ def recsys_scenario(*, embedding_dim: int = 128, pooling: int | None = None, bat
 
     config = recsys_model(embedding_dim=embedding_dim, pooling=pooling, row_dtype=row_dtype, optimizer=optimizer)
     batch = _whole("batch", batch, 1, 2**24)
-    n = _whole("n_gpus", n_gpus, 1, 1_000_000)
+    n = _whole("n_accelerators", n_accelerators, 1, 1_000_000)
     if sharding not in RECSYS_SHARDINGS:
         raise ValueError(f"sharding must be one of {', '.join(RECSYS_SHARDINGS)}; got {sharding!r}")
     input_share = _share("input_share", input_share, 0.95)
@@ -303,14 +314,14 @@ def recsys_table(result: RecsysScenario):  # -> pandas.DataFrame of strings
         "accelerator": f"{r.accelerator}: {r.peak_flops / 1e12:,.1f} TFLOP/s, {r.bandwidth / 1e12:,.3g} TB/s",
         "ridge point": f"{r.peak_flops / r.bandwidth:,.0f} FLOP/B ({r.dtype})",
         "tables and optimizer state per GPU": format_bytes(r.table_bytes_per_gpu)
-        + (" (every table)" if r.sharding == "data_parallel" else f" (1/{r.n_gpus:,} of them)"),
+        + (" (every table)" if r.sharding == "data_parallel" else f" (1/{r.n_accelerators:,} of them)"),
         "all-to-all sent per GPU per step": (
             f"{format_bytes(r.alltoall_bytes_per_gpu)} on {r.link}, {r.link_bytes_per_s / 1e9:,.4g} GB/s each way"
             if r.link is not None else "none: nothing crosses ranks"),
     }
     for part, label in RECSYS_PARTS.items():
         rows[label] = f"{format_seconds(getattr(r, part))} ({r.share(part):.1%})"
-    rows["step"] = f"{format_seconds(r.step_s)}, {r.samples_per_s / 1e6:,.4g} M samples/s on {r.n_gpus:,} GPUs"
+    rows["step"] = f"{format_seconds(r.step_s)}, {r.samples_per_s / 1e6:,.4g} M samples/s on {r.n_accelerators:,} GPUs"
     rows["dense MFU"] = (f"{r.dense_mfu:.1%}" + (f" (ceiling {r.ceiling:.1%} without the input wait)"
                                                  if r.input_share else " (the roofline's ceiling)"))
     if r.link is not None:
@@ -332,7 +343,7 @@ def recsys_figure(result: RecsysScenario):  # -> matplotlib.figure.Figure
     ax, bar = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
     deep = sns.color_palette("deep")
     r = result
-    same = dict(embedding_dim=r.embedding_dim, pooling=r.pooling, n_gpus=r.n_gpus, sharding=r.sharding,
+    same = dict(embedding_dim=r.embedding_dim, pooling=r.pooling, n_accelerators=r.n_accelerators, sharding=r.sharding,
                 link=r.link, input_share=r.input_share, accelerator=r.accelerator, optimizer=r.optimizer,
                 row_dtype=r.row_dtype, dtype=r.dtype)
     batches = sorted(set(RECSYS_BATCHES) | {r.batch})
@@ -350,7 +361,7 @@ def recsys_figure(result: RecsysScenario):  # -> matplotlib.figure.Figure
     ax.set_xlabel("samples per GPU (log scale)")
     ax.set_ylabel("% of peak")
     where = RECSYS_SHARDINGS[r.sharding].split(" (")[0] + (f" over {r.link}" if r.link else "")
-    fig.suptitle(f"{r.model}\n{r.n_gpus:,} × {r.accelerator}, tables {where}", x=0.08, y=0.98, ha="left",
+    fig.suptitle(f"{r.model}\n{r.n_accelerators:,} × {r.accelerator}, tables {where}", x=0.08, y=0.98, ha="left",
                  va="top", fontsize="medium", linespacing=1.3)
     style_axes(ax)
     bottom = 0.0
@@ -372,7 +383,9 @@ def recsys_figure(result: RecsysScenario):  # -> matplotlib.figure.Figure
     return fig
 
 
-def recsys_explorer(*, embedding_dim: int = 128, pooling: int | None = None, batch: int = 65_536, n_gpus: int = 8,
+@renamed(n_gpus="n_accelerators")
+def recsys_explorer(*, embedding_dim: int = 128, pooling: int | None = None, batch: int = 65_536,
+                    n_accelerators: int = 8,
                     sharding: str = "table_wise", link: str | None = None, input_share: float = 0.0,
                     accelerator: str = "H100 SXM", optimizer: str = "adagrad", row_dtype: str = "fp32") -> Any:
     """Embedding dimension, pooling factor, batch per GPU, GPUs, input wait, sharding, link, accelerator, sparse
@@ -383,7 +396,7 @@ def recsys_explorer(*, embedding_dim: int = 128, pooling: int | None = None, bat
 
     from .flops.recsys import OPTIMIZERS, ROW_DTYPES
 
-    first = recsys_scenario(embedding_dim=embedding_dim, pooling=pooling, batch=batch, n_gpus=n_gpus,
+    first = recsys_scenario(embedding_dim=embedding_dim, pooling=pooling, batch=batch, n_accelerators=n_accelerators,
                             sharding=sharding, link=link, input_share=input_share, accelerator=accelerator,
                             optimizer=optimizer, row_dtype=row_dtype)  # refuses bad defaults here
     st = slider_style()
@@ -395,7 +408,8 @@ def recsys_explorer(*, embedding_dim: int = 128, pooling: int | None = None, bat
                              value=pooling or 0, description="pooling factor", continuous_update=False, style=st)
     bat = w.SelectionSlider(options=[(f"{v:,}", v) for v in sorted(set(RECSYS_BATCHES) | {batch})], value=batch,
                             description="samples per GPU", continuous_update=False, style=st)
-    gpus = w.SelectionSlider(options=[(f"{v:,}", v) for v in sorted(set(RECSYS_GPUS) | {n_gpus})], value=n_gpus,
+    gpus = w.SelectionSlider(options=[(f"{v:,}", v) for v in sorted(set(RECSYS_GPUS) | {n_accelerators})],
+                             value=n_accelerators,
                              description="GPUs", continuous_update=False, style=st)
     inp = w.FloatSlider(value=input_share, min=0.0, max=0.9, step=0.05, description="waiting for input",
                         readout_format=".0%", continuous_update=False, style=st)
@@ -415,7 +429,7 @@ def recsys_explorer(*, embedding_dim: int = 128, pooling: int | None = None, bat
 
     def compute() -> Any:
         return recsys_scenario(embedding_dim=dim.value, pooling=pool.value or None, batch=bat.value,
-                               n_gpus=gpus.value, sharding=sh.value, link=ln.value, input_share=inp.value,
+                               n_accelerators=gpus.value, sharding=sh.value, link=ln.value, input_share=inp.value,
                                accelerator=acc.value, optimizer=opt.value, row_dtype=rows.value)
 
     layout = [w.HBox([w.VBox([dim, pool, bat, gpus, inp]), w.VBox([sh, ln, acc, opt, rows])])]

@@ -263,17 +263,18 @@ def test_link_and_nic_enter_through_account():
 
 
 def test_link_requests_are_said_in_each_interfaces_terms():
-    from mfu_toolkit.analysis.communication import LINK_ASKS, LinkRequest
+    from mfu_toolkit.analysis.communication import LINK_ASKS, link_request
     from mfu_toolkit.render.vocabulary import phrase
+    from mfu_toolkit.run import InputRequest
 
     for asks in LINK_ASKS:
         for given in (False, True):
-            request = LinkRequest("why", asks, link_given=given)
+            request = link_request("why", asks, link_given=given)
             assert phrase(request, "python") == str(request)  # the library's own sentence is Python's
             cli, make = phrase(request, "cli"), phrase(request, "make")
             assert "=" not in cli and "--" in cli and "--" not in make and ("NIC=" in make or "LINK=" in make)
     reason = comm_efficiency_reason(_collectives())
-    assert isinstance(reason, LinkRequest) and reason.asks == "nic"
+    assert isinstance(reason, InputRequest) and reason.asks == ("nic",)
     assert phrase(reason, "cli").endswith("; give --nic NAME (e.g. --nic NDR or --nic 400GbE)")
     text = answer_text(build_answer(_collectives()), interface="make")
     assert "give NIC=NAME (e.g. NIC=NDR or NIC=400GbE)" in " ".join(text.split())

@@ -327,7 +327,7 @@ def test_calc_recompute_choices_are_the_flops_modes():
         (["calc", "--model-flops-per-step", "1e15", "--step-seconds", "1", "--gpus", "8",
           "--peak-tflops-per-gpu", "989", "--causal"], "--causal applies to model FLOPs"),
         (["flops", "--preset", "mixtral-8x7b"], "--seq-len"),
-        (["flops", "--preset", "mistral-7b", "--json"], "seq_len="),
+        (["flops", "--preset", "mistral-7b", "--json"], "give --seq-len N"),  # the flag, not Python's seq_len=
     ],
 )  # fmt: skip
 def test_a_preset_without_a_training_length_is_a_usage_error(capsys, argv, fragment):

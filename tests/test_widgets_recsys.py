@@ -52,7 +52,7 @@ ALLTOALL = 1_526_726_656 / 450e9
 
 def test_the_default_step_by_hand():
     r = recsys_scenario()
-    assert (r.accelerator, r.n_gpus, r.sharding, r.link, r.batch) == ("H100 SXM", 8, "table_wise", "NVLink4", B)
+    assert (r.accelerator, r.n_accelerators, r.sharding, r.link, r.batch) == ("H100 SXM", 8, "table_wise", "NVLink4", B)
     assert (r.peak_flops, r.bandwidth, r.link_bytes_per_s) == (P, W, 450e9)
     assert r.embedding_bytes_per_sample == 214 * 128 * 4 * 5 == 547_840
     assert r.flops_per_sample == 3 * 32_060_928
@@ -80,7 +80,7 @@ def test_the_default_step_by_hand():
 
 def test_the_embedding_bandwidth_is_the_analysis_one():
     # the same figure analysis.embedding_bandwidth gives a team's log at this throughput
-    r = recsys_scenario(input_share=0.3, n_gpus=64, link="NDR")
+    r = recsys_scenario(input_share=0.3, n_accelerators=64, link="NDR")
     same = embedding_bandwidth("dlrm-dcnv2", samples_per_s=r.samples_per_s, accelerator="H100 SXM",
                                n_accelerators=64)
     assert r.embedding_bandwidth == pytest.approx(same.utilisation, rel=1e-12)
@@ -98,7 +98,7 @@ def test_data_parallel_tables_have_no_alltoall_and_the_roofline_ceiling():
     assert dp.table_bytes_per_gpu == 204_184_588 * 128 * 8
     assert recsys_scenario().table_bytes_per_gpu == 204_184_588 * 128 * 8 / 8
     assert "(data-parallel" not in dp.headline and "data-parallel (tables replicated)" in dp.headline
-    one = recsys_scenario(n_gpus=1)  # table-wise on one GPU: nothing crosses
+    one = recsys_scenario(n_accelerators=1)  # table-wise on one GPU: nothing crosses
     assert one.link is None and one.step_s == pytest.approx(dp.step_s, rel=1e-12)
 
 
@@ -112,7 +112,7 @@ def test_input_wait_stretches_the_step_and_scales_both_headlines():
 
 
 @pytest.mark.parametrize("kwargs", [dict(), dict(input_share=0.4), dict(batch=512), dict(sharding="data_parallel"),
-                                    dict(n_gpus=4096, link="NDR")])
+                                    dict(n_accelerators=4096, link="NDR")])
 def test_dense_mfu_and_embedding_bandwidth_keep_a_fixed_ratio(kwargs):
     # both are the same samples/s: MFU / bandwidth = (F / P) / (bytes / W), whatever the step
     r = recsys_scenario(**kwargs)
@@ -144,12 +144,12 @@ def test_the_embedding_dimension_widens_the_dense_part_too():
 
 
 def test_a_network_alltoall_and_a_link_domain_note():
-    r = recsys_scenario(n_gpus=64, link="NDR")  # 65,536 × 26,624 × 63/64 B at 50 GB/s each way
+    r = recsys_scenario(n_accelerators=64, link="NDR")  # 65,536 × 26,624 × 63/64 B at 50 GB/s each way
     assert r.link == "InfiniBand NDR"
     assert r.alltoall_s == pytest.approx(B * 26_624 * 63 / 64 / 50e9, rel=1e-12)  # 34.35 ms
     assert r.dense_mfu < 0.12 and r.ceiling_comm_hidden > r.dense_mfu
     assert not any("intra-node link" in n for n in r.notes)
-    wide = recsys_scenario(n_gpus=64)  # NVLink4 for 64 ranks: said to be an assumption
+    wide = recsys_scenario(n_accelerators=64)  # NVLink4 for 64 ranks: said to be an assumption
     assert any("64 ranks on NVLink4, an intra-node link" in n for n in wide.notes)
 
 
@@ -176,7 +176,7 @@ def test_refusals_name_what_is_wrong():
     with pytest.raises(ValueError, match="unknown accelerator 'Z999'"):
         recsys_scenario(accelerator="Z999")
     for bad in (dict(embedding_dim=0), dict(embedding_dim=12.0), dict(pooling=0), dict(batch=0),
-                dict(batch=True), dict(n_gpus=0), dict(input_share=0.96), dict(input_share=-0.1),
+                dict(batch=True), dict(n_accelerators=0), dict(input_share=0.96), dict(input_share=-0.1),
                 dict(input_share=float("nan"))):
         with pytest.raises(ValueError, match=f"{next(iter(bad))} must be"):
             recsys_scenario(**bad)
@@ -213,7 +213,7 @@ def test_table():
     assert recsys_table(recsys_scenario(pooling=1)).loc["pooling factor", "value"] == "1 on every table (26 rows)"
     # no value is cut short by pandas' 50-character column width, in the widget or the notebook
     longest = recsys_scenario(embedding_dim=512, pooling=64, row_dtype="int8", optimizer="rowwise_adagrad",
-                              n_gpus=16384, link="InfiniBand XDR", input_share=0.9, accelerator="MI355X")
+                              n_accelerators=16384, link="InfiniBand XDR", input_share=0.9, accelerator="MI355X")
     for result in (recsys_scenario(), longest, recsys_scenario(input_share=0.35, sharding="data_parallel")):
         assert recsys_table(result)["value"].str.len().max() <= 50
 
@@ -227,7 +227,7 @@ def _png_size_and_dpi(png: bytes) -> tuple[int, int, float]:
 def test_figure_is_drawn_for_a_room_and_stays_inside_the_picture():
     # as every explorer's: 8.5 × 4.0 in at 110 dpi (935 × 440 px), whatever the notebook set; text ≥ 12.5 px
     longest = recsys_scenario(embedding_dim=512, pooling=64, row_dtype="int8", optimizer="rowwise_adagrad",
-                              n_gpus=16384, link="InfiniBand XDR", input_share=0.9)
+                              n_accelerators=16384, link="InfiniBand XDR", input_share=0.9)
     with matplotlib.rc_context({"font.size": 6, "figure.dpi": 50, "legend.fontsize": 6}):
         for result in (recsys_scenario(), longest):
             fig = recsys_figure(result)
@@ -278,14 +278,14 @@ def test_explorer_follows_its_controls_and_replaces_its_output(capsys):
     steps = [("embedding dim", 256, dict(embedding_dim=256)),
              ("pooling factor", 1, dict(embedding_dim=256, pooling=1)),
              ("waiting for input", 0.25, dict(embedding_dim=256, pooling=1, input_share=0.25)),
-             ("GPUs", 64, dict(embedding_dim=256, pooling=1, input_share=0.25, n_gpus=64)),
+             ("GPUs", 64, dict(embedding_dim=256, pooling=1, input_share=0.25, n_accelerators=64)),
              ("all-to-all link", "InfiniBand NDR",
-              dict(embedding_dim=256, pooling=1, input_share=0.25, n_gpus=64, link="InfiniBand NDR")),
+              dict(embedding_dim=256, pooling=1, input_share=0.25, n_accelerators=64, link="InfiniBand NDR")),
              ("sparse optimizer", "rowwise_adagrad",
-              dict(embedding_dim=256, pooling=1, input_share=0.25, n_gpus=64, link="InfiniBand NDR",
+              dict(embedding_dim=256, pooling=1, input_share=0.25, n_accelerators=64, link="InfiniBand NDR",
                    optimizer="rowwise_adagrad")),
              ("tables", "data_parallel",
-              dict(embedding_dim=256, pooling=1, input_share=0.25, n_gpus=64, link="InfiniBand NDR",
+              dict(embedding_dim=256, pooling=1, input_share=0.25, n_accelerators=64, link="InfiniBand NDR",
                    optimizer="rowwise_adagrad", sharding="data_parallel"))]
     for name, value, expected in steps:
         c[name].value = value
@@ -299,11 +299,11 @@ def test_explorer_follows_its_controls_and_replaces_its_output(capsys):
 
 
 def test_explorer_opens_on_given_values_and_refuses_bad_ones():
-    box = recsys_explorer(n_gpus=64, link="InfiniBand NDR", batch=6912, pooling=3)
+    box = recsys_explorer(n_accelerators=64, link="InfiniBand NDR", batch=6912, pooling=3)
     c = _controls(box)
     assert c["samples per GPU"].value == 6912 and c["pooling factor"].value == 3  # values off the slider are added
     assert box.children[-2].value == widgets.explorer_headline_html(
-        recsys_scenario(n_gpus=64, link="InfiniBand NDR", batch=6912, pooling=3).headline)
+        recsys_scenario(n_accelerators=64, link="InfiniBand NDR", batch=6912, pooling=3).headline)
     c["accelerator"].value = "MI300X"
     c["all-to-all link"].value = "PCIe Gen5 x16"
     assert "mfu-error" not in box.children[-2].value

@@ -591,7 +591,7 @@ def _without(note: str, folder: str | None) -> str:
     if not folder:
         return note
     if isinstance(note, InputRequest):
-        return InputRequest(note.stem.replace(folder, ""), note.asks, note.python)
+        return note.with_stem(note.stem.replace(folder, ""))
     return note.replace(folder, "")
 
 

@@ -19,8 +19,9 @@ intra-node link of the run's accelerator (``interconnect.link_for_accelerator``)
 One spanning nodes is compared only with ``nic`` (a NIC port rate, assuming one port per rank as in DGX/HGX
 systems with a NIC per GPU), never with a guess: without it the efficiency is NaN and ``reason`` says why. The
 same holds where the table does not say whether the communicator spans nodes. A reason that asks for a link is a
-:class:`LinkRequest`: its text asks in Python's terms, its code lets a front end ask in its own (``--nic NAME``,
-``NIC=NAME``). ``link`` and ``nic`` enter an analysis once, with the other options: ``account(run, link=, nic=)``.
+:class:`~mfu_toolkit.run.InputRequest` (:func:`link_request`): its text asks in Python's terms, its fields let a
+front end ask in its own (``--nic NAME``, ``NIC=NAME``). ``link`` and ``nic`` enter an analysis once, with the
+other options: ``account(run, link=, nic=)``.
 
 **Exposed communication** (:func:`exposed_comm_share`): communication with no compute beside it, the part of the
 step a rank waits for (``exposed_comm_s`` of :mod:`mfu_toolkit.io.gpu_time`), as a share of the step time. The
@@ -30,6 +31,7 @@ waterfall books the same per-step column as its own slice, ``exposed_comm`` (:mo
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -37,10 +39,10 @@ import pandas as pd
 
 from .. import interconnect
 from ..interconnect import Link
-from ..run import Run
+from ..run import InputRequest, Run
 
-__all__ = ["BUSBW_SOURCE", "LINK_ASKS", "LinkRequest", "busbw_factor", "check_link_options", "collective_time_floor",
-           "comm_efficiency", "exposed_comm_share"]
+__all__ = ["BUSBW_SOURCE", "LINK_ASKS", "busbw_factor", "check_link_options", "collective_time_floor",
+           "comm_efficiency", "exposed_comm_share", "link_request", "request_from"]
 
 BUSBW_SOURCE = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"
 # canonical collective -> (display name, factor as a function of n, size multiplier in Inspector's convention)
@@ -89,43 +91,74 @@ def collective_time_floor(coll: str, size_bytes: float, n_ranks: int, link: str 
     found = interconnect.get_link(link)
     peak = found.per_direction_bytes_per_s
     if peak is None or not found.per_accelerator:
-        raise ValueError(f"{found.name}: {_link_unusable(found)}")
+        why = _link_unusable(found)
+        error = ValueError(f"{found.name}: {why}")
+        if isinstance(why, InputRequest):  # what to give, as data (request_from reads it)
+            error.request = why.with_stem(f"{found.name}: {why.stem}")  # type: ignore[attr-defined]
+        raise error
     return float(size_bytes) * busbw_factor(coll, n_ranks) / peak
 
 
-#: what a :class:`LinkRequest` asks for, by its code, and the request in Python's terms
+def request_from(exc: BaseException, prefix: str = "") -> str:
+    """Why a link is unknown, from an error: an :class:`~mfu_toolkit.run.InputRequest` (its text unchanged, after
+    ``prefix``) where the error says what to give (:func:`collective_time_floor`'s, or
+    :class:`~mfu_toolkit.interconnect.NoListedLinkError`), else the error's text on one line."""
+    request = getattr(exc, "request", None)
+    if isinstance(request, InputRequest):
+        return request.with_stem(prefix + request.stem)
+    if isinstance(exc, interconnect.NoListedLinkError):
+        return InputRequest(prefix + exc.stem, exc.asks, exc.python, exc.detail, exc.examples)
+    return prefix + " ".join(str(exc).split())
+
+
+#: what a link request asks for, by its code, and the request in Python's terms
 LINK_ASKS: dict[str, str] = {
     "nic": "give nic=NAME (e.g. nic='NDR' or nic='400GbE')",
     "link_or_nic": "give link=NAME (intra-node) or nic=NAME with the node count",
     "link": "give link=NAME",
     "link_rate": "give link=NAME of a per-GPU rate (in Python, a Link you state)",
 }
+# code -> (fields asked, per field: words said after its request, values given as examples)
+_LINK_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...], ...]]] = {
+    "nic": (("nic",), (), (("NDR", "400GbE"),)),
+    "link_or_nic": (("link", "nic"), ("(intra-node)", "with the node count"), ()),
+    "link": (("link",), (), ()),
+    "link_rate": (("link",), ("of a per-GPU rate",), ()),
+}
 
 
-class LinkRequest(str):
-    """Why a collective's efficiency is unknown, ending with what to give: a ``str`` whose text asks in
-    Python's terms (``give nic=NAME``), with ``stem`` (the text before the request), ``asks`` (a
-    :data:`LINK_ASKS` code) and ``link_given`` (a ``link`` was given but does not apply), so a front end
-    asks in its own terms (:func:`mfu_toolkit.render.vocabulary.phrase`) without reading the text back."""
-
-    stem: str
-    asks: str
-    link_given: bool
-
-    def __new__(cls, stem: str, asks: str, *, link_given: bool = False) -> LinkRequest:
-        if asks not in LINK_ASKS:
-            raise ValueError(f"asks must be one of {', '.join(LINK_ASKS)}; got {asks!r}")
-        tail = "; link= is intra-node only" if link_given else ""
-        self = super().__new__(cls, f"{stem}; {LINK_ASKS[asks]}{tail}")
-        self.stem, self.asks, self.link_given = stem, asks, link_given
-        return self
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_request, (self.stem, self.asks, self.link_given))
+def link_request(stem: str, asks: str, *, link_given: bool = False) -> InputRequest:
+    """Why a collective's efficiency is unknown, ending with what to give: an
+    :class:`~mfu_toolkit.run.InputRequest` whose text asks in Python's terms (``give nic=NAME``, the
+    :data:`LINK_ASKS` entry of ``asks``) and whose fields (``link``, ``nic``) let a front end ask in its own;
+    ``link_given`` (a ``link`` was given but does not apply) adds ``link= is intra-node only``."""
+    if asks not in LINK_ASKS:
+        raise ValueError(f"asks must be one of {', '.join(LINK_ASKS)}; got {asks!r}")
+    fields, detail, examples = _LINK_FIELDS[asks]
+    unused = (("link", "is intra-node only"),) if link_given else ()
+    tail = "".join(f"; {field}= {why}" for field, why in unused)
+    return InputRequest(stem, fields, LINK_ASKS[asks] + tail, detail, examples, unused)
 
 
-def _rebuild_request(stem: str, asks: str, link_given: bool) -> LinkRequest:
-    return LinkRequest(stem, asks, link_given=link_given)
+class _LinkRequestType(type):
+    def __instancecheck__(cls, obj: Any) -> bool:  # any request for a link or a NIC, as before
+        return isinstance(obj, InputRequest) and bool(obj.asks) and set(obj.asks) <= {"link", "nic"}
+
+
+class _LinkRequest(InputRequest, metaclass=_LinkRequestType):
+    """``LinkRequest(stem, asks, link_given=)``, the old name of :func:`link_request` (an InputRequest)."""
+
+    def __new__(cls, stem: str, asks: str, *, link_given: bool = False) -> InputRequest:  # type: ignore[misc]
+        return link_request(stem, asks, link_given=link_given)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LinkRequest":  # folded into run.InputRequest; the old name goes in the next release
+        warnings.warn("mfu_toolkit.analysis.communication.LinkRequest is now mfu_toolkit.run.InputRequest (built by "
+                      "communication.link_request); the old name goes in the next release", DeprecationWarning,
+                      stacklevel=2)
+        return _LinkRequest
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_link_options(*, link: Any = None, nic: Any = None) -> None:
@@ -144,7 +177,7 @@ def _link_unusable(link: Link) -> str:
     if link.per_direction_bytes_per_s is None:
         return (f"the source does not say whether {link.value:g} {link.unit} is one direction or both, so it gives "
                 "no per-direction peak")
-    return LinkRequest(f"the table gives {link.value:g} {link.unit} per link, not per accelerator: a rank's "
+    return link_request(f"the table gives {link.value:g} {link.unit} per link, not per accelerator: a rank's "
                        "collective bandwidth depends on how many of its links the collective uses", "link_rate")
 
 
@@ -227,24 +260,26 @@ def _choose_link(scope: str, nnodes: float, run: Run, link: Any, nic: Any) -> tu
     """(link, basis, reason): the link a group is compared with, how it was chosen, or why there is none."""
     if scope == "inter_node":
         if nic is None:
-            return None, "", LinkRequest(f"the communicator spans {int(nnodes)} nodes: it is compared only with the "
-                                         f"NIC's port rate, which the run does not state{_network_hint(run)}", "nic",
-                                         link_given=link is not None)
+            return None, "", link_request(f"the communicator spans {int(nnodes)} nodes: it is compared only with "
+                                          f"the NIC's port rate, which the run does not state{_network_hint(run)}",
+                                          "nic", link_given=link is not None)
         return (interconnect.get_link(nic), "given NIC (nic=); assumes one port of this rate per rank, as in "
                 "systems with a NIC per GPU", "")
     if link is not None:
         where = "" if scope == "intra_node" else "; the table does not say whether the communicator spans nodes"
         return interconnect.get_link(link), "given (link=)" + where, ""
     if scope == "unknown":
-        return None, "", LinkRequest("the table does not say whether the communicator spans nodes (no nnodes): the "
-                                     "link is not guessed", "link_or_nic")
+        return None, "", link_request("the table does not say whether the communicator spans nodes (no nnodes): "
+                                      "the link is not guessed", "link_or_nic")
     acc = run.meta.accelerator
     if not acc:
-        return None, "", LinkRequest("the run names no accelerator to infer its intra-node link from", "link")
+        return None, "", link_request("the run names no accelerator to infer its intra-node link from", "link")
     try:
         found = interconnect.link_for_accelerator(acc)
     except ValueError as exc:  # unknown accelerator, or one whose link the table does not fix
-        return None, "", f"no intra-node link for the run's accelerator: {exc}"
+        return None, "", (request_from(exc, "no intra-node link for the run's accelerator: ")
+                          if isinstance(exc, interconnect.NoListedLinkError)
+                          else f"no intra-node link for the run's accelerator: {exc}")
     return found, f"inferred from the run's accelerator {acc} (interconnect.csv)", ""
 
 
@@ -259,7 +294,7 @@ def _efficiency_columns(groups: pd.DataFrame, run: Run, link: Any, nic: Any) -> 
         peak = None if found is None else found.per_direction_bytes_per_s
         if found is not None and (peak is None or not found.per_accelerator):
             why = _link_unusable(found)
-            reason = (LinkRequest(f"{found.name}: {why.stem}", why.asks) if isinstance(why, LinkRequest)
+            reason = (why.with_stem(f"{found.name}: {why.stem}") if isinstance(why, InputRequest)
                       else f"{found.name}: {why}")
             peak = None
         if not reason and not (isinstance(bus, float) and math.isfinite(bus)):
@@ -276,7 +311,7 @@ def _efficiency_columns(groups: pd.DataFrame, run: Run, link: Any, nic: Any) -> 
                      "peak_per_direction_bytes_per_s": peak if peak else math.nan, "comm_efficiency": eff,
                      "reason": reason})
     frame = pd.DataFrame(rows, index=range(len(groups)))
-    # object, not str: a LinkRequest keeps its code for the front ends (pandas would make it a plain str)
+    # object, not str: an InputRequest keeps its fields for the front ends (pandas would make it a plain str)
     frame["reason"] = pd.Series([r["reason"] for r in rows], index=frame.index, dtype=object)
     return pd.concat([groups.reset_index(drop=True), frame], axis=1)
 

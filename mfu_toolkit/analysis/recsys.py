@@ -38,7 +38,7 @@ from ..flops import FlopsConfigError, get_preset, model_flops
 from ..flops.recsys import SHARDINGS, EmbeddingTraffic, canonical_optimizer, embedding_traffic
 from ..run import Run
 from .accounting import Accounting, accounted
-from .communication import collective_time_floor
+from .communication import collective_time_floor, request_from
 from .reasons import Missing, Reason
 
 __all__ = ["BASES", "MLPERF_SYSTEM_DESCRIPTIONS", "EmbeddingBandwidth", "embedding_bandwidth",
@@ -200,8 +200,8 @@ def _alltoall(t: EmbeddingTraffic, sharding: str | None, n: int | None, gbs: flo
     try:
         found = interconnect.get_link(link) if link is not None else interconnect.link_for_accelerator(accelerator)
         floor = collective_time_floor("alltoall", gbs * t.alltoall_per_sample / n, n, found)
-    except ValueError as exc:
-        return {**out, "alltoall_reason": f"no link to set it against: {' '.join(str(exc).split())}"}
+    except ValueError as exc:  # a request for a link stays one: a front end asks in its own terms
+        return {**out, "alltoall_reason": request_from(exc, "no link to set it against: ")}
     step_s = gbs / rate if rate > 0 else _NAN
     return {**out, "alltoall_floor_s": floor, "alltoall_share": floor / step_s, "alltoall_link": found.name,
             "alltoall_reason": "" if math.isfinite(step_s) else "samples/s unknown: the step time is unknown"}

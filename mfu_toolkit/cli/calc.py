@@ -124,6 +124,10 @@ def _resolve_peak(args: argparse.Namespace) -> tuple[float, dict[str, Any]]:
     dtype = args.dtype or "bf16"
     try:
         peak = hardware.get_peak(args.accelerator, dtype, sparse=args.sparse, per=args.per)
+    except (hardware.DeviceNameError, hardware.SliceRefusedError) as exc:  # asked in Python's terms: say the flags
+        from ..render.vocabulary import phrase_error
+
+        raise UsageError(phrase_error(exc, "cli")) from None
     except hardware.RegistryError as exc:
         raise UsageError(str(exc).splitlines()[0] if "\n" not in str(exc) else " ".join(str(exc).split())) from None
     dpp = peak.devices_per_package
@@ -185,8 +189,10 @@ def _work_from_model(args: argparse.Namespace) -> dict[str, Any]:
     try:
         mf = flops_per_unit(args.preset, args.config, seq_len=args.seq_len,
                             causal=True if args.causal else None, recompute=args.recompute or "none")
-    except (ValueError, KeyError, OSError) as exc:
-        raise UsageError(" ".join(str(exc).split())) from None
+    except (ValueError, KeyError, OSError) as exc:  # a request for an input is said with the flags
+        from ..render.vocabulary import phrase_error
+
+        raise UsageError(" ".join(phrase_error(exc, "cli").split())) from None
     given = [n for n, v in (("--tokens-per-second", args.tokens_per_second),
                             ("--samples-per-second", args.samples_per_second),
                             ("--step-seconds", args.step_seconds)) if v]

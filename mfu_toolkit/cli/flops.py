@@ -276,8 +276,10 @@ def run(args: argparse.Namespace) -> int:
             convention=args.convention,
             padded_vocab_size=args.padded_vocab_size,
         )
-    except (FlopsConfigError, OSError) as exc:
-        return _error(str(exc))
+    except (FlopsConfigError, OSError) as exc:  # a request for an input is said with the flags
+        from ..render.vocabulary import phrase_error
+
+        return _error(phrase_error(exc, "cli"))
     result = dataclasses.replace(result, source=source)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))

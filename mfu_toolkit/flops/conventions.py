@@ -420,10 +420,12 @@ def _megatron_2024(m: _Model, words: str, vpad: int) -> tuple[Fraction, list[tup
         if on
     ]
     if missing:
-        raise FlopsConfigError(
-            f"convention 'megatron-2024' has no term for {', '.join(missing)} (the 2024 closed "
-            f"form counts every layer alike); use convention='megatron' for {c.name}"
-        )
+        stem = (f"convention 'megatron-2024' has no term for {', '.join(missing)} (the 2024 closed "
+                "form counts every layer alike)")
+        error = FlopsConfigError(f"{stem}; use convention='megatron' for {c.name}")
+        # what to give instead, as data: a front end asks with its own spelling (--convention megatron)
+        error.stem, error.asks, error.examples = stem, ("convention",), (("megatron",),)  # type: ignore[attr-defined]
+        raise error
     ratio = Fraction(c.head_dim * c.n_heads, h)
     routed = c.top_k if c.is_moe else 1
     gated = Fraction(3, 2) if c.ffn_type == "swiglu" else Fraction(1)

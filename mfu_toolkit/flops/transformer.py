@@ -40,6 +40,7 @@ __all__ = [
     "RECOMPUTE_MODES",
     "FFN_TYPES",
     "FlopsConfigError",
+    "SeqLenRequiredError",
     "Component",
     "ParamCounts",
     "Conventions",
@@ -119,12 +120,26 @@ def _check_optional_int(name: str, value: Any, *, minimum: int = 1) -> int | Non
     return None if value is None else check_int(name, value, minimum=minimum)
 
 
-def seq_len_required(name: str) -> FlopsConfigError:
+class SeqLenRequiredError(FlopsConfigError):
+    """A FLOPs count that needs a sequence length nobody gave. Its text asks in Python's terms (and the
+    command line's); ``stem`` (the text before the request) and ``asks`` (``("seq_len",)``) let a front end
+    ask in its own alone (:func:`mfu_toolkit.render.vocabulary.phrase_error`: ``give SEQ_LEN=N``)."""
+
+    asks = ("seq_len",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.stem = (f"seq_len must be given for {name}: its source states no training sequence length (a "
+                     "context window is not one)")
+        super().__init__(f"{self.stem}; pass seq_len=N in Python or --seq-len N on the command line")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (SeqLenRequiredError, (self.name,))
+
+
+def seq_len_required(name: str) -> SeqLenRequiredError:
     """The error for a FLOPs count that needs a sequence length nobody gave."""
-    return FlopsConfigError(
-        f"seq_len must be given for {name}: its source states no training sequence length (a "
-        "context window is not one); pass seq_len=N in Python or --seq-len N on the command line"
-    )
+    return SeqLenRequiredError(name)
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,9 +9,17 @@ The answer says *what* is missing; :mod:`.vocabulary` (each input's spelling per
 
 from __future__ import annotations
 
-from .blocks import facts_shown
-from .html import answer_sections
-from .json import answer_dict
-from .text import answer_text
+from typing import Any
 
 __all__ = ["answer_dict", "answer_sections", "answer_text", "facts_shown"]
+# each name's module, imported when the name is first used: `mfu calc` reads .vocabulary alone, without
+# the answer's renderers (and the analyses and pandas beneath them)
+_HOMES = {"facts_shown": "blocks", "answer_sections": "html", "answer_dict": "json", "answer_text": "text"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)

@@ -14,8 +14,9 @@ import pandas as pd
 
 from ..analysis.answer import FOLD_SHARE, Answer
 from ..readable import brief, num, pct, secs, short_where, si, tflops, value
+from ..run import InputRequest
 from .spoken import advice_text, denominator_sources, missing_text, point_text, where_text
-from .vocabulary import ask, check_interface
+from .vocabulary import ask, check_interface, phrase
 
 __all__ = ["blocks", "fact_value", "facts_shown"]
 
@@ -104,7 +105,9 @@ def _headline_lines(answer: Answer, interface: str) -> list[str]:
 def _recsys_why(part: dict[str, Any], interface: str) -> str:
     """Why a recommendation figure is unknown, and the inputs that supply it, in ``interface``'s terms."""
     give = " and ".join(ask(field, interface) for field in part.get("give") or [])
-    return f"{part.get('reason') or 'unknown'}" + (f" (give {give})" if give else "")
+    reason = part.get("reason")  # a request (the all-to-all's link) asks in the interface's terms
+    why = phrase(reason, interface) if isinstance(reason, InputRequest) else reason
+    return f"{why or 'unknown'}" + (f" (give {give})" if give else "")
 
 
 def _recsys_lines(answer: Answer, interface: str) -> list[str]:

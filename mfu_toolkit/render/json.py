@@ -41,7 +41,7 @@ def answer_dict(answer: Answer, *, interface: str = "python") -> dict[str, Any]:
         "communication": _spoken_communication(answer.communication, interface),
         "exposed_comm": dict(answer.breakdown.attrs.get("exposed_comm") or {}),
         "downtime": list(answer.downtime),
-        "recsys": answer.recsys,
+        "recsys": _spoken_recsys(answer.recsys, interface),
     }
     return jsonable(doc)
 
@@ -53,6 +53,15 @@ def _spoken_communication(comm: dict[str, Any], interface: str) -> dict[str, Any
         return comm
     rows = [{**r, "reason": point_text(r.get("reason"), interface)} for r in comm["collectives"]]
     return {**comm, "collectives": rows}
+
+
+def _spoken_recsys(recsys: dict[str, Any], interface: str) -> dict[str, Any]:
+    """The recommendation part with the all-to-all's reason phrased for ``interface`` (a request for the link
+    asks for ``--link NAME``, ``LINK=NAME`` or ``link=NAME``)."""
+    a2a = recsys.get("alltoall") if recsys else None
+    if not a2a or not a2a.get("reason"):
+        return recsys
+    return {**recsys, "alltoall": {**a2a, "reason": point_text(a2a["reason"], interface)}}
 
 
 def jsonable(v: Any) -> Any:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from .. import hardware
-from ..analysis.communication import LinkRequest
 from ..analysis.reasons import Reason
 from ..run import InputRequest
 from .vocabulary import ask, check_interface, input_name, phrase
@@ -37,9 +36,9 @@ def denominator_sources(facts: tuple[dict[str, Any], ...] | list[dict[str, Any]]
 
 
 def point_text(note: Any, interface: str) -> str:
-    """A note of the headline, scorecard or a collective: a :class:`Reason` or
-    :class:`~mfu_toolkit.analysis.communication.LinkRequest` phrased by its code, else as it is."""
-    return phrase(note, interface) if isinstance(note, (Reason, LinkRequest, InputRequest)) else str(note or "")
+    """A note of the headline, scorecard or a collective: a :class:`Reason` phrased by its code or an
+    :class:`~mfu_toolkit.run.InputRequest` by its fields, else as it is."""
+    return phrase(note, interface) if isinstance(note, (Reason, InputRequest)) else str(note or "")
 
 
 def _flops_text(item: dict[str, Any], interface: str) -> str:

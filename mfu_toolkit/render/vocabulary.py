@@ -10,14 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import facts
-from ..analysis.communication import LinkRequest
-from ..analysis.reasons import Reason
-from ..facts import InputError
-from ..run import InputRequest
+from .. import hardware
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..facts import InputError
+
+# Nothing that loads pandas is imported at module level: `mfu calc` phrases the registry's requests
+# with this table and must start fast. The facts, the Run's notes and the analyses' reasons are
+# imported where they are read.
 
 __all__ = ["INTERFACES", "InputError", "ask", "check_interface", "check_value", "flops_request", "given_where",
-           "input_name", "one_line", "parse_value", "phrase", "phrase_error", "said"]
+           "input_name", "offers", "one_line", "parse_value", "phrase", "phrase_error", "said"]
 
 INTERFACES: tuple[str, ...] = ("python", "cli", "make")
 
@@ -27,7 +31,7 @@ _VOCABULARY: dict[str, tuple[str, str, str, str]] = {
     "dtype": ("dtype", "--dtype", "DTYPE", "DTYPE"),
     "n_accelerators": ("n_accelerators", "--gpus", "GPUS", "N"),
     "packages": ("packages", "--packages", "PACKAGES", "N"),
-    "per": ("per", "--per", "PER", "device|package"),
+    "per": ("per", "--per", "PER", "device|package"),  # make report takes no PER: see _NOT_OFFERED
     "preset": ("preset", "--preset", "PRESET", "NAME"),
     "seq_len": ("seq_len", "--seq-len", "SEQ_LEN", "N"),
     "causal": ("causal", "--causal", "CAUSAL", "1"),
@@ -45,12 +49,32 @@ _VOCABULARY: dict[str, tuple[str, str, str, str]] = {
     "link": ("link", "--link", "LINK", "NAME"),
     "nic": ("nic", "--nic", "NIC", "NAME"),
     "sharding": ("sharding", "--sharding", "SHARDING", "table_wise|column_wise|data_parallel"),
+    "convention": ("convention", "--convention", "CONVENTION", "NAME"),  # mfu flops only: see _NOT_OFFERED
 }
+# inputs an interface does not take: make report counts devices (GPUS=) or packages (PACKAGES=), and
+# what the count counts is what the peak is per, so it has no PER of its own; a FLOPs convention is
+# chosen with `mfu flops --convention` (or model_flops(convention=)), not by make report
+_NOT_OFFERED: dict[str, frozenset[str]] = {"python": frozenset(), "cli": frozenset(),
+                                           "make": frozenset({"per", "convention"})}
 _COMPOSITE = {  # what to give for a fact several inputs can supply
     "model_flops": (("preset", "seq_len"), ("flops_per_sample",)),
     "model_flops_per_token": (("preset", "seq_len"), ("flops_per_token",)),
     "model_flops_per_step": (("preset", "seq_len"), ("flops_per_step",)),
 }
+
+
+def __getattr__(name: str) -> Any:
+    if name == "InputError":  # re-exported from facts, which is imported only when it is asked for
+        from ..facts import InputError
+
+        return InputError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def offers(field: str, interface: str) -> bool:
+    """Whether ``interface`` takes ``field`` at all (``make report`` has no ``PER``)."""
+    input_name(field, interface)
+    return field not in _NOT_OFFERED[interface]
 
 
 def check_interface(interface: str) -> str:
@@ -103,6 +127,9 @@ def given_where(field: str, interface: str) -> str:
 def check_value(field: str, value: Any, *, interface: str = "python") -> int | float:
     """:func:`mfu_toolkit.facts.check_value` with a wrong value said as the interface spells it:
     ``GPUS=abc: expected a whole number >= 1``."""
+    from .. import facts
+    from ..facts import InputError
+
     check_interface(interface)
     try:
         return facts.check_value(field, value)
@@ -115,6 +142,9 @@ def parse_value(field: str, text: str, *, interface: str = "cli") -> int | float
     """A numeric input as typed (a flag's or make variable's text) parsed and checked:
     ``parse_value("n_accelerators", "abc", interface="make")`` raises ``GPUS=abc: expected a
     whole number >= 1``. Used where argparse would otherwise answer in its own terms."""
+    from .. import facts
+    from ..facts import InputError
+
     check_interface(interface)
     if field not in facts.VALUE_KINDS:
         raise ValueError(f"field must be one of {', '.join(sorted(facts.VALUE_KINDS))}; got {field!r}")
@@ -149,12 +179,12 @@ def flops_request(unit: str, interface: str) -> str:
     return ask("model_flops_per_token" if unit == "token" else "model_flops", interface)
 
 
-def _flops_words(reason: Reason, interface: str) -> str:
+def _flops_words(reason: Any, interface: str) -> str:
     unit = reason.missing[0].unit or "step"
     return f"model FLOPs per {unit} unknown (give {flops_request(unit, interface)})"
 
 
-def _peak_words(reason: Reason, interface: str) -> str:
+def _peak_words(reason: Any, interface: str) -> str:
     fields = {m.field for m in reason.missing}
     wants = ([f"accelerator count (give {ask('n_accelerators', interface)})"] if "n_accelerators" in fields
              else []) + ([f"peak (give {ask('accelerator', interface)}, and {ask('dtype', interface)} when not bf16)"]
@@ -162,7 +192,7 @@ def _peak_words(reason: Reason, interface: str) -> str:
     return "unknown " + " and ".join(wants)
 
 
-def _work_words(reason: Reason, interface: str) -> str:
+def _work_words(reason: Any, interface: str) -> str:
     unit = reason.missing[0].unit or "sample"
     return f"{unit}s per step unknown (give {' and '.join(ask(m.field, interface) for m in reason.missing)})"
 
@@ -175,46 +205,78 @@ _PHRASES = {
 }
 
 
-def _link_words(request: LinkRequest, interface: str) -> str:
-    """What a :class:`~mfu_toolkit.analysis.communication.LinkRequest` asks for, said in ``interface``'s terms
-    (for Python, exactly the request's own text)."""
-    asks = {
-        "nic": f"give {ask('nic', interface)} (e.g. {said('nic', 'NDR', interface)} or "
-               f"{said('nic', '400GbE', interface)})",
-        "link_or_nic": f"give {ask('link', interface)} (intra-node) or {ask('nic', interface)} with the node count",
-        "link": f"give {ask('link', interface)}",
-        "link_rate": f"give {ask('link', interface)} of a per-GPU rate"
-                     + (" (in Python, a Link you state)" if interface == "python" else ""),
-    }[request.asks]
-    link = input_name("link", interface) + ("" if interface == "cli" else "=")
-    return f"{request.stem}; {asks}" + (f"; {link} is intra-node only" if request.link_given else "")
+def _request_words(request: Any, interface: str) -> str:
+    """What an :class:`~mfu_toolkit.run.InputRequest` asks for, said in ``interface``'s terms: each asked
+    field as the interface spells it, its examples as typed and its detail; inputs given that do not apply."""
+    wants = []
+    all_examples, all_detail = getattr(request, "examples", ()), getattr(request, "detail", ())
+    for i, field in enumerate(request.asks):
+        examples = all_examples[i] if all_examples else ()
+        e_g = f" (e.g. {' or '.join(said(field, v, interface) for v in examples)})" if examples else ""
+        detail = all_detail[i] if all_detail else ""
+        detail = f"{'' if detail[:1] in '.,;:' else ' '}{detail}" if detail else ""
+        wants.append(f"{ask(field, interface)}{e_g}{detail}")
+    unused = "".join(f"; {input_name(f, interface)}{'' if interface == 'cli' else '='} {why}"
+                     for f, why in getattr(request, "unused", ()))
+    return f"{request.stem}; give {' or '.join(wants)}{unused}"
 
 
 def phrase(reason: Any, interface: str) -> str:
     """A :class:`~mfu_toolkit.analysis.reasons.Reason` said in the terms of ``interface``, looked
     up by its code: ``flops_unknown`` for a run counted per sample becomes, for the command line,
     ``"model FLOPs per sample unknown (give --preset NAME --seq-len N or --flops-per-sample F)"``.
-    A load note's :class:`~mfu_toolkit.run.InputRequest` asks for its inputs the same way.
-    A :class:`~mfu_toolkit.analysis.communication.LinkRequest` (a collective's link unknown) asks for
-    ``--link NAME``/``--nic NAME``, ``LINK=NAME``/``NIC=NAME`` or ``link=``/``nic=`` the same way.
+    An :class:`~mfu_toolkit.run.InputRequest` (a load note, or a collective's link unknown) asks for its
+    inputs the same way: ``--nic NAME``, ``NIC=NAME``, and for Python its own text.
     A reason whose code asks for nothing is its own sentence; anything else is ``str(reason)``."""
+    from ..analysis.reasons import Reason
+    from ..run import InputRequest
+
     check_interface(interface)
-    if isinstance(reason, LinkRequest):
-        return _link_words(reason, interface)
-    if isinstance(reason, InputRequest):  # a load note asking for an input: Python's own text, else the flag
-        return str(reason) if interface == "python" else (
-            f"{reason.stem}; give {' or '.join(ask(f, interface) for f in reason.asks)}")
+    if isinstance(reason, InputRequest):
+        return str(reason) if interface == "python" else _request_words(reason, interface)
     if not isinstance(reason, Reason):
         return str(reason or "")
     return "; ".join(_PHRASES[r.code](r, interface) if r.code in _PHRASES else str(r) for r in reason.each())
 
 
+def _device_name_words(exc: hardware.DeviceNameError, interface: str) -> str:
+    """A device's name asked for a per-package peak: count devices, or name the package. ``make report``
+    has no ``PER``: what ``GPUS=`` or ``PACKAGES=`` counts is what the peak is per."""
+    count = said("n_accelerators", "N", interface)
+    devices = f"{count} {said('per', 'device', interface)}" if offers("per", interface) else count
+    packages = (said("per", "package", interface) if offers("per", interface)
+                else said("packages", "N", interface))
+    return (f"{exc.stem}: count devices ({devices}), or name the package "
+            f"({said('accelerator', exc.package, interface)}) for {packages}")
+
+
+def _slice_words(exc: hardware.SliceRefusedError, interface: str) -> str:
+    """A MIG slice's share, stated where the interface can: a registry CSV (any front end), or for
+    ``mfu calc`` the peak itself."""
+    calc = ", or give the peak directly (mfu calc --peak-tflops-per-gpu)" if interface == "cli" else ""
+    return (f"{exc.reason}. State the slice's share yourself: a row under your own name, with your share of the "
+            f"GPU's peak, in a CSV listed in {hardware.ENV_VAR} (a slice gets roughly its fraction of the SMs, not "
+            f"exactly){calc}")
+
+
 def phrase_error(exc: BaseException, interface: str) -> str:
     """An error's message said in the terms of ``interface``: an :class:`InputError` that names its
-    field is said as typed there; a ``LoadError`` asking to choose a format says how to."""
+    field is said as typed there; a device's name given a per-package peak asks for the count or the
+    package's name; a MIG slice's share is stated in a registry CSV; an error that carries ``stem`` and
+    ``asks`` (a sequence length a FLOPs count needs, a link the table does not fix) asks for them as a
+    request does; a ``LoadError`` asking to choose a format says how to. For Python, the error's own text."""
     check_interface(interface)
-    if isinstance(exc, InputError) and exc.field in _VOCABULARY and exc.expected:
-        return f"{said(exc.field, exc.value, interface)}: expected {exc.expected}"
+    if isinstance(exc, hardware.DeviceNameError):
+        return str(exc) if interface == "python" else _device_name_words(exc, interface)
+    if isinstance(exc, hardware.SliceRefusedError):
+        return str(exc) if interface == "python" else _slice_words(exc, interface)
+    if getattr(exc, "stem", None) and getattr(exc, "asks", None):  # an error that ends by asking for inputs
+        return str(exc) if interface == "python" else _request_words(exc, interface)
+    if getattr(exc, "field", None) in _VOCABULARY and getattr(exc, "expected", None):
+        from ..facts import InputError
+
+        if isinstance(exc, InputError):
+            return f"{said(exc.field, exc.value, interface)}: expected {exc.expected}"
     if getattr(exc, "hint", None) != "choose_format":
         return str(exc)
     bare = exc.bare  # type: ignore[attr-defined]
