@@ -52,7 +52,21 @@ def test_simulate_user_error_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert err.count("\n") == 1
-    assert err.startswith("mfu simulate: error: SimConfig.n_ranks must be an integer >= 1; got 0")
+    assert err == "mfu simulate: error: --ranks 0: expected an integer >= 1\n"  # the flag, not SimConfig's field
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--slow-ranks", "9", "--ranks", "4"], "--slow-ranks 9: expected comma-separated integers in [0, 3]"),
+    (["--jitter", "nan"], "--jitter nan: expected a finite number >= 0.0 and <= 3.0"),
+    # a failure every second against a checkpoint every 1,000 steps: the job cannot finish
+    (["--mtbf-s", "1", "--checkpoint-every", "1000", "--steps", "5000", "--ranks", "2"],
+     "the job did not finish within 1000 attempts: failures come too often for its checkpoints "
+     "(raise --mtbf-s, or lower --checkpoint-every)"),
+])
+def test_simulate_errors_name_the_flags(tmp_path, capsys, args, said):
+    assert _run(["simulate", "-o", str(tmp_path / "x.parquet"), *args]) == 2
+    assert capsys.readouterr().err == f"mfu simulate: error: {said}\n"
+    assert not (tmp_path / "x.parquet").exists()
 
 
 def test_analyze_text(sim_file, capsys):

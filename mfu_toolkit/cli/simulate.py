@@ -47,6 +47,30 @@ def _int_list(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers; got {text!r}") from None
 
 
+# SimConfig fields set by flags outside _SIM_OPTIONS
+_OTHER_FLAGS = {"slow_ranks": "--slow-ranks", "fail_at_steps": "--fail-at-steps",
+                "checkpoint_mode": "--checkpoint-mode"}
+
+
+def _flag(field: str) -> str | None:
+    return next((flag for flag, f, _t, _h in _SIM_OPTIONS if f == field), _OTHER_FLAGS.get(field))
+
+
+def _said(exc: BaseException) -> str:
+    """A SimConfig error in the command's terms: the flag as typed, what it expects; the job that failures
+    keep from finishing names the flags that set the failure rate and the checkpoint interval."""
+    field, value = getattr(exc, "field", None), getattr(exc, "value", None)
+    if field == "max_attempts":
+        return (f"the job did not finish within {value} attempts: failures come too often for its checkpoints "
+                "(raise --mtbf-s, or lower --checkpoint-every)")
+    flag = _flag(field) if field else None
+    if flag is None or not getattr(exc, "expected", None):
+        return str(exc)
+    if isinstance(value, (tuple, list)):  # a list flag: its items as typed
+        return f"{flag} {','.join(map(str, value))}: expected comma-separated {exc.expected}"
+    return f"{flag} {value}: expected {exc.expected}"
+
+
 def run_simulate(args: argparse.Namespace) -> int:
     """Build a SimConfig from the flags, simulate, and write the Run as Parquet."""
     from ..run import save_run
@@ -73,7 +97,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         out = Path(args.output)
         save_run(run, out)
     except (ValueError, TypeError, OSError) as exc:
-        return error("simulate", exc)
+        return error("simulate", _said(exc))
     inj = run.meta.extra["injected"]
     print(
         f"wrote {out}: {cfg.n_ranks} ranks x {cfg.n_steps} steps, {run.n_attempts} attempt(s), "

@@ -42,11 +42,21 @@ H100_SXM_BF16_DENSE = 989.4e12  # FLOP/s; NVIDIA H100 datasheet (dense BF16 Tens
 
 
 class SimConfigError(ValueError):
-    """An invalid simulation parameter; the message names it, the allowed values and the value."""
+    """An invalid simulation parameter; the message names it, the allowed values and the value.
+
+    ``field``, ``value`` and ``expected`` say the same as data, so a front end names its own spelling of
+    the field (``mfu simulate --ranks 0: expected an integer >= 1``); a job that failures keep from
+    finishing has ``field="max_attempts"`` and ``value`` the attempts it was given."""
+
+    def __init__(self, message: str, *, field: str | None = None, value: Any = None,
+                 expected: str | None = None) -> None:
+        super().__init__(message)
+        self.field, self.value, self.expected = field, value, expected
 
 
 def _fail(name: str, allowed: str, value: Any) -> SimConfigError:
-    return SimConfigError(f"SimConfig.{name} must be {allowed}; got {value!r}")
+    return SimConfigError(f"SimConfig.{name} must be {allowed}; got {value!r}", field=name, value=value,
+                          expected=allowed)
 
 
 @dataclass(frozen=True)
@@ -145,7 +155,9 @@ class SimConfig:
             if not isinstance(v, (tuple, list)) or not all(
                 isinstance(x, (int, np.integer)) and not isinstance(x, bool) and lo <= x <= hi for x in v
             ):
-                raise _fail(name, f"a tuple of integers in [{lo}, {hi}]", v)
+                each = f"integers in [{lo}, {hi}]"
+                raise SimConfigError(f"SimConfig.{name} must be a tuple of {each}; got {v!r}", field=name, value=v,
+                                     expected=each)
             object.__setattr__(self, name, tuple(sorted({int(x) for x in v})))
 
     def replace(self, **changes: Any) -> SimConfig:
@@ -303,7 +315,8 @@ def _check_attempts(cfg: SimConfig, attempt: int) -> None:
     if attempt >= cfg.max_attempts:
         raise SimConfigError(
             f"the job did not finish within max_attempts={cfg.max_attempts} attempts "
-            f"(mtbf_s={cfg.mtbf_s!r} is too short for checkpoint_every={cfg.checkpoint_every!r})"
+            f"(mtbf_s={cfg.mtbf_s!r} is too short for checkpoint_every={cfg.checkpoint_every!r})",
+            field="max_attempts", value=cfg.max_attempts,
         )
 
 
