@@ -25,14 +25,17 @@ def renamed(**old_to_new: str) -> Callable[[F], F]:
     """Accept each old keyword name (``renamed(gpus="n_accelerators")``) with a warning."""
 
     def wrap(fn: F) -> F:
+        # a class's __init__ is called by the class's name
+        name = fn.__qualname__[:-len(".__init__")] if fn.__qualname__.endswith(".__init__") else fn.__name__
+
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
             for old, new in old_to_new.items():
                 if old not in kwargs:
                     continue
                 if new in kwargs:
-                    raise TypeError(f"{fn.__name__}() got both {old}= (its old name) and {new}=; give {new}= only")
-                warnings.warn(f"{fn.__name__}({old}=...) is renamed {new}=; the old name goes in the next release",
+                    raise TypeError(f"{name}() got both {old}= (its old name) and {new}=; give {new}= only")
+                warnings.warn(f"{name}({old}=...) is renamed {new}=; the old name goes in the next release",
                               DeprecationWarning, stacklevel=2)
                 kwargs[new] = kwargs.pop(old)
             return fn(*args, **kwargs)

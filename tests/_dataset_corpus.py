@@ -654,7 +654,7 @@ def clean_recorded(folder: Path, *, world_size: int = 2, n_steps: int = 12, atte
     from mfu_toolkit.record import StepRecorder
 
     with _fake_clock() as clock:
-        recs = [StepRecorder(folder, rank=r, world_size=world_size, attempt=attempt, heartbeat_s=3.0,
+        recs = [StepRecorder(folder, rank=r, n_ranks=world_size, attempt=attempt, heartbeat_s=3.0,
                              header={"host": f"node{r}", "pid": 1000 + r, "boot_id": f"boot-{r}"})
                 for r in range(world_size)]
         t = clock.t

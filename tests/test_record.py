@@ -102,12 +102,12 @@ def test_a_bad_launch_environment_is_a_clear_error(tmp_path, monkeypatch, env, m
 
 def test_a_relaunch_into_the_same_folder_is_the_next_attempt(tmp_path, monkeypatch):
     for _ in range(2):
-        StepRecorder(tmp_path, rank=1, world_size=2).close()
+        StepRecorder(tmp_path, rank=1, n_ranks=2).close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rank00001.attempt000.jsonl", "rank00001.attempt001.jsonl"]
     assert next_attempt(tmp_path, 0) == 0  # only this rank's files count: no coordination
     # torchrun's restart count is a lower bound: rank 0 never wrote in restarts 0 and 1
     monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "2")
-    assert StepRecorder(tmp_path, rank=0, world_size=2).attempt == 2
+    assert StepRecorder(tmp_path, rank=0, n_ranks=2).attempt == 2
     assert _lines(tmp_path / file_name(0, 2))[0]["restart_count"] == 2
 
 
@@ -365,7 +365,7 @@ def test_time_collectives_times_all_reduce_and_unpatches(tmp_path, gloo_group):
     dist = gloo_group
     original = dist.all_reduce
     rec = StepRecorder(tmp_path / "job", time_collectives=True)
-    assert rec.world_size == 1 and dist.all_reduce is not original
+    assert rec.n_ranks == 1 and dist.all_reduce is not original
     with rec.step(step=0):
         dist.all_reduce(torch.ones(1000))
         dist.all_reduce(torch.ones(1000), async_op=True).wait()
@@ -390,3 +390,14 @@ def test_watch_ddp_times_the_gradient_all_reduce(tmp_path, gloo_group):
     assert step["comm"] > 0
     with pytest.raises(TypeError, match="DistributedDataParallel"):
         rec.watch_ddp(torch.nn.Linear(1, 1))
+
+
+def test_the_old_world_size_keyword_warns_and_still_counts_the_ranks(tmp_path):
+    with pytest.warns(DeprecationWarning, match=r"StepRecorder\(world_size=\.\.\.\) is renamed n_ranks="):
+        rec = StepRecorder(tmp_path, rank=1, world_size=3)
+    with pytest.warns(DeprecationWarning, match="renamed n_ranks"):
+        assert rec.world_size == 3
+    rec.close()
+    assert rec.n_ranks == 3 and _lines(rec.path)[0]["world_size"] == 3  # the file format keeps its field name
+    with pytest.raises(TypeError, match="both world_size= .* and n_ranks="):
+        StepRecorder(tmp_path, rank=0, world_size=2, n_ranks=2)

@@ -18,7 +18,7 @@ _CHECK = textwrap.dedent("""
     names = [n for n in record.__all__ if n not in record._LAZY]  # the framework callbacks load on use
     values = {n: getattr(record, n) for n in names}
     import mfu_toolkit.record.collectives, mfu_toolkit.record.demo, mfu_toolkit.record.folder  # noqa: E401
-    rec = values["StepRecorder"](sys.argv[1], rank=0, world_size=1)
+    rec = values["StepRecorder"](sys.argv[1], rank=0, n_ranks=1)
     with rec.step(step=0, samples=8):
         with rec.data_wait():
             pass

@@ -51,7 +51,7 @@ def _run_child(code: str, tmp_path, *args: str) -> subprocess.CompletedProcess:
 _FSIZE_JOB = """
     import resource, sys
     from mfu_toolkit.record import StepRecorder
-    rec = StepRecorder(sys.argv[1], rank=2, world_size=4, buffer_records={buffer})
+    rec = StepRecorder(sys.argv[1], rank=2, n_ranks=4, buffer_records={buffer})
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     resource.setrlimit(resource.RLIMIT_FSIZE, (rec.path.stat().st_size + 2000, hard))  # 2000 more bytes
     for s in range(300):

@@ -25,10 +25,6 @@ ALLOWED: dict[str, str] = {
         "names which step time to divide by ('typical' or 'actual'): a choice, not a duration",
     "analysis/scaling.py:scaling_from_runs(step_time)":
         "names which step time to divide by ('typical' or 'actual'): a choice, not a duration",
-    "record/recorder.py:StepRecorder.__init__(world_size)":
-        "the launcher's WORLD_SIZE, which it defaults from, under the launcher's name (proposed: n_ranks)",
-    "record/folder.py:RankFile.__init__(world_size)":
-        "the launcher's WORLD_SIZE, as the recorder passes it on (proposed: n_ranks)",
     "record/recorder.py:StepRecorder.add_data_wait(seconds)":
         "the amount itself, given positionally (rec.add_data_wait(0.3)); the name is its unit",
     "record/folder.py:RankFile.gpu(seconds)":

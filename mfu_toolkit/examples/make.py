@@ -208,7 +208,7 @@ def _launch(folder: Path, clock: _Clock, attempt: int, t: float, steps: range, r
 
     cfg = RECORDED
     clock.now = t
-    recs = [StepRecorder(folder, rank=r, world_size=cfg["world"], local_rank=r, attempt=attempt,
+    recs = [StepRecorder(folder, rank=r, n_ranks=cfg["world"], local_rank=r, attempt=attempt,
                          header={"accelerator": H100, "host": "node0", "pid": 7300 + 10 * attempt + r,
                                  "boot_id": "3e0b9c1a-5d2f-4c1e-9a57-0d6c2b8e4f11"}) for r in range(cfg["world"])]
     init = 15.0 + 2.0 * attempt

@@ -158,7 +158,7 @@ class RankFile:
         folder: str | os.PathLike[str],
         *,
         rank: int,
-        world_size: int,
+        n_ranks: int,
         attempt: int,
         header: Mapping[str, Any] | None = None,
         buffer_records: int = 1,
@@ -169,7 +169,7 @@ class RankFile:
             raise ValueError(f"heartbeat_s must be a finite number of seconds > 0; got {heartbeat_s!r}")
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.rank, self.world_size = rank, world_size
+        self.rank, self.n_ranks = rank, n_ranks
         self._fd, self.attempt = self._create(attempt)
         self.path = self.folder / file_name(rank, self.attempt)
         self._buffer: list[str] = []
@@ -181,7 +181,7 @@ class RankFile:
         self.origin = time.perf_counter()
         mono0, t0_unix = time.monotonic(), time.time()
         self._beat_at = 0.0
-        head = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "rank": rank, "world_size": world_size,
+        head = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "rank": rank, "world_size": n_ranks,
                 "attempt": self.attempt, "t0_unix": round(t0_unix, 6), "mono0": round(mono0, 6),
                 "boot_id": _boot_id(), "heartbeat_s": self._beat_s, "host": socket.gethostname(),
                 "pid": os.getpid(), **dict(header or {})}

@@ -66,7 +66,7 @@ class RecorderTrainerCallback(TrainerCallback):
             model = kwargs.get("model")
             if self.sync is not None and model is not None:
                 head["grad_sync"] = self.sync.attach(model)
-            self.recorder = StepRecorder(self.folder, rank=args.process_index, world_size=args.world_size,
+            self.recorder = StepRecorder(self.folder, rank=args.process_index, n_ranks=args.world_size,
                                          header=head, **self.options)
             if self.sync is not None:
                 self.sync.bind(self.recorder)

@@ -97,7 +97,7 @@ class RecorderCallback(Callback):
         if self.sync is not None:
             wrapped = getattr(trainer.strategy, "model", None)  # the DDP/FSDP wrapper, where there is one
             head["grad_sync"] = self.sync.attach(pl_module if wrapped is None else wrapped)
-        self.recorder = rec = StepRecorder(self.folder, rank=trainer.global_rank, world_size=trainer.world_size,
+        self.recorder = rec = StepRecorder(self.folder, rank=trainer.global_rank, n_ranks=trainer.world_size,
                                            header=head, **self.options)
         if self.sync is not None:
             self.sync.bind(rec)

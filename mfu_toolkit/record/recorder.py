@@ -33,6 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from ..deprecation import renamed
 from .folder import HEARTBEAT_S, RankFile, next_attempt
 
 __all__ = ["EVENT_KINDS", "StepRecorder", "launch_info"]
@@ -163,7 +164,8 @@ class StepRecorder:
     environment unless given; a launch into a folder that already holds this rank's records is
     the next attempt. Options (keyword-only):
 
-    - ``rank``, ``world_size``, ``local_rank``, ``attempt``: override what is detected;
+    - ``rank``, ``n_ranks`` (the launcher's world size), ``local_rank``, ``attempt``: override what is
+      detected;
     - ``buffer_records``: records held before one write (1, the default, writes every step as it
       ends; a larger number trades crash-safety of the last records for fewer system calls);
     - ``cuda_events``: also time each step on the GPU with CUDA events, read back without a
@@ -179,12 +181,13 @@ class StepRecorder:
     works again.
     """
 
+    @renamed(world_size="n_ranks")
     def __init__(
         self,
         folder: str | os.PathLike[str],
         *,
         rank: int | None = None,
-        world_size: int | None = None,
+        n_ranks: int | None = None,
         local_rank: int | None = None,
         attempt: int | None = None,
         buffer_records: int = 1,
@@ -197,9 +200,9 @@ class StepRecorder:
             raise TypeError(f"folder must be a path; got {folder!r}")
         info = launch_info()
         self.rank = info["rank"] if rank is None else _step_number(rank)
-        self.world_size = info["world_size"] if world_size is None else _step_number(world_size)
-        if self.world_size < 1 or self.rank >= self.world_size:
-            raise ValueError(f"rank must be in 0..world_size-1; got rank={self.rank}, world_size={self.world_size}")
+        self.n_ranks = info["world_size"] if n_ranks is None else _step_number(n_ranks)
+        if self.n_ranks < 1 or self.rank >= self.n_ranks:
+            raise ValueError(f"rank must be in 0..n_ranks-1; got rank={self.rank}, n_ranks={self.n_ranks}")
         if isinstance(buffer_records, bool) or not isinstance(buffer_records, int) or buffer_records < 1:
             raise ValueError(f"buffer_records must be an integer >= 1; got {buffer_records!r}")
         restarts = info["restart_count"]
@@ -211,7 +214,7 @@ class StepRecorder:
             self._gpu, gpu_note = _GpuTimer.create()
         head = {"local_rank": info["local_rank"] if local_rank is None else local_rank,
                 "restart_count": restarts, "gpu_timing": gpu_note, **_torch_facts(), **dict(header or {})}
-        self._file = RankFile(folder, rank=self.rank, world_size=self.world_size, attempt=first,
+        self._file = RankFile(folder, rank=self.rank, n_ranks=self.n_ranks, attempt=first,
                               header=head, buffer_records=buffer_records, heartbeat_s=heartbeat_s)
         self.attempt = self._file.attempt
         self.path = self._file.path
@@ -365,8 +368,17 @@ class StepRecorder:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def world_size(self) -> int:
+        """The number of ranks, :attr:`n_ranks` (the old name, for one release)."""
+        import warnings
+
+        warnings.warn("StepRecorder.world_size is renamed n_ranks; the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return self.n_ranks
+
     def __repr__(self) -> str:
-        return (f"StepRecorder({str(self.path)!r}, rank={self.rank}, world_size={self.world_size}, "
+        return (f"StepRecorder({str(self.path)!r}, rank={self.rank}, n_ranks={self.n_ranks}, "
                 f"attempt={self.attempt})")
 
 
