@@ -155,5 +155,5 @@ docs: $(STAMP)
 	@mkdir -p -- "$(DOCS_OUT)"
 	@$(PY) tools/web_assets.py >/dev/null
 	$(PY) -m sphinx -b html -E -q -j auto -d "$(DOCS_OUT)/doctrees" -w "$(DOCS_OUT)/warnings.txt" docs "$(DOCS_OUT)/html"
-	$(PY) docs/check_build.py "$(DOCS_OUT)/warnings.txt"
+	$(PY) docs/check_build.py "$(DOCS_OUT)/warnings.txt" "$(DOCS_OUT)/html"
 	@echo "make docs: open $(DOCS_OUT)/html/index.html"

@@ -196,15 +196,19 @@ class LoadReport:
     skipped: dict[str, int] = field(default_factory=dict)
     first_lines: dict[str, list[int | str]] = field(default_factory=dict)
     examples: dict[str, str] = field(default_factory=dict)
+    # per reason, what told its first record apart (a column, a rank, a decoder's message): shown in the summary
+    details: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     # the notes that say what the facts' resolution did (conflicts, stated values used): an
     # answer shows them as its fact checks and facts used, not again as load notes
     fact_notes: list[str] = field(default_factory=list)
 
-    def skip(self, reason: str, line: int | None = None, example: str | None = None, file: str | None = None) -> None:
+    def skip(self, reason: str, line: int | None = None, example: str | None = None, file: str | None = None,
+             detail: str | None = None) -> None:
         """Count one skipped record under ``reason`` (a short phrase), remembering its line.
 
         ``file`` names the file of a load that read several; the line is then kept as ``"file:line"``.
+        ``detail`` (which column, rank or message) is kept for the reason's first record that has one.
         """
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
         lines = self.first_lines.setdefault(reason, [])
@@ -212,6 +216,8 @@ class LoadReport:
             lines.append(f"{file}:{int(line)}" if file else int(line))
         if example is not None and reason not in self.examples:
             self.examples[reason] = example[:200]
+        if detail and reason not in self.details:
+            self.details[reason] = str(detail)[:120]
 
     def note(self, text: str) -> None:
         """Record a fact about the load that is not a skip (e.g. duplicates collapsed).
@@ -237,9 +243,10 @@ class LoadReport:
             return head + ", skipped none."
         parts = []
         for reason, n in sorted(self.skipped.items(), key=lambda kv: -kv[1]):
-            lines = self.first_lines.get(reason) or []
-            at = f" (first at {self._where(lines)})" if lines else ""
-            parts.append(f"{n} × {reason}{at}")
+            where = [self.details[reason]] if reason in self.details else []
+            if self.first_lines.get(reason):
+                where.append(f"first at {self._where(self.first_lines[reason])}")
+            parts.append(f"{n} × {reason}" + (f" ({'; '.join(where)})" if where else ""))
         return head + f", skipped {self.total_skipped}: " + "; ".join(parts) + "."
 
     def warn_if_skipped(self, stacklevel: int = 3) -> None:
@@ -259,6 +266,8 @@ class LoadReport:
                     mine.append(ln)
             if reason in other.examples and reason not in self.examples:
                 self.examples[reason] = other.examples[reason]
+            if reason in other.details and reason not in self.details:
+                self.details[reason] = other.details[reason]
         for n in other.notes:
             self.note(n)
 

@@ -253,9 +253,26 @@ def test_check_build_fails_on_errors_and_passes_known_ones():
         "/d/index.md:28: WARNING: toctree contains reference to nonexisting document 'x' [toc.not_readable]",
         "WARNING: autodoc: failed to import module 'gone' from module 'mfu_toolkit'; the following exception "
         "was raised: [autodoc.import_object]",
+        "/d/readme.md:3: WARNING: Lexing literal_block 'x' as \"bash\" resulted in an error. "
+        "[misc.highlighting_failure]",
     ]
     errors, known, other = check_build.classify(lines, {("mfu_toolkit.a", "Unexpected indentation.")})
-    assert known == lines[:1] and other == lines[2:3] and errors == [lines[1], lines[3], lines[4]]
+    assert known == lines[:1] and other == lines[5:] and errors == lines[1:5]
+
+
+def test_check_build_finds_backquotes_a_page_shows(tmp_path):
+    # ``a``→``b`` is not an inline literal to docutils (→ may not follow one) and warns nothing: the
+    # page shows the marks. Code blocks and literals that did render are not counted.
+    (tmp_path / "api").mkdir()
+    (tmp_path / "api" / "x.html").write_text(
+        "<html><head><meta charset='utf-8'><style>p::before{content:'``'}</style></head><body><p>"
+        "<code class='literal'><span class='pre'>init_start``→``init_stop</span></code> and <br> "
+        "<code class='literal'><span class='pre'>fine</span></code></p>"
+        "<div class='highlight'><pre>x = ``literal``</pre></div></body></html>")
+    (tmp_path / "ok.html").write_text("<p><code>run_start</code> → <code>run_stop</code></p>")
+    hits = check_build.visible_backquotes(tmp_path)
+    assert len(hits) == 2 and all(h.startswith("api/x.html: ...init_start``→``init_stop") for h in hits), hits
+    assert check_build.main([str(tmp_path / "none.txt")]) == 2
 
 
 def test_known_docstring_errors_name_objects_that_exist():

@@ -133,23 +133,23 @@ def test_escaping_is_per_engine():
 
 
 # --- one rule table for bad rows ---------------------------------------------------------------
-# (what the extra row holds, the reason it must be counted under)
+# (what the extra row holds, the reason it must be counted under, the detail that says which rule it broke)
 BAD_ROWS = [
-    ({"step": np.nan}, f"{io_rules.BAD_STEP} (NaN or infinite)"),
-    ({"step": None}, f"{io_rules.BAD_STEP} (missing)"),
-    ({"step": 3.5}, f"{io_rules.BAD_STEP} (fractional)"),
-    ({"step": 1e300}, f"{io_rules.BAD_STEP} (past the int64 range)"),
-    ({"step": -2.0}, f"{io_rules.BAD_STEP} (below 0)"),
-    ({"attempt": -1.0}, "attempt is not an integer >= 0 (below 0)"),
-    ({"attempt": 0.5}, "attempt is not an integer >= 0 (fractional)"),
-    ({"rank": None}, "rank is not an integer >= -1 (missing)"),
-    ({"rank": -3.0}, "rank is not an integer >= -1 (below -1)"),
-    ({"start_s": np.nan}, f"{io_rules.NON_FINITE_TIME} (start_s)"),
-    ({"end_s": np.inf}, f"{io_rules.NON_FINITE_TIME} (end_s)"),
-    ({"end_s": None}, f"{io_rules.NON_FINITE_TIME} (end_s)"),
-    ({"end_s": -5.0}, io_rules.end_before_start("step")),
-    ({"compute_s": -1.0}, f"{io_rules.VALUE_OUT_OF_RANGE} (compute_s: negative)"),
-    ({"data_wait_s": np.inf}, f"{io_rules.VALUE_OUT_OF_RANGE} (data_wait_s: infinite)"),
+    ({"step": np.nan}, io_rules.BAD_STEP, "NaN or infinite"),
+    ({"step": None}, io_rules.BAD_STEP, "missing"),
+    ({"step": 3.5}, io_rules.BAD_STEP, "fractional"),
+    ({"step": 1e300}, io_rules.BAD_STEP, "past the int64 range"),
+    ({"step": -2.0}, io_rules.BAD_STEP, "below 0"),
+    ({"attempt": -1.0}, row_rules.BAD_ATTEMPT, "below 0"),
+    ({"attempt": 0.5}, row_rules.BAD_ATTEMPT, "fractional"),
+    ({"rank": None}, row_rules.BAD_RANK, "missing"),
+    ({"rank": -3.0}, row_rules.BAD_RANK, "below -1"),
+    ({"start_s": np.nan}, io_rules.NON_FINITE_TIME, "start_s"),
+    ({"end_s": np.inf}, io_rules.NON_FINITE_TIME, "end_s"),
+    ({"end_s": None}, io_rules.NON_FINITE_TIME, "end_s"),
+    ({"end_s": -5.0}, io_rules.END_BEFORE_START, "step"),
+    ({"compute_s": -1.0}, io_rules.VALUE_OUT_OF_RANGE, "compute_s: negative"),
+    ({"data_wait_s": np.inf}, io_rules.VALUE_OUT_OF_RANGE, "data_wait_s: infinite"),
 ]
 
 
@@ -160,7 +160,7 @@ def bad_dataset(tmp_path_factory, rows):
     root = tmp_path_factory.mktemp("bad")
     _write(root / "clean", rows, floats=True)
     shutil.copytree(root / "clean", root / "bad")
-    for i, (change, _) in enumerate(BAD_ROWS):
+    for i, (change, _, _) in enumerate(BAD_ROWS):
         row = {k: [float(v)] for k, v in rows.iloc[7 * i].items()}
         row.update({k: [v] for k, v in change.items()})  # None: a NULL; np.nan: a NaN
         table = pa.table({k: pa.array(v, pa.float64()) for k, v in row.items()})
@@ -170,14 +170,14 @@ def bad_dataset(tmp_path_factory, rows):
 
 def _expected_skips():
     want: dict[str, int] = {}
-    for _, reason in BAD_ROWS:
+    for _, reason, _ in BAD_ROWS:
         want[reason] = want.get(reason, 0) + 1
     return want
 
 
 def test_each_rule_is_tested():
-    tested = {reason for _, reason in BAD_ROWS}
-    assert tested <= {r.reason for r in row_rules.ROW_RULES}  # the reasons are the table's own
+    tested = {(reason, detail) for _, reason, detail in BAD_ROWS}
+    assert tested <= {(r.reason, r.detail) for r in row_rules.ROW_RULES}  # the reasons are the table's own
     assert {r.test for r in row_rules.ROW_RULES} <= {t if ":" not in t else t for t in
                                                     ("missing", "not_finite", "infinite", "below:0", "below:-1",
                                                      "past_int64", "fractional", "end_before_start")}
@@ -188,8 +188,8 @@ def _check_bad(run, clean_answer, engine):
     assert rep.skipped == _expected_skips(), engine
     assert _answer(run) == clean_answer, engine
     notes = "\n".join(rep.notes)
-    for i in range(len(BAD_ROWS)):
-        assert f"bad-{i:02d}.parquet: 1 row(s) left out" in notes, (engine, i)
+    for i, (_, reason, detail) in enumerate(BAD_ROWS):  # each part's note names the rule it broke
+        assert f"bad-{i:02d}.parquet: 1 row(s) left out: {reason} ({detail})" in notes, (engine, i)
 
 
 @pytest.mark.parametrize("engine", ["pandas", "duckdb"])
@@ -205,7 +205,7 @@ def test_strict_refuses_alike(bad_dataset):
             _load(bad_dataset / "bad", engine, strict=True)
         msgs.append(str(exc.value))
     assert msgs[0] == msgs[1]
-    assert "bad-00.parquet" in msgs[0] and io_rules.BAD_STEP in msgs[0]
+    assert "bad-00.parquet" in msgs[0] and f"{io_rules.BAD_STEP} (NaN or infinite)" in msgs[0]
 
 
 def test_only_bad_rows_is_one_clear_refusal(tmp_path, rows):
@@ -266,8 +266,7 @@ def test_integer_columns_keep_the_rules_that_can_fail(tmp_path, rows):
                     "rank": pa.array([0, -5, 0], pa.int64()), "start_s": [1.0, 1.0, 1.0], "end_s": [2.0, 2.0, 2.0],
                     "data_wait_s": [0.0, 0.0, 0.0], "compute_s": [1.0, 1.0, 1.0]})
     pq.write_table(bad, str(tmp_path / "ds" / "bad.parquet"))
-    want = {f"{io_rules.BAD_STEP} (below 0)": 1, "rank is not an integer >= -1 (below -1)": 1,
-            f"{io_rules.BAD_STEP} (missing)": 1}
+    want = {io_rules.BAD_STEP: 2, row_rules.BAD_RANK: 1}
     answers = []
     for engine in ("pandas", "duckdb"):
         run = _load(tmp_path / "ds", engine)

@@ -152,11 +152,12 @@ def test_hf_non_numeric_point_value_is_counted(tmp_path):
 
 def test_hf_non_integer_global_step_is_counted(tmp_path):
     p = write_state(tmp_path, global_step="x30")
-    with pytest.warns(LoadWarning, match="global_step"):
+    with pytest.warns(LoadWarning, match="step is not a non-negative integer"):
         run = hf_trainer.load(p)
     rep = run.meta.report
-    assert rep.skipped == {"step is not a non-negative integer (global_step ignored)": 1}
-    assert rep.first_lines["step is not a non-negative integer (global_step ignored)"] == [2]
+    assert rep.skipped == {"step is not a non-negative integer": 1}
+    assert rep.first_lines["step is not a non-negative integer"] == [2]
+    assert rep.examples["step is not a non-negative integer"] == "global_step ignored: 'x30'"
     assert "global_step" not in run.meta.extra and len(run.steps) == 30  # steps from the log
     err = strict_error(hf_trainer, p)
     assert (err.line, err.field) == (2, "global_step") and "x30" in str(err)
@@ -195,8 +196,9 @@ def test_table_bad_cell_keeps_the_column(tmp_path, name, text, line):
     p = tmp_path / name
     p.write_text(text)
     run = load_warned(table, p)
-    reason = "non-numeric value (left missing, record kept) ('loss')"
+    reason = "non-numeric value (left missing, record kept)"
     assert run.meta.report.skipped == {reason: 1} and run.meta.report.first_lines[reason] == [line]
+    assert run.meta.report.examples[reason].startswith("'loss': ")  # the column, then the row
     loss = run.steps["loss"].tolist()
     assert len(loss) == 3 and loss[0] == 1.0 and math.isnan(loss[1]) and loss[2] == 0.8
     err = strict_error(table, p)

@@ -371,10 +371,10 @@ def test_damaged_lines_are_counted_with_line_and_field(tmp_path):
         "unreadable DCGM metric sample": [3],
         "non-numeric value (left missing, record kept)": [4],
         "entity id is not a non-negative integer": [5],
-        "value out of range (negative)": [6],
-        "value out of range (infinite)": [7],
+        "value out of range": [6, 7],  # negative, then infinite: the detail goes with the example
         "half-written last line": [9],
     }
+    assert rep.examples["value out of range"].startswith("negative: ")
     row = run.tables["gpu_metrics"].iloc[0]
     assert row["sm_clock_mhz"] == 1410 and math.isnan(row["mem_clock_mhz"]) and row["memory_free_mib"] == 12
     with pytest.raises(LoadError) as info:
@@ -396,7 +396,8 @@ def test_dmon_headers_short_rows_and_passes(tmp_path):
     )
     with pytest.warns(LoadWarning):
         run = load_run(_write(tmp_path, text, "dmon.txt"))
-    assert run.meta.report.first_lines == {"wrong number of fields (expected 3 values after the entity)": [5]}
+    assert run.meta.report.first_lines == {"wrong number of fields": [5]}
+    assert run.meta.report.examples["wrong number of fields"].startswith("expected 3 values after the entity: ")
     m = run.tables["gpu_metrics"]
     assert m["line"].tolist() == [3, 4, 6, 8] and m["sample"].tolist() == [1, 1, 2, 3]
     assert m["power_w"].tolist() == [300.5, 299.0, 298.0, 302.0] and math.isnan(m.loc[1, "tensor_active"])

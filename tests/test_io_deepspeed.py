@@ -347,8 +347,9 @@ def test_negative_comm_latency_is_rejected_on_the_real_table(realdata):  # noqa:
     run = _load(path, format="deepspeed")
     comms = run.tables["comms"]
     assert len(comms) == rows and comms["total_latency_ms"].isna().sum() == len(negative)
-    reason = "negative duration (counter overflow)"
+    reason = "negative duration"
     assert run.meta.report.skipped[reason] == 4 and run.meta.report.first_lines[reason] == negative
+    assert run.meta.report.examples[reason].startswith("counter overflow: ")
     assert comms.loc[comms["line"] == negative[0], "avg_latency_ms"].item() == 246.25  # the row stays
     with pytest.raises(LoadError) as info:
         deepspeed.load(path, strict=True)
@@ -451,7 +452,8 @@ def test_bad_values_are_counted_with_line_and_field(tmp_path):
     first = run.meta.report.first_lines
     assert first["step is not a non-negative integer"] == [11]
     assert first["non-numeric value (left missing, record kept)"] == [12, 12]  # skipped=x, lr=[zz]
-    assert first["value out of range (negative or not finite)"] == [13, 13]  # nan, -3
+    assert first["value out of range"] == [13, 13]  # nan, -3
+    assert run.meta.report.examples["value out of range"].startswith("negative or not finite: ")
     assert first["unreadable timestamp"] == [14]  # hour 25
     assert first["engine step line without a timestamp (cannot be timed)"] == [14]
     assert run.steps["step"].max() == 8  # the record with damaged values keeps its step
@@ -520,8 +522,9 @@ def test_comms_table_rejects_negative_latency_and_bandwidth(tmp_path):
     assert comms["total_latency_ms"].iloc[0] == 5.0 and math.isnan(comms["total_latency_ms"].iloc[1])
     assert math.isnan(comms["busbw_avg_gbps"].iloc[2])
     first = run.meta.report.first_lines
-    assert first["negative duration (counter overflow)"] == [5]
-    assert first["value out of range (counter overflow)"] == [7]
+    assert first["negative duration"] == [5]
+    assert first["value out of range"] == [7]
+    assert run.meta.report.examples["value out of range"].startswith("counter overflow: ")
     with pytest.raises(LoadError) as info:
         deepspeed.load(_write(tmp_path, COMMS), strict=True)
     assert (info.value.line, info.value.field) == (5, "Total Latency(ms)")
@@ -573,7 +576,8 @@ def test_launcher_world_info_damage_is_counted(tmp_path):
     assert _fact(run, "n_accelerators") == 4 and _fact(run, "n_nodes") == 2 and _fact(run, "accelerators_per_node") == 2
     first = run.meta.report.first_lines
     assert first["--world_info is not base64"] == [2, 3]  # '%%%...' and a one-character token
-    assert first["record is not a JSON object (--world_info is not {host: [devices]})"] == [4]
+    assert first["record is not a JSON object"] == [4]
+    assert run.meta.report.examples["record is not a JSON object"].startswith("--world_info is not {host: [devices]}: ")
     assert first["value out of range"] == [5] and _fact(run, "n_ranks") is None
 
 

@@ -308,9 +308,11 @@ def test_odd_entries_are_counted_never_dropped_silently(tmp_path):
         run = load_run(path)
     rep = run.meta.report
     assert rep.lines_read == 6
-    assert rep.skipped == {"required field missing (state)": 1, "unknown entry state (record kept)": 1,
-                           "collective_seq_id is not a non-negative integer": 1,
-                           "time is missing, NaN or infinite (time_created_ns)": 1, "entry is not a mapping": 1}
+    assert rep.skipped == {"required field missing": 1, "unknown entry state (record kept)": 1,
+                           "id is not a non-negative integer": 1,
+                           "time is missing, NaN or infinite": 1, "entry is not a mapping": 1}
+    assert rep.examples["id is not a non-negative integer"].startswith("collective_seq_id: ")
+    assert rep.examples["time is missing, NaN or infinite"].startswith("time_created_ns: ")
     assert rep.first_lines["unknown entry state (record kept)"] == [3]
     assert run.tables["collectives"]["state"].tolist() == ["scheduled", "exploded"]
     with pytest.raises(LoadError, match=r"_dump_0.*required field missing \(state\)"):

@@ -93,13 +93,16 @@ def test_malformed_records(tmp_path):
     assert sum(w.category is LoadWarning for w in caught) == 1
     # the shared skip reasons (mfu_toolkit.io.rules), with the JSON parser's own message
     assert run.meta.report.first_lines == {
-        f"{rules.MALFORMED_JSON} (Unterminated string starting at)": [4, len(lines)],
-        f"{rules.MALFORMED_JSON} (Expecting value)": [9],
-        f"{rules.NON_FINITE_TIME} (step_start_time)": [5],
-        f"{rules.BAD_STEP} (step_count)": [6],
+        rules.MALFORMED_JSON: [4, 9, len(lines)],
+        rules.NON_FINITE_TIME: [5],
+        rules.BAD_STEP: [6],
         "unrecognised goodput record (no known key)": [7],
-        f"{rules.NON_MONOTONIC} (more than 1 s before an earlier record)": [8],
+        rules.NON_MONOTONIC: [8],
     }
+    examples = run.meta.report.examples  # the detail the key no longer carries opens the example
+    assert examples[rules.MALFORMED_JSON].startswith("Unterminated string starting at")
+    assert examples[rules.NON_FINITE_TIME].startswith("step_start_time: ")
+    assert examples[rules.NON_MONOTONIC].startswith("more than 1 s before an earlier record: ")
     assert len(run.steps) == 7
     with pytest.raises(LoadError) as info:
         goodput.load(p, strict=True)
@@ -277,13 +280,13 @@ def _steady(n: int = 50) -> list[dict]:
             {**j, "job_end_time": GP_T0 + n + 10}]
 
 
-@pytest.mark.parametrize(("bad", "reason"), [
-    ({"step_start_time": GP_T0 + 1e6}, f"{rules.NON_MONOTONIC} (far ahead of the records before and after it)"),
-    ({"step_start_time": 1e308}, f"{rules.VALUE_OUT_OF_RANGE} (step_start_time negative or after the year 9999)"),
-    ({"step_count": 1e308}, f"{rules.BAD_STEP} (step_count)"),
-    ({"step_count": "1" * 5000}, f"{rules.BAD_STEP} (step_count)"),
+@pytest.mark.parametrize(("bad", "reason", "detail"), [
+    ({"step_start_time": GP_T0 + 1e6}, rules.NON_MONOTONIC, "far ahead of the records before and after it"),
+    ({"step_start_time": 1e308}, rules.VALUE_OUT_OF_RANGE, "step_start_time negative or after the year 9999"),
+    ({"step_count": 1e308}, rules.BAD_STEP, "step_count"),
+    ({"step_count": "1" * 5000}, rules.BAD_STEP, "step_count"),
 ])
-def test_one_garbled_record_is_the_only_one_skipped(tmp_path, bad, reason):
+def test_one_garbled_record_is_the_only_one_skipped(tmp_path, bad, reason, detail):
     # the old loader skipped the 40 records after a time far ahead (all later steps lost) and kept
     # a step numbered 1e308
     pay = _steady()
@@ -291,6 +294,7 @@ def test_one_garbled_record_is_the_only_one_skipped(tmp_path, bad, reason):
     with pytest.warns(LoadWarning):
         run = load_run(write_goodput_log(tmp_path, pay))
     assert run.meta.report.first_lines == {reason: [11]}
+    assert run.meta.report.examples[reason].startswith(detail)
     assert run.steps["step"].tolist() == [s for s in range(1, 50) if s != 10]
 
 

@@ -15,7 +15,7 @@ from _realdata_b import realdata_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mfu_toolkit.io import hf_trainer, load_run
+from mfu_toolkit.io import hf_trainer, load_run, rules
 from mfu_toolkit.io.reading import read_head
 from mfu_toolkit.run import LoadError, LoadWarning
 
@@ -100,12 +100,15 @@ def test_an_unreadable_results_file_is_counted_with_file_and_line(tmp_path):
     p.write_text(state(HISTORY))
     (tmp_path / "run_all_results.json").write_text('{\n  "epoch": 1.0,\n  "train_runtime": 250.0,\n')  # half-written
     (tmp_path / "eval_results.json").write_text("[1, 2]")
-    reason = "malformed JSON record (Expecting property name enclosed in double quotes); results file left out"
-    with pytest.warns(LoadWarning, match="results file left out"):
+    reason = "unreadable file left out"  # which file, and why, is the detail: it opens the example
+    with pytest.warns(LoadWarning, match="unreadable file left out"):
         run = hf_trainer.load(p)
     rep = run.meta.report
-    assert rep.skipped == {reason: 1, "record is not a JSON object; results file left out": 1}
-    assert rep.first_lines[reason] == ["run_all_results.json:4"] and "results" not in run.meta.extra
+    assert rep.skipped == {reason: 2}
+    assert rep.examples[reason] == ("results file: malformed JSON record (Expecting property name enclosed in "
+                                    "double quotes)")
+    assert rep.first_lines[reason] == ["run_all_results.json:4", "eval_results.json:1"]
+    assert "results" not in run.meta.extra
     assert len(run.steps) == 100  # the state itself loads as before
     with pytest.raises(LoadError) as exc:
         hf_trainer.load(p, strict=True)
@@ -151,7 +154,7 @@ def test_truncated_state_is_salvaged_or_raised(tmp_path):
     assert len(run.tables["log_history"]) == 3
     assert run.steps.empty  # no train_runtime survived
     (reason,) = run.meta.report.skipped
-    assert "truncated" in reason
+    assert reason == rules.JSON_REST_UNREAD and run.meta.report.examples[reason].startswith("truncated")
     line = cut[: cut.rindex("{")].count("\n") + 1  # the broken entry's first line
     assert run.meta.report.first_lines[reason] == [line]
     with pytest.raises(LoadError) as exc:
@@ -381,8 +384,9 @@ def test_an_entry_nested_too_deeply_is_passed_over(tmp_path):
     p = tmp_path / "trainer_state.json"
     p.write_text(text)
     run = load_quiet(p)
-    reason = "JSON nested too deeply to read; entry passed over"
+    reason = "JSON nested too deeply to read"
     assert run.meta.report.skipped == {reason: 1}
+    assert run.meta.report.examples[reason].startswith("entry passed over: ")
     assert run.meta.report.first_lines[reason] == [text.count("\n", 0, text.index('{"deep"')) + 1]
     assert len(run.tables["log_history"]) == len(HISTORY) and len(run.steps) == 100  # the rest read
     with pytest.raises(LoadError, match="nested too deeply"):
@@ -390,7 +394,7 @@ def test_an_entry_nested_too_deeply_is_passed_over(tmp_path):
 
 
 def test_a_step_gap_too_long_to_expand_is_counted(tmp_path):
-    reason = "step gap too long to be one log interval (record kept as one step); no step rows for this attempt"
+    reason = "step gap too long to be one log interval (no step rows for this attempt)"
     p = tmp_path / "trainer_state.json"
     text = state(HISTORY, global_step=10**12)  # a damaged global_step: 10^12 rows if expanded
     p.write_text(text)

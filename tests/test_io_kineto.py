@@ -16,7 +16,7 @@ from _realdata_b import realdata_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mfu_toolkit.io import gpu_time, kineto
+from mfu_toolkit.io import gpu_time, kineto, rules
 from mfu_toolkit.io.reading import read_head
 from mfu_toolkit.run import LoadError, LoadWarning
 
@@ -126,7 +126,7 @@ def test_truncated_trace_is_read_up_to_the_cut(tmp_path):
     run = load_quiet(p)
     assert run.steps["step"].tolist() == [1, 2]
     (reason,) = run.meta.report.skipped
-    assert "truncated" in reason
+    assert reason == rules.JSON_REST_UNREAD and run.meta.report.examples[reason].startswith("truncated")
     assert run.meta.report.first_lines[reason] == [cut[: cut.rindex("{")].count("\n") + 1]
     # Kernels before the cut are counted: step 1 as in the full trace.
     assert run.steps.set_index("step").loc[1, "compute_s"] == pytest.approx(400e-6)
@@ -150,8 +150,9 @@ def test_nan_and_negative_durations_are_bad_records(tmp_path):
     with pytest.warns(LoadWarning):
         run = kineto.load(p)
     rep = run.meta.report
-    assert rep.skipped == {"time is missing, NaN or infinite (dur)": 1, "negative duration": 1}
-    assert rep.first_lines["time is missing, NaN or infinite (dur)"] == [line_of("bad_nan_kernel")]
+    assert rep.skipped == {"time is missing, NaN or infinite": 1, "negative duration": 1}
+    assert rep.first_lines["time is missing, NaN or infinite"] == [line_of("bad_nan_kernel")]
+    assert rep.examples["time is missing, NaN or infinite"] == "dur"
     assert rep.first_lines["negative duration"] == [line_of("bad_negative_kernel")]
     assert run.steps.set_index("step").loc[1, "compute_s"] == pytest.approx(400e-6)  # unaffected
     with pytest.raises(LoadError) as exc:
@@ -414,8 +415,9 @@ def test_a_rank_or_world_size_out_of_range_is_counted_not_a_crash(tmp_path):
     p = tmp_path / "trace_rank-3.json"
     text = _trace_with_info(p, {"backend": "nccl", "rank": 3e9, "world_size": 8})
     run = load_quiet(p)
-    reason = "value out of range (distributedInfo.rank)"
+    reason = "value out of range"
     assert run.meta.report.skipped == {reason: 1}
+    assert run.meta.report.examples[reason] == "distributedInfo.rank: 3000000000.0"
     assert run.meta.report.first_lines[reason] == [_line_of(text, '"distributedInfo"')]
     assert run.ranks == [3]  # then taken from the file name
     with pytest.raises(LoadError) as exc:
@@ -424,11 +426,13 @@ def test_a_rank_or_world_size_out_of_range_is_counted_not_a_crash(tmp_path):
     for ws in (0, 3e9, -2, 2.5):
         _trace_with_info(p, {"rank": 1, "world_size": ws})
         run = load_quiet(p)
-        assert run.meta.report.skipped == {"value out of range (distributedInfo.world_size)": 1}
+        assert run.meta.report.skipped == {"value out of range": 1}
+        assert run.meta.report.examples["value out of range"].startswith("distributedInfo.world_size: ")
         assert run.meta.n_accelerators is None and run.meta.fact("n_ranks") is None and run.ranks == [1]
     _trace_with_info(p, {"rank": 5, "world_size": 2})  # rank 5 of 2
     run = load_quiet(p)
-    assert run.meta.report.skipped == {"value out of range (distributedInfo.rank is not below world_size)": 1}
+    assert run.meta.report.skipped == {"value out of range": 1}
+    assert run.meta.report.examples["value out of range"] == "distributedInfo.rank is not below world_size: rank 5 of 2"
     assert run.ranks == [3] and run.meta.n_accelerators == 2
 
 
@@ -439,7 +443,8 @@ def test_a_profiler_step_number_beyond_float_precision_is_counted(tmp_path):
     p.write_text(json.dumps({"traceEvents": evs}, indent=1))
     run = load_quiet(p)
     assert run.steps["step"].tolist() == [1]
-    assert run.meta.report.skipped == {"step is not a non-negative integer (ProfilerStep#N)": 1}
+    assert run.meta.report.skipped == {"step is not a non-negative integer": 1}
+    assert run.meta.report.examples["step is not a non-negative integer"] == "ProfilerStep#N"
 
 
 def test_a_value_nested_too_deeply_is_counted_by_the_full_parse(tmp_path):
@@ -456,7 +461,7 @@ def test_a_value_nested_too_deeply_is_counted_by_the_full_parse(tmp_path):
     finally:
         kineto.FAST_PATH = True
     (reason,) = run.meta.report.skipped
-    assert reason == "JSON nested too deeply to read (read up to it)"
+    assert reason == rules.JSON_REST_UNREAD and run.meta.report.examples[reason].startswith(rules.JSON_TOO_DEEP)
     brace = text.rfind("{", 0, text.index('"aten::deep"'))  # where the deep event begins
     assert run.meta.report.first_lines[reason] == [text.count("\n", 0, brace) + 1]
     assert run.steps["step"].tolist() == [1, 2]  # the spans before it were read

@@ -144,8 +144,9 @@ def test_bad_records_have_the_same_counts_and_lines(tmp_path):
     fast, full = _both(p)
     assert fast == full
     rep = fast.meta.report
-    assert rep.skipped == {"time is missing, NaN or infinite (dur)": 1, "negative duration": 1,
-                           "step is not a non-negative integer (ProfilerStep#N)": 1}
+    assert rep.skipped == {"time is missing, NaN or infinite": 1, "negative duration": 1,
+                           "step is not a non-negative integer": 1}
+    assert rep.examples["time is missing, NaN or infinite"] == "dur"
     assert len(rep.first_lines["negative duration"]) == 1
     with pytest.raises(LoadError, match="dur"):
         kineto.load(p, strict=True)  # strict reads everything, in file order
@@ -280,7 +281,7 @@ def test_chunk_boundaries_anywhere_give_the_one_piece_read(chunk):
         assert kineto._scan(data, chunk=chunk) == whole
         # kept: the GPU events with a finite duration and the 26 ProfilerStep spans (#4, #5, #6-#29)
         assert len(whole[1]) == len([e for e in gpu if e["dur"] == e["dur"]]) + 26
-        assert [b[1][1] for b in whole[2]] == ["time is missing, NaN or infinite (dur)"]
+        assert [(b[1][1], b[1][1].detail) for b in whole[2]] == [("time is missing, NaN or infinite", "dur")]
     # An event whose args come before its category: the brace found is the args', so the
     # selective read steps aside (the full parse reads it), however the bytes are cut.
     odd = _doc(_odd_events() + [{"args": {"stream": 7}, "cat": "kernel", "ph": "X", "ts": BASE, "dur": 1}])
@@ -298,7 +299,7 @@ def test_a_load_read_in_tiny_chunks_is_the_full_parse(tmp_path, monkeypatch, gz,
     monkeypatch.setattr(reading, "_CHUNK", chunk)  # the inflating thread hands over chunks this small
     fast, full = _both(p)
     assert fast == full
-    assert fast.meta.report.skipped == {"time is missing, NaN or infinite (dur)": 1}
+    assert fast.meta.report.skipped == {"time is missing, NaN or infinite": 1}
     assert fast.steps["step"].tolist() == list(range(4, 30))
 
 

@@ -261,8 +261,9 @@ def test_a_billion_laughs_hparams_is_counted_not_expanded(tmp_path):
     assert ratio < 5, (f"the aliases took {ratio:.1f}x the time of plain lists of about their size "
                        "(bound 5x; expanding them would build 9 ** 12 strings)")
     run = load_quiet(d)
-    reason = f"unreadable hparams.yaml (aliases expand past {lightning.MAX_YAML_NODES:,} nodes)"
+    reason = "unreadable hparams.yaml"
     assert run.meta.report.skipped == {reason: 1}
+    assert run.meta.report.examples[reason] == f"aliases expand past {lightning.MAX_YAML_NODES:,} nodes"
     # nodes per level: a 1 + 9 = 10, b 1 + 9 * 10 = 91, c 820, d 7,381, e 66,430, f 597,871:
     # the first past the bound is the sequence of f, on line 6
     assert run.meta.report.first_lines[reason] == [6]
@@ -278,9 +279,10 @@ def test_a_few_aliases_are_fine_and_a_self_reference_or_deep_nesting_is_counted(
     assert lightning.load(ok).meta.extra["hparams"] == {
         "base": {"lr": 0.1, "wd": 0.01}, "run": {"lr": 0.1, "wd": 0.01}, "other": {"lr": 0.2, "wd": 0.01}}
     loop = make_version(tmp_path / "loop", 0, hparams="lr: 0.1\nx: &x [1, *x]\n")
-    assert load_quiet(loop).meta.report.first_lines == {
-        "unreadable hparams.yaml (an alias refers to the node that contains it)": [2]}
-    deep = f"unreadable hparams.yaml (nested deeper than {lightning.MAX_YAML_DEPTH} levels)"
+    looped = load_quiet(loop).meta.report
+    assert looped.first_lines == {"unreadable hparams.yaml": [2]}
+    assert looped.examples["unreadable hparams.yaml"] == "an alias refers to the node that contains it"
+    deep = "unreadable hparams.yaml"
 
     def block(n: int) -> str:  # about n characters: the depth is about sqrt(2n)
         depth = math.isqrt(2 * n)
@@ -302,16 +304,17 @@ def test_a_few_aliases_are_fine_and_a_self_reference_or_deep_nesting_is_counted(
         assert ratio < linear_bound(), (name, explain(ratio))  # PyYAML's scanner is quadratic in the depth
         for rep in reports.values():
             assert rep.first_lines == ({deep: [at]} if at else {}), name
+            assert not at or rep.examples[deep] == f"nested deeper than {lightning.MAX_YAML_DEPTH} levels"
 
 
 def test_an_invalid_date_in_hparams_is_counted_and_left_missing(tmp_path):
     d = make_version(tmp_path, 0, hparams="lr: 0.001\nstarted: 2024-02-30\nbatch_size: 8\nseed: " + "7" * 5000 + "\n")
     with pytest.warns(LoadWarning):
         run = lightning.load(d)
-    date = f"{rules.VALUE_OUT_OF_RANGE} (invalid date in hparams.yaml, left missing)"
-    big = f"{rules.VALUE_OUT_OF_RANGE} (integer that cannot be built in hparams.yaml, left missing)"
-    assert run.meta.report.skipped == {date: 1, big: 1}
-    assert run.meta.report.first_lines == {date: [2], big: [4]}
+    assert run.meta.report.skipped == {rules.VALUE_OUT_OF_RANGE: 2}
+    assert run.meta.report.first_lines == {rules.VALUE_OUT_OF_RANGE: [2, 4]}
+    assert run.meta.report.examples[rules.VALUE_OUT_OF_RANGE] == (
+        "invalid date in hparams.yaml, left missing: 2024-02-30")  # the first one's detail, then its value
     assert run.meta.extra["hparams"] == {"lr": 0.001, "started": None, "batch_size": 8, "seed": None}
     assert run.meta.fact("micro_batch")["value"] == 8
     with pytest.raises(LoadError) as exc:
@@ -368,7 +371,8 @@ def test_steps_past_int64_and_infinite_times_are_counted(tmp_path):
                  "0,2,2,inf\n0,3,nan,103\n")
     with pytest.warns(LoadWarning):
         run = lightning.load(p)
-    assert run.meta.report.first_lines == {rules.BAD_STEP: [3, 4], f"{rules.NON_FINITE_TIME} (timestamp)": [5]}
+    assert run.meta.report.first_lines == {rules.BAD_STEP: [3, 4], rules.NON_FINITE_TIME: [5]}
+    assert run.meta.report.examples[rules.NON_FINITE_TIME].startswith("timestamp: ")
     assert run.steps["step"].tolist() == [0, 1, 2, 3]  # step 3's interval covers 1 and 2
     assert math.isnan(run.tables["metrics"]["loss"].iloc[-1])  # 'nan' is a number: kept as NaN, not counted
 

@@ -129,18 +129,19 @@ def test_strict_mode_raises_naming_file_line_and_field(tmp_path):
     assert str(err).startswith(f"{tmp_path / 'train.log'}, line 3, field 'loss': {rules.NON_NUMERIC}: 'loss: abc'")
 
 
-@pytest.mark.parametrize("value, missing, reason", [
-    (None, False, rules.NON_NUMERIC),
-    (None, True, f"{rules.NON_FINITE_TIME} (step time)"),
-    (math.nan, False, f"{rules.NON_FINITE_TIME} (step time)"),
-    (-1.0, False, f"{rules.NEGATIVE_DURATION} (step time)"),
-    (2e4, False, f"{rules.VALUE_OUT_OF_RANGE} (step time over 10 s)"),
+@pytest.mark.parametrize("value, missing, reason, detail", [
+    (None, False, rules.NON_NUMERIC, None),
+    (None, True, rules.NON_FINITE_TIME, "step time"),
+    (math.nan, False, rules.NON_FINITE_TIME, "step time"),
+    (-1.0, False, rules.NEGATIVE_DURATION, "step time"),
+    (2e4, False, rules.VALUE_OUT_OF_RANGE, "step time over 10 s"),
 ])
-def test_a_time_value_is_checked_against_the_shared_reasons(tmp_path, value, missing, reason):
+def test_a_time_value_is_checked_against_the_shared_reasons(tmp_path, value, missing, reason, detail):
     reader = _reader(tmp_path, ["x"])
     at = At(reader, 7, "x")
     assert at.time("t", value, what="step time", scale=1e-3, limit=10.0, text_missing=missing) is None
     assert reader.report.first_lines == {reason: [7]}
+    assert reader.report.examples.get(reason) == detail  # the detail, no example given
     assert at.time("t", 9999.0, what="step time", scale=1e-3, limit=10.0) == 9999.0  # 9.999 s: kept
 
 
@@ -234,7 +235,8 @@ def test_timer_rows_fill_any_table_that_holds_them(tmp_path):
     assert t["timer"].tolist() == ["fwd", "bwd_inner", "bwd_allreduce", "forward-compute", "grads-all-reduce",
                                    "batch-generator"]
     assert t["step"].tolist() == [1, 1, 1, 1, 1, 2] and t["source"].iloc[0] == "deepspeed"
-    assert reader.report.first_lines == {rules.DUPLICATE: [5], f"{rules.NON_FINITE_TIME} (timer)": [8]}
+    assert reader.report.first_lines == {rules.DUPLICATE: [5], rules.NON_FINITE_TIME: [8]}
+    assert reader.report.examples[rules.NON_FINITE_TIME].startswith("timer")
     assert st.timers.first == {"deepspeed": (1, lines[0]), "megatron": (3, lines[2])}
     assert st.timers.spread() == {"forward-compute": 2.0, "grads-all-reduce": 2.0}
 

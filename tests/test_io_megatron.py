@@ -112,12 +112,17 @@ def test_malformed_lines_are_skipped_and_counted(tmp_path):
     assert sum(w.category is LoadWarning for w in caught) == 1
     assert run.steps["step"].tolist() == [1, 6]
     assert run.meta.report.first_lines == {
-        "unknown time unit 'fortnights' in elapsed time per iteration": [2],
-        "time is missing, NaN or infinite (elapsed time per iteration)": [3],
-        "negative duration (elapsed time per iteration)": [4],
-        "non-monotonic timestamp (earlier than the previous iteration line)": [5],
-        "required field missing (elapsed time per iteration; truncated?)": [8],
+        "unknown time unit": [2],
+        "time is missing, NaN or infinite": [3],
+        "negative duration": [4],
+        "non-monotonic timestamp": [5],
+        "required field missing": [8],
     }
+    examples = run.meta.report.examples  # the detail opens each reason's example
+    assert examples["unknown time unit"].startswith("'fortnights' in elapsed time per iteration: ")
+    assert examples["time is missing, NaN or infinite"].startswith("elapsed time per iteration: ")
+    assert examples["non-monotonic timestamp"].startswith("earlier than the previous iteration line: ")
+    assert examples["required field missing"].startswith("elapsed time per iteration; truncated?: ")
 
 
 def test_strict_raises_with_line_and_field(tmp_path):
@@ -671,10 +676,10 @@ def test_mutated_logs_give_a_run_or_a_load_error_and_count_every_dropped_line(
     skipped_at: list[int] = []
     real_skip = LoadReport.skip
 
-    def skip(self, reason, line=None, example=None, file=None):  # every skipped line, not only the first five
+    def skip(self, reason, line=None, example=None, file=None, detail=None):  # every line, not only the first five
         if line is not None:
             skipped_at.append(int(line))
-        return real_skip(self, reason, line=line, example=example, file=file)
+        return real_skip(self, reason, line=line, example=example, file=file, detail=detail)
 
     monkeypatch.setattr(LoadReport, "skip", skip)
     sources = [(realdata / "megatron" / "NVIDIA-Megatron-LM_issue756_mixtral8x7b_16xH100_iterations.log").read_bytes(),

@@ -71,7 +71,8 @@ def test_list_values_and_bad_values(tmp_path):
         run = megatron_json.load(p)
     assert run.steps["step"].tolist() == [0, 4, 8]
     # each bad value is one skipped record (the old loader counted "x" twice: non-numeric and nan)
-    assert run.meta.report.skipped == {rules.NON_NUMERIC: 1, f"{rules.NEGATIVE_DURATION} (iteration-time)": 1}
+    assert run.meta.report.skipped == {rules.NON_NUMERIC: 1, rules.NEGATIVE_DURATION: 1}
+    assert run.meta.report.examples[rules.NEGATIVE_DURATION].startswith("iteration-time: ")
     assert any("sampled every 2 steps" in n for n in run.meta.report.notes)
     assert math.isnan(run.tables["metrics"].set_index("step").loc[2, "iteration-time"])
 
@@ -119,7 +120,8 @@ def test_a_huge_iteration_time_is_counted_not_a_schema_error(tmp_path):
     lines = p.read_text().split("\n")
     at = [i for i, line in enumerate(lines, start=1) if "1e+308" in line]  # the two values, as written
     assert len(at) == 2
-    assert run.meta.report.first_lines == {f"{rules.VALUE_OUT_OF_RANGE} (iteration-time over 30 days)": at}
+    assert run.meta.report.first_lines == {rules.VALUE_OUT_OF_RANGE: at}
+    assert run.meta.report.examples[rules.VALUE_OUT_OF_RANGE].startswith("iteration-time over 30 days: ")
 
 
 def test_deep_nesting_is_the_toolkits_error(tmp_path):

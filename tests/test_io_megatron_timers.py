@@ -100,8 +100,9 @@ def test_a_repeated_block_and_a_bad_timer_value_are_counted(tmp_path):
         run = load_run(write_megatron(tmp_path, lines=lines), log_interval=1)
     rep = run.meta.report
     assert rep.first_lines == {"duplicate record (kept the first)": [5],
-                               "time is missing, NaN or infinite (timer)": [8],
-                               "negative duration (timer)": [8]}
+                               "time is missing, NaN or infinite": [8],
+                               "negative duration": [8]}
+    assert rep.examples["negative duration"].startswith("timer")
     t = run.tables["timers"]
     assert len(t) == 2 and math.isnan(t["value_ms"].iloc[1])
 

@@ -134,13 +134,18 @@ def test_malformed_records_are_skipped_and_counted(tmp_path):
     assert sum(w.category is LoadWarning for w in caught) == 1
     rep = run.meta.report
     # the shared skip reasons (mfu_toolkit.io.rules), with the JSON parser's own message
-    assert rep.first_lines[f"{rules.MALFORMED_JSON} (Expecting ',' delimiter)"] == [7, n + 8]
-    assert rep.first_lines[f"{rules.MALFORMED_JSON} (Expecting value)"] == [11]
-    assert rep.first_lines[f"{rules.NON_FINITE_TIME} (time_ms)"] == [8]
-    assert rep.first_lines[f"{rules.MISSING_FIELD} (key)"] == [9]
-    assert rep.first_lines[f"{rules.NON_MONOTONIC} (more than 1 s before an earlier record)"] == [10]
-    assert rep.first_lines[f"{rules.VALUE_OUT_OF_RANGE} (time_ms before 1970 or after 9999)"] == [12]
-    assert rep.first_lines[rules.end_without_start("block")] == [n + 7]
+    assert rep.first_lines[rules.MALFORMED_JSON] == [7, 11, n + 8]
+    assert rep.examples[rules.MALFORMED_JSON] == "Expecting ',' delimiter"  # the decoder's message
+    assert rep.first_lines[rules.NON_FINITE_TIME] == [8]
+    assert rep.first_lines[rules.MISSING_FIELD] == [9]
+    assert rep.first_lines[rules.NON_MONOTONIC] == [10]
+    assert rep.first_lines[rules.VALUE_OUT_OF_RANGE] == [12]
+    assert rep.first_lines[rules.END_WITHOUT_START] == [n + 7]
+    for reason, detail in ((rules.NON_FINITE_TIME, "time_ms"), (rules.MISSING_FIELD, "key"),
+                           (rules.NON_MONOTONIC, "more than 1 s before an earlier record"),
+                           (rules.VALUE_OUT_OF_RANGE, "time_ms before 1970 or after 9999"),
+                           (rules.END_WITHOUT_START, "block")):
+        assert rep.examples[reason].startswith(detail), reason
     assert rep.total_skipped == 8
     assert len(run.steps) == 3  # the good records still give the run
 
@@ -477,7 +482,8 @@ def test_ranks_named_in_the_records_are_counted_distinct(tmp_path):
     with pytest.warns(LoadWarning):
         run = load_run(write_mlperf(tmp_path, lines=extra + lines))
     assert _fact(run, "n_ranks")["value"] == 3  # ranks 0, 1, 2; a rank of 3e9 and a 5000-digit one are counted
-    assert run.meta.report.first_lines == {f"{rules.VALUE_OUT_OF_RANGE} (metadata.rank)": [5, 6]}
+    assert run.meta.report.first_lines == {rules.VALUE_OUT_OF_RANGE: [5, 6]}
+    assert run.meta.report.examples[rules.VALUE_OUT_OF_RANGE] == "metadata.rank: 3000000000.0"
 
 
 def test_a_single_init_start_states_no_rank_count(realdata):  # noqa: F811
@@ -527,8 +533,8 @@ def test_a_garbled_time_skips_its_record_only(realdata, tmp_path):  # noqa: F811
     with pytest.warns(LoadWarning):
         run = load_run(p)
     # the old loader skipped every record after it as non-monotonic (885 records, no steps left)
-    assert run.meta.report.first_lines == {
-        f"{rules.NON_MONOTONIC} (far ahead of the records before and after it)": [200]}
+    assert run.meta.report.first_lines == {rules.NON_MONOTONIC: [200]}
+    assert run.meta.report.examples[rules.NON_MONOTONIC] == "far ahead of the records before and after it"
     assert run.steps.equals(load_run(realdata / "mlperf" / GPT3).steps)
 
 
@@ -544,7 +550,8 @@ def test_a_bad_global_batch_is_counted_not_used(realdata, tmp_path, value, why):
     with pytest.warns(LoadWarning):  # the old loader took 1e308 as the global batch, silently
         run = load_run(p)
     assert run.meta.global_batch is None and _fact(run, "global_batch") is None
-    assert run.meta.report.first_lines == {f"{why} (global_batch_size)": [i + 1]}
+    assert run.meta.report.first_lines == {why: [i + 1]}
+    assert run.meta.report.examples[why].startswith("global_batch_size: ")
 
 
 def test_non_utf8_bytes_inside_a_value_keep_the_record(realdata, tmp_path):  # noqa: F811

@@ -137,7 +137,7 @@ def test_backwards_timestamps_are_counted_and_not_used(tmp_path):
     p = _write(tmp_path, "\n".join(lines) + "\n")
     run = _quiet(load_run, p)
     assert run.meta.timing == "duration_only" and run.steps["end_s"].tolist() == [1.0, 2.0, 3.0]
-    assert run.meta.report.first_lines["non-monotonic timestamp (timestamps not used)"] == [3]
+    assert run.meta.report.first_lines[nemo.TIMESTAMPS_NOT_USED] == [3]  # records kept: not a plain non-monotonic
 
 
 def test_progress_bar_form(tmp_path):
@@ -194,11 +194,12 @@ def test_bad_values_are_counted_with_line_and_field(tmp_path):
     rep = run.meta.report
     assert rep.first_lines == {
         "non-numeric value (left missing, record kept)": [2],
-        "time is missing, NaN or infinite (step dropped)": [3, 7],
-        "negative duration (step dropped)": [4],
+        "time is missing, NaN or infinite": [3, 7],
+        "negative duration": [4],
         "step is not a non-negative integer": [5],
-        "required field missing (step dropped)": [6],
+        "required field missing": [6],
     }
+    assert rep.examples["negative duration"].startswith("step dropped: ")
     assert run.steps["step"].tolist() == [0, 1, 7] and math.isnan(run.steps["loss"].iloc[1])
     with pytest.raises(LoadError) as info:
         load_run(p, strict=True)

@@ -195,7 +195,8 @@ def test_garbled_lines_are_counted_with_their_line(tmp_path):
     assert sum(v for k, v in rep.skipped.items() if k.startswith("malformed JSON")) == 1
     assert [rep.skipped[k] for k in ("record is not a JSON object", "unknown event_type",
                                      "non-numeric value (left missing, record kept)",
-                                     "required field missing (job_name)")] == [1, 1, 1, 1]
+                                     "required field missing")] == [1, 1, 1, 1]
+    assert rep.examples["required field missing"] == "job_name"
     assert any(k.startswith("time is missing") for k in rep.skipped)
     assert rep.first_lines["record is not a JSON object"] == [5]
     assert run.tables["starts"]["lines"].tolist() == [4, 3]  # the node_rank "n7" line is kept

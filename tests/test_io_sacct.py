@@ -55,11 +55,15 @@ def test_bad_lines_are_counted(tmp_path):
     with pytest.warns(LoadWarning):
         run = load_run(write_sacct(tmp_path, text))
     assert run.meta.report.first_lines == {
-        "wrong number of fields (expected 10)": [5],
+        "wrong number of fields": [5],
         "JobID is not a SLURM job id": [6],
-        "job end before its start": [7],
-        "unreadable submit time": [8],
+        "interval end before its start": [7],
+        "unreadable time (left missing, record kept)": [8],
     }
+    examples = run.meta.report.examples
+    assert examples["wrong number of fields"].startswith("expected 10: ")
+    assert examples["interval end before its start"].startswith("job: ")
+    assert examples["unreadable time (left missing, record kept)"] == "submit: yesterday"
     with pytest.raises(LoadError) as info:
         sacct.load(write_sacct(tmp_path, text), strict=True)
     assert info.value.line == 5

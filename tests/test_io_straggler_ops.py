@@ -174,15 +174,16 @@ def test_an_80_kb_line_of_one_character_is_quick(tmp_path, char):
 
 def test_huge_negative_or_fractional_integers_are_counted_not_wrapped(tmp_path):
     # One bad cell per row; each line below is 1 + its index + 1 (the header is line 1).
+    # the strict message says "<reason> (<detail>)": what the key said before the detail moved to the example
     bad = {
         "0,0,0,1e308,forward-compute,0.0,1.0,0,0,0,0": ("step is not a non-negative integer", "step"),
         "0,0,0,99999999999999999999,forward-compute,0.0,1.0,0,0,0,0": ("step is not a non-negative integer", "step"),
         "0,0,0,-1,forward-compute,0.0,1.0,0,0,0,0": ("step is not a non-negative integer", "step"),
         "0,0,3e9,5,forward-compute,0.0,1.0,0,0,0,0": ("value out of range (rank above 10,000,000)", "rank"),
-        "0,0,2.5,5,forward-compute,0.0,1.0,0,0,0,0": ("rank is not a non-negative integer", "rank"),
+        "0,0,2.5,5,forward-compute,0.0,1.0,0,0,0,0": ("index is not a non-negative integer (rank)", "rank"),
         "0,1e308,0,5,forward-compute,0.0,1.0,0,0,0,0": ("value out of range (stage above 10,000,000)", "stage"),
-        "-1,0,0,5,forward-compute,0.0,1.0,0,0,0,0": ("dp_rank is not a non-negative integer", "dp_rank"),
-        "0,0,0,5,forward-compute,0.0,1.0,0,1.5,0,0": ("mc is not an integer of -1 or more", "mc"),
+        "-1,0,0,5,forward-compute,0.0,1.0,0,0,0,0": ("index is not a non-negative integer (dp_rank)", "dp_rank"),
+        "0,0,0,5,forward-compute,0.0,1.0,0,1.5,0,0": ("index is not an integer of -1 or more (mc)", "mc"),
         "0,0,0,5,forward-compute,0.0,1e39,0,0,0,0": ("value out of range (beyond float32)", "duration"),
     }
     rows = list(bad) + ROWS
@@ -190,7 +191,7 @@ def test_huge_negative_or_fractional_integers_are_counted_not_wrapped(tmp_path):
     run = load_quiet(p)
     expected: dict[str, list[int]] = {}
     for i, (reason, _) in enumerate(bad.values()):
-        expected.setdefault(reason, []).append(i + 2)
+        expected.setdefault(reason.split(" (")[0], []).append(i + 2)  # the key: the reason without its detail
     assert run.meta.report.first_lines == expected
     assert len(run.tables["ops"]) == len(ROWS)  # every bad row dropped, every good one kept
     assert run.steps["step"].min() == 5 and run.steps["rank"].max() == 1  # nothing wrapped
@@ -224,8 +225,9 @@ def test_huge_integers_in_a_parquet_trace_are_counted_by_row(tmp_path):
     run = load_quiet(q)
     assert run.meta.report.first_lines == {
         "step is not a non-negative integer": [5],
-        "value out of range (rank above 10,000,000)": [3],
+        "value out of range": [3],
     }
+    assert run.meta.report.examples["value out of range"].startswith("rank above 10,000,000: ")
     assert len(run.tables["ops"]) == len(ROWS) - 2 and run.steps["step"].min() == 5
 
 
@@ -245,9 +247,12 @@ def test_meta_yaml_with_an_impossible_date_or_nested_values(tmp_path):
     # PyYAML raises ValueError (not YAMLError) building a date of month 13
     (tmp_path / "meta-TOY.yaml").write_text("trial_name: TOY\nstarted: 2024-13-45\nworld_size: 2\n")
     run = load_quiet(p)
-    assert list(run.meta.report.skipped) == ["unreadable metadata YAML (ValueError)"]
+    assert list(run.meta.report.skipped) == ["unreadable metadata YAML"]
+    assert run.meta.report.examples["unreadable metadata YAML"].startswith("ValueError: ")
     (tmp_path / "meta-TOY.yaml").write_text("- world_size: 2\n")  # a list, not names and values
-    assert list(load_quiet(p).meta.report.skipped) == ["metadata YAML is a list, not names and values"]
+    listed = load_quiet(p).meta.report
+    assert list(listed.skipped) == ["metadata YAML is not names and values"]
+    assert listed.examples["metadata YAML is not names and values"].startswith("a list: ")
     # aliases nest a value many times over; only plain values are kept, the rest noted
     bomb = "a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: [*b, *b, *b, *b]\nworld_size: true\ntrial_name: TOY\n"
     (tmp_path / "meta-TOY.yaml").write_text(bomb)

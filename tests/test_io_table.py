@@ -80,8 +80,8 @@ def test_jsonl(tmp_path):
         run = load_table(p)
     assert list(run.steps["step"]) == [0, 1, 2]
     rep = run.meta.report
-    assert rep.skipped == {"malformed JSON": 1, "record is not a JSON object": 1}
-    assert rep.first_lines == {"malformed JSON": [2], "record is not a JSON object": [5]}
+    assert rep.skipped == {"malformed JSON record": 1, "record is not a JSON object": 1}
+    assert rep.first_lines == {"malformed JSON record": [2], "record is not a JSON object": [5]}
 
 
 def test_parquet_table_and_row_numbers(tmp_path):
@@ -90,7 +90,8 @@ def test_parquet_table_and_row_numbers(tmp_path):
     with pytest.warns(LoadWarning):
         run = load_table(p, columns={"step": "it", "start_s": "a", "end_s": "b"})
     assert len(run.steps) == 2
-    assert run.meta.report.first_lines == {"missing value in 'a'": [3]}
+    assert run.meta.report.first_lines == {"required field missing": [3]}
+    assert run.meta.report.examples["required field missing"].startswith("'a': ")
 
 
 def test_parquet_table_is_not_a_run_file(tmp_path):
@@ -124,16 +125,21 @@ def test_each_bad_row_is_counted_with_its_line(tmp_path):
     assert list(run.steps["step"]) == [1, 6, 8, 10]
     rep = run.meta.report
     assert rep.first_lines == {
-        "not a finite number in 't0'": [3],
-        "step end before its start": [4],
-        "wrong number of fields (expected 4)": [5, 15],
-        "missing value in 't0'": [6],
-        "non-monotonic timestamp (start earlier than the previous step's)": [8],
-        "non-integer 'gpu'": [9],
-        "duplicate record (kept the first) (attempt, step, rank)": [11],
+        "not a finite number": [3, 13],  # 't0', then 't1'
+        "interval end before its start": [4],
+        "wrong number of fields": [5, 15],
+        "required field missing": [6],
+        "non-monotonic timestamp": [8],
+        "attempt or rank is not an integer": [9],
+        "duplicate record (kept the first)": [11],
         "binary garbage (NUL bytes)": [12],
-        "not a finite number in 't1'": [13],
     }
+    for reason, detail in (("not a finite number", "'t0'"), ("interval end before its start", "step"),
+                           ("wrong number of fields", "expected 4"), ("required field missing", "'t0'"),
+                           ("non-monotonic timestamp", "start earlier than the previous step's"),
+                           ("attempt or rank is not an integer", "'gpu'"),
+                           ("duplicate record (kept the first)", "attempt, step, rank")):
+        assert rep.examples[reason].startswith(f"{detail}: "), reason
     assert rep.total_skipped == 10 and rep.rows_kept == 4
     assert "skipped 10" in rep.summary()
 
@@ -143,7 +149,8 @@ def test_negative_duration_and_negative_optional(tmp_path):
     with pytest.warns(LoadWarning):
         run = load_table(write_table(tmp_path, text))
     assert list(run.steps["step"]) == [3]
-    assert run.meta.report.skipped == {"negative duration": 1, "negative 'data_wait_s'": 1}
+    assert run.meta.report.skipped == {"negative duration": 1, "value out of range": 1}
+    assert run.meta.report.examples["value out of range"].startswith("negative 'data_wait_s': ")
 
 
 def test_strict_raises_on_the_first_bad_row_in_file_order(tmp_path):
@@ -226,10 +233,10 @@ def test_steps_ranks_and_attempts_that_do_not_fit_are_counted_not_wrapped(tmp_pa
         run = load_table(write_table(tmp_path, text))
     rep = run.meta.report
     assert rep.first_lines == {
-        "step is not a non-negative integer ('step')": [3, 4, 5],
-        "value out of range ('rank' above 10,000,000)": [6],
-        "value out of range ('attempt' above 10,000,000)": [7],
+        "step is not a non-negative integer": [3, 4, 5],
+        "value out of range": [7, 6],  # 'attempt' is checked before 'rank' (both above 10,000,000)
     }
+    assert rep.examples["value out of range"].startswith("'attempt' above 10,000,000: ")
     assert run.steps["step"].tolist() == [1, 3] and run.steps["rank"].tolist() == [0, 0]
     # the largest int64 step, in a column of integers (CSV text or Parquet int64), is exact
     top = 2**63 - 1
@@ -255,7 +262,8 @@ def test_a_row_the_csv_module_cannot_read_skips_that_row_only(tmp_path):
     with pytest.warns(LoadWarning):
         run = load_table(write_table(tmp_path, text))
     (reason,) = run.meta.report.skipped
-    assert reason.startswith("unreadable CSV row (field larger than field limit")
+    assert reason == "unreadable CSV row"
+    assert run.meta.report.examples[reason].startswith("field larger than field limit")
     assert run.meta.report.first_lines[reason] == [3]
     assert run.steps["step"].tolist() == [1, 3, 4]
 
@@ -406,6 +414,7 @@ def test_flag_column_mapped_and_typed_values(tmp_path):
         run = load_table(path, columns={"flag": "note"})
     assert list(run.steps["flag"]) == ["flagged", "", "", "", "2", "", "async_dispatch"]
     rep = run.meta.report
-    assert rep.first_lines["flag is not text (left empty, record kept) ('note')"] == [6] and rep.rows_kept == 7
+    assert rep.first_lines["flag is not text (left empty, record kept)"] == [6] and rep.rows_kept == 7
+    assert rep.examples["flag is not text (left empty, record kept)"].startswith("'note': ")
     with pytest.raises(LoadError, match="line 6"):
         load_table(path, columns={"flag": "note"}, strict=True)

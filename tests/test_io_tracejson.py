@@ -11,7 +11,7 @@ import gzip
 
 import pytest
 
-from mfu_toolkit.io import tracejson
+from mfu_toolkit.io import rules, tracejson
 from mfu_toolkit.io.reading import Limits, Reader
 from mfu_toolkit.run import LoadError, LoadReport
 
@@ -85,7 +85,7 @@ def test_a_truncated_trace_is_read_up_to_its_last_whole_event(tmp_path):
     ev, report = _read(path)
     assert ev.kept == [("gemm", 10.0, 5.0)]
     [(reason, n)] = report.skipped.items()
-    assert reason.startswith("malformed JSON record (truncated or broken:") and n == 1
+    assert reason == rules.JSON_REST_UNREAD and report.examples[reason].startswith("truncated or broken:") and n == 1
     assert report.first_lines[reason] == [4]
     with pytest.raises(LoadError) as exc:
         _read(path, strict=True)
@@ -100,7 +100,7 @@ def test_a_number_too_long_is_damage_named_with_its_line(tmp_path):
     ev, report = _read(path)
     assert ev.kept == [("gemm", 10.0, 5.0)]  # read up to the broken event
     [(reason, n)] = report.skipped.items()
-    assert reason.startswith("malformed JSON record (") and "digits" in reason and n == 1
+    assert reason == rules.JSON_REST_UNREAD and "digits" in report.examples[reason] and n == 1
     assert report.first_lines[reason] == [5]
     with pytest.raises(LoadError):
         _read(path, strict=True)

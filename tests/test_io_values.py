@@ -231,13 +231,13 @@ def test_whole_seconds_plus_a_fraction_as_the_old_stamp_parsers_added_them():
 
 # --- the removed parsers' behaviour, kept ---------------------------------------------------------
 class _Reader:
-    """Records the skip reasons a format reports."""
+    """Records the skip reasons a format reports, as a strict-mode message says them: ``reason (detail)``."""
 
     def __init__(self) -> None:
         self.got: list[str] = []
 
-    def bad(self, why: str, **_: object) -> None:
-        self.got.append(why)
+    def bad(self, why: str, *, detail: str | None = None, **_: object) -> None:
+        self.got.append(rules.in_full(rules.SkipReason(why, detail)))
 
 
 def _dcgm(tok: str) -> tuple[float | None, str]:

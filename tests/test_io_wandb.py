@@ -108,9 +108,10 @@ def test_bad_rows_of_a_folder_name_their_file(tmp_path):
 def test_unreadable_summary_is_counted_with_its_line(tmp_path):
     d = make_dir(tmp_path)
     (d / "wandb-summary.json").write_text('{"_wandb": {"runtime": 40},\n "train/loss": 1.6,\n "x": \n')
-    reason = "malformed JSON record (Expecting value); summary left out"
+    reason = "unreadable file left out"
     run = load_quiet(d)
     assert run.meta.report.skipped == {reason: 1} and run.meta.report.first_lines[reason] == ["wandb-summary.json:4"]
+    assert run.meta.report.examples[reason].startswith("summary: malformed JSON record (Expecting value): ")
     assert "summary" not in run.meta.extra and len(run.steps) > 0
     with pytest.raises(LoadError) as exc:
         wandb.load(d, strict=True)
@@ -134,14 +135,15 @@ def test_restart_and_bad_rows(tmp_path):
     rep = run.meta.report
     assert rep.skipped == {
         "non-monotonic timestamp": 1,
-        "time is missing, NaN or infinite (_timestamp)": 1,
+        "time is missing, NaN or infinite": 1,
         "half-written last line": 1,
     }
     assert rep.first_lines == {
         "non-monotonic timestamp": [3],
-        "time is missing, NaN or infinite (_timestamp)": [5],
+        "time is missing, NaN or infinite": [5],
         "half-written last line": [7],
     }
+    assert rep.examples["time is missing, NaN or infinite"].startswith("_timestamp: ")
     assert run.n_attempts == 2
     # Strict: row-level damage is found while reading, before order checks.
     with pytest.raises(LoadError) as exc:
@@ -358,7 +360,7 @@ def test_real_summary_claims_match_the_raw_bytes():
 def test_a_history_without_a_step_column_is_counted(tmp_path):
     p = tmp_path / "h.csv"
     p.write_text(f"loss,_timestamp,_runtime\n1.0,{T0 + 1},1\n0.9,{T0 + 2},2\n")
-    reason = "required field missing (no step column: _step, train/global_step, ...; no steps read)"
+    reason = "no step column (_step, train/global_step, ...): no steps read"
     run = load_quiet(p)
     assert run.meta.report.skipped == {reason: 1} and run.meta.report.first_lines[reason] == [1]
     assert run.steps.empty
@@ -376,7 +378,8 @@ def test_a_summary_nested_too_deeply_is_counted(tmp_path):
     d = make_dir(tmp_path)
     (d / "wandb-summary.json").write_text('{"_wandb": {"runtime": 40}, "deep": ' + "[" * 100_000 + "]" * 100_000 + "}")
     run = load_quiet(d)
-    assert run.meta.report.skipped == {"JSON nested too deeply to read; summary left out": 1}
+    assert run.meta.report.skipped == {"unreadable file left out": 1}
+    assert run.meta.report.examples["unreadable file left out"].startswith("summary: JSON nested too deeply to read")
     assert "summary" not in run.meta.extra and len(run.steps) == 5
 
 

@@ -103,7 +103,8 @@ def test_a_corrupt_rank_is_named_and_counted_the_others_load(tmp_path):
     bad.write_bytes(data[: len(data) // 2])  # a truncated gzip stream
     run = _load(folder, workers=2)
     assert sorted(run.steps["rank"].unique()) == [0, 2]
-    assert run.meta.report.skipped == {"unreadable trace file (left out)": 1}
+    assert run.meta.report.skipped == {"unreadable file left out": 1}
+    assert run.meta.report.examples["unreadable file left out"].startswith("trace file: ")
     assert any(n.startswith("job_rank1.json.gz: unreadable") and "truncated" in n for n in run.meta.report.notes)
     with pytest.raises(LoadError, match=r"job_rank1\.json\.gz.*truncated"):
         _load(folder, strict=True, workers=2)

@@ -126,6 +126,21 @@ def test_facts_wall_attempts_ranks():
 
 
 # --- LoadReport ------------------------------------------------------------------------------
+def test_report_says_the_first_detail_of_each_reason():
+    # one reason counts every rank; the summary says what told the first record apart
+    rep = LoadReport(source="x.log", format="demo")
+    rep.skip("value out of range", line=4, example="rank: 9", detail="rank 9 of 8")
+    rep.skip("value out of range", line=7, detail="rank 12 of 8")
+    rep.skip("bad", detail="no line")
+    assert rep.skipped == {"value out of range": 2, "bad": 1} and rep.details["value out of range"] == "rank 9 of 8"
+    assert rep.summary().endswith(": 2 × value out of range (rank 9 of 8; first at line 4, 7); 1 × bad (no line).")
+    other = LoadReport()
+    other.skip("bad", line=3, detail="first of the other")
+    other.skip("late", line=1, detail="only here")
+    rep.merge(other)
+    assert rep.details == {"value out of range": "rank 9 of 8", "bad": "no line", "late": "only here"}
+
+
 def test_report_counts_reasons_with_first_lines_and_warns_once():
     rep = LoadReport(source="x.log", format="demo", lines_read=10, rows_kept=7)
     for ln in (3, 5, 9, 11, 12, 13, 14):

@@ -105,7 +105,7 @@ def test_make_report_on_a_team_log(tmp_path):
     assert "2. stragglers: 3.700 s (14.12% of wall time)" in text
     assert f"Culprit: rank {SLOW_RANK}" in text
     assert "wall time 26.200 s" in text
-    assert "skipped 1: 1 × not a finite number in 'rank' (first at line 31)" in text
+    assert "skipped 1: 1 × not a finite number ('rank'; first at line 31" in text  # the column is the detail
     assert "make variable GPUS" in text and "A100 SXM" in text
     assert "<img" in body
     # the answer comes before the detail: the MFU line precedes the waterfall table

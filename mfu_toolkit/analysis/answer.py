@@ -830,7 +830,7 @@ def _top_losses(bd: pd.DataFrame, details: dict[str, str], wall: float) -> list[
 def _load_summary(rep: Any) -> dict[str, Any]:
     """What the loader read, kept and skipped (the LoadReport), for the answer."""
     return {"summary": rep.summary(), "notes": list(rep.notes), "skipped": dict(rep.skipped),
-            "lines_read": rep.lines_read, "rows_kept": rep.rows_kept}
+            "details": dict(rep.details), "lines_read": rep.lines_read, "rows_kept": rep.rows_kept}
 
 
 def build_answer(

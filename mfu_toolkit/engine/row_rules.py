@@ -31,33 +31,36 @@ _MAX_DOUBLE = 1.7976931348623157e308  # above it: infinite
 @dataclass(frozen=True)
 class RowRule:
     """A row breaks this rule when ``test`` holds for ``column`` (or, for ``end_before_start``, for
-    ``end_s`` against ``start_s``); it is counted under ``reason``."""
+    ``end_s`` against ``start_s``); it is counted under ``reason`` (a skip-reason constant), with
+    ``detail`` saying which test it broke."""
 
     column: str
     test: str
     reason: str
+    detail: str | None = None
 
 
-def _integer_reason(column: str, low: int) -> str:
-    return rules.BAD_STEP if column == "step" else f"{column} is not an integer >= {low}"
+BAD_ATTEMPT = "attempt is not an integer >= 0"
+BAD_RANK = "rank is not an integer >= -1"
+_INTEGER_REASONS = {"step": rules.BAD_STEP, "attempt": BAD_ATTEMPT, "rank": BAD_RANK}
 
 
 def _integer_rules(column: str, low: int) -> list[RowRule]:
-    why = _integer_reason(column, low)
-    return [RowRule(column, "missing", f"{why} (missing)"), RowRule(column, "not_finite", f"{why} (NaN or infinite)"),
-            RowRule(column, f"below:{low}", f"{why} (below {low})"),
-            RowRule(column, "past_int64", f"{why} (past the int64 range)"),
-            RowRule(column, "fractional", f"{why} (fractional)")]
+    why = _INTEGER_REASONS[column]
+    return [RowRule(column, "missing", why, "missing"), RowRule(column, "not_finite", why, "NaN or infinite"),
+            RowRule(column, f"below:{low}", why, f"below {low}"),
+            RowRule(column, "past_int64", why, "past the int64 range"),
+            RowRule(column, "fractional", why, "fractional")]
 
 
 ROW_RULES: tuple[RowRule, ...] = (
     *_integer_rules("step", 0), *_integer_rules("attempt", 0), *_integer_rules("rank", -1),
-    RowRule("start_s", "missing", f"{rules.NON_FINITE_TIME} (start_s)"),
-    RowRule("start_s", "not_finite", f"{rules.NON_FINITE_TIME} (start_s)"),
-    RowRule("end_s", "missing", f"{rules.NON_FINITE_TIME} (end_s)"),
-    RowRule("end_s", "not_finite", f"{rules.NON_FINITE_TIME} (end_s)"),
-    RowRule("end_s", "end_before_start", rules.end_before_start("step")),
-    *(RowRule(c, t, f"{rules.VALUE_OUT_OF_RANGE} ({c}: {why})")
+    RowRule("start_s", "missing", rules.NON_FINITE_TIME, "start_s"),
+    RowRule("start_s", "not_finite", rules.NON_FINITE_TIME, "start_s"),
+    RowRule("end_s", "missing", rules.NON_FINITE_TIME, "end_s"),
+    RowRule("end_s", "not_finite", rules.NON_FINITE_TIME, "end_s"),
+    RowRule("end_s", "end_before_start", rules.END_BEFORE_START, "step"),
+    *(RowRule(c, t, rules.VALUE_OUT_OF_RANGE, f"{c}: {why}")
       for c in ("data_wait_s", "compute_s", "samples", "tokens")
       for t, why in (("infinite", "infinite"), ("below:0", "negative"))),
 )

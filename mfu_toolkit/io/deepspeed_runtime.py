@@ -47,6 +47,10 @@ _SIZE = re.compile(r"(?<![0-9.])([0-9.]{1,32})([KMGTP]?B)")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
 
 _MAX_SECONDS = 1e9  # a duration longer than ~30 years is damage, not a step
+# skip reasons of the runtime lines alone
+UNREADABLE_WORLD_INFO = "unreadable WORLD INFO DICT"
+WORLD_INFO_NOT_BASE64 = "--world_info is not base64"
+COMMS_ROW_WITHOUT_OP = "comms row before any operation name"
 _PROFILER_LINES = 60  # lines a profiler summary may take
 _CONFIG_KEYS = frozenset({
     "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "fp16_enabled",
@@ -79,15 +83,16 @@ def checked(reader: Reader, raw: str | None, ln: int, name: str, *, kind: str = 
     ``"any"`` (any float, NaN and infinity included: a loss may diverge).
     """
     text = (raw or "").strip()
-    v = number(text, nonfinite="keep")
+    v, detail = number(text, nonfinite="keep"), None
     if v is None:
         why = rules.MISSING_FIELD if not text else rules.NON_NUMERIC
     elif kind == "any" or (math.isfinite(v) and v >= 0 and (kind != "duration" or v <= _MAX_SECONDS)):
         return v
+    elif kind == "duration" and v < 0:
+        why = rules.NEGATIVE_DURATION
     else:
-        why = (rules.NEGATIVE_DURATION if kind == "duration" and v < 0
-               else f"{rules.VALUE_OUT_OF_RANGE} (negative or not finite)")
-    reader.bad(why, line=ln, field=name, example=f"{name}={text}"[:160])
+        why, detail = rules.VALUE_OUT_OF_RANGE, "negative or not finite"
+    reader.bad(why, line=ln, field=name, example=f"{name}={text}"[:160], detail=detail)
     return math.nan
 
 
@@ -95,7 +100,7 @@ class Runtime:
     """What the runtime lines state (``launcher``, ``config``, ``args``, ``profiler``: ``name -> (value, line,
     text)``, the first statement of each), the comms rows, and the blocks open now.
 
-    ``args``: the names of the launch command's arguments to keep. ``on_launch(at)``: called after a ``cmd = `` or
+    ``args``: the names of the launch command's arguments to keep. ``on_launch(at)``: called after a ``cmd =`` or
     ``WORLD INFO DICT`` line is read (a launch: the format decides what it starts).
     """
 
@@ -183,7 +188,7 @@ def _launcher(state: Any, at: At, m: None) -> bool:
         if hosts:
             rt.launcher.setdefault("hosts", (hosts, ln, text))
         else:
-            at.bad("unreadable WORLD INFO DICT", "WORLD INFO DICT", text[:160])
+            at.bad(UNREADABLE_WORLD_INFO, "WORLD INFO DICT", text[:160])
     counts = [("dist_world_size", m.group(1))] if (m := _WORLD_SIZE.search(text)) is not None else []
     if (m := _NNODES.search(text)) is not None:
         counts += [("nnodes", m.group(1)), ("num_local_procs", m.group(2))]
@@ -205,14 +210,14 @@ def _world_info(rt: Runtime, at: At, token: str) -> None:
         raw = base64.b64decode(token + "=" * (-len(token) % 4),
                                altchars=b"-_" if "-" in token or "_" in token else None, validate=True)
     except ValueError:  # binascii.Error is one
-        at.bad("--world_info is not base64", "world_info", token[:120])
+        at.bad(WORLD_INFO_NOT_BASE64, "world_info", token[:120])
         return
     value, ok = at.reader.json(raw, line=at.ln)
     if not ok:
         return
     if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()) or not value:
-        at.bad(f"{rules.NOT_AN_OBJECT} (--world_info is not {{host: [devices]}})", "world_info",
-               raw[:120].decode("utf-8", "replace"))
+        at.bad(rules.NOT_AN_OBJECT, "world_info", raw[:120].decode("utf-8", "replace"),
+               detail="--world_info is not {host: [devices]}")
         return
     rt.launcher.setdefault("hosts", ({str(h): len(v) for h, v in value.items()}, at.ln, at.text))
 
@@ -244,7 +249,7 @@ def _profiler_line(rt: Runtime, at: At) -> bool:
     amount = checked(at.reader, parts[0] if parts else "", at.ln, key)
     unit = parts[1] if len(parts) > 1 else ""
     if name.endswith("latency_s") and unit not in _SECONDS:
-        at.bad(f"unknown time unit {unit!r}", key, at.text[:160])
+        at.bad(rules.UNKNOWN_TIME_UNIT, key, at.text[:160], detail=repr(unit))
         return True
     scale = _SECONDS[unit] if name.endswith("latency_s") else _SI[unit[:1] if unit[:1] in "KMGTP" else ""]
     rt.profiler.setdefault(name, (amount * scale, at.ln, at.text))
@@ -268,7 +273,7 @@ def _comms_row(rt: Runtime, at: At) -> bool:
     if len(rest) != 5:
         return False
     if rt.comm_op is None:
-        at.bad("comms row before any operation name", "Comm. Op", at.text[:160])
+        at.bad(COMMS_ROW_WITHOUT_OP, "Comm. Op", at.text[:160])
         return True
     if (count := rules.as_step(rest[0])) is None:
         at.bad(rules.NON_NUMERIC, "Count", at.text[:160])
@@ -278,7 +283,7 @@ def _comms_row(rt: Runtime, at: At) -> bool:
         value = number(raw, nonfinite="keep")
         if value is not None and value < 0:  # the comms logger's counters wrap: a negative total is no time
             why = rules.NEGATIVE_DURATION if kind == "duration" else rules.VALUE_OUT_OF_RANGE
-            at.bad(f"{why} (counter overflow)", name, at.text.strip()[:160])
+            at.bad(why, name, at.text.strip()[:160], detail="counter overflow")
             row[col] = math.nan
         else:
             row[col] = checked(at.reader, raw, at.ln, name, kind=kind)

@@ -74,7 +74,7 @@ def report_dict(r: LoadReport) -> dict[str, Any]:
     """What one file's reading added to its (fresh) report, as plain JSON-able values."""
     return {"lines_read": r.lines_read, "skipped": dict(r.skipped),
             "first_lines": {k: list(v) for k, v in r.first_lines.items()},
-            "examples": dict(r.examples), "notes": list(r.notes)}
+            "examples": dict(r.examples), "details": dict(r.details), "notes": list(r.notes)}
 
 
 def merge_report(into: LoadReport, part: dict[str, Any]) -> None:
@@ -86,6 +86,8 @@ def merge_report(into: LoadReport, part: dict[str, Any]) -> None:
         lines.extend(part.get("first_lines", {}).get(reason, [])[: max(0, 5 - len(lines))])
         if reason in part.get("examples", {}):
             into.examples.setdefault(reason, part["examples"][reason])
+        if reason in part.get("details", {}):
+            into.details.setdefault(reason, part["details"][reason])
     for text in part.get("notes", []):
         into.note(text)
 

@@ -88,10 +88,11 @@ class At:
     def __init__(self, reader: Reader, ln: int = 0, text: str = "") -> None:
         self.reader, self.ln, self.text = reader, ln, text
 
-    def bad(self, reason: str, field: str | None = None, example: str | None = None) -> None:
-        """Count this line under ``reason`` (a :mod:`.rules` constant, detail in parentheses), naming ``field``;
-        in strict mode raise a ``LoadError`` naming the file, this line and the field."""
-        self.reader.bad(reason, line=self.ln, field=field, example=example)
+    def bad(self, reason: str, field: str | None = None, example: str | None = None, *,
+            detail: str | None = None) -> None:
+        """Count this line under ``reason`` (a skip-reason constant, with this record's ``detail``), naming
+        ``field``; in strict mode raise a ``LoadError`` naming the file, this line and the field."""
+        self.reader.bad(reason, line=self.ln, field=field, example=example, detail=detail)
 
     def time(self, field: str, value: float | None, *, what: str, scale: float = 1.0, limit: float = math.inf,
              example: str | None = None, text_missing: bool = False) -> float | None:
@@ -101,19 +102,20 @@ class At:
         printed NaN or infinity), in units of ``scale`` seconds. Counted: text under ``NON_NUMERIC`` (or, with
         ``text_missing``, as a missing time), NaN under ``NON_FINITE_TIME``, a negative value under
         ``NEGATIVE_DURATION``, more than ``limit`` seconds under ``VALUE_OUT_OF_RANGE``; ``what`` names the
-        value in the reason's parentheses.
+        value in the detail.
         """
+        detail: str | None = what
         if value is None and not text_missing:
-            reason = rules.NON_NUMERIC
+            reason, detail = rules.NON_NUMERIC, None
         elif value is None or value != value:
-            reason = f"{rules.NON_FINITE_TIME} ({what})"
+            reason = rules.NON_FINITE_TIME
         elif value < 0:
-            reason = f"{rules.NEGATIVE_DURATION} ({what})"
+            reason = rules.NEGATIVE_DURATION
         elif value * scale > limit:
-            reason = f"{rules.VALUE_OUT_OF_RANGE} ({what} over {limit:g} s)"
+            reason, detail = rules.VALUE_OUT_OF_RANGE, f"{what} over {limit:g} s"
         else:
             return value
-        self.bad(reason, field, example)
+        self.bad(reason, field, example, detail=detail)
         return None
 
 

@@ -1,8 +1,8 @@
 """``NCCL_DEBUG=INFO`` lines read out of any text log, as data: version, communicators, init timings, network.
 
 NCCL writes each INFO line as ``host:pid:tid [cudaDev] NCCL INFO <message>`` (``src/debug.cc``,
-``ncclDebugLog``; with ``NCCL_DEBUG_TIMESTAMP_LEVELS`` a ``[date time] `` stamp comes first, and
-launchers or Markdown may put ``[rank0]:``, ``0:`` or ``> `` before it). :class:`NcclScanner` looks
+``ncclDebugLog``; with ``NCCL_DEBUG_TIMESTAMP_LEVELS`` a ``[date time]`` stamp comes first, and
+launchers or Markdown may put ``[rank0]:``, ``0:`` or ``>`` before it). :class:`NcclScanner` looks
 for the needle ``NCCL INFO`` with one substring search before any regex, so a training log's other
 lines cost next to nothing, and each message is read by one anchored pattern: linear in the input.
 A line on which two processes' output ran together is read message by message. A message no rule

@@ -279,15 +279,18 @@ def iter_lines(
 
 
 def parse_json(text: str | bytes) -> tuple[Any, str | None, int | None]:
-    """``(value, None, None)`` or ``(None, reason, line)``; never raises (deep nesting included)."""
+    """``(value, None, None)`` or ``(None, reason, line)``; never raises (deep nesting included).
+
+    ``reason`` is a :class:`~.rules.SkipReason`: ``MALFORMED_JSON`` with the decoder's message as its
+    detail, or ``JSON_TOO_DEEP``."""
     try:
         return json.loads(text), None, None
     except json.JSONDecodeError as exc:
-        return None, f"{rules.MALFORMED_JSON} ({exc.msg})", exc.lineno
+        return None, rules.SkipReason(rules.MALFORMED_JSON, exc.msg), exc.lineno
     except RecursionError:
-        return None, rules.JSON_TOO_DEEP, None
+        return None, rules.SkipReason(rules.JSON_TOO_DEEP), None
     except (ValueError, TypeError, UnicodeDecodeError) as exc:  # e.g. an int with too many digits
-        return None, f"{rules.MALFORMED_JSON} ({exc})", None
+        return None, rules.SkipReason(rules.MALFORMED_JSON, str(exc)), None
 
 
 # --- CSV -------------------------------------------------------------------------------------
@@ -321,7 +324,7 @@ class CsvRows:
             except StopIteration:
                 return
             except csv.Error as exc:
-                reader.bad(f"{rules.UNREADABLE_CSV_ROW} ({exc})", line=rows.line_num)
+                reader.bad(rules.UNREADABLE_CSV_ROW, line=rows.line_num, detail=str(exc))
                 continue
             ln = rows.line_num
             if not row or all(not c.strip() for c in row):
@@ -391,12 +394,21 @@ class Reader:
 
     # records
     def bad(self, reason: str, *, line: int | None = None, field: str | None = None,
-            example: str | None = None) -> None:
-        """A malformed record: raise in strict mode, otherwise count it under ``reason``."""
+            example: str | None = None, detail: str | None = None) -> None:
+        """A malformed record: raise in strict mode, otherwise count it under ``reason``.
+
+        ``reason`` is a skip-reason constant (see :mod:`.rules`); ``detail`` tells this record apart
+        (a rank, a metric, the decoder's message; a :class:`~.rules.SkipReason` brings its own). Strict:
+        ``LoadError("<reason> (<detail>): '<example>'")``; else the report keeps
+        ``rules.with_detail(detail, example)`` as the reason's first example.
+        """
+        if detail is None:
+            detail = getattr(reason, "detail", None)
+        reason = str(reason)
         if self.strict:
-            detail = f"{reason}" + (f": {example[:120]!r}" if example else "")
-            raise LoadError(detail, path=self.name, line=line, field=field)
-        self.report.skip(reason, line=line, example=example, file=self.file)
+            message = reason + (f" ({detail})" if detail else "") + (f": {example[:120]!r}" if example else "")
+            raise LoadError(message, path=self.name, line=line, field=field)
+        self.report.skip(reason, line=line, example=rules.with_detail(detail, example), file=self.file, detail=detail)
 
     def fail(self, message: str, *, line: int | None = None, field: str | None = None) -> None:
         """An error that no mode can skip (e.g. no records at all)."""
@@ -421,7 +433,7 @@ class Reader:
         cap = self.limits.max_line_bytes
 
         def too_long(line: int, n: int) -> None:
-            self.bad(f"{rules.LINE_TOO_LONG} (over {cap:,} bytes; max_line_bytes= raises the limit)", line=line)
+            self.bad(rules.LINE_TOO_LONG, line=line, detail=f"over {cap:,} bytes; max_line_bytes= raises the limit")
 
         lines = iter_lines(self.path if path is None else path, self.limits, too_long=too_long)
         if self.nccl is not None and (path is None or Path(path) == self.path):

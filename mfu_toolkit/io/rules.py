@@ -3,11 +3,18 @@
 How a field's text or JSON value becomes a number or a timestamp is :mod:`.values`
 (``as_number`` is re-exported here).
 
-Skip reasons are the keys of :attr:`LoadReport.skipped`. Every format spells a shared reason
-with the constant here, so reports compare across formats (``"non-numeric value"`` means the
-same thing in a Megatron log and in a W&B history). A format may add detail after the constant
-in parentheses (``f"{MALFORMED_JSON} (Expecting ',' delimiter)"``); a reason of its own (a
-TFRecord checksum) it spells itself.
+Skip reasons are the keys of :attr:`LoadReport.skipped`, and every key is a constant: one of
+:data:`REASONS` here for a reason formats share, or an UPPER_CASE module constant of the one format
+that has it (a TFRecord checksum, a malformed XPlane protobuf). So reports compare across formats
+and loads (``"non-numeric value"`` means the same thing in a Megatron log and in a W&B history), and
+one reason is one count, however many ranks or metrics it hit. What tells one record apart (which
+rank, which metric, the JSON decoder's message, an interval's kind) is the *detail*:
+``reader.bad(VALUE_OUT_OF_RANGE, detail="rank 3", example=line)``. In strict mode the LoadError says
+``"<reason> (<detail>): '<example>'"``; otherwise the report keeps, as the reason's first example,
+``"<detail>: <example>"`` (the detail alone when there is no example; see :func:`with_detail`).
+A suffix that changes what happened to the record (kept or dropped, a file left out or one entry
+passed over) is a reason of its own, never a detail. A producer that finds the reason for a caller
+(``reading.parse_json``) returns a :class:`SkipReason`: the constant, carrying its detail.
 """
 
 from __future__ import annotations
@@ -41,9 +48,17 @@ __all__ = [
     "NOT_UTF8",
     "MAX_LOG_INTERVAL",
     "MAX_INT64",
-    "start_without_end",
-    "end_without_start",
-    "end_before_start",
+    "START_WITHOUT_END",
+    "END_WITHOUT_START",
+    "END_BEFORE_START",
+    "FILE_LEFT_OUT",
+    "JSON_REST_UNREAD",
+    "ROW_BUDGET_SPENT",
+    "UNKNOWN_TIME_UNIT",
+    "REASONS",
+    "SkipReason",
+    "with_detail",
+    "in_full",
     "as_step",
     "as_count",
     "as_number",
@@ -80,17 +95,58 @@ VALUE_OUT_OF_RANGE = "value out of range"
 INTERVAL_TOO_LONG = "step gap too long to be one log interval (record kept as one step)"
 NOT_UTF8 = "bytes that are not UTF-8 (replaced, record kept)"
 
+# the interval's kind (``init``, ``job``, a badput label) is the detail
+START_WITHOUT_END = "interval start without an end"
+END_WITHOUT_START = "interval end without a start"
+END_BEFORE_START = "interval end before its start"
+# a whole file (or one part of a run folder) that could not be read: none of its records are kept
+FILE_LEFT_OUT = "unreadable file left out"
+# a broken JSON value the reader cannot step over: what came before it is kept, the rest of the file is not read
+JSON_REST_UNREAD = "malformed JSON (the rest of the file is not read)"
+# a table or list longer than a load may read: the rows past the budget are not read
+ROW_BUDGET_SPENT = "row budget spent (rows past it not read)"
+UNKNOWN_TIME_UNIT = "unknown time unit"
 
-def start_without_end(kind: str) -> str:
-    return f"{kind} start without an end"
+REASONS: frozenset[str] = frozenset((
+    NON_NUMERIC, BAD_STEP, MALFORMED_JSON, JSON_TOO_DEEP, NOT_AN_OBJECT, LINE_TOO_LONG, UNREADABLE_CSV_ROW,
+    WRONG_FIELD_COUNT, HALF_WRITTEN, NON_MONOTONIC, NEGATIVE_DURATION, NON_FINITE_TIME, DUPLICATE, MISSING_FIELD,
+    VALUE_OUT_OF_RANGE, INTERVAL_TOO_LONG, NOT_UTF8, START_WITHOUT_END, END_WITHOUT_START, END_BEFORE_START,
+    FILE_LEFT_OUT, JSON_REST_UNREAD, ROW_BUDGET_SPENT, UNKNOWN_TIME_UNIT,
+))
 
 
-def end_without_start(kind: str) -> str:
-    return f"{kind} end without a start"
+class SkipReason(str):
+    """A skip reason (its text is the constant's) that carries the ``detail`` of one record.
+
+    What a shared producer returns when it finds the reason for its caller (``parse_json``'s
+    ``SkipReason(MALFORMED_JSON, "Expecting ',' delimiter")``): ``reader.bad(why)`` counts it under the
+    constant and keeps the detail. ``str(why)`` is the plain constant.
+    """
+
+    detail: str | None
+
+    def __new__(cls, reason: str, detail: str | None = None) -> SkipReason:
+        self = super().__new__(cls, reason)
+        self.detail = detail
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (SkipReason, (str(self), self.detail))
 
 
-def end_before_start(kind: str) -> str:
-    return f"{kind} end before its start"
+def in_full(reason: str) -> str:
+    """A reason as a message says it: ``"<reason> (<detail>)"`` for a :class:`SkipReason` with a detail, else
+    the text."""
+    detail = getattr(reason, "detail", None)
+    return f"{str(reason)} ({detail})" if detail else str(reason)
+
+
+def with_detail(detail: str | None, example: str | None) -> str | None:
+    """The example a report keeps for a skipped record: ``"<detail>: <example>"``, either one alone
+    when the other is None, None when both are."""
+    if detail is None:
+        return example
+    return detail if example is None else f"{detail}: {example}"
 
 
 # --- time units ------------------------------------------------------------------------------

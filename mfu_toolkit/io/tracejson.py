@@ -55,7 +55,8 @@ __all__ = ["Bad", "Events", "Selection", "Threads", "inflated_size", "read_event
 class Bad(NamedTuple):
     """What a selection's ``hook`` returns for a wanted event with a bad value: counted, not kept.
 
-    ``field`` is the event's key (``"ts"``), ``why`` the skip reason (a :mod:`mfu_toolkit.io.rules` text).
+    ``field`` is the event's key (``"ts"``), ``why`` the skip reason (a :mod:`mfu_toolkit.io.rules` constant, or a
+    :class:`~mfu_toolkit.io.rules.SkipReason` that carries the detail).
     """
 
     field: str
@@ -194,9 +195,9 @@ def threads(reader: Reader, pick: Callable[[dict[str, Any]], tuple] = lambda arg
             return None
         ts, dur = number(d.get("ts")), number(d.get("dur"))
         if ts is None:
-            return Bad("ts", f"{rules.NON_FINITE_TIME} (ts)")
+            return Bad("ts", rules.SkipReason(rules.NON_FINITE_TIME, "ts"))
         if dur is None:
-            return Bad("dur", f"{rules.NON_FINITE_TIME} (dur)")
+            return Bad("dur", rules.SkipReason(rules.NON_FINITE_TIME, "dur"))
         if dur < 0:
             return Bad("dur", rules.NEGATIVE_DURATION)
         args = d.get("args") if isinstance(d.get("args"), dict) else {}
@@ -574,11 +575,11 @@ def _decode_at(dec: json.JSONDecoder, text: str, pos: int) -> tuple[Any, int, st
     try:
         obj, end = dec.raw_decode(text, pos)
     except json.JSONDecodeError as exc:
-        return None, pos, f"{rules.MALFORMED_JSON} (truncated or broken: {exc.msg}; read up to it)"
+        return None, pos, rules.SkipReason(rules.JSON_REST_UNREAD, f"truncated or broken: {exc.msg}")
     except RecursionError:
-        return None, pos, f"{rules.JSON_TOO_DEEP} (read up to it)"
+        return None, pos, rules.SkipReason(rules.JSON_REST_UNREAD, rules.JSON_TOO_DEEP)
     except ValueError as exc:  # an integer with too many digits
-        return None, pos, f"{rules.MALFORMED_JSON} ({exc}; read up to it)"
+        return None, pos, rules.SkipReason(rules.JSON_REST_UNREAD, str(exc))
     return obj, end, None
 
 
@@ -589,8 +590,8 @@ def _salvage_array(text: str, pos: int, dec: json.JSONDecoder, reader: Reader) -
     while True:
         pos = _WS_RE.match(text, pos).end()  # type: ignore[union-attr]
         if pos >= len(text):
-            reader.bad(f"{rules.MALFORMED_JSON} (truncated: the trace ends inside traceEvents)",
-                       line=_line_at(text, pos), field="traceEvents")
+            reader.bad(rules.JSON_REST_UNREAD, line=_line_at(text, pos), field="traceEvents",
+                       detail="truncated: the trace ends inside traceEvents")
             return out, pos, False
         if text[pos] == "]":
             return out, pos + 1, True
@@ -615,13 +616,13 @@ def _salvage(text: str, reader: Reader, hook: Callable[[dict[str, Any]], Any]) -
         pos = _WS_RE.match(text, pos).end()  # type: ignore[union-attr]
         if pos >= len(text) or text[pos] == "}":
             if pos >= len(text):
-                reader.bad(f"{rules.MALFORMED_JSON} (truncated: the trace object is not closed)",
-                           line=_line_at(text, pos))
+                reader.bad(rules.JSON_REST_UNREAD, line=_line_at(text, pos),
+                           detail="truncated: the trace object is not closed")
             return doc
         key, end, why = _decode_at(dec, text, pos)
         colon = _COLON_RE.match(text, end) if why is None else None
         if why is None and (not isinstance(key, str) or colon is None or ":" not in colon.group()):
-            why = f"{rules.MALFORMED_JSON} (expected a key and ':'; read up to it)"
+            why = rules.SkipReason(rules.JSON_REST_UNREAD, "expected a key and ':'")
         if why is not None:
             reader.bad(why, line=_line_at(text, pos), example=text[pos : pos + 80])
             return doc

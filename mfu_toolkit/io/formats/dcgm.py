@@ -33,7 +33,7 @@ merged into nor counted as a whole GPU, and series of one entity with different 
 join in one row. A series is its metric, its entity and any label not read as a column (a second
 one of an entity and metric in one sample keeps the first value and is counted as a duplicate).
 In a file, a scrape ends at a line of prose (text between scrapes, a shell prompt) or when a
-series repeats; ``# HELP``/``# TYPE`` comments, blank lines, a ``> `` quote prefix and
+series repeats; ``# HELP``/``# TYPE`` comments, blank lines, a ``>`` quote prefix and
 indentation (a reStructuredText code block) are not records. A dmon pass ends when an entity
 repeats or a new header starts. ``N/A`` and DCGM's "blank" sentinels (int64 values from 9.2e18,
 e.g. ``9223372036854775794``, and the FP64 blank ``140737488355328`` and its codes) are missing
@@ -164,9 +164,10 @@ _TS_RE = re.compile(r"[-+]?[0-9]{1,19}")
 _DIGITS_RE = re.compile(r"[0-9]+")
 
 _MALFORMED = "unreadable DCGM metric sample"
-_NO_ENTITY = f"{rules.MISSING_FIELD} (no gpu or UUID label)"
 _BAD_ID = "entity id is not a non-negative integer"
 _TOO_MANY = f"too many distinct metrics (over {_MAX_METRICS}; the rest are not kept)"
+_TS_OUT_OF_RANGE = "timestamp out of range (value kept without a time)"
+_WIDE_DMON = f"dmon header with over {_MAX_METRICS} fields (its rows are not read)"
 _UPPER_BOUND = (
     "tensor_active × the accelerator's dense peak FLOP/s is an upper bound on what the tensor cores "
     "achieved, not a measurement of it: the pipe counts as active in any cycle it works, at any fill "
@@ -318,7 +319,7 @@ class _Collector:
     first: dict[str, int] = field(default_factory=dict)
     commands: list[str] = field(default_factory=list)
     unknown_labels: dict[str, None] = field(default_factory=dict)
-    pending: tuple[str, int, str | None, str] | None = None  # a dropped line that may be the last
+    pending: tuple[str, int, str | None, str, str | None] | None = None  # a dropped line that may be the last
     n_values: int = 0  # metric cells read (missing ones included)
     label_cache: dict[str, dict[str, str]] = field(default_factory=dict)
     entity_cache: dict[str, tuple[Any, dict[str, Any], Any]] = field(default_factory=dict)
@@ -328,21 +329,23 @@ class _Collector:
         self.counts[what] = self.counts.get(what, 0) + 1
         self.first.setdefault(what, line)
 
-    def bad(self, reason: str, line: int, field: str | None, example: str) -> None:
+    def bad(self, reason: str, line: int, field: str | None, example: str, detail: str | None = None) -> None:
         """Count (or, strict, raise on) a bad record, after any line held back before it."""
         self.flush()
-        self.reader.bad(reason, line=line, field=field, example=example[:160])
+        self.reader.bad(reason, line=line, field=field, example=example[:160], detail=detail)
 
-    def drop(self, reason: str, line: int, field: str | None, example: str) -> None:
+    def drop(self, reason: str, line: int, field: str | None, example: str, detail: str | None = None) -> None:
         """Count a line that is not kept; held back, so an unended last line is called half-written."""
         self.flush()
-        self.pending = (reason, line, field, example)
+        self.pending = (reason, line, field, example, detail)
 
     def flush(self, last_line: int | None = None) -> None:
         if self.pending is not None:
-            reason, line, fld, example = self.pending
+            reason, line, fld, example, detail = self.pending
             self.pending = None
-            self.bad(rules.HALF_WRITTEN if line == last_line else reason, line, fld, example)
+            if line == last_line:
+                reason, detail = rules.HALF_WRITTEN, None
+            self.bad(reason, line, fld, example, detail)
 
     def row(self, ident: Any, key: Any, line: int, attrs: dict[str, Any]) -> dict[str, Any]:
         """The row of ``key`` in the current sample; a repeated ``ident`` starts the next one."""
@@ -394,18 +397,18 @@ class _Collector:
             if word == "nan":
                 self.count("nan", line)
             elif word in ("inf", "infinity"):
-                self.bad(f"{rules.VALUE_OUT_OF_RANGE} (infinite)", line, field, example)
+                self.bad(rules.VALUE_OUT_OF_RANGE, line, field, example, "infinite")
             else:
                 self.bad(rules.NON_NUMERIC, line, field, example)
             return None
         if math.isinf(v):
-            self.bad(f"{rules.VALUE_OUT_OF_RANGE} (infinite)", line, field, example)
+            self.bad(rules.VALUE_OUT_OF_RANGE, line, field, example, "infinite")
             return None
         if v >= _SENTINEL_MIN or v in _FP64_BLANKS:
             self.count("blank", line)
             return None
         if v < 0 and column in _NON_NEGATIVE:
-            self.bad(f"{rules.VALUE_OUT_OF_RANGE} (negative)", line, field, example)
+            self.bad(rules.VALUE_OUT_OF_RANGE, line, field, example, "negative")
             return None
         return v
 
@@ -415,8 +418,7 @@ class _Collector:
         if column not in row:
             row[column] = v
         elif v is not None and row[column] is not None and row[column] != v:
-            self.bad(f"{rules.DUPLICATE} (another series of this entity and metric in one sample)", line, field,
-                     example)
+            self.bad(rules.DUPLICATE, line, field, example, "another series of this entity and metric in one sample")
         elif row[column] is None:
             row[column] = v
 
@@ -442,7 +444,7 @@ def _prom_entity(c: _Collector, labels: dict[str, str], line: int, raw: str) -> 
                 return None
             attrs[col] = n
     if attrs.get("gpu") is None and attrs.get("uuid") is None:
-        c.bad(_NO_ENTITY, line, "gpu", raw)
+        c.bad(rules.MISSING_FIELD, line, "gpu", raw, "no gpu or UUID label")
         return None
     for col in ("model_name", "hostname"):
         if attrs.get(col) and (col, attrs[col]) not in c.stated and len(c.stated) < _MAX_LISTED:
@@ -471,7 +473,7 @@ def _prom_line(c: _Collector, line: int, s: str, raw: str) -> bool:
         return True
     c.sources["prometheus"] = None
     if len(toks) == 2 and not _TS_RE.fullmatch(toks[1]):
-        c.drop(f"{_MALFORMED} (timestamp is not an integer)", line, name, raw)
+        c.drop(_MALFORMED, line, name, raw, "timestamp is not an integer")
         return True
     entity = c.entity_cache.get(text) if text else None
     if entity is None:
@@ -493,7 +495,7 @@ def _prom_line(c: _Collector, line: int, s: str, raw: str) -> bool:
     if len(toks) == 2:
         ts = int(toks[1])
         if abs(ts) > _MAX_TS_MS:
-            c.bad(f"{rules.VALUE_OUT_OF_RANGE} (timestamp; value kept without a time)", line, "timestamp", raw)
+            c.bad(_TS_OUT_OF_RANGE, line, "timestamp", raw)
         else:
             row.setdefault("_ts_ms", ts)
     return True
@@ -503,7 +505,7 @@ def _dmon_start(c: _Collector, line: int, fields: list[str], raw: str) -> None:
     """Open a dmon table under a ``#Entity`` header (its columns named as in ``_DMON_NAMES``)."""
     c.dmon, c.fresh = None, True
     if len(fields) > _MAX_METRICS:
-        c.drop(f"dmon header with over {_MAX_METRICS} fields (its rows are not read)", line, "#Entity", raw)
+        c.drop(_WIDE_DMON, line, "#Entity", raw)
         return
     cols: list[tuple[str, str]] = []
     taken: dict[str, int] = {}
@@ -519,8 +521,8 @@ def _dmon_row(c: _Collector, line: int, toks: list[str], raw: str) -> None:
     fields = c.dmon or []
     etype, eid, vals = toks[0], toks[1], toks[2:]
     if len(vals) != len(fields):
-        c.drop(f"{rules.WRONG_FIELD_COUNT} (expected {len(fields)} values after the entity)", line,
-               fields[-1][0] if fields else None, raw)
+        c.drop(rules.WRONG_FIELD_COUNT, line, fields[-1][0] if fields else None, raw,
+               f"expected {len(fields)} values after the entity")
         return
     n = _index(eid)
     if n is None:

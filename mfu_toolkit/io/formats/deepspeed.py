@@ -78,6 +78,9 @@ from ..throughput_timer import claims as timer_claims
 from ..values import timestamp
 
 NAME = "deepspeed"
+UNREADABLE_TIMESTAMP = "unreadable timestamp"
+E2E_WITHOUT_STEP = "E2E latency line without a DeepSpeed-Chat step line before it"
+UNTIMED_STEP = "engine step line without a timestamp (cannot be timed)"
 TEXT_LOG = True  # read line by line: NCCL's own lines are read by the shared stage (io.nccl_info)
 
 
@@ -202,8 +205,8 @@ class _Scan:
     def where(self, line: int) -> str:
         return f"{self.reader.name}:{line}"
 
-    def bad(self, why: str, line: int, name: str, text: str | None = None) -> None:
-        self.reader.bad(why, line=line, field=name, example=None if text is None else text[:160])
+    def bad(self, why: str, line: int, name: str, text: str | None = None, detail: str | None = None) -> None:
+        self.reader.bad(why, line=line, field=name, example=None if text is None else text[:160], detail=detail)
 
     def fact(self, out: Parsed, name: str, value: Any, said: tuple[Any, int, str], text: str | None = None) -> None:
         """``out.fact`` of a value read from ``said`` (its line; its text unless ``text`` is given)."""
@@ -219,7 +222,7 @@ def _stamp(scan: _Scan, ln: int, text: str, *, count: bool = True) -> float | No
     t = timestamp(m.group(1))
     if t is None:
         if count:
-            scan.reader.bad("unreadable timestamp", line=ln, field="timestamp", example=m.group(0))
+            scan.reader.bad(UNREADABLE_TIMESTAMP, line=ln, field="timestamp", example=m.group(0))
         return None
     if scan.t_first is None or t < scan.t_first:
         scan.t_first = t
@@ -300,7 +303,7 @@ def _engine_step(scan: _Scan, ln: int, text: str) -> None:
     """``[Rank 0] step=N, skipped=K, lr=[...]``."""
     m = _STEP.search(text)
     if m is None:
-        scan.bad(f"{rules.BAD_STEP} (unreadable engine step line)", ln, "step", text)
+        scan.bad(rules.BAD_STEP, ln, "step", text, "unreadable engine step line")
         return
     if (step := _step_of(scan, ln, text, m.group(1), "step")) is None:
         return
@@ -321,7 +324,7 @@ def _engine_step(scan: _Scan, ln: int, text: str) -> None:
 def _engine_timer(scan: _Scan, ln: int, text: str) -> None:
     """The throughput timer's line (``throughput_timer.timer_line``), joined to the step record printed just before."""
     if (timed := timer_line(text)) is None:
-        scan.bad(f"{rules.BAD_STEP} (throughput-timer line without its step)", ln, "global_step", text)
+        scan.bad(rules.BAD_STEP, ln, "global_step", text, "throughput-timer line without its step")
         return
     if (step := _step_of(scan, ln, text, timed.step, "global_step")) is None:
         return
@@ -396,7 +399,7 @@ def _e2e(scan: _Scan, ln: int, text: str) -> None:
     """The RLHF phase breakdown, joined to the step line printed before it."""
     last = scan.ppo[-1] if scan.ppo else None
     if last is None or "e2e_line" in last:
-        scan.bad("E2E latency line without a DeepSpeed-Chat step line before it", ln, "E2E latency", text)
+        scan.bad(E2E_WITHOUT_STEP, ln, "E2E latency", text)
         return
     last["e2e_line"] = ln
     for part in text.split("|"):
@@ -492,11 +495,11 @@ def _intervals(scan: _Scan, recs: list[dict[str, Any]]) -> list[tuple[dict[str, 
     for r in recs:
         if r["ts"] is None:
             if timed:
-                scan.bad("engine step line without a timestamp (cannot be timed)", r["line"], "timestamp")
+                scan.bad(UNTIMED_STEP, r["line"], "timestamp")
             continue
         if prev is not None and prev["launch"] == r["launch"]:
             if r["ts"] < prev["ts"]:
-                scan.bad(f"{rules.NON_MONOTONIC} (earlier than the previous step line)", r["line"], "timestamp")
+                scan.bad(rules.NON_MONOTONIC, r["line"], "timestamp", detail="earlier than the previous step line")
                 continue
             pairs.append((prev, r))
         prev = r

@@ -30,7 +30,7 @@ What it maps to a :class:`~mfu_toolkit.run.Run` (no steps: the dumps time no tra
   of a send/recv, from the group's rank list), ``state``, ``time_created_s`` (seconds after the
   earliest entry of all dumps; that instant is ``meta.extra["t0_wallclock"]``, ISO 8601 UTC),
   ``time_started_s`` / ``time_completed_s`` (when discovered, else NaN), sizes (``4096x5120``, one
-  shape per tensor joined by ``, ``) and dtypes as text, ``timeout_ms``, ``retired``, ``thread_name``;
+  shape per tensor joined by a comma and a space) and dtypes as text, ``timeout_ms``, ``retired``, ``thread_name``;
 - ``process_groups``: job-wide name, desc, ``ranks`` (a list, parsed from the string), size;
 - ``pg_status``: per rank and local group id the last enqueued, started and completed sequence
   ids, with the job-wide name the local id belongs to (``name_from``: ``entries`` when an entry of
@@ -99,6 +99,16 @@ _P2P_RE = re.compile(r"^(send|recv)\s+(\d+)\s*(->|<-)\s*(\d+)")
 _RANK_RE = re.compile(r"(\d+)(?:\.[A-Za-z]\w*)*$")
 _MAX_FILES = 100_000
 UNREADABLE = "unreadable dump (damaged pickle or JSON, or not a Flight Recorder dump; file left out)"
+ENTRY_NOT_MAPPING = "entry is not a mapping"
+BAD_ID = "id is not a non-negative integer"
+PG_CONFIG_NOT_MAPPING = "pg_config is not a mapping"
+UNREADABLE_PG_RANKS = "unreadable pg_config ranks (group left out)"
+PG_LISTED_TWICE = "process group listed differently by two dumps (kept the first)"
+PG_STATUS_NOT_MAPPING = "pg_status is not a mapping"
+UNREADABLE_PG_STATUS = "unreadable pg_status record"
+UNKNOWN_STATE = "unknown entry state (record kept)"
+PG_ID_TWO_NAMES = "one local pg_id names two process groups (record kept)"
+NO_RANK = "no rank: the dump states none and its file name ends in no number"
 
 
 def _sniff_head(head: bytes) -> float:
@@ -210,7 +220,7 @@ def _read_dump(sub: Reader, options: Options) -> dict[str, Any] | None:
     if why is None and not (isinstance(data, dict) and isinstance(data.get("entries", []), list)):
         why = "no top-level mapping with an entries list"
     if why is not None:
-        sub.bad(UNREADABLE, example=f"{sub.path.name}: {why}")
+        sub.bad(UNREADABLE, example=f"{sub.path.name}: {rules.in_full(why)}")
         return None
     if len(data.get("entries") or []) > options.max_entries:
         sub.fail(f"the dump holds more than max_entries={options.max_entries:,} entries; raise max_entries= "
@@ -258,17 +268,17 @@ def _pg_ranks(text: Any) -> list[int] | None:
 def _entry(e: Any, rank: int, groups: dict[str, list[int]]) -> tuple[dict[str, Any] | None, str]:
     """One entry as a ``collectives`` row, or ``(None, why it is skipped)``."""
     if not isinstance(e, dict):
-        return None, "entry is not a mapping"
+        return None, ENTRY_NOT_MAPPING
     for key in _REQUIRED:
         if key not in e or e[key] is None:
-            return None, f"{rules.MISSING_FIELD} ({key})"
+            return None, rules.SkipReason(rules.MISSING_FIELD, key)
     seqs = {k: rules.as_step(e.get(k, 0)) for k in ("pg_id", "collective_seq_id", "p2p_seq_id", "op_id")}
     bad = [k for k, v in seqs.items() if v is None]
     if bad:
-        return None, f"{bad[0]} is not a non-negative integer"
+        return None, rules.SkipReason(BAD_ID, bad[0])
     t_ns = rules.as_step(e["time_created_ns"])
     if t_ns is None:
-        return None, rules.NON_FINITE_TIME + " (time_created_ns)"
+        return None, rules.SkipReason(rules.NON_FINITE_TIME, "time_created_ns")
     pg = e["process_group"]
     pg = (list(pg) if isinstance(pg, (list, tuple)) else [pg]) + ["", ""]
     name, desc = str(pg[0]), str(pg[1])
@@ -300,12 +310,12 @@ def _groups(data: dict[str, Any], sub: Reader, found: dict[str, dict[str, Any]])
     own: dict[str, list[int]] = {}
     config = data.get("pg_config") or {}
     if not isinstance(config, dict):
-        sub.bad("pg_config is not a mapping", example=sub.path.name)
+        sub.bad(PG_CONFIG_NOT_MAPPING, example=sub.path.name)
         return own
     for key, cfg in config.items():
         ranks = _pg_ranks(cfg.get("ranks", "")) if isinstance(cfg, dict) else None
         if ranks is None:
-            sub.bad("unreadable pg_config ranks (group left out)", example=f"{key}: {str(cfg)[:120]}")
+            sub.bad(UNREADABLE_PG_RANKS, example=f"{key}: {str(cfg)[:120]}")
             continue
         name, desc = str(cfg.get("name", key)), str(cfg.get("desc", ""))
         own[name] = ranks
@@ -313,7 +323,7 @@ def _groups(data: dict[str, Any], sub: Reader, found: dict[str, dict[str, Any]])
                                        "n_dumps": 0})
         seen["n_dumps"] += 1
         if (seen["pg_desc"], seen["ranks"]) != (desc, ranks):
-            sub.bad("process group listed differently by two dumps (kept the first)", example=f"{name}: {desc} {ranks}")
+            sub.bad(PG_LISTED_TWICE, example=f"{name}: {desc} {ranks}")
     return own
 
 
@@ -322,7 +332,7 @@ def _status(data: dict[str, Any], rank: int, sub: Reader, rows: list[dict[str, A
     """Append this dump's ``pg_status`` rows; ``names`` maps local ids to job-wide names (from entries)."""
     status = data.get("pg_status") or {}
     if not isinstance(status, dict):
-        sub.bad("pg_status is not a mapping", example=sub.path.name)
+        sub.bad(PG_STATUS_NOT_MAPPING, example=sub.path.name)
         return
     local = sorted(i for i in (rules.as_step(k) for k in status) if i is not None)
     config = [str(k) for k in (data.get("pg_config") or {})]
@@ -334,7 +344,7 @@ def _status(data: dict[str, Any], rank: int, sub: Reader, rows: list[dict[str, A
     for key, st in status.items():
         lid = rules.as_step(key)
         if lid is None or not isinstance(st, dict):
-            sub.bad("unreadable pg_status record", example=f"{key}: {str(st)[:120]}")
+            sub.bad(UNREADABLE_PG_STATUS, example=f"{key}: {str(st)[:120]}")
             continue
         name, src = (names[lid], "entries") if lid in names else (order.get(lid, ""), "creation order")
         rows.append({"rank": rank, "pg_id": lid, "pg_name": name, "name_from": src if name else "",
@@ -375,9 +385,9 @@ def _read_entries(data: dict[str, Any], rank: int, sub: Reader, own: dict[str, l
             sub.bad(why, line=i, example=str(e)[:160])
             continue
         if row["state"] not in STATES:
-            sub.bad("unknown entry state (record kept)", line=i, example=row["state"][:80])
+            sub.bad(UNKNOWN_STATE, line=i, example=row["state"][:80])
         if names.setdefault(row["pg_id"], row["pg_name"]) != row["pg_name"]:
-            sub.bad("one local pg_id names two process groups (record kept)", line=i, example=row["pg_name"])
+            sub.bad(PG_ID_TWO_NAMES, line=i, example=row["pg_name"])
         rows.append(row)
     return names
 
@@ -396,10 +406,10 @@ def _read_all(reader: Reader, options: Options) -> tuple[list[dict], dict[str, d
             continue
         rank, how = _rank_of(data, f)
         if rank is None:
-            sub.bad("no rank: the dump states none and its file name ends in no number", example=f.name)
+            sub.bad(NO_RANK, example=f.name)
             continue
         if rank in dumps:
-            sub.bad(f"{rules.DUPLICATE}: a second dump of rank {rank}", example=f.name)
+            sub.bad(rules.DUPLICATE, example=f.name, detail=f"a second dump of rank {rank}")
             continue
         dumps[rank] = (f, data, how)
         own = _groups(data, sub, groups)

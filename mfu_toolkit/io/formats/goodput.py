@@ -50,6 +50,7 @@ from ..base import Parsed, loader_for
 from ..reading import Reader, parse_json
 
 NAME = "goodput"
+UNRECOGNISED_RECORD = "unrecognised goodput record (no known key)"
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ def _array(reader: Reader) -> list[Any] | None:
     if any(t.startswith("{") and t.endswith("}") for t in (line.strip() for line in text.splitlines()[1:])):
         reader.note("the first line starts with '[' but the file is no JSON array: read as JSON lines")
         return None
-    reader.fail(f"not valid JSON: {why} (truncated or garbled?)", line=at)
+    reader.fail(f"not valid JSON: {rules.in_full(why)} (truncated or garbled?)", line=at)
     return None
 
 
@@ -193,13 +194,13 @@ def _records(reader: Reader, options: Options) -> _Records:
         if times:
             verdict = clock.check(min(times))
             if verdict == "late":
-                reader.bad(f"{rules.NON_MONOTONIC} (more than {tol:g} s before an earlier record)", line=line,
-                           field="time", example=_brief(rec))
+                reader.bad(rules.NON_MONOTONIC, line=line, field="time", example=_brief(rec),
+                           detail=f"more than {tol:g} s before an earlier record")
                 continue
             if verdict == "retract" and last_timed is not None:
                 bad_line, _ = out.recs.pop(last_timed)
-                reader.bad(f"{rules.NON_MONOTONIC} (far ahead of the records before and after it)", line=bad_line,
-                           field="time")
+                reader.bad(rules.NON_MONOTONIC, line=bad_line, field="time",
+                           detail="far ahead of the records before and after it")
             last_timed = len(out.recs)
         out.recs.append((line, rec))
     return out
@@ -235,11 +236,11 @@ class _Attempts:
         """A time (or duration) in seconds, or None after counting the record as bad."""
         v = rules.as_number(rec.get(key))
         if math.isnan(v):
-            self.reader.bad(f"{rules.NON_FINITE_TIME} ({key})", line=line, field=key, example=_brief(rec))
+            self.reader.bad(rules.NON_FINITE_TIME, line=line, field=key, example=_brief(rec), detail=key)
             return None
         if not 0 <= v <= rules.MAX_EPOCH_S:
-            self.reader.bad(f"{rules.VALUE_OUT_OF_RANGE} ({key} negative or after the year 9999)", line=line, field=key,
-                            example=_brief(rec))
+            self.reader.bad(rules.VALUE_OUT_OF_RANGE, line=line, field=key, example=_brief(rec),
+                            detail=f"{key} negative or after the year 9999")
             return None
         return v
 
@@ -267,7 +268,7 @@ class _Attempts:
         elif rec.get("event_type") in _CHECKPOINT:
             self._checkpoint(line, rec)
         else:
-            self.reader.bad("unrecognised goodput record (no known key)", line=line, example=_brief(rec))
+            self.reader.bad(UNRECOGNISED_RECORD, line=line, example=_brief(rec))
 
     def _step_record(self, line: int, rec: dict[str, Any]) -> None:
         t = self.time(rec, "step_start_time", line)
@@ -275,7 +276,7 @@ class _Attempts:
             return
         step = rules.as_step(rec.get("step_count"))
         if step is None:
-            self.reader.bad(f"{rules.BAD_STEP} (step_count)", line=line, field="step_count", example=_brief(rec))
+            self.reader.bad(rules.BAD_STEP, line=line, field="step_count", example=_brief(rec), detail="step_count")
             return
         cur = self.cur
         if step in cur.steps:
@@ -288,9 +289,9 @@ class _Attempts:
         """End the open interval ``key`` at ``t`` as an activity (or count the end as bad)."""
         started = self.cur.open.pop(key, None)
         if started is None:
-            self.reader.bad(rules.end_without_start(label), line=line, field=field_)
+            self.reader.bad(rules.END_WITHOUT_START, line=line, field=field_, detail=label)
         elif t < started[0]:
-            self.reader.bad(rules.end_before_start(label), line=line, field=field_)
+            self.reader.bad(rules.END_BEFORE_START, line=line, field=field_, detail=label)
         else:
             self.cur.acts.append({"kind": kind, "what": what, "start": started[0], "end": t})
             self.cur.n += 1
@@ -321,8 +322,8 @@ class _Attempts:
                 kind = "eval" if "EVAL" in typ.upper() else "other"
                 self._close(key, t, line, "custom_badput_event_end_time", kind, typ, "custom badput event")
         else:
-            self.reader.bad(f"{rules.MISSING_FIELD} (custom_badput_event_start_time or _end_time)", line=line,
-                            field="custom_badput_event_type")
+            self.reader.bad(rules.MISSING_FIELD, line=line, field="custom_badput_event_type",
+                            detail="custom_badput_event_start_time or _end_time")
 
     def _checkpoint(self, line: int, rec: dict[str, Any]) -> None:
         et = rec["event_type"]
@@ -337,7 +338,7 @@ class _Attempts:
     def close(self) -> list[_Attempt]:
         for a in self.all:
             for kind, (_, ln) in a.open.items():
-                self.reader.bad(rules.start_without_end(kind), line=ln, field=kind)
+                self.reader.bad(rules.START_WITHOUT_END, line=ln, field=kind, detail=kind)
         return [a for a in self.all if a.n > 0 or a.job_start is not None]
 
 

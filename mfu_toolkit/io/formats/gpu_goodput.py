@@ -62,6 +62,7 @@ from ..reading import Reader
 from ..values import number, timestamp
 
 NAME = "gpu_goodput"
+UNKNOWN_EVENT_TYPE = "unknown event_type"
 
 # The library's event types, in its tie-break order (constant.py, EVENT_TYPE_ORDER).
 ORDER: dict[str, int] = {"user_scheduled": 0, "job_started": 1, "checkpoint_loaded": 2, "checkpoint_saved": 3,
@@ -138,16 +139,16 @@ def _record(reader: Reader, ln: int, d: dict[str, Any], got: _Read) -> _Rec | No
     """The event of one JSON object, or None after counting the line as bad."""
     kind = d.get("event_type")
     if kind is None:
-        reader.bad(f"{rules.MISSING_FIELD} (event_type)", line=ln, field="event_type", example=_brief(d))
+        reader.bad(rules.MISSING_FIELD, line=ln, field="event_type", example=_brief(d), detail="event_type")
         return None
     if not isinstance(kind, str) or kind not in ORDER:
-        reader.bad("unknown event_type", line=ln, field="event_type", example=str(kind)[:80])
+        reader.bad(UNKNOWN_EVENT_TYPE, line=ln, field="event_type", example=str(kind)[:80])
         return None
     text = d.get("timestamp")
     t = timestamp(text)
     if t is None:
-        why = f"{rules.MISSING_FIELD} (timestamp)" if text is None else f"{rules.NON_FINITE_TIME} (not ISO 8601)"
-        reader.bad(why, line=ln, field="timestamp", example=str(text)[:80])
+        why, detail = (rules.MISSING_FIELD, "timestamp") if text is None else (rules.NON_FINITE_TIME, "not ISO 8601")
+        reader.bad(why, line=ln, field="timestamp", example=str(text)[:80], detail=detail)
         return None
     if timestamp(text, offset="required") is not None:
         got.zoned += 1
@@ -157,8 +158,8 @@ def _record(reader: Reader, ln: int, d: dict[str, Any], got: _Read) -> _Rec | No
     if kind in _STEP_KINDS:
         step = rules.as_step(d["step"]) if "step" in d else None
         if step is None:
-            why = f"{rules.MISSING_FIELD} (step)" if "step" not in d else rules.BAD_STEP
-            reader.bad(why, line=ln, field="step", example=str(d.get("step"))[:80])
+            why, detail = (rules.MISSING_FIELD, "step") if "step" not in d else (rules.BAD_STEP, None)
+            reader.bad(why, line=ln, field="step", example=str(d.get("step"))[:80], detail=detail)
             return None
     elif "node_rank" in d:
         node = rules.as_step(d["node_rank"])
@@ -198,7 +199,7 @@ def _of_job(reader: Reader, got: _Read, want: str | None) -> tuple[list[_Rec], s
     others: dict[str, int] = {}
     for jn, r in got.recs:
         if job is not None and jn is None:
-            reader.bad(f"{rules.MISSING_FIELD} (job_name)", line=r.line, field="job_name")
+            reader.bad(rules.MISSING_FIELD, line=r.line, field="job_name", detail="job_name")
         elif jn != job and job is not None:
             others[jn] = others.get(jn, 0) + 1
     if others:

@@ -72,6 +72,8 @@ from ..reading import Reader, parse_json, read_head
 from ..values import number
 
 NAME = "hf_trainer"
+INTERVAL_NO_ROWS = "step gap too long to be one log interval (no step rows for this attempt)"
+MALFORMED_DICT_LINE = "malformed dict line"
 TEXT_LOG = True  # read line by line: NCCL's own lines are read by the shared stage (io.nccl_info)
 
 
@@ -215,8 +217,8 @@ def _check_entry(reader: Reader, e: Any, line: int | None, *, need_step: bool) -
         return None
     e = {str(k): v for k, v in e.items()}
     if need_step and _entry_kind(e) == "train" and "step" not in e:
-        reader.bad(f"{rules.MISSING_FIELD} (a training entry without its step)", line=line, field="step",
-                   example=repr(e)[:160])
+        reader.bad(rules.MISSING_FIELD, line=line, field="step", example=repr(e)[:160],
+                   detail="a training entry without its step")
         return None
     for k, v in e.items():
         if k.endswith("_runtime"):
@@ -246,7 +248,7 @@ _Segment = list[tuple[int | None, dict[str, Any]]]
 
 
 def _too_long(reader: Reader, line: int | None, field: str, gap: float) -> None:
-    reader.bad(f"{rules.INTERVAL_TOO_LONG}; no step rows for this attempt", line=line, field=field,
+    reader.bad(INTERVAL_NO_ROWS, line=line, field=field,
                example=f"a gap of {gap:.6g} steps (at most {rules.MAX_LOG_INTERVAL:,} are expanded)")
 
 
@@ -446,20 +448,21 @@ def _scan_log_history(text: str, reader: Reader, spans: dict[int, tuple[int, int
         pos = _WS_RE.match(text, pos).end()  # type: ignore[union-attr]
         line, counted = line + text.count("\n", counted, pos), pos
         if pos >= len(text):
-            reader.bad(f"{rules.MALFORMED_JSON} (truncated: the file ends inside log_history)", line=line,
-                       field="log_history", example=text[-80:])
+            reader.bad(rules.JSON_REST_UNREAD, line=line, field="log_history", example=text[-80:],
+                       detail="truncated: the file ends inside log_history")
             return out
         if text[pos] == "]":
             return out
         try:
             obj, end = dec.raw_decode(text, pos)
         except JSONDecodeError as exc:
-            reader.bad(f"{rules.MALFORMED_JSON} (truncated or broken: {exc.msg})", line=line, field="log_history",
-                       example=text[pos : pos + 80])
+            reader.bad(rules.JSON_REST_UNREAD, line=line, field="log_history", example=text[pos : pos + 80],
+                       detail=f"truncated or broken: {exc.msg}")
             return out
         except (RecursionError, ValueError) as exc:  # too deep, or an integer with too many digits
-            why = rules.JSON_TOO_DEEP if isinstance(exc, RecursionError) else f"{rules.MALFORMED_JSON} ({exc})"
-            reader.bad(f"{why}; entry passed over", line=line, field="log_history", example=text[pos : pos + 80])
+            why, detail = ((rules.JSON_TOO_DEEP, "entry passed over") if isinstance(exc, RecursionError)
+                           else (rules.MALFORMED_JSON, f"{exc}; entry passed over"))
+            reader.bad(why, line=line, field="log_history", example=text[pos : pos + 80], detail=detail)
             end = _skip_value(text, pos) if text[pos] in "[{" else None
             if end is None:
                 return out
@@ -488,7 +491,7 @@ def _read_state(reader: Reader, text: str,
     entries = _scan_log_history(text, reader, spans)
     if why is not None:
         if reader.strict:
-            reader.fail(f"invalid JSON ({why})", line=at, field="log_history")
+            reader.fail(f"invalid JSON ({rules.in_full(why)})", line=at, field="log_history")
         doc = _salvage_keys(text)  # what a half-written file still holds
     else:
         doc = parsed if isinstance(parsed, dict) else {}
@@ -496,7 +499,7 @@ def _read_state(reader: Reader, text: str,
     if gs is not None and _count(gs) is None:
         m = re.search(r'"global_step"\s*:', text)
         line = text.count("\n", 0, m.start()) + 1 if m else None
-        reader.bad(f"{rules.BAD_STEP} (global_step ignored)", line=line, field="global_step", example=repr(gs)[:120])
+        reader.bad(rules.BAD_STEP, line=line, field="global_step", example=repr(gs)[:120], detail="global_step ignored")
         del doc["global_step"]
     if "global_step" in doc:
         m = re.search(r'"global_step"\s*:', text)
@@ -548,10 +551,10 @@ def _read_results(files: list[Path], reader: Reader) -> dict[str, tuple[dict[str
         text = _utf8_text(sub)
         d, why, at = parse_json(text)
         if why is not None:
-            sub.bad(f"{why}; results file left out", line=at, field=c.name)
+            sub.bad(rules.FILE_LEFT_OUT, line=at, field=c.name, detail=f"results file: {rules.in_full(why)}")
             continue
         if not isinstance(d, dict):
-            sub.bad(f"{rules.NOT_AN_OBJECT}; results file left out", line=1, field=c.name)
+            sub.bad(rules.FILE_LEFT_OUT, line=1, field=c.name, detail="results file: not a JSON object")
             continue
         found[c.name] = ({k: v for k, v in d.items() if isinstance(v, (int, float, str))}, text)
     return found
@@ -714,7 +717,7 @@ def _results_only(sub: Reader, top: Reader) -> Parsed:
     text = _utf8_text(sub)
     doc, why, at = parse_json(text)
     if why is not None:
-        sub.fail(f"invalid JSON ({why})", line=at)
+        sub.fail(f"invalid JSON ({rules.in_full(why)})", line=at)
     if not isinstance(doc, dict):
         sub.fail("expected a JSON object of results")
     sub.report.lines_read += 1  # one record: the results object
@@ -737,7 +740,7 @@ def _stdout_entries(reader: Reader) -> list[tuple[int, Any]]:
         try:
             entries.append((ln, parse_dict_line(text[m.start() :].rstrip())))
         except ValueError as exc:
-            reader.bad("malformed dict line", line=ln, field="dict", example=f"{text[:100]} ({exc})")
+            reader.bad(MALFORMED_DICT_LINE, line=ln, field="dict", example=f"{text[:100]} ({exc})")
     reader.report.lines_read = n
     if not entries:
         reader.fail(

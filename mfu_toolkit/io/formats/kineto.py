@@ -67,7 +67,7 @@ pool bounded by a memory budget, or as a Spark job (``engine="spark"``), and tha
 cached as Parquet in the user cache directory, or beside the trace with ``cache="beside"`` (see
 :mod:`mfu_toolkit.io.kineto_ranks` for the cost rule and :mod:`mfu_toolkit.io.cache` for the cache); the job is
 assembled from the tables. A file that cannot be read at all (a corrupt
-or truncated gzip stream) is counted under ``unreadable trace file (left out)`` and named in a
+or truncated gzip stream) is counted under ``rules.FILE_LEFT_OUT`` and named in a
 note; the other ranks load, unless ``strict=True``. ``load_traces(paths)`` reads a list.
 
 Clocks: each rank's trace is on its host's clock, and the ranks are aligned by those absolute
@@ -108,6 +108,7 @@ from ..reading import Limits, Reader, read_head
 from ..values import number
 
 NAME = "kineto"
+NO_STEPS = "trace without ProfilerStep#N events"
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,7 @@ _MTIA_MEM_PREFIX = "dma"
 # tests/data/mtia_inference_trace/mtia_inference_rank_0.json.gz: {"id": 17, "name": "ARTEMIS",
 # "runtimeMajorVersion": 1, "runtimeMinorVersion": 30, "maxGridHeight": 8, "maxGridWidth": 8}.
 _MTIA_PROP_KEYS = ("runtimeMajorVersion", "maxGridHeight", "maxGridWidth")
-_TABLES_VERSION = 4  # bumps the rank caches when what a rank's table holds changes (4: gpu_time's step table)
+_TABLES_VERSION = 6  # bumps the rank caches when what a rank's table holds changes (6: skip keys are constants)
 _MEM_CATS = {"gpu_memcpy", "gpu_memset", "memcpy", "memset"}
 _RANK_NAME_RE = re.compile(r"rank[-_]?(\d{1,9})(?!\d)", re.IGNORECASE)
 _MAX_RANK = 10_000_000  # ranks and world sizes above this are not a job's
@@ -267,15 +268,15 @@ def _hook(d: dict[str, Any]) -> Any:
             return _other(d) if c == _WAIT_CAT else None
         n = _step_number(name[13:])
         if n is None:
-            return tracejson.Bad("name", f"{rules.BAD_STEP} (ProfilerStep#N)")
+            return tracejson.Bad("name", rules.SkipReason(rules.BAD_STEP, "ProfilerStep#N"))
         code, extra = _STEP, n
     else:
         return None
     ts, dur = number(d.get("ts")), number(d.get("dur"))  # finite; a number or a number written as text
     if ts is None:
-        return tracejson.Bad("ts", f"{rules.NON_FINITE_TIME} (ts)")
+        return tracejson.Bad("ts", rules.SkipReason(rules.NON_FINITE_TIME, "ts"))
     if dur is None:
-        return tracejson.Bad("dur", f"{rules.NON_FINITE_TIME} (dur)")
+        return tracejson.Bad("dur", rules.SkipReason(rules.NON_FINITE_TIME, "dur"))
     if dur < 0:
         return tracejson.Bad("dur", rules.NEGATIVE_DURATION)
     return (code, ts, dur, extra)
@@ -366,8 +367,8 @@ def _in_range(reader: Reader, info: dict[str, Any], key: str, line: int | None, 
         return None
     n = rules.as_step(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
     if n is None or n < lowest or n > _MAX_RANK:
-        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (distributedInfo.{key})", line=line, field=f"distributedInfo.{key}",
-                   example=repr(v)[:80])
+        reader.bad(rules.VALUE_OUT_OF_RANGE, line=line, field=f"distributedInfo.{key}", example=repr(v)[:80],
+                   detail=f"distributedInfo.{key}")
         return None
     return n
 
@@ -379,9 +380,8 @@ def _doc_facts(tr: _Trace, doc: dict[str, Any], reader: Reader) -> None:
     tr.world_size = _in_range(reader, info, "world_size", at, lowest=1)
     tr.rank = _in_range(reader, info, "rank", tr.lines.get("distributedInfo"), lowest=0)
     if tr.rank is not None and tr.world_size is not None and tr.rank >= tr.world_size:
-        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (distributedInfo.rank is not below world_size)",
-                   line=tr.lines.get("distributedInfo"), field="distributedInfo.rank",
-                   example=f"rank {tr.rank} of {tr.world_size}")
+        reader.bad(rules.VALUE_OUT_OF_RANGE, line=tr.lines.get("distributedInfo"), field="distributedInfo.rank",
+                   example=f"rank {tr.rank} of {tr.world_size}", detail="distributedInfo.rank is not below world_size")
         tr.rank = None
     backend = info.get("backend")
     tr.backend = backend[:80] if isinstance(backend, str) else None
@@ -401,7 +401,7 @@ def _step_spans(tr: _Trace, rank: int, reader: Reader) -> tuple[np.ndarray, np.n
     """Step starts and ends (µs after the trace's first step) and numbers, duplicates counted."""
     is_step = tr.code == _STEP
     if not is_step.any():
-        reader.bad("trace without ProfilerStep#N events", field="traceEvents")
+        reader.bad(NO_STEPS, field="traceEvents")
         return None
     base = float(tr.ts[is_step].min())
     ss = tr.ts[is_step] - base
@@ -411,7 +411,7 @@ def _step_spans(tr: _Trace, rank: int, reader: Reader) -> tuple[np.ndarray, np.n
     ss, se, sn = ss[o], se[o], sn[o]
     dup = np.concatenate([[False], sn[1:] == sn[:-1]])
     for n in sn[dup]:
-        reader.bad(f"{rules.DUPLICATE} (ProfilerStep number)", field=f"ProfilerStep#{n}")
+        reader.bad(rules.DUPLICATE, field=f"ProfilerStep#{n}", detail="ProfilerStep number")
     ss, se, sn = ss[~dup], se[~dup], sn[~dup]
     o = np.argsort(ss, kind="stable")
     ss, se, sn = ss[o], se[o], sn[o]
@@ -705,7 +705,7 @@ def _usable(reader: Reader, files: list[Path], parts: list[kr.RankPart]) -> tupl
             kept_f.append(f)
             kept_p.append(part)
             continue
-        reader.report.skip("unreadable trace file (left out)", example=part.error)
+        reader.report.skip(rules.FILE_LEFT_OUT, example=rules.with_detail("trace file", part.error))
         reader.note(f"{f.name}: unreadable, left out ({part.error[:300]})")
     if not kept_p:
         reader.fail(f"no trace could be read ({len(files)} unreadable): {parts[0].error}")

@@ -56,6 +56,7 @@ from ..reading import Reader
 from ..values import number
 
 NAME = "lightning"
+UNREADABLE_HPARAMS = "unreadable hparams.yaml"
 
 # Nodes a hparams.yaml may have once every alias is expanded (Lightning writes a few dozen), and
 # how deeply it may nest (PyYAML's scanner takes time quadratic in the depth of ``[``/``{``).
@@ -275,8 +276,8 @@ def _read_yaml(sub: Reader) -> tuple[Any, Any] | None:
     import yaml
 
     def bad_value(what: str, node: Any) -> None:
-        sub.bad(f"{rules.VALUE_OUT_OF_RANGE} ({what} in hparams.yaml, left missing)",
-                line=node.start_mark.line + 1, field="hparams", example=str(node.value)[:80])
+        sub.bad(rules.VALUE_OUT_OF_RANGE, line=node.start_mark.line + 1, field="hparams", example=str(node.value)[:80],
+                detail=f"{what} in hparams.yaml, left missing")
 
     loader = None
     try:
@@ -288,13 +289,13 @@ def _read_yaml(sub: Reader) -> tuple[Any, Any] | None:
         data = None if node is None else loader.construct_document(node)
         return node, _plain(data)
     except _YamlRefused as exc:
-        sub.bad(f"unreadable hparams.yaml ({exc.reason})", line=exc.line, field="hparams")
+        sub.bad(UNREADABLE_HPARAMS, line=exc.line, field="hparams", detail=exc.reason)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        sub.bad(f"unreadable hparams.yaml ({type(exc).__name__})", line=None if mark is None else mark.line + 1,
-                field="hparams", example=str(sub.path))
+        sub.bad(UNREADABLE_HPARAMS, line=None if mark is None else mark.line + 1, field="hparams",
+                example=str(sub.path), detail=type(exc).__name__)
     except RecursionError:
-        sub.bad("unreadable hparams.yaml (nested too deeply)", field="hparams")
+        sub.bad(UNREADABLE_HPARAMS, field="hparams", detail="nested too deeply")
     finally:
         if loader is not None:
             loader.dispose()
@@ -433,7 +434,7 @@ def _finite_points(t: pd.DataFrame, col: str, lines: pd.Series,
     ln = lines.reindex(steps).to_numpy()
     inf = ~np.isfinite(v)
     for i in np.flatnonzero(inf):
-        reader.bad(f"{rules.NON_FINITE_TIME} ({col})", line=int(ln[i]), field=col, example=f"step {steps[i]}: {v[i]}")
+        reader.bad(rules.NON_FINITE_TIME, line=int(ln[i]), field=col, example=f"step {steps[i]}: {v[i]}", detail=col)
     return steps[~inf], v[~inf], ln[~inf]
 
 

@@ -144,8 +144,8 @@ def _record(reader: Reader, ln: int, d: Any) -> dict[str, Any] | None:
         return None
     t = duration(d["elapsed_time"])
     if t is None:
-        reader.bad(f"{rules.NON_FINITE_TIME} (not H:MM:SS)", line=ln, field="elapsed_time",
-                   example=repr(d["elapsed_time"])[:80])
+        reader.bad(rules.NON_FINITE_TIME, line=ln, field="elapsed_time", example=repr(d["elapsed_time"])[:80],
+                   detail="not H:MM:SS")
         return None
     lr_key = "lr" if "lr" in d else "learning_rate"
     return {"line": ln, "step": step, "t": t, "kind": _kind(d), "loss": _value(reader, d, "loss", ln),
@@ -368,7 +368,8 @@ def _json_object(reader: Reader, path: Path) -> tuple[dict[str, Any], str] | Non
     text = sub.text()
     doc, why, at = parse_json(text)
     if why is not None or not isinstance(doc, dict):
-        sub.bad(f"{why or rules.NOT_AN_OBJECT}; {path.name} left out", line=at or 1, field=path.name)
+        sub.bad(rules.FILE_LEFT_OUT, line=at or 1, field=path.name,
+                detail=f"{path.name}: {rules.in_full(why or rules.NOT_AN_OBJECT)}")
         return None
     return {k: v for k, v in doc.items() if isinstance(v, (int, float, str, bool)) and k != "log_history"}, text
 

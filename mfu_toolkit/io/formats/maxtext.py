@@ -8,8 +8,8 @@ What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
   time, so steps are placed back to back from their durations (``timing="duration_only"``,
   ``rank = -1``); the glog or Cloud Logging timestamps a line may carry are when the metrics were
   written, not when the step ran, and are not used as step times.
-- Prefixes are stripped: glog (``I0317 10:00:17.579063 <tid> metric_logger.py:181] ``), the
-  ``# `` of a log pasted into a shell script's comments, indentation of a quoted block.
+- Prefixes are stripped: glog (``I0317 10:00:17.579063 <tid> metric_logger.py:181]``), the
+  ``#`` of a log pasted into a shell script's comments, indentation of a quoted block.
 - ``loss: nan`` is kept as a missing loss on a kept step: a diverged run still ran its steps.
 - Flags (``flag`` column, never dropped): ``compile`` on the first step of an attempt when it
   takes over three times the attempt's median (it includes XLA compilation), ``async_dispatch`` on a
@@ -26,7 +26,7 @@ Facts: ``Num_devices: N`` (JAX devices: one per TPU v4/v5/v6 chip or GPU), the a
 ``max_target_length`` → seq_len, ``per_device_batch_size``), the global batch as
 per-device batch × devices × gradient-accumulation steps. Claims: the median ``TFLOP/s/device``
 and ``Tokens/s/device``, and ``Per train step, total TFLOPs will be X`` (or ``Per train step:`` /
-`` Total TFLOPs: X``) as the model FLOPs per step *per device* that MaxText counts.
+``Total TFLOPs: X``) as the model FLOPs per step *per device* that MaxText counts.
 
 Numerator: that claim × ``Num_devices`` is the run's ``model_flops_per_step``, with
 ``model_flops_source`` naming both lines, so ``mfu analyze`` needs no preset: the MFU is then

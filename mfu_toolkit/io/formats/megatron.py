@@ -303,7 +303,7 @@ def _fields(st: _State, at: At, rest: str) -> tuple[float | None, str, dict[str,
         if kind == "elapsed":
             unit = column[len(_ELAPSED):].strip("_")
             if unit not in _UNITS:
-                at.bad(f"unknown time unit {unit!r} in elapsed time per iteration", key, at.text)
+                at.bad(rules.UNKNOWN_TIME_UNIT, key, at.text, detail=f"{unit!r} in elapsed time per iteration")
                 return None
             value, scale = number(_before_slash(raw), nonfinite="nan"), _UNITS[unit]
             if value is None or not (0.0 <= value and value * scale <= _MAX_STEP_S):  # counted by at.time
@@ -346,7 +346,7 @@ def _new_attempt(st: _State, at: At, it: int, ts: float | None) -> bool:
         st.attempt += 1
         st.last_ts = None
     elif ts is not None and st.last_ts is not None and ts < st.last_ts - st.opts.clock_tolerance_s:
-        at.bad(f"{rules.NON_MONOTONIC} (earlier than the previous iteration line)", "timestamp", at.text)
+        at.bad(rules.NON_MONOTONIC, "timestamp", at.text, detail="earlier than the previous iteration line")
         return False
     st.launch_marker = False
     st.last_iter = it
@@ -375,7 +375,7 @@ def _iteration(st: _State, at: At, m: re.Match[str]) -> bool:
     st.prev_text = text
     got = _fields(st, at, text[m.end():])
     if got is not None and got[0] is None:
-        at.bad(f"{rules.MISSING_FIELD} (elapsed time per iteration; truncated?)", "elapsed time per iteration", text)
+        at.bad(rules.MISSING_FIELD, "elapsed time per iteration", text, detail="elapsed time per iteration; truncated?")
         got = None
     tsm = _TS_RE.search(text, 0, m.start())
     ts = timestamp(tsm.group(1)) if tsm else None
@@ -551,7 +551,7 @@ def _ds_rate(at: At, values: dict[str, str], key: str) -> float:
         at.bad(rules.MISSING_FIELD if raw is None else rules.NON_NUMERIC, key, at.text[:200])
         return math.nan
     if not (math.isfinite(value) and value >= 0):  # DeepSpeed prints -inf before its timer has a step
-        at.bad(f"{rules.VALUE_OUT_OF_RANGE} (negative or not finite)", key, at.text[:200])
+        at.bad(rules.VALUE_OUT_OF_RANGE, key, at.text[:200], detail="negative or not finite")
         return math.nan
     return value
 

@@ -92,6 +92,10 @@ _CONFIG_SUFFIX = "model_config.yaml"
 _LM_TIME, _BRIDGE_TIME = "iteration-time", "elapsed time per iteration (ms)"
 _TFLOPS_KEYS = ("GPU utilization", "throughput per GPU (TFLOP/s/GPU)")
 _NAN_TIME = "nan iteration-time"
+NOT_A_BLOCK = "metric is not a {start_step, end_step, step_interval, values} block"
+BAD_LIST_BLOCK = "list values need a numeric start_step and a step_interval > 0"
+BAD_VALUES = "values must be a dict or a list"
+BAD_ENTRY = "top-level entry is neither a step's metrics nor a number"
 _MAX_STEP_S = 30 * 86400.0  # an iteration longer than 30 days is not one
 _PARALLEL = (("--tensor-model-parallel-size", "tp"), ("--pipeline-model-parallel-size", "pp"),
              ("--context-parallel-size", "cp"), ("--expert-model-parallel-size", "ep"))
@@ -282,7 +286,7 @@ def _lm_lines(text: str) -> dict[str, dict[int, int]]:
 
 def _lm_block(reader: Reader, series: _Series, metric: str, block: Any) -> None:
     if not isinstance(block, dict) or "values" not in block:
-        reader.bad("metric is not a {start_step, end_step, step_interval, values} block", field=metric)
+        reader.bad(NOT_A_BLOCK, field=metric)
         return
     vals = block["values"]
     if isinstance(vals, dict):
@@ -295,7 +299,7 @@ def _lm_block(reader: Reader, series: _Series, metric: str, block: Any) -> None:
     elif isinstance(vals, list):
         start, every = rules.as_number(block.get("start_step", 0)), rules.as_number(block.get("step_interval", 1))
         if math.isnan(start) or math.isnan(every) or every <= 0:
-            reader.bad("list values need a numeric start_step and a step_interval > 0", field=metric)
+            reader.bad(BAD_LIST_BLOCK, field=metric)
             return
         for i, v in enumerate(vals):
             step = rules.as_step(start + i * every)
@@ -304,7 +308,7 @@ def _lm_block(reader: Reader, series: _Series, metric: str, block: Any) -> None:
             else:
                 series.put(reader, metric, step, v)
     else:
-        reader.bad("values must be a dict or a list", field=metric)
+        reader.bad(BAD_VALUES, field=metric)
 
 
 def _lm_series(reader: Reader, doc: dict[str, Any], text: str) -> _Series:
@@ -352,7 +356,7 @@ def _bridge_series(reader: Reader, doc: dict[str, Any], text: str) -> _Series:
         elif isinstance(entry, (int, float)) and not isinstance(entry, bool) and math.isfinite(entry):
             series.totals[key] = float(entry)
         else:
-            reader.bad("top-level entry is neither a step's metrics nor a number", field=str(key)[:80])
+            reader.bad(BAD_ENTRY, field=str(key)[:80])
     return series
 
 
@@ -373,12 +377,12 @@ def _step_rows(reader: Reader, series: _Series, metric: str, factor: float, resu
                 reader.bad(_NAN_TIME, line=lines.get(step), field=metric, example=f"step {step}")
             continue
         if d < 0:
-            reader.bad(f"{rules.NEGATIVE_DURATION} ({metric})", line=lines.get(step), field=metric,
-                       example=f"step {step}: {d}")
+            reader.bad(rules.NEGATIVE_DURATION, line=lines.get(step), field=metric, example=f"step {step}: {d}",
+                       detail=metric)
             continue
         if d > _MAX_STEP_S:
-            reader.bad(f"{rules.VALUE_OUT_OF_RANGE} ({metric} over 30 days)", line=lines.get(step), field=metric,
-                       example=f"step {step}: {d}")
+            reader.bad(rules.VALUE_OUT_OF_RANGE, line=lines.get(step), field=metric, example=f"step {step}: {d}",
+                       detail=f"{metric} over 30 days")
             continue
         attempt = sum(1 for r in resume if step >= r)
         rows.append({"attempt": attempt, "step": step, "start_s": cursor, "end_s": cursor + d})
@@ -439,7 +443,7 @@ def _read_doc(reader: Reader) -> tuple[dict[str, Any], str]:
     reader.report.lines_read = text.count("\n") + (0 if text.endswith("\n") else 1)
     doc, why, at = parse_json(text)
     if why is not None:
-        reader.fail(f"not valid JSON: {why} (truncated or garbled?)", line=at)
+        reader.fail(f"not valid JSON: {rules.in_full(why)} (truncated or garbled?)", line=at)
     if not isinstance(doc, dict) or not doc:
         reader.fail("expected a JSON object {metric: {start_step, end_step, step_interval, values}} "
                     "or {step: {metric: value}}")

@@ -2,17 +2,17 @@
 
 What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
 
-- ``init_start``→``init_stop`` (or ``run_start`` when ``init_stop`` is missing) is an ``init``
-  event; ``run_start``→``run_stop`` is the timed run (``meta.extra['run_duration_s']``, the
+- ``init_start`` → ``init_stop`` (or ``run_start`` when ``init_stop`` is missing) is an ``init``
+  event; ``run_start`` → ``run_stop`` is the timed run (``meta.extra['run_duration_s']``, the
   benchmark's time-to-train, and ``run_status``).
-- ``block_start``→``block_stop`` are the training blocks between evaluations; each becomes one
+- ``block_start`` → ``block_stop`` are the training blocks between evaluations; each becomes one
   step row (``step`` = block ordinal, ``rank = -1``, ``meta.timing = "exact"``). ``samples`` is
   the ``samples_count`` difference across the block where the log gives it. ``epoch_count`` is
   kept as logged: its unit differs between benchmarks (epochs, samples, or tokens: MLPerf GPT-3
   counts tokens, so there it fills ``tokens``). Where a block contains evaluations (BERT) the
   block is split around them, so no second is counted twice. Without blocks, the epochs (or the
   run) minus the evaluations are the training segments (DLRM logs only epochs).
-- ``eval_start``→``eval_stop`` are ``eval`` events; ``eval_accuracy`` values go to the ``evals``
+- ``eval_start`` → ``eval_stop`` are ``eval`` events; ``eval_accuracy`` values go to the ``evals``
   table and into the event's detail. ``epoch_start``/``epoch_stop`` go to the ``epochs`` table;
   ``tracked_stats`` and other per-step values (``train_loss``) to the ``metrics`` table.
 - Per-rank duplicates (the GPT-3 log has ``init_start`` 512 times) are collapsed to one record
@@ -159,7 +159,7 @@ def _sysjson(reader: Reader, log: _Log, ln: int, text: str) -> None:
     if ok and isinstance(d, dict):
         log.sysjson.append((ln, d, text))
     elif ok:
-        reader.bad(f"{rules.NOT_AN_OBJECT} (SYSJSON)", line=ln, example=text)
+        reader.bad(rules.NOT_AN_OBJECT, line=ln, example=text, detail="SYSJSON")
 
 
 def _mllog(reader: Reader, ln: int, text: str, payload: str) -> tuple[dict[str, Any], str, float] | None:
@@ -172,15 +172,15 @@ def _mllog(reader: Reader, ln: int, text: str, payload: str) -> tuple[dict[str, 
         return None
     key = d.get("key")
     if not isinstance(key, str) or not key:
-        reader.bad(f"{rules.MISSING_FIELD} (key)", line=ln, field="key", example=text)
+        reader.bad(rules.MISSING_FIELD, line=ln, field="key", example=text, detail="key")
         return None
     t_ms = rules.as_number(d.get("time_ms"))
     if math.isnan(t_ms):
-        reader.bad(f"{rules.NON_FINITE_TIME} (time_ms)", line=ln, field="time_ms", example=text)
+        reader.bad(rules.NON_FINITE_TIME, line=ln, field="time_ms", example=text, detail="time_ms")
         return None
     if not 0 <= t_ms <= _MAX_TIME_MS:
-        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (time_ms before 1970 or after 9999)", line=ln, field="time_ms",
-                   example=text)
+        reader.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field="time_ms", example=text,
+                   detail="time_ms before 1970 or after 9999")
         return None
     return d, key, t_ms
 
@@ -192,8 +192,8 @@ def _init_rank(reader: Reader, log: _Log, rec: _Rec) -> None:
         return
     rank = rules.as_step(rec.meta["rank"])
     if rank is None or rank >= _MAX_RANK:
-        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (metadata.rank)", line=rec.line, field="rank",
-                   example=str(rec.meta["rank"])[:80])
+        reader.bad(rules.VALUE_OUT_OF_RANGE, line=rec.line, field="rank", example=str(rec.meta["rank"])[:80],
+                   detail="metadata.rank")
         return
     log.ranks.add(rank)
 
@@ -234,8 +234,8 @@ def _read(reader: Reader, tol_s: float) -> _Log:
             bad = log.recs.pop()
             if log.init_starts and log.init_starts[-1] is bad:
                 log.init_starts.pop()
-            reader.bad(f"{rules.NON_MONOTONIC} (far ahead of the records before and after it)", line=bad.line,
-                       field="time_ms")
+            reader.bad(rules.NON_MONOTONIC, line=bad.line, field="time_ms",
+                       detail="far ahead of the records before and after it")
         log.recs.append(rec)
         if key == "init_start":
             _init_rank(reader, log, rec)
@@ -260,8 +260,8 @@ def _drop_early(reader: Reader, log: _Log, tol_s: float) -> None:
 
 
 def _late(reader: Reader, line: int, tol_s: float, example: str | None = None) -> None:
-    reader.bad(f"{rules.NON_MONOTONIC} (more than {tol_s:g} s before an earlier record)", line=line, field="time_ms",
-               example=example)
+    reader.bad(rules.NON_MONOTONIC, line=line, field="time_ms", example=example,
+               detail=f"more than {tol_s:g} s before an earlier record")
 
 
 def _keep_early(reader: Reader, log: _Log) -> None:
@@ -309,7 +309,7 @@ def _start(reader: Reader, tl: _Timeline, kind: str, r: _Rec) -> None:
         cur.t0 = min(cur.t0, r.t)
         return
     if cur is not None:
-        reader.bad(rules.start_without_end(kind), line=cur.line, field="key")
+        reader.bad(rules.START_WITHOUT_END, line=cur.line, field="key", detail=kind)
     tl.open_[kind] = _Interval(kind, r.t, r.line, r.meta)
 
 
@@ -332,10 +332,10 @@ def _stop(reader: Reader, tl: _Timeline, kind: str, r: _Rec) -> None:
             tl.copies[r.key] = tl.copies.get(r.key, 0) + 1
             return
         if (cur := _first_block_from_run(reader, tl, kind, r)) is None:
-            reader.bad(rules.end_without_start(kind), line=r.line, field="key")
+            reader.bad(rules.END_WITHOUT_START, line=r.line, field="key", detail=kind)
             return
     if r.t < cur.t0:
-        reader.bad(rules.end_before_start(kind), line=r.line, field="time_ms")
+        reader.bad(rules.END_BEFORE_START, line=r.line, field="time_ms", detail=kind)
         return
     cur.t1 = r.t
     cur.meta1 = r.meta
@@ -364,7 +364,7 @@ def _run_and_init(reader: Reader, tl: _Timeline) -> tuple[_Interval | None, floa
     init_open = tl.open_.pop("init", None)
     run_open = tl.open_.pop("run", None)
     for kind, iv in tl.open_.items():
-        reader.bad(f"{rules.start_without_end(kind)} (log ends)", line=iv.line, field="key")
+        reader.bad(rules.START_WITHOUT_END, line=iv.line, field="key", detail=f"{kind}; the log ends")
     runs = tl.closed["run"]
     run_iv = runs[0] if runs else None
     if len(runs) > 1:
@@ -378,7 +378,7 @@ def _run_and_init(reader: Reader, tl: _Timeline) -> tuple[_Interval | None, floa
             tl.closed["init"].append(init_open)
             reader.note("no init_stop: init taken to end at run_start")
         else:
-            reader.bad("init start without an end or a run_start", line=init_open.line, field="key")
+            reader.bad(rules.START_WITHOUT_END, line=init_open.line, field="key", detail="init; no end or run_start")
     return run_iv, run_start_t
 
 
@@ -403,7 +403,7 @@ def _count_fact(out: Parsed, reader: Reader, r: _Rec | None, name: str) -> int |
         # a number at all (NaN, infinity, a numeral too long to read included) is out of range
         is_number = number(r.value, nonfinite="keep") is not None or numeral(r.value)
         why = rules.VALUE_OUT_OF_RANGE if is_number else rules.NON_NUMERIC
-        reader.bad(f"{why} ({r.key})", line=r.line, field=r.key, example=str(r.value)[:80])
+        reader.bad(why, line=r.line, field=r.key, example=str(r.value)[:80], detail=r.key)
         return None
     out.fact(name, n, f"{reader.name}:{r.line}", r.text)
     return n
@@ -417,8 +417,8 @@ def _point_facts(out: Parsed, reader: Reader, tl: _Timeline, extra: dict[str, An
         if m := _PLATFORM_RE.fullmatch(plat.value.strip()):
             nodes = rules.as_count(m.group(1))
             if nodes is None:
-                reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (submission_platform node count)", line=plat.line,
-                           field="submission_platform", example=plat.value[:80])
+                reader.bad(rules.VALUE_OUT_OF_RANGE, line=plat.line, field="submission_platform",
+                           example=plat.value[:80], detail="submission_platform node count")
             else:
                 out.fact("n_nodes", nodes, where, plat.text)
                 extra["platform_nodes"] = nodes
@@ -545,8 +545,8 @@ def _sysjson_facts(out: Parsed, reader: Reader, sysjson: list[tuple[int, dict[st
         out.fact("accelerators_per_node", per, where, _snippet(raw, "accelerators_per_node"))
     total = rules.as_count(nodes * per) if nodes is not None and per is not None else None
     if total is None:
-        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (SYSJSON number_of_nodes/accelerators_per_node not positive integers)",
-                   line=ln0, field="accelerators_per_node")
+        reader.bad(rules.VALUE_OUT_OF_RANGE, line=ln0, field="accelerators_per_node",
+                   detail="SYSJSON number_of_nodes/accelerators_per_node not positive integers")
         return
     text = f"{_snippet(raw, 'number_of_nodes')} x {_snippet(raw, 'accelerators_per_node')}"
     out.fact("n_accelerators", total, where, text)

@@ -224,8 +224,8 @@ def _stream(reader: Reader) -> Any:
         try:
             value, end = dec.raw_decode(text, pos)
         except (ValueError, RecursionError) as exc:
-            reader.bad(f"{rules.MALFORMED_JSON} ({getattr(exc, 'msg', type(exc).__name__)}; the rest of the "
-                       "file is not read)", line=line, example=text[pos:pos + 160])
+            reader.bad(rules.JSON_REST_UNREAD, line=line, example=text[pos:pos + 160],
+                       detail=getattr(exc, "msg", type(exc).__name__))
             return
         yield line, value
         pos = end
@@ -277,8 +277,8 @@ def _inspector_row(reader: Reader, ln: int, rec: Any, acc: _Acc) -> dict[str, An
     hdr, meta, perf, kind = got
     rank, n_ranks = rules.as_step(hdr.get("rank")), rules.as_count(hdr.get("n_ranks"))
     if rank is None or n_ranks is None or rank >= n_ranks:
-        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (rank {hdr.get('rank')!r} of n_ranks {hdr.get('n_ranks')!r})",
-                   line=ln, field="header.rank")
+        reader.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field="header.rank",
+                   detail=f"rank {hdr.get('rank')!r} of n_ranks {hdr.get('n_ranks')!r}")
         return None
     op, sn = perf.get(kind), rules.as_step(perf.get(f"{kind}_sn"))
     if not isinstance(op, str) or not op or sn is None:

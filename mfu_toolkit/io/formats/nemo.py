@@ -9,9 +9,9 @@ What the format reads and how it maps to a :class:`~mfu_toolkit.run.Run`:
   as ``2e+3`` for integers). The step is ``global_step``: the ``iteration`` counter restarts
   every epoch. ``train_step_timing in s`` is that one step's wall time in seconds (not a mean).
 - Prefixes are stripped, in any order: indentation and ``>`` quotes of a document, ISO
-  timestamps (``[2025-11-20T14:55:23+08:00] ``, also one that lost its ``[``), a NeMo-Run job
-  name cut to its last characters (``ining-demo/0 ``), ``[defaultN]:`` / ``[rankN]:`` launcher
-  prefixes, ``(pretraining, pid=4112) `` (SkyPilot/Ray) and ``0: `` (``srun -l``).
+  timestamps (``[2025-11-20T14:55:23+08:00]``, also one that lost its ``[``), a NeMo-Run job
+  name cut to its last characters (``ining-demo/0``), ``[defaultN]:`` / ``[rankN]:`` launcher
+  prefixes, ``(pretraining, pid=4112)`` (SkyPilot/Ray) and ``0:`` (``srun -l``).
 - Timing: with a timestamp on every step line the step ends at its line's time
   (``timing="exact"``; the timestamps have the resolution NeMo-Run prints, 1 s); otherwise
   steps are placed back to back from their durations (``timing="duration_only"``): time spent
@@ -73,6 +73,8 @@ from ..reading import ANSI_RE, Reader, read_head
 from ..values import number, timestamp
 
 NAME = "nemo"
+BAD_NOTEBOOK_OUTPUT = "malformed notebook output (stream text is not a string or a list of strings)"
+TIMESTAMPS_NOT_USED = "non-monotonic timestamp (records kept, their timestamps not used)"
 TEXT_LOG = True  # read line by line: NCCL's own lines are read by the shared stage (io.nccl_info)
 
 
@@ -241,15 +243,15 @@ def _column(st: _State, key: str) -> str | None:
 def _step_time(reader: Reader, ln: int, fields: dict[str, str], body: str) -> float | None:
     key = "train_step_timing in s"
     if key not in fields:
-        reader.bad(f"{rules.MISSING_FIELD} (step dropped)", line=ln, field=key, example=body)
+        reader.bad(rules.MISSING_FIELD, line=ln, field=key, example=body, detail="step dropped")
         return None
     dur = number(fields[key], nonfinite="keep")
     if dur is None or not math.isfinite(dur):
-        reader.bad(f"{rules.NON_FINITE_TIME} (step dropped)", line=ln, field=key, example=body)
+        reader.bad(rules.NON_FINITE_TIME, line=ln, field=key, example=body, detail="step dropped")
     elif dur < 0:
-        reader.bad(f"{rules.NEGATIVE_DURATION} (step dropped)", line=ln, field=key, example=body)
+        reader.bad(rules.NEGATIVE_DURATION, line=ln, field=key, example=body, detail="step dropped")
     elif dur > _MAX_STEP_S:
-        reader.bad(f"{rules.VALUE_OUT_OF_RANGE} (step dropped)", line=ln, field=key, example=body)
+        reader.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field=key, example=body, detail="step dropped")
     else:
         return dur
     return None
@@ -259,7 +261,7 @@ def _step_record(reader: Reader, st: _State, ln: int, body: str, info: dict[str,
     """One step line as a record, or None (counted) when it has no usable step or time."""
     fields, epoch_it = _fields(body)
     if "global_step" not in fields:
-        reader.bad(f"{rules.MISSING_FIELD} (step dropped)", line=ln, field="global_step", example=body)
+        reader.bad(rules.MISSING_FIELD, line=ln, field="global_step", example=body, detail="step dropped")
         return None
     step = rules.as_step(fields["global_step"])
     if step is None:
@@ -529,7 +531,7 @@ def _stream_pieces(reader: Reader, outputs: Any) -> list[tuple[str, str]]:
         text = out.get("text", "")
         parts = [text] if isinstance(text, str) else text if isinstance(text, list) else None
         if parts is None or not all(isinstance(p, str) for p in parts):
-            reader.bad("malformed notebook output (stream text is not a string or a list of strings)", field="text")
+            reader.bad(BAD_NOTEBOOK_OUTPUT, field="text")
             continue
         pieces.extend((str(out.get("name", "")), p) for p in parts)
     return pieces
@@ -558,7 +560,7 @@ def _cell_lines(reader: Reader, finder: _LineFinder, pieces: list[tuple[str, str
     out = []
     for ln, text in lines:
         if len(text) > cap:
-            reader.bad(f"{rules.LINE_TOO_LONG} (over {cap:,} bytes; max_line_bytes= raises the limit)", line=ln)
+            reader.bad(rules.LINE_TOO_LONG, line=ln, detail=f"over {cap:,} bytes; max_line_bytes= raises the limit")
             continue
         out.append((ln, ANSI_RE.sub("", text) if "\x1b" in text else text))
     return out
@@ -659,7 +661,7 @@ def _exact_ends(reader: Reader, records: list[dict[str, Any]]) -> list[float] | 
         return None
     back = [r for r, a, b in zip(records[1:], ends, ends[1:], strict=False) if b < a]
     for r in back:
-        reader.bad(f"{rules.NON_MONOTONIC} (timestamps not used)", line=r["line"], field="timestamp", example=r["ts"])
+        reader.bad(TIMESTAMPS_NOT_USED, line=r["line"], field="timestamp", example=r["ts"])
     return None if back else ends
 
 

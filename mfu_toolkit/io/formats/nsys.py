@@ -375,20 +375,20 @@ class _Activity:
                 "comm": (self.ks[on & self.comm], self.ke[on & self.comm]), "memory": (self.ms[mem], self.me[mem])}
 
 
-def _bad_many(reader: Reader, reason: str, n: int, field: str) -> None:
+def _bad_many(reader: Reader, reason: str, n: int, field: str, detail: str | None = None) -> None:
     """``n`` records skipped for one reason: the first through ``reader.bad`` (strict raises), the rest counted."""
     if n <= 0:
         return
-    reader.bad(reason, field=field)
+    reader.bad(reason, field=field, detail=detail)
     reader.report.skipped[reason] = reader.report.skipped.get(reason, 0) + n - 1
 
 
 def _valid(arr: np.ndarray, reader: Reader, table: str) -> np.ndarray:
     """The rows of ``arr`` (start, end, deviceId, ...) with finite times, a device and ``end >= start``."""
     times = np.isfinite(arr[:, 0]) & np.isfinite(arr[:, 1])
-    _bad_many(reader, f"{rules.NON_FINITE_TIME} (start/end)", int((~times).sum()), f"{table}.start")
+    _bad_many(reader, rules.NON_FINITE_TIME, int((~times).sum()), f"{table}.start", "start/end")
     dev = times & np.isfinite(arr[:, 2])
-    _bad_many(reader, f"{rules.MISSING_FIELD} (deviceId)", int((times & ~dev).sum()), f"{table}.deviceId")
+    _bad_many(reader, rules.MISSING_FIELD, int((times & ~dev).sum()), f"{table}.deviceId", "deviceId")
     ok = dev & (arr[:, 1] >= arr[:, 0])
     _bad_many(reader, rules.NEGATIVE_DURATION, int((dev & ~ok).sum()), f"{table}.end")
     return arr[ok]
@@ -400,7 +400,7 @@ def _collect(src: Any, reader: Reader, table: str, spec: Sequence[tuple[str, str
     n_read = 0
     for arr in src.scan(table, spec, origin):
         if not rules.take_rows(len(arr)):
-            reader.bad(f"row budget spent ({table}: rows after the first {n_read:,} not read)", field=table)
+            reader.bad(rules.ROW_BUDGET_SPENT, field=table, detail=f"{table}: rows after the first {n_read:,} not read")
             reader.note(f"{table}: the load's row budget was spent after {n_read:,} rows; the rest of the table "
                         "was not read, so device totals are a lower bound")
             break
@@ -527,18 +527,19 @@ def _read_ranges(src: Any, reader: Reader, origin: int, pattern: re.Pattern[str]
         if m is None:
             continue
         if not rules.take_rows(1):
-            reader.bad(f"row budget spent ({_NVTX}: step ranges after the first {n:,} not read)", field=_NVTX)
+            reader.bad(rules.ROW_BUDGET_SPENT, field=_NVTX,
+                       detail=f"{_NVTX}: step ranges after the first {n:,} not read")
             break
         n += 1
         num = None
         if pattern.groups:
             num = rules.as_step(m.group(1)) if m.group(1) is not None else None
             if num is None:
-                reader.bad(f"{rules.BAD_STEP} (NVTX range name)", field=f"{_NVTX}.text", example=text)
+                reader.bad(rules.BAD_STEP, field=f"{_NVTX}.text", example=text, detail="NVTX range name")
                 continue
         s, e = (float(v) if isinstance(v, (int, float)) else np.nan for v in (start, end))
         if not (np.isfinite(s) and np.isfinite(e)):
-            reader.bad(f"{rules.NON_FINITE_TIME} (NVTX range)", field=f"{_NVTX}.start", example=text)
+            reader.bad(rules.NON_FINITE_TIME, field=f"{_NVTX}.start", example=text, detail="NVTX range")
             continue
         if e < s:
             reader.bad(rules.NEGATIVE_DURATION, field=f"{_NVTX}.end", example=text)
@@ -557,7 +558,7 @@ def _steps_of(rows: list[tuple], proc: int, reader: Reader) -> tuple[np.ndarray,
     kept = []
     for num, s, e in rows:
         if num in seen:
-            reader.bad(f"{rules.DUPLICATE} (step range number)", field=f"{_NVTX}.text", example=f"step {num}")
+            reader.bad(rules.DUPLICATE, field=f"{_NVTX}.text", example=f"step {num}", detail="step range number")
             continue
         seen.add(num)
         kept.append((num, s, e))

@@ -40,6 +40,8 @@ from ..base import Parsed, loader_for
 from ..reading import Reader
 
 NAME = "parquet_dataset"
+CORRUPT_PART = "corrupt part file (unreadable Parquet footer)"
+OTHER_SCHEMA = "part file with a different schema"
 SIDECAR = "_mfu_run.parquet"
 _MAGIC = b"PAR1"
 _REQUIRED = ("step", "start_s", "end_s")
@@ -183,15 +185,14 @@ def _check_parts(reader: Reader, files: list[Path]) -> _Parts:
             with open(p, "rb") as fh:  # an open file: a name with a colon is never read as a URI
                 md = pq.read_metadata(fh)
         except Exception as exc:  # a damaged footer, or not Parquet at all
-            reader.bad("corrupt part file (unreadable Parquet footer)",
-                       example=f"{name}: rows unknown ({type(exc).__name__})")
+            reader.bad(CORRUPT_PART, example=f"{name}: rows unknown ({type(exc).__name__})")
             reader.note(f"{name}: corrupt part file left out (footer unreadable: {str(exc)[:120]}); "
                         "its rows are unknown")
             continue
         schema = {f.name: str(f.type) for f in md.schema.to_arrow_schema()}
         why = _schema_problem(schema)
         if why:
-            reader.bad("part file with a different schema", example=f"{name}: {md.num_rows:,} rows; {why}")
+            reader.bad(OTHER_SCHEMA, example=f"{name}: {md.num_rows:,} rows; {why}")
             reader.note(f"{name}: {md.num_rows:,} rows left out: {why}")
             continue
         good.append(p)
@@ -333,9 +334,9 @@ def _count_bad(reader: Reader, parts: _Parts, counts: dict[tuple[Path, int], int
     for (p, code), n in sorted(counts.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         rule = row_rules.ROW_RULES[code - 1]
         name = p.relative_to(root).as_posix() if p != root else p.name
-        reader.bad(rule.reason, field=rule.column, example=f"{name}: {n:,} row(s)")
+        reader.bad(rule.reason, field=rule.column, example=f"{name}: {n:,} row(s)", detail=rule.detail)
         reader.report.skipped[rule.reason] += n - 1
-        reader.note(f"{name}: {n:,} row(s) left out: {rule.reason}")
+        reader.note(f"{name}: {n:,} row(s) left out: {rule.reason} ({rule.detail})")
 
 
 def _checked_backend(reader: Reader, parts: _Parts, be: Any) -> int:

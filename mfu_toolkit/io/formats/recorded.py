@@ -68,6 +68,7 @@ _NAME_PATTERN = r"^rank(\d{1,9})\.attempt(\d{1,9})\.jsonl$"
 _SCAN = 10_000  # folder entries a sniff looks at
 _UNKNOWN_RECORD = "record of no known kind (step, event, gpu_step, beat, dropped, close)"
 _NOT_HEADER = "file without a record header on line 1 (left out)"
+_CLOCK_IGNORED = "value out of range in the header (clock field ignored)"
 _SHOWN = 10  # ranks named in one note
 
 
@@ -140,10 +141,11 @@ def _header(sub: Reader, text: str) -> dict[str, Any] | None:
     for name, v in out.items():
         if v is None or (isinstance(v, float) and math.isnan(v)):
             why = rules.MISSING_FIELD if name not in value else rules.VALUE_OUT_OF_RANGE
-            sub.bad(f"{why} in the header (file left out)", line=1, field=name, example=text[:120])
+            sub.bad(rules.FILE_LEFT_OUT, line=1, field=name, example=text[:120], detail=f"{why} in the header")
             return None
     if out["rank"] >= out["world_size"]:
-        sub.bad(f"{rules.VALUE_OUT_OF_RANGE} in the header (file left out)", line=1, field="rank", example=text[:120])
+        sub.bad(rules.FILE_LEFT_OUT, line=1, field="rank", example=text[:120],
+                detail="rank in the header not below world_size")
         return None
     version = value.get("version")
     if version != _VERSION:
@@ -155,8 +157,7 @@ def _header(sub: Reader, text: str) -> dict[str, Any] | None:
     for key in ("mono0", "heartbeat_s"):
         v = rules.as_number(value.get(key))
         if key in value and not v >= 0:
-            sub.bad(f"{rules.VALUE_OUT_OF_RANGE} in the header (clock field ignored)", line=1, field=key,
-                    example=text[:120])
+            sub.bad(_CLOCK_IGNORED, line=1, field=key, example=text[:120])
         elif v >= 0:
             out[key] = v
     return out
@@ -217,8 +218,8 @@ def _step(sub: Reader, rec: dict[str, Any], line: int, text: str, head: dict[str
 def _event(sub: Reader, rec: dict[str, Any], line: int, text: str, head: dict[str, Any], out: _Table) -> None:
     kind = rec.get("event")
     if kind not in EVENT_KINDS:
-        sub.bad(f"{rules.VALUE_OUT_OF_RANGE} (event kind not one of {', '.join(EVENT_KINDS)})", line=line,
-                field="event", example=text)
+        sub.bad(rules.VALUE_OUT_OF_RANGE, line=line, field="event", example=text,
+                detail=f"event kind not one of {', '.join(EVENT_KINDS)}")
         return
     span = _time(sub, rec, line, text)
     if span is None:

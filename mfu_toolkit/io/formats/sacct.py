@@ -71,6 +71,9 @@ from ..reading import Reader
 from ..values import duration, number, timestamp
 
 NAME = "sacct"
+BAD_JOB_ID = "JobID is not a SLURM job id"
+UNREADABLE_TIME = "unreadable time (left missing, record kept)"
+OUTSIDE_JSON = "line outside the JSON document"
 
 
 @dataclass(frozen=True)
@@ -154,7 +157,7 @@ def _record(reader: Reader, ln: int, text: str, rec: dict[str, str]) -> dict[str
     """One job record as a ``jobs`` row (absolute times in ``*_abs``), or None when it is bad."""
     m = _JOBID_RE.match(rec.get("jobid", ""))
     if m is None:
-        reader.bad("JobID is not a SLURM job id", line=ln, field="JobID", example=text)
+        reader.bad(BAD_JOB_ID, line=ln, field="JobID", example=text)
         return None
     row: dict[str, Any] = {
         "line": ln,
@@ -170,7 +173,7 @@ def _record(reader: Reader, ln: int, text: str, rec: dict[str, str]) -> dict[str
             if rec[col].strip().lower() not in _NO_TIME:
                 t = timestamp(rec[col])  # YYYY-MM-DDTHH:MM:SS, naive local time (read as UTC)
                 if t is None:
-                    reader.bad(f"unreadable {col} time", line=ln, field=col.capitalize(), example=rec[col])
+                    reader.bad(UNREADABLE_TIME, line=ln, field=col.capitalize(), example=rec[col], detail=col)
             row[f"{col}_abs"] = t
     if "elapsed" in rec:
         row["elapsed_s"] = _parse_elapsed(rec["elapsed"])
@@ -182,7 +185,7 @@ def _record(reader: Reader, ln: int, text: str, rec: dict[str, str]) -> dict[str
         if row["gpus"] is None:
             reader.bad(rules.VALUE_OUT_OF_RANGE, line=ln, field="AllocTRES", example=rec["alloctres"])
     if row.get("start_abs") is not None and row.get("end_abs") is not None and row["end_abs"] < row["start_abs"]:
-        reader.bad(rules.end_before_start("job"), line=ln, field="End", example=text)
+        reader.bad(rules.END_BEFORE_START, line=ln, field="End", example=text, detail="job")
         return None
     return row
 
@@ -194,7 +197,7 @@ def _records(reader: Reader) -> list[dict[str, Any]]:
         reader.report.lines_read += 1
         parts = _cells(text, names, spans, parsable)
         if parts is None:
-            reader.bad(f"{rules.WRONG_FIELD_COUNT} (expected {len(names)})", line=ln, example=text)
+            reader.bad(rules.WRONG_FIELD_COUNT, line=ln, example=text, detail=f"expected {len(names)}")
             continue
         row = _record(reader, ln, text, {n: v.strip() for n, v in zip(names, parts, strict=False)})
         if row is not None:
@@ -361,7 +364,7 @@ def _json_document(reader: Reader) -> tuple[Any, str, int]:
         reader.fail("no JSON document (a line starting with '{') in this sacct --json output")
     for i in range(first):
         if lines[i].strip():
-            reader.bad("line outside the JSON document", line=i + 1, example=lines[i][:120])
+            reader.bad(OUTSIDE_JSON, line=i + 1, example=lines[i][:120])
     start = sum(len(ln) + 1 for ln in lines[:first])
     try:
         doc, end = json.JSONDecoder().raw_decode(text, start + len(lines[first]) - len(lines[first].lstrip()))
@@ -372,7 +375,7 @@ def _json_document(reader: Reader) -> tuple[Any, str, int]:
     tail_line = text.count("\n", 0, end) + 1
     for i, ln in enumerate(text[end:].split("\n")):
         if ln.strip():
-            reader.bad("line outside the JSON document", line=tail_line + i, example=ln[:120])
+            reader.bad(OUTSIDE_JSON, line=tail_line + i, example=ln[:120])
     return doc, text[start:end], first + 1
 
 

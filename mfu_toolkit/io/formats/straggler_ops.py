@@ -51,6 +51,11 @@ from ..reading import Reader, read_head
 from ..values import number
 
 NAME = "straggler_ops"
+_NOT_INDEX = "index is not a non-negative integer"
+_NOT_INDEX_OR_LESS = "index is not an integer of -1 or more"
+_NEGATIVE_START = "negative start_ts (times are offsets from the step start)"
+_UNREADABLE_YAML = "unreadable metadata YAML"
+_YAML_NOT_MAPPING = "metadata YAML is not names and values"
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,7 @@ _INT_COLUMNS = {
 _MAX_INDEX = 10_000_000  # a rank, stage or chunk number above this is not a real job's
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _MAX_YAML_BYTES = 1 << 20
+_YAML_TOO_LARGE = f"metadata YAML too large (over {_MAX_YAML_BYTES:,} bytes)"
 _YAML_SIZES = ("dp_size", "dsp_size", "pp_size", "tp_size", "vpp_size", "cp_size", "ep_size")
 
 
@@ -329,8 +335,8 @@ def _int_checks(df: pd.DataFrame, num: dict[str, np.ndarray]) -> list[Check]:
             checks.append((status != _OK, rules.BAD_STEP, c, True))
             num[c] = v
             continue
-        what = f"{c} is not a non-negative integer" if lowest == 0 else f"{c} is not an integer of -1 or more"
-        high = (status == _HIGH, f"{rules.VALUE_OUT_OF_RANGE} ({c} above {_MAX_INDEX:,})", c, True)
+        what = rules.SkipReason(_NOT_INDEX if lowest == 0 else _NOT_INDEX_OR_LESS, c)
+        high = (status == _HIGH, rules.SkipReason(rules.VALUE_OUT_OF_RANGE, f"{c} above {_MAX_INDEX:,}"), c, True)
         if c in REQUIRED:
             checks += [(np.isin(status, (_MISSING, _WRONG, _TEXT)), what, c, True), high]
             num[c] = v
@@ -349,13 +355,13 @@ def _row_checks(df: pd.DataFrame) -> tuple[dict[str, np.ndarray], list[Check]]:
         v = _times(df[c])
         checks.append((~np.isfinite(v), rules.NON_FINITE_TIME, c, True))
         with np.errstate(invalid="ignore"):
-            checks.append((np.abs(v) > _FLOAT32_MAX, f"{rules.VALUE_OUT_OF_RANGE} (beyond float32)", c, True))
+            beyond = rules.SkipReason(rules.VALUE_OUT_OF_RANGE, "beyond float32")
+            checks.append((np.abs(v) > _FLOAT32_MAX, beyond, c, True))
         num[c] = v
-    checks.append((df["optype"].isna().to_numpy(), f"{rules.MISSING_FIELD} (op type)", "optype", True))
+    checks.append((df["optype"].isna().to_numpy(), rules.SkipReason(rules.MISSING_FIELD, "op type"), "optype", True))
     with np.errstate(invalid="ignore"):
         checks.append((num["duration"] < 0, rules.NEGATIVE_DURATION, "duration", True))
-        checks.append((num["start_ts"] < 0, "negative start_ts (times are offsets from the step start)", "start_ts",
-                       True))
+        checks.append((num["start_ts"] < 0, _NEGATIVE_START, "start_ts", True))
     return num, checks
 
 
@@ -372,7 +378,8 @@ def _raise_first(reader: Reader, checks: list[Check], lines: np.ndarray, df: pd.
     line, j, i = min(found)
     if j < 0:
         reader.bad(rules.WRONG_FIELD_COUNT, line=line, field="row", example=unsplit[0][1])
-    reader.bad(checks[j][1], line=line, field=checks[j][2], example=str(df.iloc[i].to_dict()))
+    _, reason, field, _ = checks[j]
+    reader.bad(reason, line=line, field=field, example=str(df.iloc[i].to_dict()))
 
 
 def _report_bad_rows(
@@ -508,17 +515,17 @@ def _meta_yaml(path: Path, reader: Reader) -> tuple[dict[str, Any], Path, list[s
     bad = reader.for_file(c)  # an error names the YAML file itself, not the trace beside it
     data = bad.bytes()
     if len(data) > _MAX_YAML_BYTES:
-        bad.bad(f"metadata YAML too large (over {_MAX_YAML_BYTES:,} bytes)", field="meta", example=str(c))
+        bad.bad(_YAML_TOO_LARGE, field="meta", example=str(c))
         return None
     text = data.decode("utf-8", errors="replace")
     try:
         loaded = yaml.safe_load(text)
     except (yaml.YAMLError, ValueError, RecursionError) as exc:  # ValueError: e.g. a date 2024-13-45
-        bad.bad(f"unreadable metadata YAML ({type(exc).__name__})", field="meta", example=str(c))
+        bad.bad(_UNREADABLE_YAML, field="meta", example=str(c), detail=type(exc).__name__)
         return None
     if not isinstance(loaded, dict):
         if loaded is not None:  # an empty file says nothing; a list or a number is not metadata
-            bad.bad(f"metadata YAML is a {type(loaded).__name__}, not names and values", field="meta", example=str(c))
+            bad.bad(_YAML_NOT_MAPPING, field="meta", example=str(c), detail=f"a {type(loaded).__name__}")
         return None
     plain = {str(k): v for k, v in loaded.items() if isinstance(v, (int, float, str, bool)) or v is None}
     if len(plain) < len(loaded):

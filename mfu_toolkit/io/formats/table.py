@@ -2,7 +2,7 @@
 
 For logs the toolkit has no dedicated loader for. ``columns`` maps schema names to the file's
 column names, e.g. ``{"step": "iter", "start_s": "t0", "end_s": "t1", "rank": "gpu"}``; schema
-names not mapped are looked up under their own name. Times come from ``start_s``+``end_s``, or
+names not mapped are looked up under their own name. Times come from ``start_s`` and ``end_s``, or
 one of them plus ``duration``, or ``duration`` alone (rows are then placed back to back per
 attempt and rank in step order, and ``meta.timing = "duration_only"``).
 
@@ -91,6 +91,10 @@ TARGETS: tuple[str, ...] = (
 )
 _ALIASES = {"duration_s": "duration"}
 _NON_TEXT_FLAG = "flag is not text (left empty, record kept)"
+NUL_BYTES = "binary garbage (NUL bytes)"
+NOT_INTEGER = "attempt or rank is not an integer"
+NOT_FINITE = "not a finite number"
+DURATION_DISAGREES = "duration disagrees with end - start"
 _DURATION_COLS = ("data_wait_s", "compute_s", "comm_s")
 _TIME_HINTS = ("start_s", "end_s", "duration", "duration_s")
 _MAX_SNIFF_COLS = 200
@@ -155,7 +159,7 @@ def _delimiter(header: str) -> str | None:
 class _InFileOrder(Reader):
     """A Reader whose strict mode raises on the first bad row *in file order*, not in check order."""
 
-    found: list[tuple[int, str, str | None, str | None]] = field(default_factory=list)
+    found: list[tuple[int, str, str | None, str | None, str | None]] = field(default_factory=list)
 
     @classmethod
     def of(cls, reader: Reader) -> _InFileOrder:
@@ -163,16 +167,16 @@ class _InFileOrder(Reader):
                    limits=reader.limits, display=reader.display)
 
     def bad(self, reason: str, *, line: int | None = None, field: str | None = None,
-            example: str | None = None) -> None:
+            example: str | None = None, detail: str | None = None) -> None:
         if self.strict:
-            self.found.append((line if line is not None else 0, reason, field, example))
+            self.found.append((line if line is not None else 0, reason, field, example, detail))
             return
-        super().bad(reason, line=line, field=field, example=example)
+        super().bad(reason, line=line, field=field, example=example, detail=detail)
 
     def raise_first(self) -> None:
         if self.strict and self.found:
-            line, reason, fld, example = min(self.found, key=lambda t: t[0])
-            self.fail(reason + (f": {example[:120]!r}" if example else ""), line=line or None, field=fld)
+            line, reason, fld, example, detail = min(self.found, key=lambda t: t[0])
+            Reader.bad(self, reason, line=line or None, field=fld, example=example, detail=detail)  # raises
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -196,7 +200,7 @@ class _Physical:
             ln, text = next(self.lines)
             if "\x00" in text:
                 self.reader.report.lines_read += 1
-                self.reader.bad("binary garbage (NUL bytes)", line=ln, example=text)
+                self.reader.bad(NUL_BYTES, line=ln, example=text)
                 continue
             self.count += 1
             if self.count == self.want:
@@ -236,13 +240,14 @@ def _read_csv(reader: Reader) -> tuple[pd.DataFrame, np.ndarray]:
             break
         except csv.Error as exc:  # e.g. a field over the csv module's size limit: that row only
             reader.report.lines_read += 1
-            reader.bad(f"{rules.UNREADABLE_CSV_ROW} ({exc})", line=src.first)
+            reader.bad(rules.UNREADABLE_CSV_ROW, line=src.first, detail=str(exc))
             continue
         if not row or all(not c.strip() for c in row):
             continue
         reader.report.lines_read += 1
         if len(row) != len(header):
-            reader.bad(f"{rules.WRONG_FIELD_COUNT} (expected {len(header)})", line=src.first, example=delim.join(row))
+            reader.bad(rules.WRONG_FIELD_COUNT, line=src.first, example=delim.join(row),
+                       detail=f"expected {len(header)}")
             continue
         records.append(row)
         line_nos.append(src.first)
@@ -259,8 +264,8 @@ def _read_jsonl(reader: Reader) -> tuple[pd.DataFrame, np.ndarray]:
             continue
         reader.report.lines_read += 1
         rec, why, _ = parse_json(s)
-        if why is not None:  # "malformed JSON" as before (notebook 03 quotes it); too deep: its own
-            reader.bad("malformed JSON" if why.startswith(rules.MALFORMED_JSON) else why, line=i, example=s)
+        if why is not None:
+            reader.bad(why, line=i, example=s)
             continue
         if not isinstance(rec, dict):
             reader.bad(rules.NOT_AN_OBJECT, line=i, example=s)
@@ -326,15 +331,16 @@ def _skip_rows(
     keep: np.ndarray,
     field: str | None,
     raw: pd.DataFrame,
+    detail: str | None = None,
 ) -> None:
-    """Drop rows in ``mask`` (still kept) under ``reason``; strict mode raises on the first."""
+    """Drop rows in ``mask`` (still kept) under ``reason`` (with ``detail``); strict mode raises on the first."""
     hit = mask & keep
     if not hit.any():
         return
     idx = np.flatnonzero(hit)
     example = _row_text(raw, idx[0])
     if reader.strict:
-        reader.bad(reason, line=int(lines[idx[0]]), field=field, example=example)
+        reader.bad(reason, line=int(lines[idx[0]]), field=field, example=example, detail=detail)
         keep &= ~hit
         return
     rep: LoadReport = reader.report
@@ -342,7 +348,9 @@ def _skip_rows(
     first = rep.first_lines.setdefault(reason, [])
     for ln in lines[idx[: max(0, 5 - len(first))]]:
         first.append(int(ln))
-    rep.examples.setdefault(reason, example[:200])
+    rep.examples.setdefault(reason, rules.with_detail(detail, example)[:200])
+    if detail:
+        rep.details.setdefault(reason, detail)
     keep &= ~hit
 
 
@@ -434,12 +442,12 @@ def _integer_checks(reader: Reader, vals: dict[str, np.ndarray], mapping: dict[s
             low = v < lowest
             high = v >= 2.0**63 if v.dtype != np.int64 and target == "step" else v > highest
         if target == "step":
-            _skip_rows(reader, f"{rules.BAD_STEP} ({src!r})", frac | low | high, lines, keep, src, raw)
+            _skip_rows(reader, rules.BAD_STEP, frac | low | high, lines, keep, src, raw, repr(src))
             continue
-        _skip_rows(reader, f"non-integer {src!r}", frac, lines, keep, src, raw)
+        _skip_rows(reader, NOT_INTEGER, frac, lines, keep, src, raw, repr(src))
         below = f"negative {src!r}" if lowest == 0 else f"{src!r} below -1"
-        _skip_rows(reader, below, low, lines, keep, src, raw)
-        _skip_rows(reader, f"{rules.VALUE_OUT_OF_RANGE} ({src!r} above {_MAX_INDEX:,})", high, lines, keep, src, raw)
+        _skip_rows(reader, rules.VALUE_OUT_OF_RANGE, low, lines, keep, src, raw, below)
+        _skip_rows(reader, rules.VALUE_OUT_OF_RANGE, high, lines, keep, src, raw, f"{src!r} above {_MAX_INDEX:,}")
 
 
 def _check_values(reader: Reader, raw: pd.DataFrame, lines: Any,
@@ -452,9 +460,9 @@ def _check_values(reader: Reader, raw: pd.DataFrame, lines: Any,
             continue
         src = mapping[target]
         v, notnum = _numeric(raw, src)
-        _skip_rows(reader, f"not a finite number in {src!r}", notnum, lines, keep, src, raw)
+        _skip_rows(reader, NOT_FINITE, notnum, lines, keep, src, raw, repr(src))
         if target in ("step", "attempt", "rank", "start_s", "end_s", "duration") and v.dtype != np.int64:
-            _skip_rows(reader, f"missing value in {src!r}", np.isnan(v), lines, keep, src, raw)
+            _skip_rows(reader, rules.MISSING_FIELD, np.isnan(v), lines, keep, src, raw, repr(src))
         vals[target] = v
     _integer_checks(reader, vals, mapping, (lines, keep, raw))
     if "duration" in vals:
@@ -463,7 +471,8 @@ def _check_values(reader: Reader, raw: pd.DataFrame, lines: Any,
     for c in _DURATION_COLS + ("samples", "tokens"):
         if c in vals:
             with np.errstate(invalid="ignore"):
-                _skip_rows(reader, f"negative {mapping[c]!r}", vals[c] < 0, lines, keep, mapping[c], raw)
+                _skip_rows(reader, rules.VALUE_OUT_OF_RANGE, vals[c] < 0, lines, keep, mapping[c], raw,
+                           f"negative {mapping[c]!r}")
     return vals, keep
 
 
@@ -492,11 +501,11 @@ def _times(reader: Reader, vals: dict[str, np.ndarray], mapping: dict[str, str],
         # for a missing or non-numeric time are not counted again
         bad = ~np.isfinite(start) | ~np.isfinite(end)
         _skip_rows(reader, rules.NON_FINITE_TIME, bad, lines, keep, mapping.get("start_s", "end_s"), raw)
-        _skip_rows(reader, rules.end_before_start("step"), end < start, lines, keep, mapping.get("end_s", "duration"),
-                   raw)
+        _skip_rows(reader, rules.END_BEFORE_START, end < start, lines, keep, mapping.get("end_s", "duration"),
+                   raw, "step")
         if dur is not None and "start_s" in mapping and "end_s" in mapping:
             off = np.abs((end - start) - dur) > 1e-6 * np.maximum(1.0, np.abs(dur))
-            _skip_rows(reader, "duration disagrees with end - start", off, lines, keep, mapping["duration"], raw)
+            _skip_rows(reader, DURATION_DISAGREES, off, lines, keep, mapping["duration"], raw)
     return start, end, dur
 
 
@@ -546,14 +555,14 @@ def _order_checks(reader: Reader, ids: tuple, start: np.ndarray | None, mapping:
             same = (attempt[order][1:] == attempt[order][:-1]) & (rank[order][1:] == rank[order][:-1])
             with np.errstate(invalid="ignore"):
                 back[order[1:]] = same & (start[order][1:] < start[order][:-1]) & (step[order][1:] != step[order][:-1])
-        why = f"{rules.NON_MONOTONIC} (start earlier than the previous step's)"
-        _skip_rows(reader, why, back, lines, keep, mapping.get("start_s", "end_s"), raw)
+        _skip_rows(reader, rules.NON_MONOTONIC, back, lines, keep, mapping.get("start_s", "end_s"), raw,
+                   "start earlier than the previous step's")
     if keep.any() and grouped is None:  # grouped: unique rows stay unique in any subset
         # keep the first of each repeated (attempt, step, rank) among the rows still kept
         again = pd.DataFrame({"a": attempt[keep], "s": step[keep], "r": rank[keep]}).duplicated(keep="first").to_numpy()
         later = np.zeros(n, dtype=bool)
         later[np.flatnonzero(keep)[again]] = True
-        _skip_rows(reader, f"{rules.DUPLICATE} (attempt, step, rank)", later, lines, keep, mapping["step"], raw)
+        _skip_rows(reader, rules.DUPLICATE, later, lines, keep, mapping["step"], raw, "attempt, step, rank")
 
 
 # --- the step rows ------------------------------------------------------------------------
@@ -599,7 +608,7 @@ def _extra_columns(reader: Reader, raw: pd.DataFrame, lines: Any, keep: np.ndarr
                     not_numeric.append(col)
                 continue
             # a number column with some bad cells: each is counted and left missing, its row kept
-            _skip_rows(reader, f"{rules.NON_NUMERIC} ({col!r})", bad[:, j], lines, keep.copy(), col, raw)
+            _skip_rows(reader, rules.NON_NUMERIC, bad[:, j], lines, keep.copy(), col, raw, repr(col))
             out[col] = v if every else v[keep]
     if not_numeric:
         reader.report.note(f"column(s) {', '.join(map(repr, not_numeric))} hold no numbers; left out")
@@ -654,7 +663,7 @@ def _flags(reader: Reader, raw: pd.DataFrame, src: str, lines: Any, keep: np.nda
         codes, uniques = pd.factorize(col.where(~nested, None), use_na_sentinel=True)
     text = [_flag_text(u) for u in uniques]
     nested |= np.isin(codes, [i for i, t in enumerate(text) if t is None])
-    _skip_rows(reader, f"{_NON_TEXT_FLAG} ({src!r})", nested, lines, keep.copy(), src, raw)
+    _skip_rows(reader, _NON_TEXT_FLAG, nested, lines, keep.copy(), src, raw, repr(src))
     out = np.array([t or "" for t in text] + [""], dtype=object)[codes]
     return out if bool(keep.all()) else out[keep]
 

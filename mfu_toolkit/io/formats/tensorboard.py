@@ -59,6 +59,8 @@ from ..protobuf import ProtoError, crc32c, masked_crc  # noqa: F401 (crc32c, mas
 from ..reading import Reader
 
 NAME = "tensorboard"
+MALFORMED_EVENT = "malformed Event protobuf"
+NO_WALL_TIME = "event without a finite wall_time"
 proto_fields = protobuf.fields  # the wire reader under the name this module gave it
 
 
@@ -201,10 +203,10 @@ def _checked_event(reader: Reader, payload: bytes, rec_no: int) -> dict[str, Any
     try:
         ev = parse_event(payload)
     except ProtoError as exc:
-        reader.bad(f"malformed Event protobuf ({exc})", line=rec_no, field="data")
+        reader.bad(MALFORMED_EVENT, line=rec_no, field="data", detail=str(exc))
         return None
     if not math.isfinite(ev["wall_time"]):
-        reader.bad("event without a finite wall_time", line=rec_no, field="wall_time")
+        reader.bad(NO_WALL_TIME, line=rec_no, field="wall_time")
         return None
     step = rules.as_step(ev["step"])
     if step is None:
@@ -336,15 +338,17 @@ class _Records:
 
 def _timed_ok(e: dict[str, Any], value: float, tag: str, seen: set[int], last_t: float) -> bool:
     """Whether an ``iteration-time`` value may time its step; if not, it is counted."""
-    bad = e["reader"].bad
+    reader = e["reader"]
     if not math.isfinite(value):
-        bad(f"{rules.NON_FINITE_TIME} ({tag})", line=e["record"], field=tag, example=f"step {e['step']}: {value}")
+        reader.bad(rules.NON_FINITE_TIME, line=e["record"], field=tag, example=f"step {e['step']}: {value}", detail=tag)
     elif value < 0:
-        bad(f"{rules.NEGATIVE_DURATION} ({tag})", line=e["record"], field=tag, example=f"step {e['step']}: {value}")
+        reader.bad(rules.NEGATIVE_DURATION, line=e["record"], field=tag, example=f"step {e['step']}: {value}",
+                   detail=tag)
     elif e["step"] in seen:
-        bad(f"{rules.DUPLICATE} ({tag} at one step)", line=e["record"], field=tag, example=f"step {e['step']}")
+        reader.bad(rules.DUPLICATE, line=e["record"], field=tag, example=f"step {e['step']}",
+                   detail=f"{tag} at one step")
     elif e["wall_time"] < last_t:
-        bad(f"{rules.NON_MONOTONIC} (wall_time)", line=e["record"], field="wall_time")
+        reader.bad(rules.NON_MONOTONIC, line=e["record"], field="wall_time", detail="wall_time")
     else:
         return True
     return False

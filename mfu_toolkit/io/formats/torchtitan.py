@@ -12,7 +12,7 @@ What the format carries and how it maps to a :class:`~mfu_toolkit.run.Run`:
   An interval longer than :data:`~mfu_toolkit.io.rules.MAX_LOG_INTERVAL` steps is not expanded:
   its line stays one row (the logged step, one step's share of the time, ``interval_steps``
   holding the count) and is counted under ``INTERVAL_TOO_LONG``.
-- Launcher prefixes identify ranks: ``[rank3]:``, ``[default3]:`` (torchrun) and ``3: ``
+- Launcher prefixes identify ranks: ``[rank3]:``, ``[default3]:`` (torchrun) and ``3:``
   (``srun --label``). With a prefix each rank keeps its own rows (``rank`` = the prefix). Without
   one the lines of different ranks cannot be told apart, so the copies of a step that every rank
   printed collapse into one job-level row (``rank = -1``) holding the first copy's values;
@@ -110,6 +110,7 @@ _PEAK_RE = re.compile(r"Peak FLOPS used for computing MFU: ([0-9.eE+-]{1,30})")
 # Distinct ``name: value`` fields kept as step columns; more (a line of thousands of made-up
 # names) would make the table grow as lines × names, so their values are counted, not kept.
 MAX_FIELD_COLUMNS = 64
+FIELD_NOT_KEPT = f"field not kept (over {MAX_FIELD_COLUMNS} distinct field names)"
 _RENAME = {"wps": "tps", "mfu": "mfu_pct"}
 # A repeated step within this many seconds of its first print is a copy from another rank;
 # later, it is a relaunch that resumed from a checkpoint (which takes far longer than this).
@@ -317,7 +318,7 @@ class _Scanner:
                 self.names[name] = None
             else:
                 del fields[name]
-                self.reader.bad(f"field not kept (over {MAX_FIELD_COLUMNS} distinct field names)", line=ln, field=name)
+                self.reader.bad(FIELD_NOT_KEPT, line=ln, field=name)
 
     def _step(self, ln: int, text: str, key: int | None, ts: float | None, m: re.Match, final: bool) -> None:
         step = rules.as_step(m.group(1)) if len(m.group(1)) <= 20 else None
@@ -328,7 +329,7 @@ class _Scanner:
         if fields is None:
             return
         if ts is None:
-            self.reader.bad(f"{rules.MISSING_FIELD} (timestamp)", line=ln, field="timestamp", example=text)
+            self.reader.bad(rules.MISSING_FIELD, line=ln, field="timestamp", example=text, detail="timestamp")
             return
         a = self.attempt.setdefault(key, 0)
         prev = self.last.get(key)

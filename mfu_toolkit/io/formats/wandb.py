@@ -72,6 +72,7 @@ from ..reading import Reader, parse_json, read_head
 from ..values import number
 
 NAME = "wandb"
+NO_STEP_COLUMN = "no step column (_step, train/global_step, ...): no steps read"
 
 
 @dataclass(frozen=True)
@@ -301,7 +302,7 @@ def _read_csv(path: Path, reader: Reader, required: str) -> tuple[pd.DataFrame, 
         # A cell: NaN when empty, else a number (NaN and infinity kept), None when it is none.
         vals = [number(c, nonfinite="keep") if c.strip() else math.nan for c in row]
         if not _finite(vals[idx]):
-            sub.bad(f"{rules.NON_FINITE_TIME} ({required})", line=ln, field=required, example=",".join(row)[:160])
+            sub.bad(rules.NON_FINITE_TIME, line=ln, field=required, example=",".join(row)[:160], detail=required)
             continue
         for j, v in enumerate(vals):
             if v is None:
@@ -337,10 +338,10 @@ def _json_file(path: Path, reader: Reader, kind: str) -> tuple[dict[str, Any], s
     text = text[1:] if text.startswith("\ufeff") else text
     doc, why, at = parse_json(text)
     if why is not None:
-        sub.bad(f"{why}; {kind} left out", line=at, field=kind, example=text[:80])
+        sub.bad(rules.FILE_LEFT_OUT, line=at, field=kind, example=text[:80], detail=f"{kind}: {rules.in_full(why)}")
         return None
     if not isinstance(doc, dict):
-        sub.bad(f"{rules.NOT_AN_OBJECT}; {kind} left out", line=1, field=kind)
+        sub.bad(rules.FILE_LEFT_OUT, line=1, field=kind, detail=f"{kind}: not a JSON object")
         return None
     return doc, text
 
@@ -609,8 +610,7 @@ def _history_steps(
     final, is_final, final_line = _final_row(df, lines)
     step_key = next((k for k in (*_STEP_KEYS, "_step") if k in df.columns), None)
     if step_key is None:
-        reader.bad(f"{rules.MISSING_FIELD} (no step column: _step, train/global_step, ...; no steps read)", line=1,
-                   field="_step")
+        reader.bad(NO_STEP_COLUMN, line=1, field="_step")
         return None, events, final, final_line
     cand = np.isfinite(df[step_key].to_numpy(float)) & ~is_eval & ~is_final
     rows, grp = _step_rows(df, lines, ts, step_key, cand, reader)

@@ -88,6 +88,8 @@ from ..protobuf import ProtoError
 from ..reading import Reader, read_head
 
 NAME = "xplane"
+BAD_EVENT, BAD_LINE, BAD_PLANE = (f"malformed {m} protobuf" for m in ("XEvent", "XLine", "XPlane"))
+BAD_SPACE = "truncated or malformed XSpace protobuf (the rest of the file is unreadable)"
 
 # --- field numbers of xplane.proto (see the module docstring) --------------------------------------------
 _F_SPACE_PLANES, _F_SPACE_ERRORS, _F_SPACE_WARNINGS, _F_SPACE_HOSTS = 1, 2, 3, 4
@@ -334,7 +336,7 @@ def _events(buf: bytes, a: int, z: int, wanted: frozenset[int], reader: Reader,
                 elif f <= _F_EV_OCCUR:
                     raise ProtoError(f"XEvent field {f} with wire type {w}")
         except ProtoError as exc:
-            reader.bad(f"malformed XEvent protobuf ({exc})", field=where, example=f"event at byte {ea}")
+            reader.bad(BAD_EVENT, field=where, example=f"event at byte {ea}", detail=str(exc))
             continue
         yield pb.signed(mid), pb.signed(off), pb.signed(dur), timed, st
 
@@ -404,7 +406,7 @@ def _stat_ids(pl: _Plane, wanted: tuple[str, ...]) -> frozenset[int]:
 def _take(reader: Reader, n: int, where: str) -> bool:
     """Whether the load's row budget takes ``n`` more events; if not, they are counted and noted."""
     if n and not rules.take_rows(n):
-        reader.bad(f"row budget spent ({n:,} events of a line not read)", field=where)
+        reader.bad(rules.ROW_BUDGET_SPENT, field=where, detail=f"{n:,} events of a line not read")
         reader.note(f"{where}: the load's row budget was spent; {n:,} events not read, so totals are a lower bound")
         return False
     return True
@@ -419,7 +421,7 @@ def _device(ctx: _Ctx, m: re.Match[str], ops: gpu_time.Ops) -> _Device:
         try:
             heads.append(_line_head(buf, a, z))
         except ProtoError as exc:
-            reader.bad(f"malformed XLine protobuf ({exc})", field=f"{ctx.space.where}:{pl.name}")
+            reader.bad(BAD_LINE, field=f"{ctx.space.where}:{pl.name}", detail=str(exc))
             heads.append(None)
     active = set(_activity_lines([h.name if h is not None else "" for h in heads]))
     for i, ((a, z), head) in enumerate(zip(pl.lines, heads, strict=True)):
@@ -512,8 +514,8 @@ def _space_fields(buf: bytes, reader: Reader) -> tuple[list[_Plane], list[str], 
         pb.collect(buf, 0, len(buf), dict.fromkeys(range(_F_SPACE_PLANES, _F_SPACE_HOSTS + 1), 2), what="XSpace",
                    into=f)
     except ProtoError as exc:
-        reader.bad(f"truncated or malformed XSpace protobuf ({exc}); the rest of the file is unreadable",
-                   field="XSpace", example=f"{len(f.get(_F_SPACE_PLANES, []))} plane(s) read before the damage")
+        n = len(f.get(_F_SPACE_PLANES, []))
+        reader.bad(BAD_SPACE, field="XSpace", example=f"{n} plane(s) read before the damage", detail=str(exc))
     hosts = [pb.text(buf, a, z)[:200] for a, z in f.get(_F_SPACE_HOSTS, [])]
     said = [pb.text(buf, a, z)[:300] for k in (_F_SPACE_ERRORS, _F_SPACE_WARNINGS) for a, z in f.get(k, [])]
     planes = []
@@ -521,7 +523,7 @@ def _space_fields(buf: bytes, reader: Reader) -> tuple[list[_Plane], list[str], 
         try:
             planes.append(_plane(buf, a, z))
         except ProtoError as exc:
-            reader.bad(f"malformed XPlane protobuf ({exc})", field="XSpace.planes", example=f"plane at byte {a}")
+            reader.bad(BAD_PLANE, field="XSpace.planes", example=f"plane at byte {a}", detail=str(exc))
     return planes, hosts, said
 
 
@@ -555,7 +557,7 @@ def _read_space(reader: Reader, ops: gpu_time.Ops, pattern: re.Pattern[str] | No
                 ctx = _Ctx(buf, pl, _event_meta(buf, pl, False), _stat_ids(pl, ("step_num",)), space, reader)
                 _host_steps(ctx, pattern)
         except ProtoError as exc:
-            reader.bad(f"malformed XPlane protobuf ({exc})", field=f"{space.where}:{pl.name}")
+            reader.bad(BAD_PLANE, field=f"{space.where}:{pl.name}", detail=str(exc))
     return space
 
 
@@ -887,8 +889,7 @@ def parse(reader: Reader, options: Options) -> Parsed:
         "device_planes": sorted({n for sp in spaces for n in sp.planes if _DEVICE_RE.match(n)}),
         "devices_with_events": [f"{p.space.host}:{p.dev.plane}" for p in placed if len(p.start)],
         "activity_lines": sorted({ln for p in placed for ln in p.dev.lines}),
-        "steps_from": "; ".join(how) or None, "data_wait_from": None, "t0_ps": t0,
-    }
+        "steps_from": "; ".join(how) or None, "data_wait_from": None, "t0_ps": t0}
     if first_ns is not None:
         extra["t0_epoch_ns"] = first_ns + int(round(t0 / 1000))
         extra["t0_wallclock"] = rules.wallclock(extra["t0_epoch_ns"] / 1e9)
