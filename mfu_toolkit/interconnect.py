@@ -70,7 +70,10 @@ _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
 class InterconnectError(ValueError):
-    """Any problem with the interconnect table: bad data, an unknown name, an accelerator without a link."""
+    """Any problem with the interconnect table: bad data, an unknown name, an accelerator without a link.
+    ``field`` names the Link field a bad value was given for (None for other problems)."""
+
+    field: str | None = None
 
 
 class NoListedLinkError(InterconnectError):
@@ -108,9 +111,15 @@ class UnknownLinkError(InterconnectError):
         self.suggestions = tuple(suggestions)
 
 
+def _bad_field(field: str, message: str) -> InterconnectError:
+    exc = InterconnectError(message)
+    exc.field = field
+    return exc
+
+
 def _check_choice(value: str, allowed: tuple[str, ...], what: str) -> str:
     if value not in allowed:
-        raise InterconnectError(f"{what} must be one of {', '.join(allowed)}; got {value!r}")
+        raise _bad_field(what, f"{what} must be one of {', '.join(allowed)}; got {value!r}")
     return value
 
 
@@ -140,7 +149,7 @@ class Link:
         _check_choice(self.scope, SCOPES, "scope")
         if isinstance(self.value, bool) or not isinstance(self.value, (int, float)) or not (
                 math.isfinite(self.value) and self.value > 0):
-            raise InterconnectError(f"value must be a positive finite number; got {self.value!r}")
+            raise _bad_field("value", f"value must be a positive finite number; got {self.value!r}")
 
     @property
     def stated_bytes_per_s(self) -> float:
@@ -228,8 +237,7 @@ def _parse_row(raw: Mapping[str, str], origin: str) -> Link:
                     accelerators=tuple(accelerators), quote=get("quote"), source=get("source"),
                     read_on=get("read_on"), note=get("note"))
     except InterconnectError as exc:
-        column = next((c for c in ("unit", "direction", "per", "scope", "value") if str(exc).startswith(c)), "value")
-        raise fail(column, str(exc)) from None
+        raise fail(exc.field or "value", str(exc)) from None
 
 
 def load_links_csv(path: str | os.PathLike[str]) -> list[Link]:
