@@ -108,7 +108,12 @@ _HINTS = {  # a LoadError's hint in Python's terms
 
 
 class LoadError(ValueError):
-    """A log could not be read. The message names the file, the line and the field."""
+    """A log could not be read. The message names the file, the line and the field.
+
+    An error that ends by asking for an input (a format to choose among the close candidates) has
+    ``stem`` (the text before the request), ``asks`` (the input fields) and ``examples`` (per field, values
+    to suggest): its text asks in Python's terms (``python``), a front end in its own
+    (:func:`mfu_toolkit.render.vocabulary.phrase_error`)."""
 
     def __init__(
         self,
@@ -118,6 +123,9 @@ class LoadError(ValueError):
         line: int | None = None,
         field: str | None = None,
         hint: str | None = None,
+        asks: tuple[str, ...] = (),
+        examples: tuple[tuple[str, ...], ...] = (),
+        python: str | None = None,
     ) -> None:
         if hint is not None and hint not in _HINTS:
             raise ValueError(f"LoadError hint must be one of {', '.join(_HINTS)}; got {hint!r}")
@@ -134,7 +142,9 @@ class LoadError(ValueError):
             where.append(f"field {field!r}")
         prefix = ", ".join(where)
         self.bare = f"{prefix}: {message}" if prefix else message  # without the hint
-        super().__init__(f"{self.bare} {_HINTS[hint]}" if hint else self.bare)
+        self.stem, self.asks, self.examples = (self.bare, tuple(asks), tuple(examples)) if python else (None, (), ())
+        text = f"{self.bare}; {python}" if python else self.bare
+        super().__init__(f"{text} {_HINTS[hint]}" if hint else text)
 
 
 class LoadWarning(UserWarning):

@@ -715,3 +715,35 @@ def test_damaged_real_logs_never_raise_internal_errors(realdata, tmp_path, name)
             except (LoadError, SchemaError):
                 continue
             assert isinstance(out, Run)
+
+
+def _bar(done: int, total: int, per_it_s: float) -> str:
+    """tqdm's bar as HF Trainer draws it: redrawn after a carriage return, never ended by a newline."""
+    return (f"{100 * done // total:3d}%|{'█' * (done * 100 // total)}{' ' * (100 - done * 100 // total)}| "
+            f"{done}/{total} [00:00<00:00, {per_it_s:.2f}s/it]")
+
+
+def test_a_record_glued_after_a_progress_bar_keeps_its_time(tmp_path):
+    # HF Trainer with DeepSpeed: tqdm redraws its bar with '\r' and no newline, so the logger's next record
+    # follows the last bar on the same line, its stamp past the first 96 characters. 10 steps per record,
+    # 15.0 s apart: 1.5 s a step, as the bar's own "1.50s/it" says.
+    plain, barred = [], []
+    for k in range(5):
+        step = 10 * (k + 1)
+        ts = f"2021-11-26 03:{7 + k // 4:02d}:{(k % 4) * 15:02d},000"
+        record = (f"[{ts}] [INFO] [logging.py:69:log_dist] [Rank 0] step={step}, skipped=0, lr=[0.001, 0.001], "
+                  "mom=[0.0, 0.0]")
+        plain.append(record)
+        barred.append("\r".join(_bar(d, 1000, 1.5) for d in range(step - 10, step)) + record)
+    (tmp_path / "plain.log").write_text("\n".join(plain) + "\n")
+    (tmp_path / "barred.log").write_text("\n".join(barred) + "\n")
+    a, b = (load_run(tmp_path / n, format="deepspeed") for n in ("plain.log", "barred.log"))
+    assert len(b.steps) == 40 and (b.steps["end_s"] - b.steps["start_s"]).round(9).unique().tolist() == [1.5]
+    cols = ["attempt", "step", "start_s", "end_s", "interval_steps", "logged"]
+    assert a.steps[cols].equals(b.steps[cols])
+    # a date inside a message is no stamp: only the one that opens a record ([time] [LEVEL]) is
+    quoted = tmp_path / "quoted.log"
+    quoted.write_text(plain[0] + "\n" + "x" * 100 + " resumed from [2021-11-26 03:08:00,000]: [Rank 0] step=20, "
+                      "skipped=0, lr=[0.001, 0.001]\n" + plain[2] + "\n")
+    run = load_run(quoted, format="deepspeed", strict=False)
+    assert deepspeed.UNTIMED_STEP in run.meta.report.skipped

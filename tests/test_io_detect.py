@@ -98,6 +98,21 @@ def test_ambiguity_lists_the_candidates(tmp_path, monkeypatch):
     assert detect_format(p) == "mlperf"
 
 
+def test_ambiguity_asks_for_a_format_in_each_interface(tmp_path, monkeypatch):
+    from mfu_toolkit.render.vocabulary import phrase_error
+
+    p = write_table(tmp_path)
+    monkeypatch.setattr(detect, "sniff_all", lambda path: {"mlperf": 0.9, "megatron": 0.85, "table": 0.3})
+    with pytest.raises(LoadError) as info:
+        detect_format(p)
+    exc = info.value
+    stem = exc.stem  # what each candidate read, then the request
+    assert stem.startswith(f"{p}: ambiguous format: mlperf (0.90), megatron (0.85) fit almost equally well (")
+    assert str(exc) == f"{stem}; pass format=<one of ['mlperf', 'megatron']>" == phrase_error(exc, "python")
+    assert phrase_error(exc, "cli") == f"{stem}; give --format NAME (e.g. --format mlperf or --format megatron)"
+    assert phrase_error(exc, "make") == f"{stem}; give FORMAT=NAME (e.g. FORMAT=mlperf or FORMAT=megatron)"
+
+
 def test_table_is_only_a_fallback(tmp_path, monkeypatch):
     p = write_table(tmp_path)
     monkeypatch.setattr(detect, "sniff_all", lambda path: {"lightning": 0.6, "table": 0.8})

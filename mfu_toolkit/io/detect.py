@@ -359,11 +359,11 @@ def _check_ambiguity(p: Path, ranked: list[Candidate]) -> None:
         return
     if top[0].score - top[1].score < MARGIN - 1e-9:
         close = [c for c in top if top[0].score - c.score < MARGIN - 1e-9]
+        names = tuple(c.name for c in close)
         raise LoadError(
             f"ambiguous format: {', '.join(f'{c.name} ({c.score:.2f})' for c in close)} fit almost "
-            f"equally well" + (f" ({'; '.join(c.describe() for c in close)})" if close[0].evidence else "")
-            + f"; pass format=<one of {[c.name for c in close]}>",
-            path=p,
+            f"equally well" + (f" ({'; '.join(c.describe() for c in close)})" if close[0].evidence else ""),
+            path=p, asks=("format",), examples=(names,), python=f"pass format=<one of {list(names)}>",
         )
 
 

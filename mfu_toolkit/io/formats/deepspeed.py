@@ -9,7 +9,9 @@ What the format reads and how it maps to a :class:`~mfu_toolkit.run.Run`:
   lr=[...]`` and the throughput timer's ``epoch=E/micro_step=M/global_step=N, RunningAvgSamplesPerSec=x,
   CurrSamplesPerSec=y, MemAllocated=..GB, MaxMemAllocated=..GB`` (or an older spelling; what each counts is
   :mod:`mfu_toolkit.io.throughput_timer`), paired into one record. The time between two printed records
-  (the DeepSpeed logger's ``[2023-04-18 01:46:59,142]``, local time) is spread over the steps between them
+  (the DeepSpeed logger's ``[2023-04-18 01:46:59,142]``, local time; after a progress bar on the same line, as
+  tqdm draws its bar with no newline, the stamp that opens the logger's ``[time] [LEVEL]``) is spread over the
+  steps between them
   (:func:`~mfu_toolkit.io.timeline.expand`: ``interval_steps`` rows, ``logged`` marks the printing step;
   ``timing="interval_mean"``, ``"exact"`` when every step prints). The first record of a launch only
   anchors the timeline, and a ``step=0`` record printed while an engine starts is no training step. A gap
@@ -106,6 +108,8 @@ class Options:
 # Every capture is bounded, so no pattern backtracks over a long line more than linearly.
 _TS = re.compile(r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d{1,6})?)\]")
 _TS_SPAN = 96  # a timestamp is looked for in the first characters of a line only
+# ... or where the logger's record opens later in the line (tqdm's bar before it): the stamp and the level tag
+_RECORD = re.compile(_TS.pattern + r" \[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]")
 _STEP = re.compile(r"(?<![\w/])step=([^,\s]{0,64}), skipped=([^,\s]{0,64})")
 _RANK = re.compile(r"\[Rank (\d{1,9})\]")
 _LR = re.compile(r"\blr=\[([^\],]{0,64})")
@@ -214,9 +218,10 @@ class _Scan:
 
 
 def _stamp(scan: _Scan, ln: int, text: str, *, count: bool = True) -> float | None:
-    """The line's leading ``[YYYY-mm-dd HH:MM:SS,fff]`` in seconds (naive local time, read as UTC:
-    ``values.timestamp``), else None; a stamp that is no date-time is counted when ``count``."""
-    m = _TS.search(text, 0, _TS_SPAN)
+    """The line's leading ``[YYYY-mm-dd HH:MM:SS,fff]`` (or, after a progress bar, the one that opens the logger's
+    record) in seconds (naive local time, read as UTC: ``values.timestamp``), else None; a stamp that is no
+    date-time is counted when ``count``."""
+    m = _TS.search(text, 0, _TS_SPAN) or _RECORD.search(text)
     if m is None:
         return None
     t = timestamp(m.group(1))
