@@ -5,13 +5,27 @@ A fresh process per figure keeps one measurement's imports, caches and heap out 
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def parse_or_serve(ap: argparse.ArgumentParser, child: Callable[[str, str], dict]) -> argparse.Namespace | None:
+    """The script's arguments, with ``--repeat``; in a child process (``--child MODE PATH``, as :func:`run_child`
+    starts it) run ``child(mode, path)``, print its JSON and return None."""
+    ap.add_argument("--repeat", type=int, default=1, help="fresh processes per measurement (best kept)")
+    ap.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        print(json.dumps(child(*a.child)))
+        return None
+    return a
 
 
 def run_child(script: str, *args: Any) -> dict:

@@ -27,13 +27,12 @@ measurement once.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _child import run_child  # noqa: E402  (beside this script)
+from _child import parse_or_serve, run_child  # noqa: E402  (beside this script)
 from _peak import peak_since_start, start_peak  # noqa: E402
 
 
@@ -99,11 +98,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=10_000)
-    ap.add_argument("--repeat", type=int, default=1, help="fresh processes per measurement (best kept)")
-    ap.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    if a.child:
-        print(json.dumps(_child(*a.child)))
+    if (a := parse_or_serve(ap, _child)) is None:
         return 0
 
     with tempfile.TemporaryDirectory(prefix="big_steps_") as tmp:

@@ -21,14 +21,13 @@ not finish 1M in 10 minutes). It also prints each load's peak resident-memory gr
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from _child import best_of  # noqa: E402  (beside this script)
+from _child import best_of, parse_or_serve  # noqa: E402  (beside this script)
 from _peak import peak_since_start, start_peak  # noqa: E402
 
 _TIMERS = (("forward-backward", 5164.84, 5177.15), ("forward-compute", 2584.92, 2735.66),
@@ -83,11 +82,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[40_000, 160_000, 1_000_000])
     ap.add_argument("--timers", action="store_true", help="a (min, max) timer block after each line")
-    ap.add_argument("--repeat", type=int, default=1, help="fresh processes per measurement (best kept)")
-    ap.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    if a.child:
-        print(json.dumps(_child(*a.child)))
+    if (a := parse_or_serve(ap, _child)) is None:
         return 0
 
     print(f"Megatron-LM stdout, one timestamped line per step{' + a 5-timer block' if a.timers else ''}; "

@@ -24,14 +24,13 @@ wall-clock is noisy.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from _child import best_of  # noqa: E402  (beside this script)
+from _child import best_of, parse_or_serve  # noqa: E402  (beside this script)
 
 _NCCL = (  # NCCL's spellings (src/init.cc, src/transport/*.cc); {r} the rank, {h} its host
     "{h}:{p}:{t} [{d}] NCCL INFO NCCL version 2.22.3+cuda12.4",
@@ -97,11 +96,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[20_000, 80_000, 320_000])
     ap.add_argument("--per-step", type=int, default=1, help="NCCL lines after each iteration line")
-    ap.add_argument("--repeat", type=int, default=1, help="fresh processes per measurement (best kept)")
-    ap.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    if a.child:
-        print(json.dumps(_child(*a.child)))
+    if (a := parse_or_serve(ap, _child)) is None:
         return 0
     print(f"Megatron-LM stdout, {a.per_step} NCCL line(s) after each iteration line in 'mixed'; "
           f"best of {a.repeat} fresh process(es) per figure, modes in turn\n")

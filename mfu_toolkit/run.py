@@ -214,13 +214,14 @@ class LoadReport:
     fact_notes: list[str] = field(default_factory=list)
 
     def skip(self, reason: str, line: int | None = None, example: str | None = None, file: str | None = None,
-             detail: str | None = None) -> None:
+             detail: str | None = None, *, count: int = 1) -> None:
         """Count one skipped record under ``reason`` (a short phrase), remembering its line.
 
         ``file`` names the file of a load that read several; the line is then kept as ``"file:line"``.
         ``detail`` (which column, rank or message) is kept for the reason's first record that has one.
+        ``count`` > 1 counts that many records of one kind at once (a table's rows, with no lines of their own).
         """
-        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        self.skipped[reason] = self.skipped.get(reason, 0) + count
         lines = self.first_lines.setdefault(reason, [])
         if line is not None and len(lines) < _MAX_LINES_KEPT:
             lines.append(f"{file}:{int(line)}" if file else int(line))

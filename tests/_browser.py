@@ -206,16 +206,23 @@ def open_and_run_all(page, server: Server, notebook: str, timeout_s: float = 180
     assert not errors, f"{notebook}: cells raised: {errors}"
 
 
-def collect_console_errors(page) -> list[str]:
-    errors: list[str] = []
+def collect_console(page, level: str = "error") -> list[str]:
+    """The page's console messages of ``level`` ("error" or "warning") from now on, the benign noise of
+    :data:`BENIGN_CONSOLE` aside; errors include the page's uncaught exceptions."""
+    seen: list[str] = []
 
     def on_console(msg):
-        if msg.type == "error" and not any(b in msg.text for b in BENIGN_CONSOLE):
-            errors.append(msg.text)
+        if msg.type == level and not any(b in msg.text for b in BENIGN_CONSOLE):
+            seen.append(msg.text)
 
     page.on("console", on_console)
-    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
-    return errors
+    if level == "error":
+        page.on("pageerror", lambda exc: seen.append(f"pageerror: {exc}"))
+    return seen
+
+
+def collect_console_errors(page) -> list[str]:
+    return collect_console(page, "error")
 
 
 def nudge_first_slider(page, explorer, before: str, after: str, table_text: str) -> None:

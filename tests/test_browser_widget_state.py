@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 from _browser import collect_console_errors, copy_project_tree, free_port, require_browser
 from _procs import read_until, stop_process_group
+from _scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = "11_roofline.ipynb"  # the roofline explorer: three sliders, two dropdowns, a figure
@@ -137,12 +138,7 @@ def test_html_export_carries_the_explorer_state(tmp_path):
 
 
 def _regen_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("regen_notebooks", ROOT / "tools" / "regen_notebooks.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("tools/regen_notebooks.py")
 
 
 def test_numbers_are_written_as_javascript_writes_them():

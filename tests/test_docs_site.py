@@ -26,6 +26,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from _scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 STATE = "application/vnd.jupyter.widget-state+json"
@@ -42,17 +43,9 @@ VIEW_CLASS = {
 BENIGN = ("favicon",)  # Chromium asks every site for /favicon.ico; the site has none
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
-
-
-web_assets = _load("web_assets", ROOT / "tools" / "web_assets.py")
-check_build = _load("check_build", ROOT / "docs" / "check_build.py")
-generate = _load("generate", ROOT / "docs" / "generate.py")
+web_assets = load_script("tools/web_assets.py")
+check_build = load_script("docs/check_build.py")
+generate = load_script("docs/generate.py")
 
 
 def _assets_or_skip() -> Path:

@@ -10,13 +10,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
+from _scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "notebooks" / "exercises"
@@ -24,10 +24,7 @@ COMMITTED = sorted(EXERCISES.glob("[0-9][0-9]_*.ipynb"))
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("make_exercises", ROOT / "tools" / "make_exercises.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("tools/make_exercises.py")
 
 
 def test_every_teaching_notebook_has_an_exercise_version():

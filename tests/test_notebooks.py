@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from _scripts import load_script
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 ABSOLUTE = re.compile(r"(/work/|/tmp/|/root/|/home/\w+/|[A-Z]:\\\\Users)")
@@ -75,13 +76,7 @@ def _check_widget_state(nb: dict, path: Path) -> None:
 
 
 def _regen_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("regen_notebooks", Path(__file__).resolve().parents[1] / "tools"
-                                                  / "regen_notebooks.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("tools/regen_notebooks.py")
 
 
 def test_two_regenerations_give_identical_bytes_and_keep_the_widget_state(tmp_path):

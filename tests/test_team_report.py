@@ -10,7 +10,6 @@ holds; a file name is never run as a command. ``make app`` culls the kernels of 
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
 import os
 import re
@@ -26,6 +25,7 @@ import pytest
 from _browser import free_port
 from _procs import stop_process_group
 from _realdata import realdata  # noqa: F401  (fixture)
+from _scripts import load_script
 from _steplog import N_RANKS, SLOW_RANK, write_step_log
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -271,9 +271,7 @@ def test_a_failed_run_keeps_its_error_cell(tmp_path):
 
 
 def test_sample_log_is_what_its_generator_writes():
-    spec = importlib.util.spec_from_file_location("make_sample_team_log", ROOT / "data" / "make_sample_team_log.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("data/make_sample_team_log.py")
     assert mod.csv_text() == (ROOT / "data" / "sample_team_log.csv").read_text(), (
         "data/sample_team_log.csv is stale: run data/make_sample_team_log.py")
 

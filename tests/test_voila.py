@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from _browser import BENIGN_CONSOLE, collect_console_errors, start_voila
+from _browser import collect_console, collect_console_errors, start_voila
 
 from mfu_toolkit.scenarios.whatif import straggler_scenario
 from mfu_toolkit.widgets import CalculatorInputs, calculator_result
@@ -50,18 +50,6 @@ def _offline(context) -> list[str]:
     return elsewhere
 
 
-def _console_warnings(page) -> list[str]:
-    """Every console warning of the page (the benign noise of ``_browser.BENIGN_CONSOLE`` aside)."""
-    warnings: list[str] = []
-
-    def on_console(msg):
-        if msg.type == "warning" and not any(b in msg.text for b in BENIGN_CONSOLE):
-            warnings.append(msg.text)
-
-    page.on("console", on_console)
-    return warnings
-
-
 def test_workshop_app_in_voila(browser, tmp_path):
     from playwright.sync_api import expect
 
@@ -71,7 +59,7 @@ def test_workshop_app_in_voila(browser, tmp_path):
     try:
         page = context.new_page()
         errors = collect_console_errors(page)
-        warnings = _console_warnings(page)
+        warnings = collect_console(page, "warning")
         # "commit", not "load": Voila streams the page while the kernel runs the cells, and the
         # explorers' visibility below is the real readiness check
         page.goto(server.url + "/", timeout=120_000, wait_until="commit")

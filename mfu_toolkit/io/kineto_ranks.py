@@ -79,17 +79,7 @@ def report_dict(r: LoadReport) -> dict[str, Any]:
 
 def merge_report(into: LoadReport, part: dict[str, Any]) -> None:
     """Add one file's counts to the load's report, as if that file had been read in place."""
-    into.lines_read += int(part.get("lines_read", 0))
-    for reason, n in part.get("skipped", {}).items():
-        into.skipped[reason] = into.skipped.get(reason, 0) + int(n)
-        lines = into.first_lines.setdefault(reason, [])
-        lines.extend(part.get("first_lines", {}).get(reason, [])[: max(0, 5 - len(lines))])
-        if reason in part.get("examples", {}):
-            into.examples.setdefault(reason, part["examples"][reason])
-        if reason in part.get("details", {}):
-            into.details.setdefault(reason, part["details"][reason])
-    for text in part.get("notes", []):
-        into.note(text)
+    into.merge(LoadReport(**part))
 
 
 # --- memory budget -------------------------------------------------------------------------------------

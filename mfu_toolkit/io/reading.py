@@ -394,13 +394,14 @@ class Reader:
 
     # records
     def bad(self, reason: str, *, line: int | None = None, field: str | None = None,
-            example: str | None = None, detail: str | None = None) -> None:
+            example: str | None = None, detail: str | None = None, count: int = 1) -> None:
         """A malformed record: raise in strict mode, otherwise count it under ``reason``.
 
         ``reason`` is a skip-reason constant (see :mod:`.rules`); ``detail`` tells this record apart
         (a rank, a metric, the decoder's message; a :class:`~.rules.SkipReason` brings its own). Strict:
         ``LoadError("<reason> (<detail>): '<example>'")``; else the report keeps
-        ``rules.with_detail(detail, example)`` as the reason's first example.
+        ``rules.with_detail(detail, example)`` as the reason's first example. ``count`` counts that many
+        records of one kind at once (strict raises on the first).
         """
         if detail is None:
             detail = getattr(reason, "detail", None)
@@ -408,7 +409,8 @@ class Reader:
         if self.strict:
             message = reason + (f" ({detail})" if detail else "") + (f": {example[:120]!r}" if example else "")
             raise LoadError(message, path=self.name, line=line, field=field)
-        self.report.skip(reason, line=line, example=rules.with_detail(detail, example), file=self.file, detail=detail)
+        self.report.skip(reason, line=line, example=rules.with_detail(detail, example), file=self.file, detail=detail,
+                         count=count)
 
     def fail(self, message: str, *, line: int | None = None, field: str | None = None) -> None:
         """An error that no mode can skip (e.g. no records at all)."""

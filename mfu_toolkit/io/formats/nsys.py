@@ -376,11 +376,9 @@ class _Activity:
 
 
 def _bad_many(reader: Reader, reason: str, n: int, field: str, detail: str | None = None) -> None:
-    """``n`` records skipped for one reason: the first through ``reader.bad`` (strict raises), the rest counted."""
-    if n <= 0:
-        return
-    reader.bad(reason, field=field, detail=detail)
-    reader.report.skipped[reason] = reader.report.skipped.get(reason, 0) + n - 1
+    """``n`` records skipped for one reason (strict raises)."""
+    if n > 0:
+        reader.bad(reason, field=field, detail=detail, count=n)
 
 
 def _valid(arr: np.ndarray, reader: Reader, table: str) -> np.ndarray:

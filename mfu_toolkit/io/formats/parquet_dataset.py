@@ -334,8 +334,7 @@ def _count_bad(reader: Reader, parts: _Parts, counts: dict[tuple[Path, int], int
     for (p, code), n in sorted(counts.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         rule = row_rules.ROW_RULES[code - 1]
         name = p.relative_to(root).as_posix() if p != root else p.name
-        reader.bad(rule.reason, field=rule.column, example=f"{name}: {n:,} row(s)", detail=rule.detail)
-        reader.report.skipped[rule.reason] += n - 1
+        reader.bad(rule.reason, field=rule.column, example=f"{name}: {n:,} row(s)", detail=rule.detail, count=n)
         reader.note(f"{name}: {n:,} row(s) left out: {rule.reason} ({rule.detail})")
 
 

@@ -403,7 +403,7 @@ def _report_bad_rows(
         for i in idx[:5]:
             reader.bad(reason, line=int(lines[i]), field=field, example=str(df.iloc[int(i)].to_dict()))
         if len(idx) > 5:
-            reader.report.skipped[reason] += len(idx) - 5
+            reader.bad(reason, field=field, count=len(idx) - 5)
     return which < 0
 
 

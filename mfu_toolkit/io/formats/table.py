@@ -50,7 +50,6 @@ import pandas as pd
 from ...run import (
     STEP_COLUMNS,
     STEP_OPTIONAL_COLUMNS,
-    LoadReport,
     progress_bar,
     read_parquet_frame,
     run_order,
@@ -167,11 +166,11 @@ class _InFileOrder(Reader):
                    limits=reader.limits, display=reader.display)
 
     def bad(self, reason: str, *, line: int | None = None, field: str | None = None,
-            example: str | None = None, detail: str | None = None) -> None:
+            example: str | None = None, detail: str | None = None, count: int = 1) -> None:
         if self.strict:
             self.found.append((line if line is not None else 0, reason, field, example, detail))
             return
-        super().bad(reason, line=line, field=field, example=example, detail=detail)
+        super().bad(reason, line=line, field=field, example=example, detail=detail, count=count)
 
     def raise_first(self) -> None:
         if self.strict and self.found:
@@ -343,14 +342,10 @@ def _skip_rows(
         reader.bad(reason, line=int(lines[idx[0]]), field=field, example=example, detail=detail)
         keep &= ~hit
         return
-    rep: LoadReport = reader.report
-    rep.skipped[reason] = rep.skipped.get(reason, 0) + len(idx)
-    first = rep.first_lines.setdefault(reason, [])
-    for ln in lines[idx[: max(0, 5 - len(first))]]:
-        first.append(int(ln))
-    rep.examples.setdefault(reason, rules.with_detail(detail, example)[:200])
-    if detail:
-        rep.details.setdefault(reason, detail)
+    for ln in lines[idx[:5]]:  # the report keeps the first five lines of a reason
+        reader.bad(reason, line=int(ln), field=field, example=example, detail=detail)
+    if len(idx) > 5:
+        reader.bad(reason, field=field, detail=detail, count=len(idx) - 5)
     keep &= ~hit
 
 
